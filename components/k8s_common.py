@@ -1,0 +1,59 @@
+"""Conventions shared by every Kubernetes object the program declares."""
+
+from __future__ import annotations
+
+import pulumi_kubernetes as k8s
+
+PART_OF = "gke-gpu"
+MANAGED_BY = "pulumi"
+# Where the GKE device plugin mounts the GKE-installed driver inside GPU containers.
+GKE_DRIVER_MOUNT = "/usr/local/nvidia"
+
+
+def app_labels(
+    name: str, *, component: str, instance: str | None = None, version: str | None = None
+) -> dict[str, str]:
+    """The recommended `app.kubernetes.io/*` labels."""
+    labels = {
+        "app.kubernetes.io/name": name,
+        "app.kubernetes.io/instance": instance or name,
+        "app.kubernetes.io/component": component,
+        "app.kubernetes.io/part-of": PART_OF,
+        "app.kubernetes.io/managed-by": MANAGED_BY,
+    }
+    if version:
+        labels["app.kubernetes.io/version"] = version[:63]
+    return labels
+
+
+def selector_labels(labels: dict[str, str]) -> dict[str, str]:
+    """The immutable subset of app labels used in selectors (never the version)."""
+    keys = ("app.kubernetes.io/name", "app.kubernetes.io/instance")
+    return {k: labels[k] for k in keys}
+
+
+def image_version(image: str) -> str:
+    """The tag of a pinned image reference, for the `app.kubernetes.io/version` label."""
+    return image.rsplit(":", 1)[-1]
+
+
+def restricted_pod_security_context(user: int = 1000) -> k8s.core.v1.PodSecurityContextArgs:
+    """Pod-level settings of the Kubernetes 'restricted' Pod Security Standard."""
+    return k8s.core.v1.PodSecurityContextArgs(
+        run_as_non_root=True,
+        run_as_user=user,
+        run_as_group=user,
+        fs_group=user,
+        seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
+    )
+
+
+def restricted_container_security_context() -> k8s.core.v1.SecurityContextArgs:
+    """Container-level settings of the 'restricted' standard, plus a read-only root filesystem."""
+    return k8s.core.v1.SecurityContextArgs(
+        allow_privilege_escalation=False,
+        read_only_root_filesystem=True,
+        run_as_non_root=True,
+        capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
+        seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
+    )

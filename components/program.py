@@ -1,0 +1,167 @@
+"""The composition root: typed settings in, components declared, stack outputs out.
+
+`__main__.py` calls :func:`build` with the settings that `components.config.load_settings` validated;
+the offline render and the tests call it the same way, through `__main__.py`, under mocks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+
+from components.cluster import GkeCluster, GkeClusterArgs
+from components.config import GpuPool, Settings
+from components.gpu_compute_class import GpuComputeClass, GpuComputeClassArgs
+from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from components.gpu_scheduling import gpus_per_pod, node_selector, tolerations
+from components.network import GkeNetwork, GkeNetworkArgs
+
+ALLOCATABLE_GPUS_COLUMNS = (
+    "NODE:.metadata.name,"
+    r"POOL:.metadata.labels.cloud\.google\.com/gke-nodepool,"
+    r"ACCELERATOR:.metadata.labels.cloud\.google\.com/gke-accelerator,"
+    r"GPUS:.status.allocatable.nvidia\.com/gpu"
+)
+
+
+def build(settings: Settings) -> dict[str, Any]:
+    """Declare every resource of the stack and return its outputs."""
+    cluster = _gke_cluster(settings)
+    autopilot = settings.cluster.autopilot
+    pools: dict[str, pulumi.ComponentResource] = {}
+    for pool in settings.gpu_pools:
+        if not autopilot:
+            pools[pool.name] = GpuNodePool(
+                f"gpu-{pool.name}",
+                GpuNodePoolArgs(
+                    project=settings.project or "",
+                    location=settings.cluster.location,
+                    cluster_name=cluster.cluster_name,
+                    service_account_email=cluster.node_service_account_email,
+                    pool=pool,
+                ),
+            )
+        elif pool.on_demand_fallback:
+            pools[pool.name] = GpuComputeClass(
+                f"gpu-{pool.name}",
+                GpuComputeClassArgs(pool=pool),
+                opts=pulumi.ResourceOptions(provider=cluster.provider),
+            )
+
+    return {
+        "clusterName": cluster.cluster_name,
+        "clusterMode": settings.cluster.mode,
+        "location": cluster.location,
+        "endpoint": cluster.endpoint,
+        "kubeconfig": cluster.kubeconfig,
+        "nodeServiceAccount": cluster.node_service_account_email,
+        "gpuPools": [_pool_summary(pool, autopilot=autopilot) for pool in settings.gpu_pools],
+        "checks": _checks(settings),
+    }
+
+
+def _gke_cluster(settings: Settings) -> GkeCluster:
+    cluster = settings.cluster
+    project = settings.project or ""
+    region = settings.region or ""
+    if settings.network and settings.network.existing:
+        existing = settings.network.existing
+        network: pulumi.Input[str] = existing.network
+        subnetwork: pulumi.Input[str] = existing.subnetwork
+        pods_range: pulumi.Input[str] = existing.pods_range_name
+        services_range: pulumi.Input[str] = existing.services_range_name
+    else:
+        assert settings.network and settings.network.subnet_cidr
+        vpc = GkeNetwork(
+            "network",
+            GkeNetworkArgs(
+                project=project,
+                region=region,
+                name_prefix=cluster.name,
+                subnet_cidr=settings.network.subnet_cidr,
+                pods_cidr=settings.network.pods_cidr or "",
+                services_cidr=settings.network.services_cidr or "",
+                cloud_nat=cluster.private_nodes,
+            ),
+        )
+        network, subnetwork = vpc.network_self_link, vpc.subnetwork_self_link
+        pods_range, services_range = vpc.pods_range_name, vpc.services_range_name
+    return GkeCluster(
+        "gke",
+        GkeClusterArgs(
+            project=project,
+            region=region,
+            name=cluster.name,
+            location=cluster.location,
+            autopilot=cluster.autopilot,
+            network=network,
+            subnetwork=subnetwork,
+            pods_range_name=pods_range,
+            services_range_name=services_range,
+            release_channel=cluster.release_channel,
+            private_nodes=cluster.private_nodes,
+            authorized_networks=cluster.authorized_networks,
+            deletion_protection=cluster.deletion_protection,
+            system_pool=cluster.system_pool,
+            managed_dcgm=settings.monitoring.dcgm == "managed",
+            resource_labels={"managed-by": "pulumi", "pulumi-stack": _label_value(settings.stack)},
+        ),
+    )
+
+
+def _pool_summary(pool: GpuPool, *, autopilot: bool) -> dict[str, Any]:
+    """What a workload author needs to target the pool, as a stack output."""
+    summary: dict[str, Any] = {
+        "name": pool.name,
+        "kind": "autopilot-profile" if autopilot else "node-pool",
+        "accelerator": pool.accelerator,
+        "gpusPerNode": pool.gpus_per_node,
+        "spot": pool.spot,
+        "zones": list(pool.zones),
+        "nodeSelector": node_selector(pool, autopilot=autopilot),
+        "tolerations": tolerations(pool, autopilot=autopilot),
+        "gpusPerPod": gpus_per_pod(pool, autopilot=autopilot),
+    }
+    if not autopilot:
+        summary.update(
+            machineType=pool.machine_type,
+            minNodes=pool.min_nodes,
+            maxNodes=pool.max_nodes,
+            schedulableGpusPerNode=pool.schedulable_gpus_per_node,
+        )
+    else:
+        summary["onDemandFallback"] = pool.on_demand_fallback
+    if pool.sharing:
+        summary["sharing"] = {
+            "strategy": pool.sharing.strategy,
+            "maxClientsPerGpu": pool.sharing.max_clients_per_gpu,
+        }
+    if pool.mig_partition_size:
+        summary["migPartitionSize"] = pool.mig_partition_size
+    return summary
+
+
+def _checks(settings: Settings) -> dict[str, str]:
+    """Copy-paste commands that prove the GPUs are there after `pulumi up`."""
+    cluster = settings.cluster
+    return {
+        "getCredentials": (
+            f"gcloud container clusters get-credentials {cluster.name} "
+            f"--location {cluster.location} --project {settings.project}"
+        ),
+        "allocatableGpus": (
+            "kubectl get nodes -l cloud.google.com/gke-accelerator "
+            f"-o custom-columns={ALLOCATABLE_GPUS_COLUMNS}"
+        ),
+        "devicePluginPods": "kubectl get pods -n kube-system -l k8s-app=nvidia-gpu-device-plugin -o wide",
+        "gpuNodeEvents": (
+            "kubectl get events -A --field-selector reason=TriggeredScaleUp,reason=NotTriggerScaleUp"
+        ),
+    }
+
+
+def _label_value(text: str) -> str:
+    """A GCP label value (lowercase letters, digits, '-' and '_', at most 63 characters)."""
+    cleaned = "".join(c if c.isalnum() or c in "-_" else "-" for c in text.lower())
+    return cleaned[:63]

@@ -1,0 +1,316 @@
+"""Run the real Pulumi program offline, under the Pulumi SDK's mocks, and record what it declares.
+
+This is the engine behind `tools/render.py` and the test suite: no Pulumi CLI, no credentials, no
+network. `__main__.py` runs unchanged; a recording mock answers every resource registration with
+its inputs (and, in preview mode, no ID and no computed outputs, exactly as `pulumi preview` knows
+nothing about values GCP computes). What comes back is the list of resources with their inputs,
+parents and providers, and the stack outputs.
+
+Limits (the same as any mock run): no provider `Check`, so provider-side defaults and validation
+are absent; values that GCP computes (IDs, endpoints, service account emails) are unknown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import runpy
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import yaml
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import settings as pulumi_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+PROGRAM = ROOT / "__main__.py"
+PROJECT = "gke-gpu"
+UNKNOWN = "(known after apply)"
+SECRET = "[secret]"
+SECRET_NOT_DECRYPTED = "[secret: not decrypted offline]"
+_SECRET_SIG = "4dabf18193072939515e22adb298388d"
+
+
+@dataclass
+class Resource:
+    """One registered resource or component, with normalised inputs."""
+
+    urn: str
+    type: str
+    name: str
+    custom: bool
+    parent: str | None
+    provider: str | None
+    inputs: dict[str, Any]
+
+    @property
+    def is_component(self) -> bool:
+        return not self.custom and not self.type.startswith("pulumi:providers:")
+
+
+@dataclass
+class RunResult:
+    stack: str
+    resources: list[Resource] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    error: BaseException | None = None
+
+    def of_type(self, type_token: str) -> list[Resource]:
+        return [r for r in self.resources if r.type == type_token]
+
+    def one(self, type_token: str, name: str | None = None) -> Resource:
+        found = [r for r in self.of_type(type_token) if name is None or r.name == name]
+        if len(found) != 1:
+            names = [r.name for r in self.of_type(type_token)]
+            raise AssertionError(f"expected one {type_token} {name or ''}, found {names}")
+        return found[0]
+
+    def by_urn(self, urn: str) -> Resource:
+        return next(r for r in self.resources if r.urn == urn)
+
+    def children_of(self, resource: Resource) -> list[Resource]:
+        return [r for r in self.resources if r.parent == resource.urn]
+
+
+def normalise(value: Any) -> Any:
+    """Plain JSON-able data: unknowns and secrets as markers, integral floats as ints."""
+    if isinstance(value, pulumi.output.Unknown):
+        return UNKNOWN
+    if isinstance(value, dict):
+        if _SECRET_SIG in value:
+            return SECRET
+        return {k: normalise(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [normalise(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+class _RecordingMocks(pulumi.runtime.Mocks):
+    def __init__(self, preview: bool) -> None:
+        self.preview = preview
+        self.current = threading.local()
+        self.resources: list[Resource] = []
+        self.monitor: _RecordingMonitor | None = None
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict]:
+        parent = getattr(self.current, "parent", "") or None
+        assert self.monitor is not None
+        urn = self.monitor.make_urn(parent or "", args.typ, args.name)
+        self.resources.append(
+            Resource(
+                urn=urn,
+                type=args.typ,
+                name=args.name,
+                custom=args.custom,
+                parent=parent,
+                provider=(args.provider or None),
+                inputs=normalise(args.inputs),
+            )
+        )
+        if self.preview:
+            return None, dict(args.inputs)
+        return f"{args.name}-id", {**args.inputs, **_computed_outputs(args)}
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict:
+        # The program makes no invokes (no cloud look-ups): any call is a bug worth seeing.
+        raise AssertionError(f"unexpected invoke {args.token} in an offline run")
+
+
+class _RecordingMonitor(pulumi_mocks.MockMonitor):
+    def __init__(self, mocks: _RecordingMocks) -> None:
+        super().__init__(mocks)
+        self._recorder = mocks
+        mocks.monitor = self
+
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        """URNs as the real engine makes them: the parent's full type chain, never the Stack's."""
+        if parent:
+            parent_type = parent.split("::")[2]
+            if parent_type != "pulumi:pulumi:Stack":
+                type_ = f"{parent_type}${type_}"
+        return "urn:pulumi:" + "::".join([pulumi.get_stack(), pulumi.get_project(), type_, name])
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC method name)
+        self._recorder.current.parent = request.parent
+        try:
+            return super().RegisterResource(request)
+        finally:
+            self._recorder.current.parent = None
+
+
+def _computed_outputs(args: pulumi.runtime.MockResourceArgs) -> dict[str, Any]:
+    """Deterministic stand-ins for values GCP computes, for update-mode (non-preview) runs."""
+    name = args.inputs.get("name", args.name)
+    if args.typ == "gcp:serviceaccount/account:Account":
+        email = f"{args.inputs['accountId']}@{args.inputs.get('project', 'project')}.iam.gserviceaccount.com"
+        return {"email": email, "member": f"serviceAccount:{email}"}
+    if args.typ == "gcp:container/cluster:Cluster":
+        return {
+            "endpoint": "203.0.113.10",
+            "masterAuth": {"clusterCaCertificate": "Q0EtREFUQQ=="},
+        }
+    if args.typ in ("gcp:compute/network:Network", "gcp:compute/subnetwork:Subnetwork"):
+        kind = "networks" if args.typ.endswith("Network") else "subnetworks"
+        return {"selfLink": f"https://www.googleapis.com/compute/v1/{kind}/{name}"}
+    if args.typ == "gcp:monitoring/dashboard:Dashboard":
+        return {"id": f"projects/{args.inputs.get('project', 'project')}/dashboards/{args.name}"}
+    return {}
+
+
+class _LogCapture(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(level=logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+# --------------------------------------------------------------------------------------------------
+# Stack files.
+
+
+def stack_file(stack: str) -> Path:
+    return ROOT / f"Pulumi.{stack}.yaml"
+
+
+def load_stack_config(stack: str) -> tuple[dict[str, str], list[str]]:
+    """A stack file's config as the engine passes it: `ns:key` -> string (objects as JSON).
+
+    Secure values cannot be decrypted offline; they become a placeholder and are marked secret.
+    """
+    path = stack_file(stack)
+    if not path.exists():
+        raise FileNotFoundError(f"no stack file {path.name} in {ROOT}")
+    document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    raw = document.get("config") or {}
+    config: dict[str, str] = {}
+    secret_keys: list[str] = []
+    for key, value in raw.items():
+        value, secret = _strip_secure(value)
+        if secret:
+            secret_keys.append(key)
+        config[key] = _engine_string(value)
+    return config, secret_keys
+
+
+def _strip_secure(value: Any) -> tuple[Any, bool]:
+    if isinstance(value, dict):
+        if set(value) == {"secure"}:
+            return SECRET_NOT_DECRYPTED, True
+        items = {k: _strip_secure(v) for k, v in value.items()}
+        return {k: v for k, (v, _) in items.items()}, any(s for _, s in items.values())
+    if isinstance(value, list):
+        items = [_strip_secure(v) for v in value]
+        return [v for v, _ in items], any(s for _, s in items)
+    return value, False
+
+
+def _engine_string(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value)
+    return str(value)
+
+
+def stacks() -> list[str]:
+    """Every stack that has a `Pulumi.<stack>.yaml` in the repository."""
+    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in ROOT.glob("Pulumi.*.yaml"))
+
+
+# --------------------------------------------------------------------------------------------------
+# Running the program.
+
+
+def run_program(
+    config: Mapping[str, Any],
+    *,
+    stack: str = "test",
+    preview: bool = True,
+    secret_keys: Sequence[str] = (),
+    program: Path = PROGRAM,
+) -> RunResult:
+    """Run `__main__.py` under mocks with this config; never raises for program errors.
+
+    `config` maps `ns:key` to a string, or to a dict/list/bool/number that is encoded the way the
+    engine encodes structured config. `preview=True` behaves like `pulumi preview` (computed values
+    unknown); `preview=False` like `pulumi up` with deterministic stand-in values.
+    """
+    result = RunResult(stack=stack)
+    engine_config = {k: _engine_string(v) for k, v in config.items()}
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    capture = _LogCapture()
+    logger = logging.getLogger(f"gke-gpu.offline.{id(result)}")
+    logger.addHandler(capture)
+    logger.propagate = False
+    mocks = _RecordingMocks(preview)
+    monitor = _RecordingMonitor(mocks)
+    saved_env = os.environ.pop("PULUMI_CONFIG", None)
+    saved_path = list(sys.path)
+    program_globals: dict[str, Any] = {}
+    try:
+        pulumi.runtime.set_all_config(engine_config, list(secret_keys))
+        pulumi_mocks.set_mocks(
+            mocks, project=PROJECT, stack=stack, preview=preview, logger=logger, monitor=monitor
+        )
+        if str(program.parent) not in sys.path:
+            sys.path.insert(0, str(program.parent))
+
+        def run() -> None:
+            program_globals.update(runpy.run_path(str(program), run_name="__main__"))
+
+        try:
+            pulumi.runtime.test(run)()
+        except Exception as exc:
+            result.error = exc
+        outputs = program_globals.get("outputs")
+        if result.error is None and isinstance(outputs, dict):
+            result.outputs = loop.run_until_complete(_resolve(outputs))
+    finally:
+        result.resources = mocks.resources
+        result.warnings = capture.messages
+        pulumi.runtime.set_all_config({}, [])
+        pulumi_settings.reset_options()
+        pulumi_settings.SETTINGS.rpc_manager.clear()
+        pulumi_settings.SETTINGS.outputs.clear()
+        sys.path[:] = saved_path
+        if saved_env is not None:
+            os.environ["PULUMI_CONFIG"] = saved_env
+        loop.close()
+        asyncio.set_event_loop(None)
+    return result
+
+
+async def _resolve(value: Any) -> Any:
+    """Await every Output in a nested structure; unknown and secret values become markers."""
+    if isinstance(value, pulumi.Output):
+        if await value.is_secret():
+            return SECRET
+        if not await value.is_known():
+            return UNKNOWN
+        return await _resolve(await value.future(with_unknowns=True))
+    if isinstance(value, dict):
+        return {k: await _resolve(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [await _resolve(v) for v in value]
+    return normalise(value)
+
+
+def run_stack(stack: str, *, preview: bool = True) -> RunResult:
+    """Run the program with a stack file's config, as `pulumi preview` on that stack would."""
+    config, secret_keys = load_stack_config(stack)
+    return run_program(config, stack=stack, preview=preview, secret_keys=secret_keys)
