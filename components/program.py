@@ -52,6 +52,8 @@ def build(settings: Settings) -> dict[str, Any]:
     return {
         "clusterName": cluster.cluster_name,
         "clusterMode": settings.cluster.mode,
+        "project": settings.project,
+        "region": settings.region,
         "location": cluster.location,
         "endpoint": cluster.endpoint,
         "kubeconfig": cluster.kubeconfig,

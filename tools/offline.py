@@ -19,7 +19,7 @@ import os
 import runpy
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -180,18 +180,18 @@ class _LogCapture(logging.Handler):
 # Stack files.
 
 
-def stack_file(stack: str) -> Path:
-    return ROOT / f"Pulumi.{stack}.yaml"
+def stack_file(stack: str, directory: Path = ROOT) -> Path:
+    return directory / f"Pulumi.{stack}.yaml"
 
 
-def load_stack_config(stack: str) -> tuple[dict[str, str], list[str]]:
+def load_stack_config(stack: str, directory: Path = ROOT) -> tuple[dict[str, str], list[str]]:
     """A stack file's config as the engine passes it: `ns:key` -> string (objects as JSON).
 
     Secure values cannot be decrypted offline; they become a placeholder and are marked secret.
     """
-    path = stack_file(stack)
+    path = stack_file(stack, directory)
     if not path.exists():
-        raise FileNotFoundError(f"no stack file {path.name} in {ROOT}")
+        raise FileNotFoundError(f"no stack file {path.name} in {directory}")
     document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     raw = document.get("config") or {}
     config: dict[str, str] = {}
@@ -226,9 +226,9 @@ def _engine_string(value: Any) -> str:
     return str(value)
 
 
-def stacks() -> list[str]:
-    """Every stack that has a `Pulumi.<stack>.yaml` in the repository."""
-    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in ROOT.glob("Pulumi.*.yaml"))
+def stacks(directory: Path = ROOT) -> list[str]:
+    """Every stack that has a `Pulumi.<stack>.yaml` in the directory (the repository by default)."""
+    return sorted(p.name[len("Pulumi.") : -len(".yaml")] for p in directory.glob("Pulumi.*.yaml"))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -241,13 +241,14 @@ def run_program(
     stack: str = "test",
     preview: bool = True,
     secret_keys: Sequence[str] = (),
-    program: Path = PROGRAM,
+    program: Path | Callable[[], dict[str, Any] | None] = PROGRAM,
 ) -> RunResult:
     """Run `__main__.py` under mocks with this config; never raises for program errors.
 
     `config` maps `ns:key` to a string, or to a dict/list/bool/number that is encoded the way the
     engine encodes structured config. `preview=True` behaves like `pulumi preview` (computed values
-    unknown); `preview=False` like `pulumi up` with deterministic stand-in values.
+    unknown); `preview=False` like `pulumi up` with deterministic stand-in values. `program` is
+    `__main__.py` by default, or a callable (to declare one component alone) returning its outputs.
     """
     result = RunResult(stack=stack)
     engine_config = {k: _engine_string(v) for k, v in config.items()}
@@ -267,11 +268,14 @@ def run_program(
         pulumi_mocks.set_mocks(
             mocks, project=PROJECT, stack=stack, preview=preview, logger=logger, monitor=monitor
         )
-        if str(program.parent) not in sys.path:
-            sys.path.insert(0, str(program.parent))
+        if str(ROOT) not in sys.path:
+            sys.path.insert(0, str(ROOT))
 
         def run() -> None:
-            program_globals.update(runpy.run_path(str(program), run_name="__main__"))
+            if callable(program):
+                program_globals["outputs"] = program()
+            else:
+                program_globals.update(runpy.run_path(str(program), run_name="__main__"))
 
         try:
             pulumi.runtime.test(run)()
@@ -310,7 +314,7 @@ async def _resolve(value: Any) -> Any:
     return normalise(value)
 
 
-def run_stack(stack: str, *, preview: bool = True) -> RunResult:
+def run_stack(stack: str, *, preview: bool = True, directory: Path = ROOT) -> RunResult:
     """Run the program with a stack file's config, as `pulumi preview` on that stack would."""
-    config, secret_keys = load_stack_config(stack)
+    config, secret_keys = load_stack_config(stack, directory)
     return run_program(config, stack=stack, preview=preview, secret_keys=secret_keys)

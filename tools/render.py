@@ -21,7 +21,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tools import plan
-from tools.offline import run_stack, stacks
+from tools.offline import ROOT, run_stack, stacks
 
 EXIT_OK, EXIT_BUG, EXIT_INVALID = 0, 1, 2
 
@@ -31,15 +31,21 @@ def main(argv: list[str] | None = None) -> int:
         description="Render a stack offline: the resources `pulumi up` would create.",
     )
     parser.add_argument("--stack", required=True, help=f"stack name ({', '.join(stacks())})")
+    parser.add_argument(
+        "--stack-dir",
+        type=Path,
+        default=ROOT,
+        help="directory of the Pulumi.<stack>.yaml files (default: repo)",
+    )
     parser.add_argument("--json", action="store_true", help="print the render as JSON")
     parser.add_argument("--out", type=Path, help="write manifests/ and dashboard.json here")
     parser.add_argument("--diff", type=Path, metavar="OLD.json", help="compare with an earlier --json render")
     args = parser.parse_args(argv)
 
     try:
-        result = run_stack(args.stack)
+        result = run_stack(args.stack, directory=args.stack_dir)
     except FileNotFoundError as exc:
-        print(f"error: {exc}; stacks: {', '.join(stacks())}", file=sys.stderr)
+        print(f"error: {exc}; stacks: {', '.join(stacks(args.stack_dir))}", file=sys.stderr)
         return EXIT_INVALID
     error = result.error
     if error is not None:

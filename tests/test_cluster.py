@@ -1,0 +1,162 @@
+"""The cluster component alone: secure defaults, Autopilot vs Standard, kubeconfig and provider."""
+
+from __future__ import annotations
+
+import yaml
+
+from components.cluster import GkeCluster, GkeClusterArgs, node_service_account_id
+from components.config import AuthorizedNetwork, SystemPool
+from tools.offline import SECRET, run_program
+
+SYSTEM_POOL = SystemPool("e2-standard-4", 1, 3, False, 100)
+
+
+def declare(*, preview: bool = True, **overrides):
+    args = dict(
+        project="test-project",
+        region="us-central1",
+        name="gpu-test",
+        location="us-central1",
+        autopilot=False,
+        network="net",
+        subnetwork="subnet",
+        pods_range_name="pods",
+        services_range_name="services",
+        system_pool=SYSTEM_POOL,
+    )
+    args.update(overrides)
+    holder = {}
+
+    def program():
+        holder["cluster"] = GkeCluster("gke", GkeClusterArgs(**args))
+        return {"kubeconfig": holder["cluster"].kubeconfig, "plain": holder["cluster"].kubeconfig.apply(str)}
+
+    result = run_program({}, program=program, preview=preview)
+    assert result.error is None, result.error
+    return result
+
+
+def cluster_inputs(result):
+    return result.one("gcp:container/cluster:Cluster").inputs
+
+
+def test_standard_cluster_is_secure_by_default() -> None:
+    c = cluster_inputs(declare())
+    assert c["name"] == "gpu-test"
+    assert c["removeDefaultNodePool"] is True
+    assert c["networkingMode"] == "VPC_NATIVE"
+    assert c["ipAllocationPolicy"] == {
+        "clusterSecondaryRangeName": "pods",
+        "servicesSecondaryRangeName": "services",
+    }
+    assert c["workloadIdentityConfig"] == {"workloadPool": "test-project.svc.id.goog"}
+    assert c["enableShieldedNodes"] is True
+    assert c["privateClusterConfig"]["enablePrivateNodes"] is True
+    assert c["privateClusterConfig"]["enablePrivateEndpoint"] is False
+    assert c["releaseChannel"] == {"channel": "REGULAR"}
+    assert c["deletionProtection"] is True
+    assert c["monitoringConfig"]["managedPrometheus"] == {"enabled": True}
+    assert c["monitoringConfig"]["enableComponents"] == ["SYSTEM_COMPONENTS", "DCGM"]
+    # Even GKE's short-lived default pool never uses the default compute service account.
+    assert c["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
+    assert "enableAutopilot" not in c
+
+
+def test_dedicated_least_privilege_node_service_account() -> None:
+    result = declare(preview=False)
+    account = result.one("gcp:serviceaccount/account:Account").inputs
+    assert account["accountId"] == "gpu-test-nodes"
+    (binding,) = result.of_type("gcp:projects/iAMMember:IAMMember")
+    assert binding.inputs["role"] == "roles/container.defaultNodeServiceAccount"
+    assert binding.inputs["member"] == "serviceAccount:gpu-test-nodes@test-project.iam.gserviceaccount.com"
+    system = result.one("gcp:container/nodePool:NodePool").inputs
+    assert system["nodeConfig"]["serviceAccount"] == "gpu-test-nodes@test-project.iam.gserviceaccount.com"
+    assert cluster_inputs(result)["nodeConfig"]["serviceAccount"].endswith(
+        "@test-project.iam.gserviceaccount.com"
+    )
+
+
+def test_service_account_id_fits_gcp_limits() -> None:
+    long_name = "a" * 40
+    account_id = node_service_account_id(long_name)
+    assert 6 <= len(account_id) <= 30
+    assert node_service_account_id("a-b-c-d-e-f-g-h-i-j-k-l-m-n-o-p") == "a-b-c-d-e-f-g-h-i-j-k-l-nodes"
+
+
+def test_system_pool_is_a_separate_shielded_node_pool() -> None:
+    system = declare().one("gcp:container/nodePool:NodePool").inputs
+    assert system["name"] == "system"
+    assert system["autoscaling"] == {
+        "totalMinNodeCount": 1,
+        "totalMaxNodeCount": 3,
+        "locationPolicy": "BALANCED",
+    }
+    node = system["nodeConfig"]
+    assert node["machineType"] == "e2-standard-4"
+    assert node["shieldedInstanceConfig"] == {"enableSecureBoot": True, "enableIntegrityMonitoring": True}
+    assert node["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
+    assert "guestAccelerators" not in node
+
+
+def test_autopilot_cluster_has_no_node_pools_and_uses_the_node_account() -> None:
+    result = declare(autopilot=True, system_pool=None, preview=False)
+    c = cluster_inputs(result)
+    assert c["enableAutopilot"] is True
+    assert "removeDefaultNodePool" not in c
+    assert "nodeConfig" not in c
+    defaults = c["clusterAutoscaling"]["autoProvisioningDefaults"]
+    assert defaults["serviceAccount"] == "gpu-test-nodes@test-project.iam.gserviceaccount.com"
+    assert result.of_type("gcp:container/nodePool:NodePool") == []
+
+
+def test_authorized_networks_restrict_the_public_endpoint() -> None:
+    c = cluster_inputs(declare(authorized_networks=[AuthorizedNetwork("203.0.113.0/24", "vpn")]))
+    assert c["masterAuthorizedNetworksConfig"] == {
+        "cidrBlocks": [{"cidrBlock": "203.0.113.0/24", "displayName": "vpn"}],
+        "gcpPublicCidrsAccessEnabled": False,
+    }
+    assert "masterAuthorizedNetworksConfig" not in cluster_inputs(declare())
+
+
+def test_options_follow_the_args() -> None:
+    c = cluster_inputs(
+        declare(deletion_protection=False, private_nodes=False, release_channel="STABLE", managed_dcgm=False)
+    )
+    assert c["deletionProtection"] is False
+    assert c["privateClusterConfig"]["enablePrivateNodes"] is False
+    assert c["releaseChannel"] == {"channel": "STABLE"}
+    assert c["monitoringConfig"]["enableComponents"] == ["SYSTEM_COMPONENTS"]
+
+
+def test_kubeconfig_is_a_secret_using_the_gke_auth_plugin() -> None:
+    result = declare(preview=False)
+    assert result.outputs["kubeconfig"] == SECRET
+    kubeconfig = yaml.safe_load(result.outputs["plain"]) if result.outputs["plain"] != SECRET else None
+    assert kubeconfig is None, "derived values of a secret stay secret"
+
+
+def test_kubeconfig_content() -> None:
+    from components.cluster import render_kubeconfig
+
+    text = render_kubeconfig(
+        project="p", location="us-central1", name="c", endpoint="203.0.113.10", ca_certificate="Q0E="
+    )
+    config = yaml.safe_load(text)
+    assert config["current-context"] == "gke_p_us-central1_c"
+    assert config["clusters"][0]["cluster"]["server"] == "https://203.0.113.10"
+    assert config["users"][0]["user"]["exec"]["command"] == "gke-gcloud-auth-plugin"
+    assert "token" not in text
+
+
+def test_kubernetes_provider_is_built_from_the_secret_kubeconfig() -> None:
+    result = declare()
+    provider = result.one("pulumi:providers:kubernetes")
+    assert provider.inputs["kubeconfig"] == SECRET
+    assert provider.parent == result.one("gke-gpu:cluster:GkeCluster").urn
+
+
+def test_every_child_is_parented_to_the_component() -> None:
+    result = declare()
+    component = result.one("gke-gpu:cluster:GkeCluster")
+    children = [r for r in result.resources if r is not component]
+    assert children and all(r.parent == component.urn for r in children)

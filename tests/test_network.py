@@ -1,0 +1,67 @@
+"""The network component alone."""
+
+from __future__ import annotations
+
+from components.network import GkeNetwork, GkeNetworkArgs
+from tools.offline import run_program
+
+ARGS = dict(
+    project="test-project",
+    region="us-central1",
+    name_prefix="gpu-test",
+    subnet_cidr="10.10.0.0/20",
+    pods_cidr="10.16.0.0/14",
+    services_cidr="10.20.0.0/20",
+)
+
+
+def declare(**overrides):
+    def program():
+        GkeNetwork("network", GkeNetworkArgs(**{**ARGS, **overrides}))
+
+    result = run_program({}, program=program)
+    assert result.error is None, result.error
+    return result
+
+
+def test_custom_mode_vpc_with_secondary_ranges_and_private_google_access() -> None:
+    result = declare()
+    vpc = result.one("gcp:compute/network:Network").inputs
+    assert vpc["autoCreateSubnetworks"] is False
+    assert vpc["name"] == "gpu-test-vpc"
+    subnet = result.one("gcp:compute/subnetwork:Subnetwork").inputs
+    assert subnet["ipCidrRange"] == "10.10.0.0/20"
+    assert subnet["privateIpGoogleAccess"] is True
+    assert subnet["region"] == "us-central1"
+    assert {r["rangeName"]: r["ipCidrRange"] for r in subnet["secondaryIpRanges"]} == {
+        "pods": "10.16.0.0/14",
+        "services": "10.20.0.0/20",
+    }
+
+
+def test_cloud_nat_for_private_nodes_covers_only_this_subnet() -> None:
+    result = declare()
+    nat = result.one("gcp:compute/routerNat:RouterNat").inputs
+    assert nat["sourceSubnetworkIpRangesToNat"] == "LIST_OF_SUBNETWORKS"
+    assert nat["subnetworks"][0]["sourceIpRangesToNats"] == ["ALL_IP_RANGES"]
+    assert nat["router"] == "gpu-test-router"
+    assert result.one("gcp:compute/router:Router").inputs["region"] == "us-central1"
+
+
+def test_no_nat_without_private_nodes_and_no_firewall_rules() -> None:
+    result = declare(cloud_nat=False)
+    assert result.of_type("gcp:compute/routerNat:RouterNat") == []
+    assert result.of_type("gcp:compute/router:Router") == []
+    assert result.of_type("gcp:compute/firewall:Firewall") == []
+
+
+def test_children_are_parented_to_the_component() -> None:
+    result = declare()
+    component = result.one("gke-gpu:network:GkeNetwork")
+    children = {r.type for r in result.children_of(component)}
+    assert children == {
+        "gcp:compute/network:Network",
+        "gcp:compute/subnetwork:Subnetwork",
+        "gcp:compute/router:Router",
+        "gcp:compute/routerNat:RouterNat",
+    }

@@ -1,0 +1,130 @@
+"""The whole program, for each stack file and for shapes the stack files do not cover."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from tests.conftest import AUTOPILOT_CLUSTER, L4_POOL, STANDARD_CLUSTER, render, stack_config
+from tools.offline import run_stack, stacks
+
+STACKS = stacks()
+
+
+@pytest.fixture(scope="module", params=STACKS)
+def stack_result(request):
+    result = run_stack(request.param)
+    assert result.error is None, f"{request.param}: {result.error}"
+    return result
+
+
+def test_every_stack_file_is_covered() -> None:
+    assert {"dev", "prod"} <= set(STACKS)
+
+
+def test_urns_are_unique(stack_result) -> None:
+    counts = Counter(r.urn for r in stack_result.resources)
+    assert [urn for urn, n in counts.items() if n > 1] == []
+
+
+def test_every_resource_is_inside_a_component(stack_result) -> None:
+    components = {r.urn for r in stack_result.resources if r.is_component}
+    for r in stack_result.resources:
+        if not r.is_component:
+            assert r.parent in components, f"{r.name} is not parented to a component"
+
+
+def test_exports(stack_result) -> None:
+    outputs = stack_result.outputs
+    for key in ("clusterName", "location", "endpoint", "kubeconfig", "gpuPools", "checks"):
+        assert key in outputs
+    assert outputs["kubeconfig"] == "[secret]"
+    assert "status.allocatable.nvidia" in outputs["checks"]["allocatableGpus"]
+    for pool in outputs["gpuPools"]:
+        assert pool["accelerator"].startswith("nvidia-")
+        assert pool["zones"]
+
+
+def test_dev_stack_is_cheap_autopilot_with_a_spot_l4_profile() -> None:
+    result = run_stack("dev")
+    cluster = result.one("gcp:container/cluster:Cluster").inputs
+    assert cluster["enableAutopilot"] is True
+    assert cluster["deletionProtection"] is False
+    assert result.of_type("gcp:container/nodePool:NodePool") == []
+    (profile,) = result.outputs["gpuPools"]
+    assert profile["accelerator"] == "nvidia-l4"
+    assert profile["spot"] is True
+    compute_class = result.one("kubernetes:cloud.google.com/v1:ComputeClass").inputs
+    assert [p["spot"] for p in compute_class["spec"]["priorities"]] == [True, False]
+    assert {p["gpu"]["type"] for p in compute_class["spec"]["priorities"]} == {"nvidia-l4"}
+
+
+def test_prod_stack_is_standard_private_protected_with_scale_to_zero_gpu_pools() -> None:
+    result = run_stack("prod")
+    cluster = result.one("gcp:container/cluster:Cluster").inputs
+    assert cluster.get("enableAutopilot") is None
+    assert cluster["deletionProtection"] is True
+    assert cluster["privateClusterConfig"]["enablePrivateNodes"] is True
+    gpu_pools = [
+        r.inputs for r in result.of_type("gcp:container/nodePool:NodePool") if r.name != "gke-system"
+    ]
+    by_name = {p["name"]: p for p in gpu_pools}
+    assert by_name["l4-serving"]["nodeConfig"]["spot"] is False
+    a100 = by_name["a100-mig"]["nodeConfig"]["guestAccelerators"][0]
+    assert a100["type"] in ("nvidia-tesla-a100", "nvidia-a100-80gb", "nvidia-h100-80gb")
+    assert a100.get("gpuPartitionSize") or a100.get("gpuSharingConfig")
+    for p in gpu_pools:
+        assert p["autoscaling"]["totalMinNodeCount"] == 0
+
+
+def test_existing_network_is_used_without_creating_one() -> None:
+    existing = {
+        "network": "shared-vpc",
+        "subnetwork": "gke-subnet",
+        "podsRangeName": "p",
+        "servicesRangeName": "s",
+    }
+    result = render(
+        stack_config(cluster=STANDARD_CLUSTER, network={"existing": existing}, gpuPools=[L4_POOL])
+    )
+    assert result.of_type("gcp:compute/network:Network") == []
+    assert result.of_type("gke-gpu:network:GkeNetwork") == []
+    cluster = result.one("gcp:container/cluster:Cluster").inputs
+    assert cluster["network"] == "shared-vpc"
+    assert cluster["subnetwork"] == "gke-subnet"
+    assert cluster["ipAllocationPolicy"] == {
+        "clusterSecondaryRangeName": "p",
+        "servicesSecondaryRangeName": "s",
+    }
+
+
+def test_public_nodes_get_no_nat() -> None:
+    result = render(stack_config(cluster={**STANDARD_CLUSTER, "privateNodes": False}))
+    assert result.of_type("gcp:compute/routerNat:RouterNat") == []
+
+
+def test_gpu_pools_use_the_cluster_node_service_account() -> None:
+    result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[L4_POOL]), preview=False)
+    pool = result.one("gcp:container/nodePool:NodePool", "gpu-l4-pool").inputs
+    assert pool["nodeConfig"]["serviceAccount"] == "gpu-test-nodes@test-project.iam.gserviceaccount.com"
+    assert pool["cluster"] == "gpu-test"
+
+
+def test_autopilot_profiles_without_fallback_declare_nothing_in_kubernetes() -> None:
+    pools = [{"name": "t4", "accelerator": "nvidia-tesla-t4", "spot": True, "onDemandFallback": False}]
+    result = render(stack_config(cluster=AUTOPILOT_CLUSTER, gpuPools=pools))
+    assert result.of_type("kubernetes:cloud.google.com/v1:ComputeClass") == []
+    (profile,) = result.outputs["gpuPools"]
+    assert profile["nodeSelector"] == {
+        "cloud.google.com/gke-accelerator": "nvidia-tesla-t4",
+        "cloud.google.com/gke-spot": "true",
+    }
+
+
+def test_kubernetes_objects_use_the_cluster_provider() -> None:
+    result = run_stack("dev")
+    provider = result.one("pulumi:providers:kubernetes")
+    for r in result.resources:
+        if r.type.startswith("kubernetes:"):
+            assert r.provider and r.provider.startswith(provider.urn), r.name
