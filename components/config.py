@@ -809,12 +809,6 @@ class _Resolver:
                 f"{pool.mig_partition_size!r} is not a MIG partition of {accelerator.name}; allowed: "
                 f"{_listing(accelerator.mig_partitions)}",
             )
-        if pool.sharing and pool.sharing.strategy == "MPS":
-            self.problems.add(
-                f"{path}.sharing.strategy",
-                "'MPS' is not allowed with migPartitionSize: GKE documents time-sharing on MIG "
-                "partitions, not MPS; use TIME_SHARING",
-            )
 
     def _check_labels_and_taints(self, pool: GpuPoolConfig, path: str) -> None:
         for key, value in pool.labels.items():

@@ -12,10 +12,15 @@ import pulumi
 
 from components.cluster import GkeCluster, GkeClusterArgs
 from components.config import GpuPool, Settings
+from components.dcgm_exporter import DcgmExporterArgs
 from components.gpu_compute_class import GpuComputeClass, GpuComputeClassArgs
+from components.gpu_monitoring import GpuMonitoring, GpuMonitoringArgs
 from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from components.gpu_scheduling import gpus_per_pod, node_selector, tolerations
 from components.network import GkeNetwork, GkeNetworkArgs
+from components.sample_workloads import GpuTarget, SampleWorkload, SampleWorkloads, SampleWorkloadsArgs
+
+SAMPLES_NAMESPACE = "gpu-samples"
 
 ALLOCATABLE_GPUS_COLUMNS = (
     "NODE:.metadata.name,"
@@ -49,6 +54,10 @@ def build(settings: Settings) -> dict[str, Any]:
                 opts=pulumi.ResourceOptions(provider=cluster.provider),
             )
 
+    kubernetes = pulumi.ResourceOptions(providers={"kubernetes": cluster.provider})
+    monitoring = _monitoring(settings, kubernetes)
+    _samples(settings, cluster, list(pools.values()))
+
     return {
         "clusterName": cluster.cluster_name,
         "clusterMode": settings.cluster.mode,
@@ -59,8 +68,104 @@ def build(settings: Settings) -> dict[str, Any]:
         "kubeconfig": cluster.kubeconfig,
         "nodeServiceAccount": cluster.node_service_account_email,
         "gpuPools": [_pool_summary(pool, autopilot=autopilot) for pool in settings.gpu_pools],
+        "monitoring": _monitoring_summary(settings, monitoring),
+        "sampleWorkloads": _samples_summary(settings),
         "checks": _checks(settings),
     }
+
+
+def _monitoring(settings: Settings, kubernetes: pulumi.ResourceOptions) -> GpuMonitoring | None:
+    m = settings.monitoring
+    if m.dcgm != "exporter" and not m.dashboard and m.alerts is None:
+        return None
+    exporter = None
+    if m.dcgm == "exporter":
+        exporter = DcgmExporterArgs(
+            flavor="gke",
+            tolerations=_union(
+                tolerations(pool, autopilot=settings.cluster.autopilot) for pool in settings.gpu_pools
+            ),
+            scrape=m.scrape or "podMonitoring",
+        )
+    return GpuMonitoring(
+        "monitoring",
+        GpuMonitoringArgs(
+            project=settings.project,
+            cluster_name=settings.cluster.name,
+            dcgm=m.dcgm,
+            exporter=exporter,
+            dashboard=m.dashboard,
+            alerts=m.alerts,
+        ),
+        opts=kubernetes,
+    )
+
+
+def _union(groups: Any) -> list[dict[str, Any]]:
+    """Tolerations of several pools without repeats (the GPU taint once)."""
+    seen: list[dict[str, Any]] = []
+    for group in groups:
+        for item in group:
+            if item not in seen:
+                seen.append(item)
+    return seen or [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+def _samples(settings: Settings, cluster: GkeCluster, pools: list[pulumi.ComponentResource]) -> None:
+    if not settings.workloads:
+        return
+    autopilot = settings.cluster.autopilot
+    workloads = []
+    for w in settings.workloads:
+        pool = settings.pool(w.pool or settings.gpu_pools[0].name)
+        workloads.append(
+            SampleWorkload(kind=w.name, target=gpu_target(pool, autopilot=autopilot), replicas=w.replicas)
+        )
+    SampleWorkloads(
+        "samples",
+        SampleWorkloadsArgs(workloads=workloads, namespace=SAMPLES_NAMESPACE),
+        # The GPU pools (or ComputeClasses) first, so no sample waits on a selector nothing matches.
+        opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=pools),
+    )
+
+
+def gpu_target(pool: GpuPool, *, autopilot: bool) -> GpuTarget:
+    """Where a sample runs on a GKE pool or profile."""
+    return GpuTarget(
+        name=pool.name,
+        accelerator=pool.accelerator,
+        node_selector=node_selector(pool, autopilot=autopilot),
+        tolerations=tolerations(pool, autopilot=autopilot),
+        gpus_per_pod=gpus_per_pod(pool, autopilot=autopilot),
+        sharing=pool.sharing.strategy if pool.sharing else None,
+        shared_clients=pool.sharing.max_clients_per_gpu if pool.sharing else None,
+        gke_driver=True,
+    )
+
+
+def _monitoring_summary(settings: Settings, monitoring: GpuMonitoring | None) -> dict[str, Any]:
+    m = settings.monitoring
+    return {
+        "dcgm": m.dcgm,
+        "dashboardUrl": monitoring.dashboard_url if monitoring and monitoring.dashboard_url else None,
+        "alerts": [p.display_name for p in monitoring.alert_policies] if monitoring else [],
+    }
+
+
+def _samples_summary(settings: Settings) -> dict[str, dict[str, str]]:
+    """Per sample: how to wait for it and read its log."""
+    summary = {}
+    for w in settings.workloads:
+        pool = w.pool or (settings.gpu_pools[0].name if settings.gpu_pools else "gpu-nodes")
+        name = f"{w.name}-{pool}"
+        kind = "deployment" if w.name == "sharing-demo" else "job"
+        condition = "--for=condition=available" if kind == "deployment" else "--for=condition=complete"
+        summary[name] = {
+            "wait": f"kubectl wait -n {SAMPLES_NAMESPACE} {condition} {kind}/{name} --timeout=30m",
+            "logs": f"kubectl logs -n {SAMPLES_NAMESPACE} {kind}/{name} --all-containers",
+            "pods": f"kubectl get pods -n {SAMPLES_NAMESPACE} -l app.kubernetes.io/instance={name} -o wide",
+        }
+    return summary
 
 
 def _gke_cluster(settings: Settings) -> GkeCluster:

@@ -119,7 +119,8 @@ class _RecordingMocks(pulumi.runtime.Mocks):
         )
         if self.preview:
             return None, dict(args.inputs)
-        return f"{args.name}-id", {**args.inputs, **_computed_outputs(args)}
+        computed = _computed_outputs(args)
+        return computed.pop("id", f"{args.name}-id"), {**args.inputs, **computed}
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict:
         # The program makes no invokes (no cloud look-ups): any call is a bug worth seeing.

@@ -103,6 +103,10 @@ def to_document(result: RunResult) -> dict[str, Any]:
     }
     if result.warnings:
         document["warnings"] = list(result.warnings)
+    # Local import: tools.cost reads the price table, which the diff and tree code do not need.
+    from tools.cost import estimate
+
+    document["cost"] = estimate(document)
     return document
 
 

@@ -1,0 +1,258 @@
+"""NVIDIA's DCGM exporter as a DaemonSet on the GPU nodes, with a Service and a scrape config."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import images
+from components.k8s_common import app_labels, image_version, selector_labels
+
+METRICS_PORT = 9400
+# Where GKE installs the NVIDIA driver on COS nodes.
+GKE_DRIVER_HOST_PATH = "/home/kubernetes/bin/nvidia"
+POD_RESOURCES_PATH = "/var/lib/kubelet/pod-resources"
+
+
+@dataclass(frozen=True, kw_only=True)
+class DcgmExporterArgs:
+    # gke: GKE-installed driver from the host path, privileged (no NVIDIA container runtime).
+    # generic: the NVIDIA container toolkit injects the GPUs; root with SYS_ADMIN, not privileged.
+    flavor: Literal["gke", "generic"]
+    namespace: str = "gpu-monitoring"
+    # Node label selecting the GPU nodes (generic), or label keys that must exist (gke).
+    node_selector: Mapping[str, str] | None = None
+    required_node_labels: Sequence[str] = ("cloud.google.com/gke-accelerator",)
+    tolerations: Sequence[Mapping[str, Any]] = ()
+    # podMonitoring: Google Managed Prometheus; serviceMonitor: Prometheus Operator;
+    # annotations: prometheus.io/* on the Service for annotation-based scrapers.
+    scrape: Literal["podMonitoring", "serviceMonitor", "annotations"] = "podMonitoring"
+    scrape_interval: str = "30s"
+
+
+class DcgmExporter(pulumi.ComponentResource):
+    """Namespace, ServiceAccount, DaemonSet, headless Service and the scrape object.
+
+    Least privilege it can run with:
+
+    * GKE: privileged, because GKE has no NVIDIA container runtime to hand the exporter the
+      ``/dev/nvidia*`` devices of a node, and the device cgroup only opens them to privileged
+      containers. Host paths are mounted read-only (the driver, the kubelet's pod-resources socket
+      that maps GPUs to Pods); no service account token is mounted (the exporter never calls the
+      API server).
+    * generic: not privileged; root with only ``SYS_ADMIN`` (needed for the ``DCGM_FI_PROF_*``
+      profiling metrics) and every other capability dropped, as NVIDIA's own manifest does.
+
+    Do not combine with GKE's managed DCGM (duplicate series): the config refuses it.
+    """
+
+    daemon_set: k8s.apps.v1.DaemonSet
+    service: k8s.core.v1.Service
+
+    def __init__(self, name: str, args: DcgmExporterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("gke-gpu:monitoring:DcgmExporter", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        labels = app_labels(
+            "dcgm-exporter", component="gpu-metrics", version=image_version(images.DCGM_EXPORTER)
+        )
+        match = selector_labels(labels)
+        gke = args.flavor == "gke"
+
+        self.namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=args.namespace,
+                labels={
+                    **app_labels(args.namespace, component="gpu-monitoring"),
+                    # The exporter needs host paths (and privilege on GKE).
+                    "pod-security.kubernetes.io/enforce": "privileged",
+                },
+            ),
+            opts=child,
+        )
+        in_namespace = pulumi.ResourceOptions(parent=self, depends_on=[self.namespace])
+        self.service_account = k8s.core.v1.ServiceAccount(
+            f"{name}-sa",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name="dcgm-exporter", namespace=args.namespace, labels=labels
+            ),
+            automount_service_account_token=False,
+            opts=in_namespace,
+        )
+
+        env = {
+            "DCGM_EXPORTER_LISTEN": f":{METRICS_PORT}",
+            "DCGM_EXPORTER_KUBERNETES": "true",
+        }
+        volumes = [
+            k8s.core.v1.VolumeArgs(
+                name="pod-resources",
+                host_path=k8s.core.v1.HostPathVolumeSourceArgs(path=POD_RESOURCES_PATH, type="Directory"),
+            )
+        ]
+        mounts = [
+            k8s.core.v1.VolumeMountArgs(name="pod-resources", mount_path=POD_RESOURCES_PATH, read_only=True)
+        ]
+        if gke:
+            # GKE's device plugin names devices nvidia0, nvidia0/vgpu1, ...: match Pods by name.
+            env["DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"] = "device-name"
+            env["LD_LIBRARY_PATH"] = "/usr/local/nvidia/lib64"
+            volumes.append(
+                k8s.core.v1.VolumeArgs(
+                    name="nvidia-driver",
+                    host_path=k8s.core.v1.HostPathVolumeSourceArgs(
+                        path=GKE_DRIVER_HOST_PATH, type="Directory"
+                    ),
+                )
+            )
+            mounts.append(
+                k8s.core.v1.VolumeMountArgs(
+                    name="nvidia-driver", mount_path="/usr/local/nvidia", read_only=True
+                )
+            )
+            security = k8s.core.v1.SecurityContextArgs(privileged=True)
+        else:
+            env["NVIDIA_VISIBLE_DEVICES"] = "all"
+            security = k8s.core.v1.SecurityContextArgs(
+                run_as_non_root=False,
+                run_as_user=0,
+                allow_privilege_escalation=False,
+                capabilities=k8s.core.v1.CapabilitiesArgs(add=["SYS_ADMIN"], drop=["ALL"]),
+                seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
+            )
+
+        container = k8s.core.v1.ContainerArgs(
+            name="dcgm-exporter",
+            image=images.DCGM_EXPORTER,
+            image_pull_policy="IfNotPresent",
+            env=[k8s.core.v1.EnvVarArgs(name=k, value=v) for k, v in sorted(env.items())]
+            + [
+                k8s.core.v1.EnvVarArgs(
+                    name="NODE_NAME",
+                    value_from=k8s.core.v1.EnvVarSourceArgs(
+                        field_ref=k8s.core.v1.ObjectFieldSelectorArgs(field_path="spec.nodeName")
+                    ),
+                )
+            ],
+            ports=[
+                k8s.core.v1.ContainerPortArgs(name="metrics", container_port=METRICS_PORT, protocol="TCP")
+            ],
+            resources=k8s.core.v1.ResourceRequirementsArgs(
+                requests={"cpu": "100m", "memory": "128Mi"},
+                limits={"cpu": "500m", "memory": "512Mi"},
+            ),
+            security_context=security,
+            volume_mounts=mounts,
+            liveness_probe=_health_probe(initial_delay=45),
+            readiness_probe=_health_probe(initial_delay=15),
+        )
+        affinity = None
+        if args.required_node_labels:
+            affinity = k8s.core.v1.AffinityArgs(
+                node_affinity=k8s.core.v1.NodeAffinityArgs(
+                    required_during_scheduling_ignored_during_execution=k8s.core.v1.NodeSelectorArgs(
+                        node_selector_terms=[
+                            k8s.core.v1.NodeSelectorTermArgs(
+                                match_expressions=[
+                                    k8s.core.v1.NodeSelectorRequirementArgs(key=key, operator="Exists")
+                                    for key in args.required_node_labels
+                                ]
+                            )
+                        ]
+                    )
+                )
+            )
+        self.daemon_set = k8s.apps.v1.DaemonSet(
+            f"{name}-daemonset",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name="dcgm-exporter", namespace=args.namespace, labels=labels
+            ),
+            spec=k8s.apps.v1.DaemonSetSpecArgs(
+                selector=k8s.meta.v1.LabelSelectorArgs(match_labels=match),
+                update_strategy=k8s.apps.v1.DaemonSetUpdateStrategyArgs(
+                    type="RollingUpdate",
+                    rolling_update=k8s.apps.v1.RollingUpdateDaemonSetArgs(max_unavailable="25%"),
+                ),
+                template=k8s.core.v1.PodTemplateSpecArgs(
+                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
+                    spec=k8s.core.v1.PodSpecArgs(
+                        service_account_name="dcgm-exporter",
+                        automount_service_account_token=False,
+                        enable_service_links=False,
+                        node_selector=dict(args.node_selector) if args.node_selector else None,
+                        affinity=affinity,
+                        tolerations=[k8s.core.v1.TolerationArgs(**dict(t)) for t in args.tolerations],
+                        containers=[container],
+                        volumes=volumes,
+                        termination_grace_period_seconds=10,
+                    ),
+                ),
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespace, self.service_account]),
+        )
+
+        service_annotations = None
+        if args.scrape == "annotations":
+            service_annotations = {
+                "prometheus.io/scrape": "true",
+                "prometheus.io/port": str(METRICS_PORT),
+                "prometheus.io/path": "/metrics",
+            }
+        self.service = k8s.core.v1.Service(
+            f"{name}-service",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name="dcgm-exporter", namespace=args.namespace, labels=labels, annotations=service_annotations
+            ),
+            spec=k8s.core.v1.ServiceSpecArgs(
+                # Headless: one DNS record per exporter Pod; scrapers want each node, not a balance.
+                cluster_ip="None",
+                selector=match,
+                ports=[k8s.core.v1.ServicePortArgs(name="metrics", port=METRICS_PORT, target_port="metrics")],
+            ),
+            opts=in_namespace,
+        )
+
+        self.scrape: pulumi.CustomResource | None = None
+        if args.scrape == "podMonitoring":
+            self.scrape = k8s.apiextensions.CustomResource(
+                f"{name}-podmonitoring",
+                api_version="monitoring.googleapis.com/v1",
+                kind="PodMonitoring",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name="dcgm-exporter", namespace=args.namespace, labels=labels
+                ),
+                spec={
+                    "selector": {"matchLabels": match},
+                    "endpoints": [{"port": "metrics", "interval": args.scrape_interval}],
+                },
+                opts=in_namespace,
+            )
+        elif args.scrape == "serviceMonitor":
+            self.scrape = k8s.apiextensions.CustomResource(
+                f"{name}-servicemonitor",
+                api_version="monitoring.coreos.com/v1",
+                kind="ServiceMonitor",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name="dcgm-exporter", namespace=args.namespace, labels=labels
+                ),
+                spec={
+                    "selector": {"matchLabels": match},
+                    "namespaceSelector": {"matchNames": [args.namespace]},
+                    "endpoints": [{"port": "metrics", "path": "/metrics", "interval": args.scrape_interval}],
+                },
+                opts=in_namespace,
+            )
+        self.register_outputs({"namespace": args.namespace, "scrape": args.scrape})
+
+
+def _health_probe(*, initial_delay: int) -> k8s.core.v1.ProbeArgs:
+    return k8s.core.v1.ProbeArgs(
+        http_get=k8s.core.v1.HTTPGetActionArgs(path="/health", port=METRICS_PORT),
+        initial_delay_seconds=initial_delay,
+        period_seconds=10,
+        failure_threshold=6,
+    )

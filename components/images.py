@@ -1,0 +1,31 @@
+"""Every container image the program deploys, pinned to an exact tag, with why that tag.
+
+Tags were checked against the upstream repositories on 2026-11-21 (see README "Images"). CUDA 12.x
+images are used on purpose: GKE's DEFAULT driver branch is older than R580, which CUDA 13 needs,
+and CUDA 12 images run on any R525+ driver through CUDA minor-version compatibility.
+"""
+
+from __future__ import annotations
+
+# NVIDIA CUDA base image: a shell and the CUDA runtime stubs; nvidia-smi comes from the driver
+# (GKE mounts it at /usr/local/nvidia/bin, the NVIDIA container toolkit at /usr/bin).
+CUDA_BASE = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
+# NVIDIA's vectorAdd sample: adds two vectors on the GPU, checks every element, exits non-zero on
+# a wrong result or any CUDA error, prints "Test PASSED".
+CUDA_VECTOR_ADD = "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0"
+# PyTorch runtime images. cu12.6 for everything up to Hopper; Blackwell (B200, RTX PRO 6000)
+# needs sm_100/sm_120 kernels, first shipped in CUDA 12.8+ builds, so it gets the CUDA 13 build
+# (and therefore needs an R580+ driver: use driverVersion LATEST on those pools).
+PYTORCH = "pytorch/pytorch:2.14.1-cuda12.6-cudnn9-runtime"
+PYTORCH_BLACKWELL = "pytorch/pytorch:2.14.1-cuda13.0-cudnn9-runtime"
+# NVIDIA DCGM exporter (embedded host engine). Ubuntu variant: on GKE the driver libraries are
+# mounted from the host and found through LD_LIBRARY_PATH, which the distroless variant lacks.
+DCGM_EXPORTER = "nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-ubuntu22.04"
+# NVIDIA Kubernetes device plugin, for clusters that are not GKE (GKE ships its own).
+DEVICE_PLUGIN = "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
+
+BLACKWELL_ACCELERATORS = frozenset({"nvidia-b200", "nvidia-gb200", "nvidia-rtx-pro-6000"})
+
+
+def pytorch_image(accelerator: str | None) -> str:
+    return PYTORCH_BLACKWELL if accelerator in BLACKWELL_ACCELERATORS else PYTORCH

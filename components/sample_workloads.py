@@ -1,0 +1,346 @@
+"""Sample GPU workloads that prove a pool works: nvidia-smi, CUDA vectorAdd, a PyTorch smoke test,
+and a Deployment whose replicas share one GPU."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import images
+from components.gpu_scheduling import GPU_RESOURCE
+from components.k8s_common import (
+    GKE_DRIVER_MOUNT,
+    app_labels,
+    image_version,
+    restricted_container_security_context,
+    restricted_pod_security_context,
+    selector_labels,
+)
+
+PYTORCH_SCRIPT = Path(__file__).parent / "scripts" / "pytorch_smoke.py"
+JOB_TTL_SECONDS = 24 * 3600  # long enough to read the log the morning after
+# Scale-up from zero (or a Spot retry) can take well over ten minutes for large GPUs.
+JOB_DEADLINE_SECONDS = 3600
+# `pulumi up` does not wait for the samples: GPU capacity (Spot, scale-from-zero) must not make
+# a deploy fail. Their results are read with the commands in the stack output `sampleWorkloads`.
+SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuTarget:
+    """Where a sample Pod runs and how it asks for its GPU."""
+
+    # The GPU pool or profile name (or a short label for an existing cluster's GPU nodes).
+    name: str
+    accelerator: str | None
+    node_selector: Mapping[str, str]
+    tolerations: Sequence[Mapping[str, Any]]
+    gpus_per_pod: int
+    # "TIME_SHARING", "MPS" (GKE) or "TIME_SLICING" (NVIDIA device plugin), None when not shared.
+    sharing: str | None = None
+    shared_clients: int | None = None
+    # Node label keys that must exist (an existing GKE cluster: any GPU node).
+    required_node_labels: Sequence[str] = ()
+    # True on GKE: the driver and nvidia-smi are mounted at /usr/local/nvidia.
+    gke_driver: bool = True
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampleWorkload:
+    kind: str  # nvidia-smi | cuda-vector-add | pytorch-smoke | sharing-demo
+    target: GpuTarget
+    replicas: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampleWorkloadsArgs:
+    workloads: Sequence[SampleWorkload]
+    namespace: str = "gpu-samples"
+    extra_labels: Mapping[str, str] = field(default_factory=dict)
+
+
+class SampleWorkloads(pulumi.ComponentResource):
+    """A namespace with the sample Jobs and Deployment, each pinned to its GPU pool.
+
+    Every Pod: `nvidia.com/gpu` limits (integers; Kubernetes sets requests equal), the GPU taint's
+    toleration, the pool's node selectors (accelerator, Spot, sharing, MIG partition), the
+    'restricted' Pod Security settings with a read-only root filesystem, CPU and memory requests
+    equal to limits, and a pinned image. Jobs retry once (Spot preemptions do not count, through a
+    Pod failure policy), give up after an hour and are deleted a day after they finish.
+    """
+
+    namespace: k8s.core.v1.Namespace
+    objects: dict[str, pulumi.CustomResource]
+
+    def __init__(
+        self, name: str, args: SampleWorkloadsArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gke-gpu:workloads:SampleWorkloads", name, None, opts)
+        self._name = name
+        self._args = args
+        needs_host_ipc = any(w.target.sharing == "MPS" for w in args.workloads if w.kind == "sharing-demo")
+        # 'restricted' unless an MPS client needs hostIPC, which every Pod Security level but
+        # 'privileged' forbids; then warn and audit against 'restricted' instead.
+        enforce = "privileged" if needs_host_ipc else "restricted"
+        self.namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=args.namespace,
+                labels={
+                    **app_labels(args.namespace, component="gpu-samples"),
+                    "pod-security.kubernetes.io/enforce": enforce,
+                    "pod-security.kubernetes.io/warn": "restricted",
+                    "pod-security.kubernetes.io/audit": "restricted",
+                },
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.objects = {}
+        if any(w.kind == "pytorch-smoke" for w in args.workloads):
+            self.script = k8s.core.v1.ConfigMap(
+                f"{name}-pytorch-script",
+                metadata=self._meta("pytorch-smoke-script", "pytorch-smoke"),
+                data={"smoke.py": PYTORCH_SCRIPT.read_text(encoding="utf-8")},
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+        for workload in args.workloads:
+            object_name = f"{workload.kind}-{workload.target.name}"
+            self.objects[object_name] = self._declare(workload, object_name)
+        self.register_outputs({"namespace": args.namespace, "objects": sorted(self.objects)})
+
+    # -- builders ---------------------------------------------------------------------------------
+
+    def _meta(
+        self,
+        object_name: str,
+        kind: str,
+        *,
+        image: str | None = None,
+        annotations: Mapping[str, str] | None = None,
+    ) -> k8s.meta.v1.ObjectMetaArgs:
+        labels = {**app_labels(object_name, component=kind, version=image_version(image) if image else None)}
+        labels.update(self._args.extra_labels)
+        return k8s.meta.v1.ObjectMetaArgs(
+            name=object_name,
+            namespace=self._args.namespace,
+            labels=labels,
+            annotations=dict(annotations) if annotations else None,
+        )
+
+    def _declare(self, workload: SampleWorkload, object_name: str) -> pulumi.CustomResource:
+        target = workload.target
+        if workload.kind == "nvidia-smi":
+            image = images.CUDA_BASE
+            container = self._container(
+                "nvidia-smi",
+                image,
+                target,
+                command=["sh", "-c", "nvidia-smi && nvidia-smi -L"],
+                cpu="100m",
+                memory="256Mi",
+            )
+            return self._job(object_name, workload, image, [container])
+        if workload.kind == "cuda-vector-add":
+            image = images.CUDA_VECTOR_ADD
+            container = self._container("vector-add", image, target, command=None, cpu="250m", memory="512Mi")
+            return self._job(object_name, workload, image, [container])
+        if workload.kind == "pytorch-smoke":
+            image = images.pytorch_image(target.accelerator)
+            container = self._container(
+                "pytorch",
+                image,
+                target,
+                command=["python", "/opt/smoke/smoke.py"],
+                cpu="2",
+                memory="8Gi",
+                env={"HOME": "/tmp", "TORCH_HOME": "/tmp/torch", "PYTHONUNBUFFERED": "1"},
+                mounts=[
+                    k8s.core.v1.VolumeMountArgs(name="script", mount_path="/opt/smoke", read_only=True),
+                ],
+            )
+            volumes = [
+                k8s.core.v1.VolumeArgs(
+                    name="script",
+                    config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name="pytorch-smoke-script"),
+                )
+            ]
+            return self._job(object_name, workload, image, [container], volumes=volumes)
+        if workload.kind == "sharing-demo":
+            return self._sharing_demo(object_name, workload)
+        raise ValueError(f"unknown sample workload {workload.kind!r}")
+
+    def _container(
+        self,
+        name: str,
+        image: str,
+        target: GpuTarget,
+        *,
+        command: list[str] | None,
+        cpu: str,
+        memory: str,
+        env: Mapping[str, str] | None = None,
+        mounts: list[k8s.core.v1.VolumeMountArgs] | None = None,
+    ) -> k8s.core.v1.ContainerArgs:
+        variables = dict(env or {})
+        if target.gke_driver:
+            # GKE's device plugin mounts the driver (libraries and nvidia-smi) here.
+            variables["PATH"] = (
+                f"{GKE_DRIVER_MOUNT}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+            )
+            variables["LD_LIBRARY_PATH"] = f"{GKE_DRIVER_MOUNT}/lib64"
+        else:
+            # The NVIDIA container toolkit injects the driver; skip the image's CUDA-version check
+            # (NVIDIA_REQUIRE_CUDA), which only guards CUDA runtime use these samples tolerate.
+            variables["NVIDIA_DISABLE_REQUIRE"] = "true"
+        return k8s.core.v1.ContainerArgs(
+            name=name,
+            image=image,
+            image_pull_policy="IfNotPresent",
+            command=command,
+            env=[k8s.core.v1.EnvVarArgs(name=k, value=v) for k, v in sorted(variables.items())],
+            resources=k8s.core.v1.ResourceRequirementsArgs(
+                # Requests equal limits: Guaranteed QoS, and the only form GPUs allow.
+                limits={"cpu": cpu, "memory": memory, GPU_RESOURCE: str(target.gpus_per_pod)},
+                requests={"cpu": cpu, "memory": memory, GPU_RESOURCE: str(target.gpus_per_pod)},
+            ),
+            security_context=restricted_container_security_context(),
+            volume_mounts=[
+                k8s.core.v1.VolumeMountArgs(name="tmp", mount_path="/tmp"),
+                *(mounts or []),
+            ],
+        )
+
+    def _pod_spec(
+        self,
+        target: GpuTarget,
+        containers: list[k8s.core.v1.ContainerArgs],
+        *,
+        restart_policy: str,
+        volumes: list[k8s.core.v1.VolumeArgs] | None = None,
+        host_ipc: bool = False,
+    ) -> k8s.core.v1.PodSpecArgs:
+        affinity = None
+        if target.required_node_labels:
+            affinity = k8s.core.v1.AffinityArgs(
+                node_affinity=k8s.core.v1.NodeAffinityArgs(
+                    required_during_scheduling_ignored_during_execution=k8s.core.v1.NodeSelectorArgs(
+                        node_selector_terms=[
+                            k8s.core.v1.NodeSelectorTermArgs(
+                                match_expressions=[
+                                    k8s.core.v1.NodeSelectorRequirementArgs(key=key, operator="Exists")
+                                    for key in target.required_node_labels
+                                ]
+                            )
+                        ]
+                    )
+                )
+            )
+        return k8s.core.v1.PodSpecArgs(
+            restart_policy=restart_policy,
+            automount_service_account_token=False,
+            enable_service_links=False,
+            host_ipc=True if host_ipc else None,
+            node_selector=dict(target.node_selector) or None,
+            affinity=affinity,
+            tolerations=[k8s.core.v1.TolerationArgs(**_snake(t)) for t in target.tolerations],
+            security_context=restricted_pod_security_context(),
+            termination_grace_period_seconds=10,
+            containers=containers,
+            volumes=[
+                k8s.core.v1.VolumeArgs(
+                    name="tmp", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit="1Gi")
+                ),
+                *(volumes or []),
+            ],
+        )
+
+    def _job(
+        self,
+        object_name: str,
+        workload: SampleWorkload,
+        image: str,
+        containers: list[k8s.core.v1.ContainerArgs],
+        *,
+        volumes: list[k8s.core.v1.VolumeArgs] | None = None,
+    ) -> k8s.batch.v1.Job:
+        meta = self._meta(object_name, workload.kind, image=image, annotations=SKIP_AWAIT)
+        pod_labels = app_labels(object_name, component=workload.kind, version=image_version(image))
+        return k8s.batch.v1.Job(
+            f"{self._name}-{object_name}",
+            metadata=meta,
+            spec=k8s.batch.v1.JobSpecArgs(
+                backoff_limit=1,
+                active_deadline_seconds=JOB_DEADLINE_SECONDS,
+                ttl_seconds_after_finished=JOB_TTL_SECONDS,
+                # A Spot preemption or node drain is not the GPU's fault: retry without counting it.
+                pod_failure_policy=k8s.batch.v1.PodFailurePolicyArgs(
+                    rules=[
+                        k8s.batch.v1.PodFailurePolicyRuleArgs(
+                            action="Ignore",
+                            on_pod_conditions=[
+                                k8s.batch.v1.PodFailurePolicyOnPodConditionsPatternArgs(
+                                    type="DisruptionTarget", status="True"
+                                )
+                            ],
+                        )
+                    ]
+                ),
+                template=k8s.core.v1.PodTemplateSpecArgs(
+                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=pod_labels),
+                    spec=self._pod_spec(workload.target, containers, restart_policy="Never", volumes=volumes),
+                ),
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[self.namespace] + ([self.script] if hasattr(self, "script") else []),
+                # A Job's Pod template is immutable and its name fixed: a change replaces it.
+                delete_before_replace=True,
+            ),
+        )
+
+    def _sharing_demo(self, object_name: str, workload: SampleWorkload) -> k8s.apps.v1.Deployment:
+        target = workload.target
+        clients = target.shared_clients or 2
+        replicas = workload.replicas or min(clients, 4)
+        image = images.CUDA_BASE
+        # Each replica holds one shared nvidia.com/gpu and reports what it sees every 30 seconds;
+        # `kubectl get pods -o wide` shows several replicas on one node and one physical GPU.
+        script = (
+            "nvidia-smi -L; "
+            "while true; do "
+            "nvidia-smi --query-gpu=index,uuid,utilization.gpu,memory.used --format=csv,noheader; "
+            "sleep 30; done"
+        )
+        container = self._container(
+            "shared-gpu-client", image, target, command=["sh", "-c", script], cpu="100m", memory="128Mi"
+        )
+        labels = app_labels(object_name, component="sharing-demo", version=image_version(image))
+        return k8s.apps.v1.Deployment(
+            f"{self._name}-{object_name}",
+            metadata=self._meta(object_name, "sharing-demo", image=image, annotations=SKIP_AWAIT),
+            spec=k8s.apps.v1.DeploymentSpecArgs(
+                replicas=replicas,
+                selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector_labels(labels)),
+                template=k8s.core.v1.PodTemplateSpecArgs(
+                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
+                    spec=self._pod_spec(
+                        target,
+                        [container],
+                        restart_policy="Always",
+                        # MPS clients talk to the node's MPS control daemon over IPC.
+                        host_ipc=target.sharing == "MPS",
+                    ),
+                ),
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespace]),
+        )
+
+
+def _snake(toleration: Mapping[str, Any]) -> dict[str, Any]:
+    names = {"tolerationSeconds": "toleration_seconds"}
+    return {names.get(k, k): v for k, v in toleration.items()}

@@ -1,0 +1,271 @@
+"""The cost estimate: figures computed by hand from components/data/prices.yaml, n/a and errors."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from components.catalog import load_catalog
+from tests.conftest import STANDARD_CLUSTER, render, stack_config
+from tools.cost import HOURS_PER_MONTH, NA, estimate, load_prices
+from tools.offline import run_stack
+from tools.plan import to_document
+
+# Figures from components/data/prices.yaml, us-central1 (read by eye, not by code).
+G2_STANDARD_8 = (0.85362, 0.43623)  # (on-demand, Spot) whole VM with its L4
+N1_STANDARD_16 = (0.76, 0.2553)  # VM only
+T4 = (0.35, 0.1915)  # per attached GPU
+A3_HIGHGPU_8G_SPOT = 47.86592  # its on-demand is null (suspect in the source)
+
+
+def pool(name="p", **fields):
+    base = {
+        "name": name,
+        "kind": "node-pool",
+        "accelerator": "nvidia-l4",
+        "gpusPerNode": 1,
+        "machineType": "g2-standard-8",
+        "spot": False,
+        "minNodes": 0,
+        "maxNodes": 4,
+    }
+    base.update(fields)
+    return base
+
+
+def document(*pools, region="us-central1", mode="standard", location=None, resources=()):
+    outputs = {"clusterMode": mode, "location": location or region, "gpuPools": list(pools)}
+    if region is not None:
+        outputs["region"] = region
+    return {"format": "gke-gpu-render/v1", "stack": "test", "resources": list(resources), "outputs": outputs}
+
+
+def month(hourly):
+    return round(hourly * HOURS_PER_MONTH, 2)
+
+
+def test_l4_pool_by_hand() -> None:
+    cost = estimate(document(pool("l4", minNodes=1, maxNodes=4)))
+    assert cost["error"] is None
+    (p,) = cost["pools"]
+    od, spot = G2_STANDARD_8
+    assert (p["machineType"], p["gpusPerNode"], p["gpusAtMin"], p["gpusAtMax"]) == ("g2-standard-8", 1, 1, 4)
+    assert p["nodeHourly"] == {"onDemand": od, "spot": spot}
+    assert p["hourly"]["atMin"]["onDemand"] == pytest.approx(0.85362)
+    assert p["hourly"]["atMax"]["onDemand"] == pytest.approx(3.41448)  # 4 x 0.85362
+    assert p["hourly"]["atMax"]["spot"] == pytest.approx(1.74492)  # 4 x 0.43623
+    assert p["monthly"]["atMax"]["onDemand"] == pytest.approx(2492.57)  # 3.41448 x 730
+    assert p["monthly"]["atMax"]["spot"] == pytest.approx(1273.79)
+    assert p["expected"] == "onDemand"
+    assert p["hourly"]["atMax"]["expected"] == p["hourly"]["atMax"]["onDemand"]
+
+
+def test_n1_with_t4_adds_the_vm_and_each_gpu() -> None:
+    t4 = pool(
+        "t4",
+        accelerator="nvidia-tesla-t4",
+        gpusPerNode=2,
+        machineType="n1-standard-16",
+        spot=True,
+        minNodes=1,
+        maxNodes=3,
+    )
+    (p,) = estimate(document(t4))["pools"]
+    node_od = N1_STANDARD_16[0] + 2 * T4[0]  # 1.46
+    node_spot = N1_STANDARD_16[1] + 2 * T4[1]  # 0.6383
+    assert p["nodeHourly"]["onDemand"] == pytest.approx(1.46)
+    assert p["nodeHourly"]["spot"] == pytest.approx(0.6383)
+    assert p["hourly"]["atMin"]["onDemand"] == pytest.approx(node_od)
+    assert p["hourly"]["atMax"]["onDemand"] == pytest.approx(3 * node_od)
+    assert p["hourly"]["atMax"]["spot"] == pytest.approx(3 * node_spot)
+    assert p["monthly"]["atMax"]["spot"] == pytest.approx(month(3 * node_spot))  # 1397.88
+    assert (p["gpusAtMin"], p["gpusAtMax"]) == (2, 6)
+
+
+def test_spot_pool_expects_spot_and_on_demand_pool_expects_on_demand() -> None:
+    cost = estimate(document(pool("od", spot=False), pool("sp", spot=True)))
+    od, sp = cost["pools"]
+    assert (od["expected"], sp["expected"]) == ("onDemand", "spot")
+    for p in (od, sp):  # both columns are always there
+        assert p["hourly"]["atMax"]["spot"] < p["hourly"]["atMax"]["onDemand"]
+    assert sp["hourly"]["atMax"]["expected"] == pytest.approx(4 * G2_STANDARD_8[1])
+    assert od["hourly"]["atMax"]["expected"] == pytest.approx(4 * G2_STANDARD_8[0])
+    totals = cost["totals"]["gpuHourly"]["atMax"]
+    assert totals["expected"] == pytest.approx(4 * G2_STANDARD_8[0] + 4 * G2_STANDARD_8[1])
+    assert totals["onDemand"] == pytest.approx(8 * G2_STANDARD_8[0])
+    assert totals["spot"] == pytest.approx(8 * G2_STANDARD_8[1])
+
+
+def test_min_zero_costs_nothing_even_where_the_price_is_unknown() -> None:
+    a3 = pool("h100", accelerator="nvidia-h100-80gb", gpusPerNode=8, machineType="a3-highgpu-8g")
+    cost = estimate(document(pool("l4"), a3))
+    for p in cost["pools"]:
+        assert p["gpusAtMin"] == 0
+        assert p["hourly"]["atMin"] == {"onDemand": 0.0, "spot": 0.0, "expected": 0.0}
+        assert p["monthly"]["atMin"] == {"onDemand": 0.0, "spot": 0.0, "expected": 0.0}
+    assert cost["totals"]["gpuHourly"]["atMin"]["expected"] == 0.0
+
+
+def test_null_price_is_na_with_the_reason() -> None:
+    a3 = pool("h100", accelerator="nvidia-h100-80gb", gpusPerNode=8, machineType="a3-highgpu-8g", maxNodes=2)
+    cost = estimate(document(a3))
+    (p,) = cost["pools"]
+    assert p["nodeHourly"]["onDemand"] == NA
+    assert p["hourly"]["atMax"]["onDemand"] == NA
+    assert p["monthly"]["atMax"]["onDemand"] == NA
+    assert p["hourly"]["atMax"]["expected"] == NA  # an on-demand pool
+    assert p["reasons"]["onDemand"].startswith("on-demand price unknown for a3-highgpu-8g in us-central1")
+    assert p["hourly"]["atMax"]["spot"] == pytest.approx(2 * A3_HIGHGPU_8G_SPOT)
+    assert cost["totals"]["hourly"]["atMax"]["onDemand"] == NA
+    assert cost["totals"]["hourly"]["atMax"]["spot"] == pytest.approx(2 * A3_HIGHGPU_8G_SPOT + 0.10)
+    text = "\n".join(cost["table"])
+    assert "n/a" in text and "on-demand price unknown for a3-highgpu-8g in us-central1" in text
+
+
+def test_machine_or_gpu_missing_from_the_table_is_na() -> None:
+    g4 = pool("g4", accelerator="nvidia-rtx-pro-6000", machineType="g4-standard-48", minNodes=1)
+    v100 = pool("v100", accelerator="nvidia-tesla-v100", machineType="n1-standard-8", minNodes=1)
+    cost = estimate(document(g4, v100, region="us-east4"))
+    g4_est, v100_est = cost["pools"]
+    assert g4_est["hourly"]["atMin"] == {"onDemand": NA, "spot": NA, "expected": NA}
+    assert g4_est["reasons"]["spot"] == "no price for g4-standard-48 in us-east4: not in the price table"
+    # n1-standard-8 has a price in us-east4, the V100 does not: no half-priced node.
+    assert v100_est["hourly"]["atMin"]["onDemand"] == NA
+    assert "gpu/nvidia-tesla-v100 in us-east4" in v100_est["reasons"]["onDemand"]
+    assert cost["totals"]["hourly"]["atMin"]["expected"] == NA
+
+
+def test_unknown_region_is_an_error_without_figures() -> None:
+    cost = estimate(document(pool("l4", minNodes=1), region="mars-north1"))
+    assert "mars-north1" in cost["error"]
+    assert "us-central1" in cost["error"] and "europe-west4" in cost["error"]
+    assert cost["regions"] == sorted(load_prices().regions)
+    assert cost["pools"] == [] and cost["totals"] is None and cost["managementFee"] is None
+    text = "\n".join(cost["table"])
+    assert "mars-north1" in text
+    assert not re.search(r"\d\.\d", text)  # no price anywhere
+
+
+def test_no_region_is_an_error() -> None:
+    doc = document(pool(), region=None)
+    doc["outputs"].pop("location")
+    cost = estimate(doc)
+    assert "no region" in cost["error"] and cost["totals"] is None
+
+
+def test_region_from_a_zonal_location_when_outputs_have_no_region() -> None:
+    doc = document(pool(minNodes=1), region=None, location="us-central1-b")
+    cost = estimate(doc)
+    assert cost["region"] == "us-central1"
+    assert cost["pools"][0]["hourly"]["atMin"]["onDemand"] == pytest.approx(G2_STANDARD_8[0])
+
+
+def test_management_fee() -> None:
+    regional = estimate(document(pool()))["managementFee"]
+    assert regional["hourly"] == pytest.approx(0.10)
+    assert regional["monthly"] == pytest.approx(73.00)
+    assert regional["freeTierCreditPerMonth"] == pytest.approx(74.40)
+    assert regional["freeTierEligible"] is False
+    zonal = estimate(document(pool(), location="us-central1-a"))["managementFee"]
+    assert zonal["clusterType"] == "zonal Standard" and zonal["freeTierEligible"] is True
+    autopilot = estimate(document(mode="autopilot"))["managementFee"]
+    assert autopilot["clusterType"] == "Autopilot" and autopilot["freeTierEligible"] is True
+    # The totals add the fee to the GPU figures.
+    totals = estimate(document(pool(minNodes=1)))["totals"]
+    assert totals["hourly"]["atMin"]["expected"] == pytest.approx(G2_STANDARD_8[0] + 0.10)
+    assert totals["monthly"]["atMin"]["expected"] == pytest.approx(month(G2_STANDARD_8[0] + 0.10))
+
+
+def test_autopilot_profile_is_free_while_idle_and_priced_per_pod() -> None:
+    profile = {
+        "name": "l4",
+        "kind": "autopilot-profile",
+        "accelerator": "nvidia-l4",
+        "gpusPerNode": 1,
+        "spot": True,
+        "onDemandFallback": True,
+    }
+    cost = estimate(document(profile, mode="autopilot"))
+    (p,) = cost["pools"]
+    assert p["machineType"] == load_catalog().accelerator("nvidia-l4").default_machine_types[1]
+    assert p["expected"] == "spot"
+    assert (p["gpusAtMin"], p["gpusAtMax"]) == (0, NA)
+    assert p["hourly"]["atMin"] == {"onDemand": 0.0, "spot": 0.0, "expected": 0.0}
+    assert p["hourly"]["atMax"]["spot"] == NA and "no upper bound" in p["reasons"]["atMax"]
+    assert p["perPodHourAtLeast"] == {"onDemand": G2_STANDARD_8[0], "spot": G2_STANDARD_8[1]}
+    assert any("Autopilot premium" in note for note in p["notes"])
+
+
+def test_price_file_header_and_shape() -> None:
+    table = load_prices()
+    assert table.source.startswith("skypilot-org/skypilot-catalog@2c3d7ea7")
+    assert table.captured == "2026-06-03" and table.captured_is_lower_bound
+    assert table.currency == "USD"
+    # Every region where the catalog has GPUs has prices.
+    assert set(load_catalog().regions) <= set(table.regions)
+    for region, entries in table.regions.items():
+        for key, price in entries.items():
+            assert set(price.flags) <= set(table.flags), (region, key)
+            if price.on_demand is None:
+                assert "onDemandSuspect" in price.flags, (region, key)
+            if price.on_demand is not None and price.spot is not None:
+                assert 0 < price.spot < price.on_demand, (region, key)
+
+
+@pytest.fixture(scope="module")
+def stack_costs():
+    costs = {}
+    for stack in ("dev", "prod"):
+        result = run_stack(stack)
+        assert result.error is None, result.error
+        doc = to_document(result)
+        costs[stack] = (doc, estimate(doc))
+    return costs
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_stack_estimates_have_no_errors(stack_costs, stack) -> None:
+    doc, cost = stack_costs[stack]
+    assert cost["error"] is None
+    assert [p["name"] for p in cost["pools"]] == [p["name"] for p in doc["outputs"]["gpuPools"]]
+    assert all(isinstance(line, str) for line in cost["table"]) and len(cost["table"]) > 5
+    assert cost["source"] and cost["captured"]
+
+
+def test_dev_costs_nothing_in_gpus_while_idle(stack_costs) -> None:
+    _, cost = stack_costs["dev"]
+    assert cost["totals"]["gpusAtMin"] == 0
+    assert cost["totals"]["gpuHourly"]["atMin"]["expected"] == 0.0
+    assert cost["totals"]["gpuMonthly"]["atMin"]["expected"] == 0.0
+    assert cost["totals"]["gpuHourly"]["atMin"]["onDemand"] == 0.0
+    (p,) = cost["pools"]
+    assert p["kind"] == "autopilot-profile" and p["expected"] == "spot"
+    assert p["perPodHourAtLeast"]["spot"] == pytest.approx(G2_STANDARD_8[1])
+
+
+def test_prod_by_hand(stack_costs) -> None:
+    _, cost = stack_costs["prod"]
+    l4, a100 = cost["pools"]
+    assert l4["hourly"]["atMax"]["expected"] == pytest.approx(4 * 0.85362)  # 4 x g2-standard-8
+    assert a100["hourly"]["atMax"]["expected"] == pytest.approx(2 * 3.67339)  # 2 x a2-highgpu-1g
+    assert cost["totals"]["gpuHourly"]["atMin"]["expected"] == 0.0  # both pools scale to zero
+    assert cost["totals"]["hourly"]["atMax"]["expected"] == pytest.approx(4 * 0.85362 + 2 * 3.67339 + 0.10)
+    assert cost["managementFee"]["freeTierEligible"] is False  # regional Standard
+    assert any("gke-system" in note for note in cost["notes"])  # the e2 system pool is not priced
+
+
+def test_a_real_n1_render() -> None:
+    t4 = {
+        "name": "t4",
+        "accelerator": "nvidia-tesla-t4",
+        "gpusPerNode": 2,
+        "machineType": "n1-standard-16",
+        "spot": True,
+        "minNodes": 1,
+        "maxNodes": 3,
+    }
+    doc = to_document(render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[t4])))
+    (p,) = estimate(doc)["pools"]
+    assert p["machineType"] == "n1-standard-16" and p["expected"] == "spot"
+    assert p["hourly"]["atMax"]["spot"] == pytest.approx(3 * (N1_STANDARD_16[1] + 2 * T4[1]))

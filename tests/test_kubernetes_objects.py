@@ -1,0 +1,110 @@
+"""Every Kubernetes object the program can declare is valid against the Kubernetes OpenAPI schemas
+(built-in kinds) or the CRD shape schemas, in every stack file and in configurations the stack files
+do not cover."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import AUTOPILOT_CLUSTER, STANDARD_CLUSTER, render, stack_config
+from tests.kubernetes_schemas import validate
+from tools.offline import run_stack, stacks
+from tools.plan import kubernetes_objects, to_document
+
+ALL_SAMPLES = ["nvidia-smi", "cuda-vector-add", "pytorch-smoke"]
+
+EXTRA_CONFIGS = {
+    "standard, exporter, MPS and MIG pools, every sample": stack_config(
+        cluster=STANDARD_CLUSTER,
+        gpuPools=[
+            {
+                "name": "l4",
+                "accelerator": "nvidia-l4",
+                "maxNodes": 2,
+                "spot": True,
+                "taints": [{"key": "team", "value": "ml", "effect": "NO_SCHEDULE"}],
+            },
+            {
+                "name": "t4-mps",
+                "accelerator": "nvidia-tesla-t4",
+                "maxNodes": 1,
+                "sharing": {"strategy": "MPS", "maxClientsPerGpu": 4},
+            },
+            {
+                "name": "h100-mig",
+                "accelerator": "nvidia-h100-80gb",
+                "gpusPerNode": 8,
+                "maxNodes": 1,
+                "migPartitionSize": "1g.10gb",
+            },
+        ],
+        monitoring={"dcgm": "exporter"},
+        workloads=[
+            *ALL_SAMPLES,
+            {"name": "sharing-demo", "pool": "t4-mps"},
+            {"name": "pytorch-smoke", "pool": "h100-mig"},
+        ],
+    ),
+    "autopilot, time-shared profile, every sample": stack_config(
+        cluster=AUTOPILOT_CLUSTER,
+        gpuPools=[
+            {
+                "name": "l4",
+                "accelerator": "nvidia-l4",
+                "spot": True,
+                "sharing": {"strategy": "TIME_SHARING", "maxClientsPerGpu": 3},
+            },
+            {"name": "h100", "accelerator": "nvidia-h100-80gb", "gpusPerNode": 2, "driverVersion": "LATEST"},
+        ],
+        workloads=[
+            *ALL_SAMPLES,
+            {"name": "sharing-demo", "replicas": 3},
+            {"name": "pytorch-smoke", "pool": "h100"},
+        ],
+    ),
+}
+
+
+def _objects(result):
+    assert result.error is None, result.error
+    return kubernetes_objects(to_document(result))
+
+
+@pytest.mark.parametrize("stack", stacks())
+def test_stack_objects_are_schema_valid(stack: str) -> None:
+    objects = _objects(run_stack(stack))
+    for obj in objects:
+        validate(obj)
+
+
+@pytest.mark.parametrize("case", sorted(EXTRA_CONFIGS))
+def test_other_configurations_are_schema_valid(case: str) -> None:
+    objects = _objects(render(EXTRA_CONFIGS[case]))
+    assert len(objects) >= 5
+    for obj in objects:
+        validate(obj)
+
+
+def test_the_validator_catches_a_typo() -> None:
+    """Guards the guard: a misspelt field must fail, for built-in kinds and for CRDs."""
+    objects = _objects(render(EXTRA_CONFIGS["standard, exporter, MPS and MIG pools, every sample"]))
+    job = next(o for o in objects if o["kind"] == "Job")
+    job["spec"]["backofLimit"] = 1
+    with pytest.raises(AssertionError, match="backofLimit"):
+        validate(job)
+    monitor = next(o for o in objects if o["kind"] == "PodMonitoring")
+    monitor["spec"]["endpoints"][0]["intervall"] = "30s"
+    with pytest.raises(AssertionError):
+        validate(monitor)
+
+
+def test_every_object_has_the_recommended_labels() -> None:
+    for config in EXTRA_CONFIGS.values():
+        for obj in _objects(render(config)):
+            labels = obj["metadata"].get("labels", {})
+            for key in (
+                "app.kubernetes.io/name",
+                "app.kubernetes.io/part-of",
+                "app.kubernetes.io/managed-by",
+            ):
+                assert key in labels, f"{obj['kind']} {obj['metadata']['name']} lacks {key}"

@@ -1,0 +1,547 @@
+"""GPU cost estimate for a render document: what the stack's GPU pools cost, idle and at full scale.
+
+`estimate(document)` reads a render document (`tools/plan.to_document`) and the price table in
+``components/data/prices.yaml`` and returns plain data plus `table`, the lines the tree view prints.
+Per GPU pool (``outputs.gpuPools``, the one input used for every pool): GPUs at min and max nodes, and
+the hourly and monthly (730 h) cost at min and at max, both on-demand and Spot; ``expected`` names the
+column the pool really pays (Spot for Spot pools). Then the GKE management fee and the totals.
+
+Prices are list prices for the VM with its GPUs (N1: the VM plus one price per attached GPU); disks,
+Local SSD, network and discounts are not in them. Nothing is ever guessed: a price the table does not
+have, or has as null, makes that figure ``"n/a"`` with the reason; a region the table does not have
+makes the whole estimate an error that names the region and the regions it has, with no figures.
+
+Autopilot profiles have no node pool: GPU nodes exist only while a Pod asks for a GPU, so they cost
+nothing at min, and have no upper bound. Their per Pod-hour figure is the VM price of the machine the
+catalog picks for the accelerator and GPU count (``defaultMachineTypes``), plus an Autopilot premium that
+the price table does not have: a lower bound.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import textwrap
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.catalog import Catalog, load_catalog
+
+PRICES_PATH = Path(__file__).resolve().parent.parent / "components" / "data" / "prices.yaml"
+FORMAT = "gke-gpu-cost/v1"
+HOURS_PER_MONTH = 730
+NA = "n/a"
+_WRAP = 110
+ON_DEMAND, SPOT = "onDemand", "spot"
+COLUMNS = (ON_DEMAND, SPOT)
+_LABELS = {ON_DEMAND: "on-demand", SPOT: "Spot"}
+_ZONE = re.compile(r"^([a-z]+-[a-z]+\d+)-[a-z]$")
+# Flags that concern one column only; any other flag concerns both.
+_FLAG_COLUMNS = {"onDemandSuspect": (ON_DEMAND,), "onDemandMayNotBeOffered": (ON_DEMAND,)}
+
+Figure = float | str  # a number of USD, or NA
+
+
+# --------------------------------------------------------------------------------------------------
+# The price table.
+
+
+@dataclass(frozen=True)
+class Price:
+    """One entry of the table: USD per hour, None where unknown."""
+
+    on_demand: float | None
+    spot: float | None
+    flags: tuple[str, ...] = ()
+
+    def get(self, column: str) -> float | None:
+        return self.on_demand if column == ON_DEMAND else self.spot
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    source: str
+    source_url: str
+    captured: str
+    captured_is_lower_bound: bool
+    currency: str
+    flags: Mapping[str, str]
+    fee_per_cluster_hour: float
+    free_tier_credit_per_month: float
+    regions: Mapping[str, Mapping[str, Price]]
+
+    def price(self, region: str, key: str) -> Price | None:
+        return self.regions.get(region, {}).get(key)
+
+
+def _parse_prices(raw: Mapping[str, Any]) -> PriceTable:
+    regions: dict[str, dict[str, Price]] = {}
+    for region, entries in (raw.get("regions") or {}).items():
+        regions[region] = {
+            key: Price(
+                on_demand=None if e.get("onDemand") is None else float(e["onDemand"]),
+                spot=None if e.get("spot") is None else float(e["spot"]),
+                flags=tuple(e.get("flags") or ()),
+            )
+            for key, e in (entries or {}).items()
+        }
+    fee = raw["gkeManagementFee"]
+    return PriceTable(
+        source=str(raw["source"]),
+        source_url=str(raw.get("sourceUrl", "")),
+        captured=str(raw["captured"]),
+        captured_is_lower_bound=bool(raw.get("capturedIsLowerBound", False)),
+        currency=str(raw.get("currency", "USD")),
+        flags={str(k): " ".join(str(v).split()) for k, v in (raw.get("flags") or {}).items()},
+        fee_per_cluster_hour=float(fee["perClusterHour"]),
+        free_tier_credit_per_month=float(fee["freeTierCreditPerMonth"]),
+        regions=regions,
+    )
+
+
+@functools.cache
+def load_prices(path: Path = PRICES_PATH) -> PriceTable:
+    """Load and cache the price table shipped with the program."""
+    with path.open(encoding="utf-8") as handle:
+        return _parse_prices(yaml.safe_load(handle))
+
+
+# --------------------------------------------------------------------------------------------------
+# Arithmetic on figures that may be NA.
+
+
+def _hourly(value: float) -> float:
+    return round(value, 5)
+
+
+def _monthly(hourly: Figure) -> Figure:
+    return NA if isinstance(hourly, str) else round(hourly * HOURS_PER_MONTH, 2)
+
+
+def _times(count: int | str, price: float | None) -> Figure:
+    """`count` nodes at `price` each: zero nodes cost 0 whatever the price."""
+    if count == 0:
+        return 0.0
+    if isinstance(count, str) or price is None:
+        return NA
+    return _hourly(count * price)
+
+
+def _sum(values: Iterable[Figure]) -> Figure:
+    total = 0.0
+    for value in values:
+        if isinstance(value, str):
+            return NA
+        total += value
+    return _hourly(total)
+
+
+def _unique(texts: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(texts))
+
+
+def _count(values: Iterable[int | str]) -> int | str:
+    numbers = list(values)
+    return NA if any(isinstance(v, str) for v in numbers) else sum(int(v) for v in numbers)
+
+
+# --------------------------------------------------------------------------------------------------
+# One pool.
+
+
+@dataclass
+class _NodePrice:
+    """The price of one node (or, on Autopilot, one GPU Pod's node) per column."""
+
+    hourly: dict[str, float | None]
+    reasons: dict[str, str]
+    notes: list[str]
+
+
+def _node_price(
+    table: PriceTable, region: str, machine: str | None, accelerator: str, gpus: int
+) -> _NodePrice:
+    result = _NodePrice({c: None for c in COLUMNS}, {}, [])
+    if not machine:
+        for c in COLUMNS:
+            result.reasons[c] = f"no machine type for {gpus} x {accelerator}, so no price"
+        return result
+    keys = [machine]
+    if machine.startswith("n1-"):
+        keys.append(f"gpu/{accelerator}")
+    entries = {key: table.price(region, key) for key in keys}
+    for column in COLUMNS:
+        label = _LABELS[column]
+        total = 0.0
+        for key, entry in entries.items():
+            if entry is None:
+                result.reasons[column] = f"no price for {key} in {region}: not in the price table"
+                break
+            value = entry.get(column)
+            if value is None:
+                why = [table.flags[f] for f in entry.flags if column in _FLAG_COLUMNS.get(f, COLUMNS)]
+                result.reasons[column] = f"{label} price unknown for {key} in {region}" + (
+                    f": {'; '.join(why)}" if why else ""
+                )
+                break
+            total += value * (gpus if key.startswith("gpu/") else 1)
+            for flag in entry.flags:
+                if column in _FLAG_COLUMNS.get(flag, COLUMNS) and flag in table.flags:
+                    note = f"{key} in {region}, {label}: {table.flags[flag]}"
+                    if note not in result.notes:
+                        result.notes.append(note)
+        else:
+            result.hourly[column] = _hourly(total)
+    return result
+
+
+def _pool_estimate(
+    pool: Mapping[str, Any], *, table: PriceTable, catalog: Catalog, region: str
+) -> dict[str, Any]:
+    name = str(pool.get("name"))
+    accelerator = str(pool.get("accelerator"))
+    gpus_per_node = int(pool.get("gpusPerNode") or 0)
+    autopilot = pool.get("kind") == "autopilot-profile"
+    spot = bool(pool.get("spot"))
+    expected = SPOT if spot else ON_DEMAND
+    notes: list[str] = []
+    reasons: dict[str, str] = {}
+
+    if autopilot:
+        spec = catalog.accelerator(accelerator)
+        machine = spec.default_machine_types.get(gpus_per_node) if spec else None
+        nodes_min: int | str = 0
+        nodes_max: int | str = NA
+        reasons["atMax"] = "no upper bound: Autopilot creates a GPU node for each GPU Pod, up to your quota"
+        if machine:
+            notes.append(
+                f"Autopilot: no GPU node while no Pod asks for one; a Pod with {gpus_per_node} x "
+                f"{accelerator} pays for its node: the VM price of {machine} (the catalog's default; "
+                "Autopilot may pick another size for the Pod's CPU and memory requests) plus an "
+                "Autopilot premium that the price table does not have"
+            )
+        if pool.get("onDemandFallback") and spot:
+            notes.append(
+                "falls back to on-demand when Spot capacity is out: then the on-demand column applies"
+            )
+    else:
+        machine = pool.get("machineType")
+        nodes_min = int(pool.get("minNodes") or 0)
+        max_nodes = pool.get("maxNodes")
+        nodes_max = int(max_nodes) if max_nodes is not None else NA
+        if max_nodes is None:
+            reasons["atMax"] = "the pool has no maxNodes"
+
+    price = _node_price(table, region, machine, accelerator, gpus_per_node)
+    reasons.update(price.reasons)
+    notes.extend(price.notes)
+    if pool.get("migPartitionSize") or pool.get("sharing"):
+        notes.append(
+            f"{pool.get('schedulableGpusPerNode', gpus_per_node)} schedulable nvidia.com/gpu per node "
+            f"({pool.get('migPartitionSize') or 'shared'}); the bill counts physical GPUs"
+        )
+
+    def gpus(nodes: int | str) -> int | str:
+        return nodes * gpus_per_node if isinstance(nodes, int) else NA
+
+    hourly = {
+        at: {c: _times(nodes, price.hourly[c]) for c in COLUMNS}
+        for at, nodes in (("atMin", nodes_min), ("atMax", nodes_max))
+    }
+    for figures in hourly.values():
+        figures["expected"] = figures[expected]
+    monthly = {at: {c: _monthly(v) for c, v in figures.items()} for at, figures in hourly.items()}
+    entry: dict[str, Any] = {
+        "name": name,
+        "kind": "autopilot-profile" if autopilot else "node-pool",
+        "accelerator": accelerator,
+        "machineType": machine,
+        "gpusPerNode": gpus_per_node,
+        "spot": spot,
+        "expected": expected,
+        "nodesAtMin": nodes_min,
+        "nodesAtMax": nodes_max,
+        "gpusAtMin": gpus(nodes_min),
+        "gpusAtMax": gpus(nodes_max),
+        "nodeHourly": {c: NA if price.hourly[c] is None else price.hourly[c] for c in COLUMNS},
+        "hourly": hourly,
+        "monthly": monthly,
+        "reasons": reasons,
+        "notes": notes,
+    }
+    if autopilot:
+        entry["perPodHourAtLeast"] = dict(entry["nodeHourly"])
+    return entry
+
+
+# --------------------------------------------------------------------------------------------------
+# The stack: region, management fee, totals.
+
+
+def _resources(document: Mapping[str, Any], type_token: str) -> list[Mapping[str, Any]]:
+    return [
+        r for r in document.get("resources") or [] if r.get("type") == type_token and not r.get("component")
+    ]
+
+
+def _cluster_location(document: Mapping[str, Any]) -> str | None:
+    location = (document.get("outputs") or {}).get("location")
+    if isinstance(location, str) and location and not location.startswith("("):
+        return location
+    for cluster in _resources(document, "gcp:container/cluster:Cluster"):
+        location = (cluster.get("inputs") or {}).get("location")
+        if isinstance(location, str) and location:
+            return location
+    return None
+
+
+def _region(document: Mapping[str, Any]) -> str | None:
+    region = (document.get("outputs") or {}).get("region")
+    if isinstance(region, str) and region:
+        return region
+    location = _cluster_location(document)
+    if location:
+        zone = _ZONE.fullmatch(location)
+        return zone.group(1) if zone else location
+    return None
+
+
+def _management_fee(document: Mapping[str, Any], table: PriceTable) -> dict[str, Any]:
+    outputs = document.get("outputs") or {}
+    mode = outputs.get("clusterMode")
+    if mode is None:
+        clusters = _resources(document, "gcp:container/cluster:Cluster")
+        if clusters:
+            mode = "autopilot" if (clusters[0].get("inputs") or {}).get("enableAutopilot") else "standard"
+    location = _cluster_location(document) or ""
+    fee = {
+        "hourly": table.fee_per_cluster_hour,
+        "monthly": round(table.fee_per_cluster_hour * HOURS_PER_MONTH, 2),
+        "freeTierCreditPerMonth": table.free_tier_credit_per_month,
+    }
+    if mode == "existing":
+        return {
+            **fee,
+            "hourly": 0.0,
+            "monthly": 0.0,
+            "clusterType": "existing",
+            "freeTierEligible": None,
+            "note": "existing cluster: its management fee is not added by this stack",
+        }
+    if mode == "autopilot":
+        cluster_type, eligible = "Autopilot", True
+    elif _ZONE.fullmatch(location):
+        cluster_type, eligible = "zonal Standard", True
+    else:
+        cluster_type, eligible = "regional Standard", False
+    credit = f"${table.free_tier_credit_per_month:.2f}"
+    note = (
+        f"{cluster_type} cluster: ${table.fee_per_cluster_hour:.2f}/h; the free tier credit ({credit}/month "
+        "per billing account) covers it if it is the account's only zonal or Autopilot cluster"
+        if eligible
+        else f"{cluster_type} cluster: ${table.fee_per_cluster_hour:.2f}/h; the free tier credit ({credit}"
+        "/month per billing account) covers only zonal and Autopilot clusters, not this one"
+    )
+    return {**fee, "clusterType": cluster_type, "freeTierEligible": eligible, "note": note}
+
+
+def _totals(pools: list[dict[str, Any]], fee: Mapping[str, Any]) -> dict[str, Any]:
+    keys = (*COLUMNS, "expected")
+
+    def gpu_sum(period: str, at: str, column: str) -> Figure:
+        return _sum(p[period][at][column] for p in pools)
+
+    gpu_hourly = {at: {c: gpu_sum("hourly", at, c) for c in keys} for at in ("atMin", "atMax")}
+    hourly = {at: {c: _sum((v, fee["hourly"])) for c, v in fig.items()} for at, fig in gpu_hourly.items()}
+    reasons = [f"{p['name']}: {why}" for p in pools for why in _unique(p["reasons"].values())]
+    return {
+        "gpusAtMin": _count(p["gpusAtMin"] for p in pools),
+        "gpusAtMax": _count(p["gpusAtMax"] for p in pools),
+        "gpuHourly": gpu_hourly,
+        "gpuMonthly": {at: {c: _monthly(v) for c, v in fig.items()} for at, fig in gpu_hourly.items()},
+        "hourly": hourly,
+        "monthly": {at: {c: _monthly(v) for c, v in fig.items()} for at, fig in hourly.items()},
+        "reasons": reasons,
+    }
+
+
+def _non_gpu_pools(document: Mapping[str, Any]) -> list[str]:
+    notes = []
+    for r in _resources(document, "gcp:container/nodePool:NodePool"):
+        inputs = r.get("inputs") or {}
+        config = inputs.get("nodeConfig") or {}
+        if config.get("guestAccelerators"):
+            continue
+        auto = inputs.get("autoscaling") or {}
+        notes.append(
+            f"not in the estimate: non-GPU node pool {r.get('name')} ({config.get('machineType')}, "
+            f"{auto.get('totalMinNodeCount', inputs.get('nodeCount'))}.."
+            f"{auto.get('totalMaxNodeCount', inputs.get('nodeCount'))} nodes): the price table has GPU "
+            "machines only"
+        )
+    return notes
+
+
+def estimate(
+    document: Mapping[str, Any],
+    *,
+    prices: PriceTable | None = None,
+    catalog: Catalog | None = None,
+) -> dict[str, Any]:
+    """The cost estimate of a render document's GPU pools, as data plus `table` (lines to print).
+
+    Returns ``{format, source, sourceUrl, captured, capturedIsLowerBound, currency, hoursPerMonth,
+    region, regions, clusterMode, error, pools, managementFee, totals, notes, table}``. With ``error``
+    set (region unknown or not in the table), ``pools`` is empty and ``managementFee`` and ``totals``
+    are None: no figure at all.
+    """
+    table = prices or load_prices()
+    catalog = catalog or load_catalog()
+    outputs = document.get("outputs") or {}
+    region = _region(document)
+    result: dict[str, Any] = {
+        "format": FORMAT,
+        "source": table.source,
+        "sourceUrl": table.source_url,
+        "captured": table.captured,
+        "capturedIsLowerBound": table.captured_is_lower_bound,
+        "currency": table.currency,
+        "hoursPerMonth": HOURS_PER_MONTH,
+        "region": region,
+        "clusterMode": outputs.get("clusterMode"),
+        "error": None,
+        "pools": [],
+        "managementFee": None,
+        "totals": None,
+        "notes": [],
+    }
+    known = sorted(table.regions)
+    result["regions"] = known
+    if region is None:
+        result["error"] = (
+            "the render document names no region (outputs.region); regions with prices: " + ", ".join(known)
+        )
+    elif region not in table.regions:
+        result["error"] = (
+            f"region {region!r} is not in the price table (components/data/prices.yaml); "
+            f"regions with prices: {', '.join(known)}"
+        )
+    if result["error"]:
+        result["table"] = format_table(result)
+        return result
+
+    assert region is not None
+    pools = [
+        _pool_estimate(p, table=table, catalog=catalog, region=region)
+        for p in outputs.get("gpuPools") or []
+        if isinstance(p, Mapping)
+    ]
+    fee = _management_fee(document, table)
+    notes = [
+        "list prices for the VM with its GPUs (N1: VM + attached GPUs); not included: boot disks, "
+        "Local SSD, network, discounts (sustained/committed use), taxes",
+        f"Spot prices change up to once a day; these are from {table.captured}"
+        + (" or later" if table.captured_is_lower_bound else ""),
+        *_non_gpu_pools(document),
+    ]
+    result.update(pools=pools, managementFee=fee, totals=_totals(pools, fee), notes=notes)
+    result["table"] = format_table(result, stack=document.get("stack"))
+    return result
+
+
+# --------------------------------------------------------------------------------------------------
+# The table.
+
+
+def _money(value: Figure) -> str:
+    return value if isinstance(value, str) else f"{value:,.2f}"
+
+
+def _range(low: Any, high: Any) -> str:
+    return f"{low}..{'∞' if high == NA else high}"
+
+
+def _cells(figures: Mapping[str, Any], column: str, periods: tuple[str, str]) -> list[str]:
+    """$/h min, $/h max, $/month min, $/month max of one column."""
+    return [_money(figures[period][at][column]) for period in periods for at in ("atMin", "atMax")]
+
+
+def format_table(cost: Mapping[str, Any], *, stack: str | None = None) -> list[str]:
+    """The estimate as text lines: one row per pool and pricing column, fee, totals, then notes."""
+    if cost.get("error"):
+        return [f"GPU cost estimate: not available: {cost['error']}"]
+    where = f"stack {stack}, " if stack else ""
+    title = (
+        f"GPU cost estimate ({where}region {cost['region']}, {cost['currency']} list prices, "
+        f"{cost['hoursPerMonth']} h/month; * = the pool's own pricing)"
+    )
+    header = ["pool", "machine", "GPUs", "pricing", "$/h min", "$/h max", "$/month min", "$/month max"]
+    hourly_monthly = ("hourly", "monthly")
+    rows: list[tuple[list[str] | str, list[str]]] = []
+    for p in cost["pools"]:
+        first = [
+            p["name"] + (" (Autopilot)" if p["kind"] == "autopilot-profile" else ""),
+            f"{p['machineType'] or NA} ({p['gpusPerNode']} GPU)",
+            _range(p["gpusAtMin"], p["gpusAtMax"]),
+        ]
+        for index, column in enumerate(COLUMNS):
+            label = _LABELS[column] + (" *" if p["expected"] == column else "")
+            left = [*(first if index == 0 else ["", "", ""]), label]
+            rows.append((left, _cells(p, column, hourly_monthly)))
+    if not rows:
+        rows.append(("(no GPU pools)", [_money(0.0)] * 4))
+    totals, fee = cost["totals"], cost["managementFee"]
+    spans: list[tuple[str, list[str]]] = [
+        ("GPU pools, each pool's own pricing *", _cells(totals, "expected", ("gpuHourly", "gpuMonthly"))),
+        (
+            f"GKE management fee ({fee['clusterType']})",
+            [_money(fee["hourly"])] * 2 + [_money(fee["monthly"])] * 2,
+        ),
+        ("total, each pool's own pricing *", _cells(totals, "expected", hourly_monthly)),
+        ("total, all on-demand", _cells(totals, ON_DEMAND, hourly_monthly)),
+        ("total, all Spot", _cells(totals, SPOT, hourly_monthly)),
+    ]
+
+    left_widths = [len(h) for h in header[:4]]
+    for left, _ in rows:
+        if not isinstance(left, str):
+            left_widths = [max(w, len(cell)) for w, cell in zip(left_widths, left, strict=True)]
+    gaps = 2 * (len(left_widths) - 1)
+    labels = [label for label, _ in spans] + [left for left, _ in rows if isinstance(left, str)]
+    left_block = max(sum(left_widths) + gaps, *(len(label) for label in labels))
+    left_widths[-1] += left_block - (sum(left_widths) + gaps)  # room for the longest span label
+    right_widths = [len(h) for h in header[4:]]
+    for _, numbers in [*rows, *spans]:
+        right_widths = [max(w, len(cell)) for w, cell in zip(right_widths, numbers, strict=True)]
+
+    def line(left: list[str] | str, numbers: list[str]) -> str:
+        if not isinstance(left, str):
+            left = "  ".join(cell.ljust(w) for cell, w in zip(left, left_widths, strict=True))
+        right = "  ".join(cell.rjust(w) for cell, w in zip(numbers, right_widths, strict=True))
+        return f"{left.ljust(left_block)}  {right}".rstrip()
+
+    lines = [title, line(header[:4], header[4:])]
+    lines.extend(line(left, numbers) for left, numbers in [*rows, *spans])
+    details: list[str] = []
+    for p in cost["pools"]:
+        if p["kind"] == "autopilot-profile":
+            per_pod = ", ".join(
+                f"{_LABELS[c]} {v if isinstance(v, str) else f'${v}'}"
+                for c, v in p["perPodHourAtLeast"].items()
+            )
+            details.append(
+                f"{p['name']}: per GPU Pod-hour on {p['machineType'] or NA}: at least {per_pod} "
+                "(its VM price; the Autopilot premium comes on top)"
+            )
+        details += [f"{p['name']}: {NA}: {why}" for why in _unique(p["reasons"].values())]
+        details += [f"{p['name']}: {note}" for note in p["notes"]]
+    details += [fee["note"], *cost["notes"]]
+    captured = cost["captured"] + (" or later" if cost.get("capturedIsLowerBound") else "")
+    details.append(f"prices: {cost['source']}, captured {captured}")
+    for text in details:
+        lines.extend(textwrap.wrap(text, width=_WRAP, initial_indent="  - ", subsequent_indent="    "))
+    return lines
