@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args, get_origin
 
 import pulumi
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
@@ -169,8 +170,10 @@ class AlertsConfig(_Model):
 
 
 class MonitoringConfig(_Model):
-    dcgm: Literal["managed", "exporter", "none"] = "managed"
-    dashboard: bool = True
+    # Defaults depend on the cluster: managed and a dashboard on GKE; the exporter and no Cloud
+    # Monitoring dashboard on a generic cluster.
+    dcgm: Literal["managed", "exporter", "none"] | None = None
+    dashboard: bool | None = None
     alerts: AlertsConfig = AlertsConfig()
     scrape: Literal["podMonitoring", "serviceMonitor", "annotations"] | None = None
 
@@ -191,6 +194,11 @@ class DevicePluginSharingConfig(_Model):
 
 class DevicePluginConfig(_Model):
     gpu_node_label: str = "nvidia.com/gpu.present=true"
+    # Taint the nodes of gpuNodes with nvidia.com/gpu=present:NoSchedule (off for a single-node
+    # workstation, whose only node must also run everything else).
+    taint_gpu_nodes: bool = True
+    # For containerd set up with an `nvidia` runtime class that is not the default runtime.
+    runtime_class_name: str | None = None
     sharing: DevicePluginSharingConfig | None = None
 
 
@@ -380,6 +388,8 @@ class DevicePluginSettings:
     node_label_key: str
     node_label_value: str
     time_slicing_replicas: int | None
+    taint_gpu_nodes: bool = True
+    runtime_class_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -518,7 +528,7 @@ class _Resolver:
     def resolve(self) -> Settings:
         cfg = self.config
         mode = cfg.cluster.mode
-        if mode != "existing" or cfg.monitoring.dashboard or cfg.monitoring.alerts.enabled:
+        if mode != "existing" or _dashboard_on(cfg) or cfg.monitoring.alerts.enabled:
             self._require_gcp(needed_for=None if mode != "existing" else "the dashboard or alerts")
         cluster = self._cluster()
         network = self._network() if mode != "existing" else self._no_network()
@@ -710,9 +720,10 @@ class _Resolver:
             )
         if c.flavor is None:
             self.problems.add(f"{prefix}.flavor", "required with mode existing; allowed: 'gke', 'generic'")
+        self._check_kubeconfig(c, prefix)
         name = c.name or ""
         monitoring = self.config.monitoring
-        if (monitoring.dashboard or monitoring.alerts.enabled) and not name:
+        if (_dashboard_on(self.config) or monitoring.alerts.enabled) and not name:
             self.problems.add(
                 f"{prefix}.name",
                 "required when monitoring.dashboard or monitoring.alerts is on: the dashboard and "
@@ -727,6 +738,26 @@ class _Resolver:
             flavor=c.flavor,
             deletion_protection=False,
         )
+
+    def _check_kubeconfig(self, c: ClusterConfig, prefix: str) -> None:
+        """A kubeconfig that parses must have the named context (a secret not decrypted offline, or
+        one that is not YAML, is left for the Kubernetes provider to judge)."""
+        if not c.kubeconfig:
+            return
+        try:
+            document = yaml.safe_load(c.kubeconfig)
+        except yaml.YAMLError:
+            document = None
+        if not isinstance(document, dict):
+            return
+        contexts = [ctx.get("name") for ctx in document.get("contexts") or [] if isinstance(ctx, dict)]
+        if not contexts:
+            self.problems.add(f"{prefix}.kubeconfig", "has no contexts; is it a kubeconfig file?")
+        elif c.context is not None and c.context not in contexts:
+            self.problems.add(
+                f"{prefix}.context",
+                f"{c.context!r} is not a context of the kubeconfig; allowed: {_listing(contexts)}",
+            )
 
     # -- GPU pools --------------------------------------------------------------------------------
 
@@ -1194,7 +1225,9 @@ class _Resolver:
     def _monitoring(self, cluster: ClusterSettings, pools: tuple[GpuPool, ...]) -> MonitoringSettings:
         m = self.config.monitoring
         prefix = f"{NAMESPACE}:monitoring"
-        if m.dcgm == "managed":
+        generic = cluster.mode == "existing" and cluster.flavor == "generic"
+        dcgm = m.dcgm or ("exporter" if generic else "managed")
+        if dcgm == "managed":
             if cluster.mode == "existing" and cluster.flavor == "generic":
                 self.problems.add(
                     f"{prefix}.dcgm",
@@ -1208,24 +1241,23 @@ class _Resolver:
                         "'INSTALLATION_DISABLED' is not allowed with monitoring.dcgm managed: GKE's "
                         "DCGM needs GKE-installed drivers; use DEFAULT or LATEST, or dcgm: exporter",
                     )
-        if m.dcgm == "exporter" and cluster.autopilot:
+        if dcgm == "exporter" and cluster.autopilot:
             self.problems.add(
                 f"{prefix}.dcgm",
                 "'exporter' is not allowed on Autopilot (the exporter needs a privileged Pod and "
                 "host paths, which Autopilot refuses); allowed: 'managed', 'none'",
             )
         scrape = m.scrape
-        generic = cluster.mode == "existing" and cluster.flavor == "generic"
         if scrape is not None:
-            if m.dcgm != "exporter":
-                self.problems.add(f"{prefix}.scrape", f"only allowed with dcgm: exporter (dcgm is {m.dcgm})")
+            if dcgm != "exporter":
+                self.problems.add(f"{prefix}.scrape", f"only allowed with dcgm: exporter (dcgm is {dcgm})")
             elif not generic and scrape != "podMonitoring":
                 self.problems.add(
                     f"{prefix}.scrape",
                     f"{scrape!r} is not allowed on GKE, where Managed Prometheus scrapes through a "
                     "PodMonitoring; allowed: 'podMonitoring'",
                 )
-        elif m.dcgm == "exporter":
+        elif dcgm == "exporter":
             scrape = "serviceMonitor" if generic else "podMonitoring"
 
         alerts: AlertSettings | None = None
@@ -1247,14 +1279,14 @@ class _Resolver:
                 tuple(a.notification_channels),
                 a.idle_gpu_minutes,
                 a.idle_gpu_utilization_percent,
-                a.xid_errors and m.dcgm != "none",
+                a.xid_errors and dcgm != "none",
             )
         elif "notification_channels" in a.model_fields_set and a.notification_channels:
             self.warnings.append(
                 f"{prefix}.alerts.notificationChannels: set but alerts.enabled is false, so no "
                 "alert policy is created"
             )
-        return MonitoringSettings(m.dcgm, m.dashboard, alerts, scrape)
+        return MonitoringSettings(dcgm, _dashboard_on(self.config), alerts, scrape)
 
     def _workloads(self, cluster: ClusterSettings, pools: tuple[GpuPool, ...]) -> tuple[Workload, ...]:
         result: list[Workload] = []
@@ -1334,7 +1366,7 @@ class _Resolver:
         plugin = cfg.device_plugin or DevicePluginConfig()
         label = plugin.gpu_node_label
         key, _, value = label.partition("=")
-        if not label or not key or not _valid_label_key(key) or not _LABEL_NAME.fullmatch(value):
+        if "=" not in label or not key or not _valid_label_key(key) or not _LABEL_NAME.fullmatch(value):
             self.problems.add(
                 f"{NAMESPACE}:devicePlugin.gpuNodeLabel",
                 f"{label!r} is not a Kubernetes label selector of the form key=value (e.g. "
@@ -1347,7 +1379,27 @@ class _Resolver:
         if len(set(nodes)) != len(nodes):
             self.problems.add(f"{NAMESPACE}:gpuNodes", "lists a node twice")
         replicas = plugin.sharing.time_slicing.replicas if plugin.sharing else None
-        return DevicePluginSettings(key, value, replicas), nodes
+        if plugin.runtime_class_name is not None and not _K8S_NAME.fullmatch(plugin.runtime_class_name):
+            self.problems.add(
+                f"{NAMESPACE}:devicePlugin.runtimeClassName",
+                f"{plugin.runtime_class_name!r} is not a RuntimeClass name (e.g. nvidia)",
+            )
+        settings = DevicePluginSettings(
+            key,
+            value,
+            replicas,
+            taint_gpu_nodes=plugin.taint_gpu_nodes,
+            runtime_class_name=plugin.runtime_class_name,
+        )
+        return settings, nodes
+
+
+def _dashboard_on(config: StackConfig) -> bool:
+    """The dashboard defaults to on, except on a generic cluster (its metrics are not in Cloud
+    Monitoring unless it runs Google's Prometheus collectors)."""
+    if config.monitoring.dashboard is not None:
+        return config.monitoring.dashboard
+    return not (config.cluster.mode == "existing" and config.cluster.flavor == "generic")
 
 
 def _sharing(pool: GpuPoolConfig) -> Sharing | None:

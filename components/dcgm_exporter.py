@@ -32,6 +32,7 @@ class DcgmExporterArgs:
     # annotations: prometheus.io/* on the Service for annotation-based scrapers.
     scrape: Literal["podMonitoring", "serviceMonitor", "annotations"] = "podMonitoring"
     scrape_interval: str = "30s"
+    runtime_class_name: str | None = None
 
 
 class DcgmExporter(pulumi.ComponentResource):
@@ -181,6 +182,7 @@ class DcgmExporter(pulumi.ComponentResource):
                     metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
                     spec=k8s.core.v1.PodSpecArgs(
                         service_account_name="dcgm-exporter",
+                        runtime_class_name=args.runtime_class_name,
                         automount_service_account_token=False,
                         enable_service_links=False,
                         node_selector=dict(args.node_selector) if args.node_selector else None,

@@ -13,15 +13,31 @@ import pulumi
 from components.cluster import GkeCluster, GkeClusterArgs
 from components.config import GpuPool, Settings
 from components.dcgm_exporter import DcgmExporterArgs
+from components.existing_cluster import ExistingCluster, ExistingClusterArgs
 from components.gpu_compute_class import GpuComputeClass, GpuComputeClassArgs
 from components.gpu_monitoring import GpuMonitoring, GpuMonitoringArgs
+from components.gpu_node_labels import GpuNodeLabels, GpuNodeLabelsArgs
 from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from components.gpu_scheduling import gpus_per_pod, node_selector, tolerations
 from components.network import GkeNetwork, GkeNetworkArgs
+from components.nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
 from components.sample_workloads import GpuTarget, SampleWorkload, SampleWorkloads, SampleWorkloadsArgs
 
 SAMPLES_NAMESPACE = "gpu-samples"
+# The name sample workloads use for "the GPU nodes" of a cluster the program does not manage.
+EXISTING_TARGET = "gpu-nodes"
+DEVICE_PLUGIN_LOGS = (
+    "kubectl logs -n kube-system -l app.kubernetes.io/name=nvidia-device-plugin --tail=50 --prefix"
+)
+# Lines the NVIDIA device plugin logs when it has found the GPUs and registered with the kubelet.
+DEVICE_PLUGIN_HEALTHY_LINES = [
+    "Retrieving plugins.",
+    "Starting GRPC server for 'nvidia.com/gpu'",
+    "Starting to serve 'nvidia.com/gpu' on /var/lib/kubelet/device-plugins/nvidia-gpu.sock",
+    "Registered device plugin for 'nvidia.com/gpu' with Kubelet",
+]
 
+ALLOCATABLE_GPUS_COLUMNS_GENERIC = r"NODE:.metadata.name,GPUS:.status.allocatable.nvidia\.com/gpu"
 ALLOCATABLE_GPUS_COLUMNS = (
     "NODE:.metadata.name,"
     r"POOL:.metadata.labels.cloud\.google\.com/gke-nodepool,"
@@ -32,6 +48,8 @@ ALLOCATABLE_GPUS_COLUMNS = (
 
 def build(settings: Settings) -> dict[str, Any]:
     """Declare every resource of the stack and return its outputs."""
+    if settings.cluster.mode == "existing":
+        return _build_existing(settings)
     cluster = _gke_cluster(settings)
     autopilot = settings.cluster.autopilot
     pools: dict[str, pulumi.ComponentResource] = {}
@@ -56,7 +74,8 @@ def build(settings: Settings) -> dict[str, Any]:
 
     kubernetes = pulumi.ResourceOptions(providers={"kubernetes": cluster.provider})
     monitoring = _monitoring(settings, kubernetes)
-    _samples(settings, cluster, list(pools.values()))
+    targets = {pool.name: gpu_target(pool, autopilot=autopilot) for pool in settings.gpu_pools}
+    _samples(settings, targets, cluster.provider, list(pools.values()))
 
     return {
         "clusterName": cluster.cluster_name,
@@ -74,12 +93,13 @@ def build(settings: Settings) -> dict[str, Any]:
     }
 
 
-def _monitoring(settings: Settings, kubernetes: pulumi.ResourceOptions) -> GpuMonitoring | None:
+def _monitoring(
+    settings: Settings, kubernetes: pulumi.ResourceOptions, exporter: DcgmExporterArgs | None = None
+) -> GpuMonitoring | None:
     m = settings.monitoring
     if m.dcgm != "exporter" and not m.dashboard and m.alerts is None:
         return None
-    exporter = None
-    if m.dcgm == "exporter":
+    if m.dcgm == "exporter" and exporter is None:
         exporter = DcgmExporterArgs(
             flavor="gke",
             tolerations=_union(
@@ -111,21 +131,24 @@ def _union(groups: Any) -> list[dict[str, Any]]:
     return seen or [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
 
 
-def _samples(settings: Settings, cluster: GkeCluster, pools: list[pulumi.ComponentResource]) -> None:
+def _samples(
+    settings: Settings,
+    targets: dict[str, GpuTarget],
+    provider: pulumi.ProviderResource,
+    depends_on: list[pulumi.Resource],
+) -> None:
     if not settings.workloads:
         return
-    autopilot = settings.cluster.autopilot
-    workloads = []
-    for w in settings.workloads:
-        pool = settings.pool(w.pool or settings.gpu_pools[0].name)
-        workloads.append(
-            SampleWorkload(kind=w.name, target=gpu_target(pool, autopilot=autopilot), replicas=w.replicas)
-        )
+    default = next(iter(targets))
+    workloads = [
+        SampleWorkload(kind=w.name, target=targets[w.pool or default], replicas=w.replicas)
+        for w in settings.workloads
+    ]
     SampleWorkloads(
         "samples",
         SampleWorkloadsArgs(workloads=workloads, namespace=SAMPLES_NAMESPACE),
-        # The GPU pools (or ComputeClasses) first, so no sample waits on a selector nothing matches.
-        opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=pools),
+        # The GPU pools, ComputeClasses or device plugin first, so no sample waits on nothing.
+        opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
     )
 
 
@@ -156,7 +179,7 @@ def _samples_summary(settings: Settings) -> dict[str, dict[str, str]]:
     """Per sample: how to wait for it and read its log."""
     summary = {}
     for w in settings.workloads:
-        pool = w.pool or (settings.gpu_pools[0].name if settings.gpu_pools else "gpu-nodes")
+        pool = w.pool or (settings.gpu_pools[0].name if settings.gpu_pools else EXISTING_TARGET)
         name = f"{w.name}-{pool}"
         kind = "deployment" if w.name == "sharing-demo" else "job"
         condition = "--for=condition=available" if kind == "deployment" else "--for=condition=complete"
@@ -166,6 +189,111 @@ def _samples_summary(settings: Settings) -> dict[str, dict[str, str]]:
             "pods": f"kubectl get pods -n {SAMPLES_NAMESPACE} -l app.kubernetes.io/instance={name} -o wide",
         }
     return summary
+
+
+def _build_existing(settings: Settings) -> dict[str, Any]:
+    """The GPU layer on a cluster the program does not manage (GKE of another team, or generic)."""
+    cluster = settings.cluster
+    assert cluster.kubeconfig is not None
+    existing = ExistingCluster(
+        "cluster", ExistingClusterArgs(kubeconfig=cluster.kubeconfig, context=cluster.context)
+    )
+    kubernetes = pulumi.ResourceOptions(providers={"kubernetes": existing.provider})
+    gpu_taint = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    layer: list[pulumi.Resource] = []
+    checks = {"allocatableGpus": f"kubectl get nodes -o custom-columns={ALLOCATABLE_GPUS_COLUMNS_GENERIC}"}
+    if cluster.flavor == "generic":
+        plugin = settings.device_plugin
+        assert plugin is not None
+        node_selector = {plugin.node_label_key: plugin.node_label_value}
+        if settings.gpu_nodes:
+            layer.append(
+                GpuNodeLabels(
+                    "gpu-nodes",
+                    GpuNodeLabelsArgs(
+                        nodes=settings.gpu_nodes,
+                        label_key=plugin.node_label_key,
+                        label_value=plugin.node_label_value,
+                        taint=plugin.taint_gpu_nodes,
+                    ),
+                    opts=kubernetes,
+                )
+            )
+        layer.append(
+            NvidiaDevicePlugin(
+                "device-plugin",
+                NvidiaDevicePluginArgs(
+                    node_selector=node_selector,
+                    time_slicing_replicas=plugin.time_slicing_replicas,
+                    runtime_class_name=plugin.runtime_class_name,
+                ),
+                # After the labels: the plugin's Pods only land on labelled nodes.
+                opts=pulumi.ResourceOptions(
+                    providers={"kubernetes": existing.provider}, depends_on=list(layer)
+                ),
+            )
+        )
+        target = GpuTarget(
+            name=EXISTING_TARGET,
+            accelerator=None,
+            node_selector=node_selector,
+            tolerations=[gpu_taint],
+            gpus_per_pod=1,
+            sharing="TIME_SLICING" if plugin.time_slicing_replicas else None,
+            shared_clients=plugin.time_slicing_replicas,
+            gke_driver=False,
+            runtime_class_name=plugin.runtime_class_name,
+        )
+        exporter = DcgmExporterArgs(
+            flavor="generic",
+            node_selector=node_selector,
+            required_node_labels=(),
+            tolerations=[gpu_taint],
+            scrape=settings.monitoring.scrape or "serviceMonitor",
+            runtime_class_name=plugin.runtime_class_name,
+        )
+        checks.update(
+            gpuNodesByLabel=f"kubectl get nodes -l {plugin.node_label_key}={plugin.node_label_value}",
+            devicePluginPods=(
+                "kubectl get pods -n kube-system -l app.kubernetes.io/name=nvidia-device-plugin -o wide"
+            ),
+            devicePluginLogs=DEVICE_PLUGIN_LOGS,
+        )
+    else:
+        # GKE: its own device plugin and labels; any node with a GKE accelerator label is a GPU node.
+        target = GpuTarget(
+            name=EXISTING_TARGET,
+            accelerator=None,
+            node_selector={},
+            required_node_labels=("cloud.google.com/gke-accelerator",),
+            tolerations=[gpu_taint],
+            gpus_per_pod=1,
+            gke_driver=True,
+        )
+        exporter = DcgmExporterArgs(
+            flavor="gke", tolerations=[gpu_taint], scrape=settings.monitoring.scrape or "podMonitoring"
+        )
+        checks.update(
+            devicePluginPods=_checks(settings)["devicePluginPods"],
+            managedDcgm=(
+                "kubectl get pods -n gke-managed-system "
+                "-l app.kubernetes.io/name=gke-managed-dcgm-exporter -o wide"
+            ),
+        )
+    monitoring = _monitoring(settings, kubernetes, exporter)
+    _samples(settings, {EXISTING_TARGET: target}, existing.provider, layer)
+    return {
+        "clusterMode": "existing",
+        "flavor": cluster.flavor,
+        "clusterName": cluster.name or None,
+        "project": settings.project,
+        "gpuNodes": list(settings.gpu_nodes),
+        "gpuNodeSelector": dict(target.node_selector) or {"exists": list(target.required_node_labels)},
+        "devicePluginHealthyLogLines": DEVICE_PLUGIN_HEALTHY_LINES if cluster.flavor == "generic" else [],
+        "monitoring": _monitoring_summary(settings, monitoring),
+        "sampleWorkloads": _samples_summary(settings),
+        "checks": checks,
+    }
 
 
 def _gke_cluster(settings: Settings) -> GkeCluster:

@@ -48,6 +48,8 @@ class GpuTarget:
     required_node_labels: Sequence[str] = ()
     # True on GKE: the driver and nvidia-smi are mounted at /usr/local/nvidia.
     gke_driver: bool = True
+    # Generic clusters whose NVIDIA runtime is a RuntimeClass rather than containerd's default.
+    runtime_class_name: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -242,6 +244,7 @@ class SampleWorkloads(pulumi.ComponentResource):
             )
         return k8s.core.v1.PodSpecArgs(
             restart_policy=restart_policy,
+            runtime_class_name=target.runtime_class_name,
             automount_service_account_token=False,
             enable_service_links=False,
             host_ipc=True if host_ipc else None,

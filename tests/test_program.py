@@ -37,10 +37,15 @@ def test_every_resource_is_inside_a_component(stack_result) -> None:
 
 def test_exports(stack_result) -> None:
     outputs = stack_result.outputs
-    for key in ("clusterName", "location", "endpoint", "kubeconfig", "gpuPools", "checks"):
+    assert "status.allocatable.nvidia" in outputs["checks"]["allocatableGpus"]
+    for key in ("monitoring", "sampleWorkloads"):
+        assert key in outputs
+    if outputs["clusterMode"] == "existing":
+        assert outputs["flavor"] in ("gke", "generic")
+        return
+    for key in ("clusterName", "location", "endpoint", "kubeconfig", "gpuPools"):
         assert key in outputs
     assert outputs["kubeconfig"] == "[secret]"
-    assert "status.allocatable.nvidia" in outputs["checks"]["allocatableGpus"]
     for pool in outputs["gpuPools"]:
         assert pool["accelerator"].startswith("nvidia-")
         assert pool["zones"]

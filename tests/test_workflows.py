@@ -272,11 +272,19 @@ def test_every_action_is_pinned_to_a_tag_or_sha() -> None:
 # Stacks, render, preview, policy pack.
 
 
+# Stacks whose real preview cannot run on a GitHub-hosted runner: the on-prem cluster's API server
+# is not reachable from there (preview it from a self-hosted runner; docs/ci.md). They are still
+# rendered and policy-checked offline on every pull request.
+OFFLINE_ONLY_STACKS = {"onprem"}
+
+
 def test_every_stack_is_previewed_and_rendered() -> None:
     expected = stacks()
     assert expected, "no Pulumi.<stack>.yaml found"
     preview, render = jobs(PR)["preview"], jobs(PR)["render"]
-    assert matrix_stacks(preview) == expected, "add the stack to the preview matrix in pull-request.yml"
+    assert matrix_stacks(preview) == sorted(set(expected) - OFFLINE_ONLY_STACKS), (
+        "add the stack to the preview matrix in pull-request.yml"
+    )
     assert matrix_stacks(render) == expected, "add the stack to the render matrix in pull-request.yml"
     render_runs = runs(render)
     assert (

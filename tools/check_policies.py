@@ -360,6 +360,8 @@ def main(argv: list[str] | None = None) -> int:
         help="with --stack: computed values as `pulumi up` sees them (offline stand-ins), not unknown",
     )
     args = parser.parse_args(argv)
+    if args.update and args.stack is None:
+        parser.error("--update renders a stack: use it with --stack")
 
     try:
         config = load_config(args.config) if args.config else None

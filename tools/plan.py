@@ -104,9 +104,18 @@ def to_document(result: RunResult) -> dict[str, Any]:
     if result.warnings:
         document["warnings"] = list(result.warnings)
     # Local import: tools.cost reads the price table, which the diff and tree code do not need.
+    from tools.cost import FORMAT as COST_FORMAT
     from tools.cost import estimate
 
-    document["cost"] = estimate(document)
+    if result.outputs.get("clusterMode") == "existing":
+        document["cost"] = {
+            "format": COST_FORMAT,
+            "error": None,
+            "pools": [],
+            "table": ["GPU cost estimate: none: the stack creates no GPU nodes (cluster.mode existing)"],
+        }
+    else:
+        document["cost"] = estimate(document)
     return document
 
 

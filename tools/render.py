@@ -75,4 +75,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # `render.py ... | head`: the reader left; not an error of the render
+        sys.stderr.close()
+        sys.exit(EXIT_OK)

@@ -1,0 +1,61 @@
+"""Labels and taints on named GPU nodes, owned by this stack through server-side apply."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.config import GPU_TAINT_KEY, GPU_TAINT_VALUE
+
+FIELD_MANAGER = "gke-gpu"
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuNodeLabelsArgs:
+    nodes: Sequence[str]
+    label_key: str
+    label_value: str
+    taint: bool = True
+
+
+class GpuNodeLabels(pulumi.ComponentResource):
+    """One NodePatch per GPU node: the label the device plugin selects, and the GPU taint.
+
+    The patches are server-side applies under the field manager ``gke-gpu``: the stack owns exactly
+    these fields. Removing a node from the list deletes its patch, which gives the fields up, so
+    the label and taint go away again; other labels are never touched.
+
+    Hazard: a node's taints are one atomic list in the Kubernetes API. If another manager (kubectl
+    taint, kubeadm) already set taints on the node, the apply stops with a field conflict instead
+    of replacing them; resolve it by hand (or set `taintGpuNodes: false`) rather than forcing.
+    """
+
+    def __init__(
+        self, name: str, args: GpuNodeLabelsArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gke-gpu:gpu:GpuNodeLabels", name, None, opts)
+        self.patches: dict[str, k8s.core.v1.NodePatch] = {}
+        for node in args.nodes:
+            spec = None
+            if args.taint:
+                spec = k8s.core.v1.NodeSpecPatchArgs(
+                    taints=[
+                        k8s.core.v1.TaintPatchArgs(
+                            key=GPU_TAINT_KEY, value=GPU_TAINT_VALUE, effect="NoSchedule"
+                        )
+                    ]
+                )
+            self.patches[node] = k8s.core.v1.NodePatch(
+                f"{name}-{node}",
+                metadata=k8s.meta.v1.ObjectMetaPatchArgs(
+                    name=node,
+                    labels={args.label_key: args.label_value},
+                    annotations={"pulumi.com/patchFieldManager": FIELD_MANAGER},
+                ),
+                spec=spec,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+        self.register_outputs({"nodes": list(args.nodes)})

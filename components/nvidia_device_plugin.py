@@ -1,0 +1,151 @@
+"""NVIDIA's Kubernetes device plugin, for clusters that are not GKE (GKE ships its own)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+import yaml
+
+from components import images
+from components.gpu_scheduling import GPU_RESOURCE
+from components.k8s_common import app_labels, image_version, selector_labels
+
+DEVICE_PLUGIN_PATH = "/var/lib/kubelet/device-plugins"
+CONFIG_DIR = "/etc/nvidia-device-plugin"
+
+
+@dataclass(frozen=True, kw_only=True)
+class NvidiaDevicePluginArgs:
+    # The GPU nodes: the plugin runs only there (on any other node it would crash-loop).
+    node_selector: Mapping[str, str]
+    # N virtual nvidia.com/gpu per physical GPU through time-slicing; None for whole GPUs.
+    time_slicing_replicas: int | None = None
+    runtime_class_name: str | None = None
+    namespace: str = "kube-system"
+
+
+class NvidiaDevicePlugin(pulumi.ComponentResource):
+    """The device plugin DaemonSet (apps/v1) that advertises `nvidia.com/gpu` to the kubelet.
+
+    It runs in kube-system with `system-node-critical` priority (evicted last), tolerates the GPU
+    taint, mounts only the kubelet's device-plugin directory, and runs without privilege escalation
+    and with every capability dropped (NVIDIA's default manifest). GPUs reach it through the NVIDIA
+    container toolkit: the node's default containerd runtime, or `runtime_class_name`.
+
+    With time-slicing, its config file comes from a ConfigMap; the config's hash is a Pod template
+    annotation, so a change rolls the DaemonSet (the plugin reads its config only at start).
+    """
+
+    daemon_set: k8s.apps.v1.DaemonSet
+
+    def __init__(
+        self, name: str, args: NvidiaDevicePluginArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gke-gpu:gpu:NvidiaDevicePlugin", name, None, opts)
+        labels = app_labels(
+            "nvidia-device-plugin", component="device-plugin", version=image_version(images.DEVICE_PLUGIN)
+        )
+        pod_annotations: dict[str, str] = {}
+        volumes = [
+            k8s.core.v1.VolumeArgs(
+                name="device-plugin",
+                host_path=k8s.core.v1.HostPathVolumeSourceArgs(path=DEVICE_PLUGIN_PATH, type="Directory"),
+            )
+        ]
+        mounts = [k8s.core.v1.VolumeMountArgs(name="device-plugin", mount_path=DEVICE_PLUGIN_PATH)]
+        env = [
+            # One nvidia.com/gpu per GPU (or per MIG device when a node enables MIG single strategy).
+            k8s.core.v1.EnvVarArgs(name="MIG_STRATEGY", value="single"),
+            k8s.core.v1.EnvVarArgs(name="FAIL_ON_INIT_ERROR", value="true"),
+        ]
+        depends_on: list[pulumi.Resource] = []
+        self.config_map: k8s.core.v1.ConfigMap | None = None
+        if args.time_slicing_replicas:
+            config_text = time_slicing_config(args.time_slicing_replicas)
+            self.config_map = k8s.core.v1.ConfigMap(
+                f"{name}-config",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name="nvidia-device-plugin-config", namespace=args.namespace, labels=labels
+                ),
+                data={"config.yaml": config_text},
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            depends_on.append(self.config_map)
+            pod_annotations["gke-gpu/config-sha256"] = hashlib.sha256(config_text.encode()).hexdigest()
+            volumes.append(
+                k8s.core.v1.VolumeArgs(
+                    name="config",
+                    config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name="nvidia-device-plugin-config"),
+                )
+            )
+            mounts.append(k8s.core.v1.VolumeMountArgs(name="config", mount_path=CONFIG_DIR, read_only=True))
+            env.append(k8s.core.v1.EnvVarArgs(name="CONFIG_FILE", value=f"{CONFIG_DIR}/config.yaml"))
+
+        self.daemon_set = k8s.apps.v1.DaemonSet(
+            f"{name}-daemonset",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name="nvidia-device-plugin-daemonset", namespace=args.namespace, labels=labels
+            ),
+            spec=k8s.apps.v1.DaemonSetSpecArgs(
+                selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector_labels(labels)),
+                update_strategy=k8s.apps.v1.DaemonSetUpdateStrategyArgs(type="RollingUpdate"),
+                template=k8s.core.v1.PodTemplateSpecArgs(
+                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels, annotations=pod_annotations or None),
+                    spec=k8s.core.v1.PodSpecArgs(
+                        priority_class_name="system-node-critical",
+                        node_selector=dict(args.node_selector),
+                        runtime_class_name=args.runtime_class_name,
+                        automount_service_account_token=False,
+                        enable_service_links=False,
+                        tolerations=[
+                            k8s.core.v1.TolerationArgs(
+                                key=GPU_RESOURCE, operator="Exists", effect="NoSchedule"
+                            ),
+                            k8s.core.v1.TolerationArgs(key="CriticalAddonsOnly", operator="Exists"),
+                        ],
+                        containers=[
+                            k8s.core.v1.ContainerArgs(
+                                name="nvidia-device-plugin-ctr",
+                                image=images.DEVICE_PLUGIN,
+                                image_pull_policy="IfNotPresent",
+                                env=env,
+                                resources=k8s.core.v1.ResourceRequirementsArgs(
+                                    requests={"cpu": "50m", "memory": "64Mi"},
+                                    limits={"cpu": "200m", "memory": "256Mi"},
+                                ),
+                                security_context=k8s.core.v1.SecurityContextArgs(
+                                    allow_privilege_escalation=False,
+                                    capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
+                                ),
+                                volume_mounts=mounts,
+                            )
+                        ],
+                        volumes=volumes,
+                    ),
+                ),
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=depends_on),
+        )
+        self.register_outputs({"timeSlicingReplicas": args.time_slicing_replicas})
+
+
+def time_slicing_config(replicas: int) -> str:
+    """The device plugin's config file: every GPU advertised as `replicas` nvidia.com/gpu."""
+    document = {
+        "version": "v1",
+        "flags": {"migStrategy": "single"},
+        "sharing": {
+            "timeSlicing": {
+                # Keep the resource name nvidia.com/gpu, and refuse requests for more than one shared
+                # GPU (they would not get more compute, only more slices of the same GPU).
+                "renameByDefault": False,
+                "failRequestsGreaterThanOne": True,
+                "resources": [{"name": GPU_RESOURCE, "replicas": replicas}],
+            }
+        },
+    }
+    return yaml.safe_dump(document, sort_keys=False)

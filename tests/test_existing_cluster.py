@@ -1,0 +1,288 @@
+"""Bring your own cluster: the GPU layer on a cluster the program does not manage."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from tests.conftest import config_error, render, stack_config
+from tests.kubernetes_schemas import validate
+from tools import plan
+from tools.offline import SECRET, run_stack
+
+KUBECONFIG = yaml.safe_dump(
+    {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "lab", "cluster": {"server": "https://10.0.0.1:6443"}}],
+        "contexts": [{"name": "gpu-lab", "context": {"cluster": "lab", "user": "admin"}}],
+        "current-context": "gpu-lab",
+        "users": [{"name": "admin", "user": {"token": "not-a-real-token"}}],
+    }
+)
+GENERIC = {"mode": "existing", "flavor": "generic", "kubeconfig": KUBECONFIG, "context": "gpu-lab"}
+GKE = {"mode": "existing", "flavor": "gke", "kubeconfig": KUBECONFIG, "name": "team-cluster"}
+
+
+def generic(**keys):
+    return stack_config(project=None, region=None, cluster=GENERIC, **keys)
+
+
+def daemon_set(result, namespace: str):
+    (ds,) = [
+        r.inputs
+        for r in result.of_type("kubernetes:apps/v1:DaemonSet")
+        if r.inputs["metadata"]["namespace"] == namespace
+    ]
+    return ds
+
+
+def test_no_gcp_resources_and_a_provider_from_the_secret_kubeconfig() -> None:
+    result = render(generic(gpuNodes=["gpu-1"], workloads=["nvidia-smi"]))
+    assert not [r for r in result.resources if r.type.startswith("gcp:")]
+    provider = result.one("pulumi:providers:kubernetes").inputs
+    assert provider["kubeconfig"] == SECRET
+    assert provider["context"] == "gpu-lab"
+    for r in result.resources:
+        if r.type.startswith("kubernetes:"):
+            assert r.provider and r.provider.startswith(result.one("pulumi:providers:kubernetes").urn)
+
+
+def test_device_plugin_daemonset() -> None:
+    ds = daemon_set(render(generic()), "kube-system")
+    assert ds["apiVersion"] == "apps/v1"
+    pod = ds["spec"]["template"]["spec"]
+    assert pod["priorityClassName"] == "system-node-critical"
+    assert pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
+    (container,) = pod["containers"]
+    assert container["image"] == "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    assert [v["hostPath"]["path"] for v in pod["volumes"]] == ["/var/lib/kubelet/device-plugins"]
+    assert "CONFIG_FILE" not in {e["name"] for e in container["env"]}
+
+
+def test_a_custom_gpu_node_label_such_as_gpus_true() -> None:
+    result = render(
+        generic(devicePlugin={"gpuNodeLabel": "gpus=true"}, gpuNodes=["ws-1"], workloads=["nvidia-smi"])
+    )
+    assert daemon_set(result, "kube-system")["spec"]["template"]["spec"]["nodeSelector"] == {"gpus": "true"}
+    patch = result.one("kubernetes:core/v1:NodePatch").inputs
+    assert patch["metadata"]["labels"] == {"gpus": "true"}
+    job = result.one("kubernetes:batch/v1:Job").inputs
+    assert job["spec"]["template"]["spec"]["nodeSelector"] == {"gpus": "true"}
+
+
+def test_time_slicing_through_the_plugin_config_map() -> None:
+    result = render(
+        generic(devicePlugin={"sharing": {"timeSlicing": {"replicas": 4}}}, workloads=["sharing-demo"])
+    )
+    config_map = result.one("kubernetes:core/v1:ConfigMap").inputs
+    config = yaml.safe_load(config_map["data"]["config.yaml"])
+    assert config["version"] == "v1"
+    assert config["sharing"]["timeSlicing"]["resources"] == [{"name": "nvidia.com/gpu", "replicas": 4}]
+    pod = daemon_set(result, "kube-system")["spec"]["template"]
+    env = {e["name"]: e["value"] for e in pod["spec"]["containers"][0]["env"]}
+    assert env["CONFIG_FILE"] == "/etc/nvidia-device-plugin/config.yaml"
+    assert len(pod["metadata"]["annotations"]["gke-gpu/config-sha256"]) == 64, (
+        "a config change rolls the Pods"
+    )
+    demo = result.one("kubernetes:apps/v1:Deployment").inputs
+    assert demo["spec"]["replicas"] == 4
+
+
+def test_gpu_nodes_are_labelled_and_tainted_by_owned_patches() -> None:
+    result = render(generic(gpuNodes=["gpu-1", "gpu-2"]))
+    patches = {r.inputs["metadata"]["name"]: r.inputs for r in result.of_type("kubernetes:core/v1:NodePatch")}
+    assert sorted(patches) == ["gpu-1", "gpu-2"]
+    for patch in patches.values():
+        assert patch["metadata"]["labels"] == {"nvidia.com/gpu.present": "true"}
+        assert patch["spec"]["taints"] == [
+            {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+        ]
+        assert patch["metadata"]["annotations"]["pulumi.com/patchFieldManager"] == "gke-gpu"
+
+
+def test_removing_a_node_from_the_list_removes_its_labels_and_taint() -> None:
+    before = plan.to_document(render(generic(gpuNodes=["gpu-1", "gpu-2"])))
+    after = plan.to_document(render(generic(gpuNodes=["gpu-1"])))
+    changes = plan.diff(before, after)
+    deleted = [c for c in changes if c.status == "delete"]
+    assert [c.type for c in deleted] == ["kubernetes:core/v1:NodePatch"]
+    assert deleted[0].name.endswith("gpu-2")
+
+
+def test_no_taint_on_a_single_node_workstation() -> None:
+    result = render(generic(gpuNodes=["workstation"], devicePlugin={"taintGpuNodes": False}))
+    assert "spec" not in result.one("kubernetes:core/v1:NodePatch").inputs
+
+
+def test_generic_dcgm_exporter_is_not_privileged_and_scraped_by_a_service_monitor() -> None:
+    result = render(generic())
+    ds = daemon_set(result, "gpu-monitoring")
+    (container,) = ds["spec"]["template"]["spec"]["containers"]
+    assert "privileged" not in container["securityContext"]
+    assert container["securityContext"]["capabilities"] == {"add": ["SYS_ADMIN"], "drop": ["ALL"]}
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert not [v for v in ds["spec"]["template"]["spec"]["volumes"] if "nvidia" in v["name"]]
+    assert ds["spec"]["template"]["spec"]["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
+    monitor = result.one("kubernetes:monitoring.coreos.com/v1:ServiceMonitor").inputs
+    assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
+    assert result.of_type("gcp:monitoring/dashboard:Dashboard") == [], (
+        "no Cloud Monitoring dashboard by default"
+    )
+
+
+def test_annotation_scraping() -> None:
+    result = render(generic(monitoring={"scrape": "annotations"}))
+    service = result.one("kubernetes:core/v1:Service").inputs
+    assert service["metadata"]["annotations"]["prometheus.io/scrape"] == "true"
+    assert result.of_type("kubernetes:monitoring.coreos.com/v1:ServiceMonitor") == []
+
+
+def test_runtime_class_reaches_every_gpu_pod() -> None:
+    result = render(generic(devicePlugin={"runtimeClassName": "nvidia"}, workloads=["nvidia-smi"]))
+    for r in result.resources:
+        if r.type in ("kubernetes:apps/v1:DaemonSet", "kubernetes:batch/v1:Job"):
+            assert r.inputs["spec"]["template"]["spec"]["runtimeClassName"] == "nvidia", r.name
+
+
+def test_samples_on_generic_nodes_rely_on_the_container_toolkit() -> None:
+    result = render(generic(workloads=["nvidia-smi", "cuda-vector-add", "pytorch-smoke"]))
+    for job in result.of_type("kubernetes:batch/v1:Job"):
+        pod = job.inputs["spec"]["template"]["spec"]
+        env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
+        assert env["NVIDIA_DISABLE_REQUIRE"] == "true"
+        assert "LD_LIBRARY_PATH" not in env
+        assert pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
+        assert pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
+
+
+def test_gke_flavor_uses_gkes_device_plugin_and_dcgm() -> None:
+    result = render(
+        stack_config(region=None, cluster=GKE, workloads=["nvidia-smi"], monitoring={"dcgm": "exporter"})
+    )
+    assert result.of_type("gke-gpu:gpu:NvidiaDevicePlugin") == []
+    job = result.one("kubernetes:batch/v1:Job").inputs
+    terms = job["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
+    assert terms["nodeSelectorTerms"][0]["matchExpressions"] == [
+        {"key": "cloud.google.com/gke-accelerator", "operator": "Exists"}
+    ]
+    ds = result.one("kubernetes:apps/v1:DaemonSet").inputs
+    assert ds["spec"]["template"]["spec"]["containers"][0]["securityContext"] == {"privileged": True}
+    dashboard = json.loads(result.one("gcp:monitoring/dashboard:Dashboard").inputs["dashboardJson"])
+    assert "team-cluster" in json.dumps(dashboard)
+
+
+def test_gke_flavor_defaults_to_managed_dcgm_and_a_dashboard() -> None:
+    result = render(stack_config(region=None, cluster=GKE))
+    assert result.of_type("gke-gpu:monitoring:DcgmExporter") == []
+    assert result.outputs["monitoring"]["dcgm"] == "managed"
+    assert result.of_type("gcp:monitoring/dashboard:Dashboard")
+
+
+def test_onprem_stack() -> None:
+    result = run_stack("onprem")
+    assert result.error is None, result.error
+    outputs = result.outputs
+    assert outputs["clusterMode"] == "existing"
+    assert (
+        "Registered device plugin for 'nvidia.com/gpu' with Kubelet" in outputs["devicePluginHealthyLogLines"]
+    )
+    assert "nvidia-device-plugin" in outputs["checks"]["devicePluginLogs"]
+    for obj in plan.kubernetes_objects(plan.to_document(result)):
+        validate(obj)
+
+
+# -- Bad input ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "fragments"),
+    [
+        (
+            {"cluster": {"mode": "existing", "flavor": "generic"}},
+            ["gke-gpu:cluster.kubeconfig: required with mode existing"],
+        ),
+        (
+            {"cluster": {"mode": "existing", "kubeconfig": KUBECONFIG}},
+            ["gke-gpu:cluster.flavor: required with mode existing"],
+        ),
+        (
+            {"cluster": GENERIC, "gpuPools": [{"name": "l4", "accelerator": "nvidia-l4", "maxNodes": 1}]},
+            ["gke-gpu:gpuPools: not allowed with cluster.mode existing"],
+        ),
+        (
+            {"cluster": GENERIC, "network": {"subnetCidr": "10.0.0.0/20"}},
+            ["gke-gpu:network: not allowed with cluster.mode existing"],
+        ),
+        (
+            {"cluster": {**GENERIC, "location": "us-central1"}},
+            ["gke-gpu:cluster.location: not allowed with mode existing"],
+        ),
+        (
+            {"cluster": {**GENERIC, "systemPool": {}}},
+            ["gke-gpu:cluster.systemPool: not allowed with mode existing"],
+        ),
+        (
+            {"cluster": GENERIC, "devicePlugin": {"gpuNodeLabel": ""}},
+            ["gke-gpu:devicePlugin.gpuNodeLabel: '' is not a Kubernetes label selector"],
+        ),
+        (
+            {"cluster": GENERIC, "devicePlugin": {"gpuNodeLabel": "gpus"}},
+            ["gke-gpu:devicePlugin.gpuNodeLabel: 'gpus' is not"],
+        ),
+        (
+            {"cluster": GENERIC, "devicePlugin": {"sharing": {"timeSlicing": {"replicas": 1}}}},
+            ["gke-gpu:devicePlugin.sharing.timeSlicing.replicas: 1 is not allowed; must be >= 2"],
+        ),
+        (
+            {"cluster": GKE, "devicePlugin": {}},
+            ["gke-gpu:devicePlugin: only allowed with cluster.mode existing and cluster.flavor generic"],
+        ),
+        (
+            {"cluster": {"mode": "standard"}, "gpuNodes": ["n"]},
+            ["gke-gpu:gpuNodes: only allowed with cluster.mode existing"],
+        ),
+        (
+            {"cluster": {**GENERIC, "context": "prod"}},
+            ["gke-gpu:cluster.context: 'prod' is not a context of the kubeconfig; allowed: gpu-lab"],
+        ),
+        (
+            {"cluster": GENERIC, "monitoring": {"dcgm": "managed"}},
+            ["gke-gpu:monitoring.dcgm: 'managed' is GKE's DCGM"],
+        ),
+        (
+            {"cluster": {"mode": "standard", "kubeconfig": KUBECONFIG}},
+            ["gke-gpu:cluster.kubeconfig: only allowed with mode existing"],
+        ),
+        (
+            {"cluster": GENERIC, "gpuNodes": ["Bad_Node"]},
+            ["gke-gpu:gpuNodes[0]: 'Bad_Node' is not a Kubernetes node name"],
+        ),
+        (
+            {"cluster": GENERIC, "workloads": [{"name": "nvidia-smi", "pool": "l4"}]},
+            ["gke-gpu:workloads[0].pool: not allowed with cluster.mode existing"],
+        ),
+        (
+            {"cluster": GENERIC, "workloads": ["sharing-demo"]},
+            ["gke-gpu:workloads[0].name: 'sharing-demo' on an existing cluster needs"],
+        ),
+    ],
+)
+def test_bad_existing_cluster_config(raw: dict, fragments: list[str]) -> None:
+    message = config_error(raw, project=None, region=None)
+    for fragment in fragments:
+        assert fragment in message, f"{fragment!r} not in {message}"
+
+
+def test_generic_cluster_needs_no_gcp_project() -> None:
+    result = render(generic())
+    assert result.outputs["project"] is None
