@@ -131,6 +131,7 @@ class _RecordingMonitor(pulumi_mocks.MockMonitor):
     def __init__(self, mocks: _RecordingMocks) -> None:
         super().__init__(mocks)
         self._recorder = mocks
+        self.thread_loops: set[asyncio.AbstractEventLoop] = set()
         mocks.monitor = self
 
     def make_urn(self, parent: str, type_: str, name: str) -> str:
@@ -147,6 +148,12 @@ class _RecordingMonitor(pulumi_mocks.MockMonitor):
             return super().RegisterResource(request)
         finally:
             self._recorder.current.parent = None
+            # The SDK gives each RPC worker thread its own event loop; close them after the run
+            # (left open, they fail noisily when the interpreter tears them down).
+            try:
+                self.thread_loops.add(asyncio.get_event_loop())
+            except RuntimeError:
+                pass
 
 
 def _computed_outputs(args: pulumi.runtime.MockResourceArgs) -> dict[str, Any]:
@@ -296,6 +303,9 @@ def run_program(
         if saved_env is not None:
             os.environ["PULUMI_CONFIG"] = saved_env
         loop.close()
+        for thread_loop in monitor.thread_loops - {loop}:
+            if not thread_loop.is_running() and not thread_loop.is_closed():
+                thread_loop.close()
         asyncio.set_event_loop(None)
     return result
 

@@ -78,7 +78,8 @@ def to_document(result: RunResult) -> dict[str, Any]:
         r.parent for r in result.resources if r.parent and r.parent.split("::")[2] == "pulumi:pulumi:Stack"
     }
     resources = []
-    for r in result.resources:
+    # Registration order depends on when each resource's inputs resolve: sort for stable output.
+    for r in sorted(result.resources, key=lambda r: r.urn):
         parent = None if (r.parent is None or r.parent in stack_urns) else r.parent
         provider = r.provider.rsplit("::", 1)[0] if r.provider else None
         entry: dict[str, Any] = {
