@@ -1,0 +1,7 @@
+"""GPU guardrails for gke-gpu stacks, as pulumi-policy rules.
+
+* `constants`: label and taint names shared with the Pulumi program (no pulumi-policy import, so
+  `components/` may import it from the runtime virtualenv).
+* `props`: reading resource properties that may be unknown during a preview.
+* `rules`: the validator functions and the `POLICIES` list the pack serves.
+"""
