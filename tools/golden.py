@@ -19,8 +19,8 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools import plan  # noqa: E402
-from tools.offline import ROOT, run_stack, stacks  # noqa: E402
+from tools import plan
+from tools.offline import ROOT, run_stack, stacks
 
 GOLDEN_DIR = ROOT / "tests" / "golden"
 UPDATE_COMMAND = ".venv/bin/python tools/golden.py --update"

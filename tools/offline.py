@@ -13,6 +13,7 @@ are absent; values that GCP computes (IDs, endpoints, service account emails) ar
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -150,10 +151,8 @@ class _RecordingMonitor(pulumi_mocks.MockMonitor):
             self._recorder.current.parent = None
             # The SDK gives each RPC worker thread its own event loop; close them after the run
             # (left open, they fail noisily when the interpreter tears them down).
-            try:
+            with contextlib.suppress(RuntimeError):
                 self.thread_loops.add(asyncio.get_event_loop())
-            except RuntimeError:
-                pass
 
 
 def _computed_outputs(args: pulumi.runtime.MockResourceArgs) -> dict[str, Any]:
