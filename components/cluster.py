@@ -238,16 +238,8 @@ class GkeCluster(pulumi.ComponentResource):
                 disk_size_gb=pool.disk_size_gb,
                 disk_type="pd-balanced",
                 spot=pool.spot,
-                service_account=self.node_service_account.email,
-                oauth_scopes=[CLOUD_PLATFORM_SCOPE],
-                metadata={"disable-legacy-endpoints": "true"},
-                shielded_instance_config=container.NodePoolNodeConfigShieldedInstanceConfigArgs(
-                    enable_secure_boot=True, enable_integrity_monitoring=True
-                ),
-                workload_metadata_config=container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
-                    mode="GKE_METADATA"
-                ),
                 labels={"gke-gpu/role": "system"},
+                **hardened_node_settings(self.node_service_account.email),
             ),
             opts=pulumi.ResourceOptions(
                 parent=self,
@@ -255,6 +247,24 @@ class GkeCluster(pulumi.ComponentResource):
                 ignore_changes=["initialNodeCount"],
             ),
         )
+
+
+def hardened_node_settings(service_account_email: pulumi.Input[str]) -> dict[str, object]:
+    """NodePoolNodeConfigArgs fields every node pool shares: the dedicated service account (its
+    IAM roles, not OAuth scopes, limit it), Workload Identity metadata (Pods never see the node's
+    credentials), Shielded VM with secure boot (GKE's GPU drivers are signed) and the legacy
+    metadata endpoints off. All of them are ForceNew: changing one recreates the pool."""
+    return {
+        "service_account": service_account_email,
+        "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
+        "metadata": {"disable-legacy-endpoints": "true"},
+        "shielded_instance_config": container.NodePoolNodeConfigShieldedInstanceConfigArgs(
+            enable_secure_boot=True, enable_integrity_monitoring=True
+        ),
+        "workload_metadata_config": container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
+            mode="GKE_METADATA"
+        ),
+    }
 
 
 def node_service_account_id(cluster_name: str) -> str:

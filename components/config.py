@@ -938,15 +938,7 @@ class _Resolver:
             pool.spot and not partitioned if pool.on_demand_fallback is None else pool.on_demand_fallback
         )
         return GpuPool(
-            name=pool.name,
-            accelerator=accelerator.name,
-            gpus_per_node=count,
-            gpu_memory_gb=accelerator.memory_gb,
-            spot=pool.spot,
-            driver_version=pool.driver_version,
-            sharing=_sharing(pool),
-            mig_partition_size=pool.mig_partition_size,
-            mig_partitions_per_gpu=accelerator.mig_partitions.get(pool.mig_partition_size or "", 1),
+            **_common_pool_fields(pool, accelerator, count),
             on_demand_fallback=fallback,
             zones=accelerator.zones.get(self.region or "", ()),
         )
@@ -988,15 +980,7 @@ class _Resolver:
         local_ssds = self._local_ssds(pool, path, machine)
         disk_type = self._disk_type(pool, path, machine)
         return GpuPool(
-            name=pool.name,
-            accelerator=accelerator.name,
-            gpus_per_node=count,
-            gpu_memory_gb=accelerator.memory_gb,
-            spot=pool.spot,
-            driver_version=pool.driver_version,
-            sharing=_sharing(pool),
-            mig_partition_size=pool.mig_partition_size,
-            mig_partitions_per_gpu=accelerator.mig_partitions.get(pool.mig_partition_size or "", 1),
+            **_common_pool_fields(pool, accelerator, count),
             machine_type=machine.name,
             min_nodes=pool.min_nodes,
             max_nodes=pool.max_nodes,
@@ -1402,10 +1386,20 @@ def _dashboard_on(config: StackConfig) -> bool:
     return not (config.cluster.mode == "existing" and config.cluster.flavor == "generic")
 
 
-def _sharing(pool: GpuPoolConfig) -> Sharing | None:
-    if pool.sharing is None:
-        return None
-    return Sharing(pool.sharing.strategy, pool.sharing.max_clients_per_gpu)
+def _common_pool_fields(pool: GpuPoolConfig, accelerator: Accelerator, count: int) -> dict[str, Any]:
+    """The GpuPool fields that Standard pools and Autopilot profiles resolve the same way."""
+    sharing = pool.sharing
+    return {
+        "name": pool.name,
+        "accelerator": accelerator.name,
+        "gpus_per_node": count,
+        "gpu_memory_gb": accelerator.memory_gb,
+        "spot": pool.spot,
+        "driver_version": pool.driver_version,
+        "sharing": Sharing(sharing.strategy, sharing.max_clients_per_gpu) if sharing else None,
+        "mig_partition_size": pool.mig_partition_size,
+        "mig_partitions_per_gpu": accelerator.mig_partitions.get(pool.mig_partition_size or "", 1),
+    }
 
 
 def _valid_label_key(key: str) -> bool:

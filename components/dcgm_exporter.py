@@ -10,7 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import images
-from components.k8s_common import app_labels, image_version, selector_labels
+from components.k8s_common import app_labels, image_version, require_node_labels, selector_labels
 
 METRICS_PORT = 9400
 # Where GKE installs the NVIDIA driver on COS nodes.
@@ -151,22 +151,7 @@ class DcgmExporter(pulumi.ComponentResource):
             liveness_probe=_health_probe(initial_delay=45),
             readiness_probe=_health_probe(initial_delay=15),
         )
-        affinity = None
-        if args.required_node_labels:
-            affinity = k8s.core.v1.AffinityArgs(
-                node_affinity=k8s.core.v1.NodeAffinityArgs(
-                    required_during_scheduling_ignored_during_execution=k8s.core.v1.NodeSelectorArgs(
-                        node_selector_terms=[
-                            k8s.core.v1.NodeSelectorTermArgs(
-                                match_expressions=[
-                                    k8s.core.v1.NodeSelectorRequirementArgs(key=key, operator="Exists")
-                                    for key in args.required_node_labels
-                                ]
-                            )
-                        ]
-                    )
-                )
-            )
+        affinity = require_node_labels(args.required_node_labels)
         self.daemon_set = k8s.apps.v1.DaemonSet(
             f"{name}-daemonset",
             metadata=k8s.meta.v1.ObjectMetaArgs(

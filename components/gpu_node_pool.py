@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pulumi
 from pulumi_gcp import container
 
-from components.cluster import CLOUD_PLATFORM_SCOPE
+from components.cluster import hardened_node_settings
 from components.config import GpuPool
 
 # Inputs whose change makes GKE delete and recreate the node pool (ForceNew in the provider),
@@ -169,16 +169,8 @@ class GpuNodePool(pulumi.ComponentResource):
             ),
             gcfs_config=container.NodePoolNodeConfigGcfsConfigArgs(enabled=True),
             gvnic=container.NodePoolNodeConfigGvnicArgs(enabled=True),
-            service_account=args.service_account_email,
-            oauth_scopes=[CLOUD_PLATFORM_SCOPE],
-            metadata={"disable-legacy-endpoints": "true"},
-            shielded_instance_config=container.NodePoolNodeConfigShieldedInstanceConfigArgs(
-                enable_secure_boot=True, enable_integrity_monitoring=True
-            ),
-            workload_metadata_config=container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
-                mode="GKE_METADATA"
-            ),
             labels=labels,
+            **hardened_node_settings(args.service_account_email),
             taints=[
                 container.NodePoolNodeConfigTaintArgs(key=t.key, value=t.value, effect=t.effect)
                 for t in pool.all_taints

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pulumi_kubernetes as k8s
 
 PART_OF = "gke-gpu"
@@ -56,4 +58,24 @@ def restricted_container_security_context() -> k8s.core.v1.SecurityContextArgs:
         run_as_non_root=True,
         capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
         seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
+    )
+
+
+def require_node_labels(keys: Sequence[str]) -> k8s.core.v1.AffinityArgs | None:
+    """Node affinity requiring each label key to exist on the node; None for no keys."""
+    if not keys:
+        return None
+    return k8s.core.v1.AffinityArgs(
+        node_affinity=k8s.core.v1.NodeAffinityArgs(
+            required_during_scheduling_ignored_during_execution=k8s.core.v1.NodeSelectorArgs(
+                node_selector_terms=[
+                    k8s.core.v1.NodeSelectorTermArgs(
+                        match_expressions=[
+                            k8s.core.v1.NodeSelectorRequirementArgs(key=key, operator="Exists")
+                            for key in keys
+                        ]
+                    )
+                ]
+            )
+        )
     )

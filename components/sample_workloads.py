@@ -17,6 +17,7 @@ from components.k8s_common import (
     GKE_DRIVER_MOUNT,
     app_labels,
     image_version,
+    require_node_labels,
     restricted_container_security_context,
     restricted_pod_security_context,
     selector_labels,
@@ -226,22 +227,7 @@ class SampleWorkloads(pulumi.ComponentResource):
         volumes: list[k8s.core.v1.VolumeArgs] | None = None,
         host_ipc: bool = False,
     ) -> k8s.core.v1.PodSpecArgs:
-        affinity = None
-        if target.required_node_labels:
-            affinity = k8s.core.v1.AffinityArgs(
-                node_affinity=k8s.core.v1.NodeAffinityArgs(
-                    required_during_scheduling_ignored_during_execution=k8s.core.v1.NodeSelectorArgs(
-                        node_selector_terms=[
-                            k8s.core.v1.NodeSelectorTermArgs(
-                                match_expressions=[
-                                    k8s.core.v1.NodeSelectorRequirementArgs(key=key, operator="Exists")
-                                    for key in target.required_node_labels
-                                ]
-                            )
-                        ]
-                    )
-                )
-            )
+        affinity = require_node_labels(target.required_node_labels)
         return k8s.core.v1.PodSpecArgs(
             restart_policy=restart_policy,
             runtime_class_name=target.runtime_class_name,
