@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +22,6 @@ NODE_SERVICE_ACCOUNT_ROLES = ("roles/container.defaultNodeServiceAccount",)
 @dataclass(frozen=True, kw_only=True)
 class GkeClusterArgs:
     project: str
-    region: str
     name: str
     # The region (regional cluster) or one of its zones (zonal, Standard only).
     location: str
@@ -200,6 +200,9 @@ class GkeCluster(pulumi.ComponentResource):
             remove_default_node_pool=True,
             initial_node_count=1,
             enable_shielded_nodes=True,
+            # Dataplane V2 (eBPF): enforces Kubernetes NetworkPolicy and logs network policy
+            # decisions; Autopilot always has it. Only settable at creation (ForceNew).
+            datapath_provider="ADVANCED_DATAPATH",
             workload_identity_config=container.ClusterWorkloadIdentityConfigArgs(
                 workload_pool=f"{args.project}.svc.id.goog"
             ),
@@ -253,7 +256,8 @@ def hardened_node_settings(service_account_email: pulumi.Input[str]) -> dict[str
     """NodePoolNodeConfigArgs fields every node pool shares: the dedicated service account (its
     IAM roles, not OAuth scopes, limit it), Workload Identity metadata (Pods never see the node's
     credentials), Shielded VM with secure boot (GKE's GPU drivers are signed) and the legacy
-    metadata endpoints off. All of them are ForceNew: changing one recreates the pool."""
+    metadata endpoints off. All but the workload metadata mode are ForceNew: changing one
+    recreates the pool."""
     return {
         "service_account": service_account_email,
         "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
@@ -268,9 +272,12 @@ def hardened_node_settings(service_account_email: pulumi.Input[str]) -> dict[str
 
 
 def node_service_account_id(cluster_name: str) -> str:
-    """A service account ID (6-30 chars) derived from the cluster name."""
-    base = cluster_name[:24].rstrip("-")
-    return f"{base}-nodes"
+    """A service account ID (6-30 chars) derived from the cluster name; a name too long to fit keeps a
+    short hash of the full name, so two clusters of one project never share an account."""
+    if len(cluster_name) <= 24:
+        return f"{cluster_name}-nodes"
+    digest = hashlib.sha256(cluster_name.encode()).hexdigest()[:4]
+    return f"{cluster_name[:19].rstrip('-')}-{digest}-nodes"
 
 
 def render_kubeconfig(

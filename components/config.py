@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.alias_generators import to_camel
 
 from components.catalog import Accelerator, Catalog, MachineType, load_catalog
+from components.images import BLACKWELL_ACCELERATORS
 
 NAMESPACE = "gke-gpu"
 # Config keys of the gke-gpu namespace; anything else under `gke-gpu:` is an error.
@@ -55,6 +56,14 @@ _RESERVATION = re.compile(
     r"^(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]*[a-z0-9])?$"
 )
 _CHANNEL = re.compile(r"^projects/[^/]+/notificationChannels/[^/]+$")
+# RFC 1918, plus RFC 6598 shared space, which GKE supports for Pod and Service ranges.
+_PRIVATE_RANGES = tuple(
+    ipaddress.IPv4Network(r) for r in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
+)
+# GKE's default of 110 Pods per Standard node takes a /24 of the Pod range per node.
+_POD_RANGE_PREFIX_PER_NODE = 24
+# Zones a regional cluster's node pools use when node_locations is left out.
+_DEFAULT_REGIONAL_ZONES = 3
 
 
 class ConfigError(pulumi.RunError):
@@ -405,9 +414,6 @@ class Settings:
     device_plugin: DevicePluginSettings | None = None
     gpu_nodes: tuple[str, ...] = ()
 
-    def pool(self, name: str) -> GpuPool:
-        return next(p for p in self.gpu_pools if p.name == name)
-
 
 # --------------------------------------------------------------------------------------------------
 # Pass 1 error formatting.
@@ -536,6 +542,19 @@ class _Resolver:
         monitoring = self._monitoring(cluster, pools)
         workloads = self._workloads(cluster, pools)
         device_plugin, gpu_nodes = self._existing_gpu_layer(cluster)
+        if network is not None and cluster.mode == "standard":
+            self._check_address_capacity(network, cluster, pools)
+        if network is not None and network.existing is not None and cluster.private_nodes:
+            self.warnings.append(
+                f"{NAMESPACE}:network.existing: private nodes have no external IP; the samples and the "
+                "DCGM exporter pull from nvcr.io and docker.io, so the subnet needs Cloud NAT"
+            )
+        if cluster.mode != "existing" and cluster.deletion_protection and not cluster.authorized_networks:
+            self.warnings.append(
+                f"{NAMESPACE}:cluster.masterAuthorizedNetworks: empty, so the control plane's public "
+                "endpoint accepts connections from any address (authentication is still required); "
+                "see README 'Access'"
+            )
         if self.problems.items:
             raise ConfigError(self.problems.items)
         return Settings(
@@ -607,10 +626,10 @@ class _Resolver:
                         "ranges must not overlap",
                     )
         for key, value in named:
-            if value and not value.is_private:
-                self.problems.add(
-                    f"{prefix}.{key}",
-                    f"{value} is not a private range; use RFC 1918 space such as 10.0.0.0/8",
+            if value and not any(value.subnet_of(r) for r in _PRIVATE_RANGES):
+                self.warnings.append(
+                    f"{prefix}.{key}: {value} is outside RFC 1918 and 100.64.0.0/10; GKE accepts "
+                    "privately used public ranges, but make sure nothing else routes them"
                 )
         if pods and pods.prefixlen > 24:
             self.problems.add(
@@ -618,6 +637,25 @@ class _Resolver:
                 f"{pods} is too small; GKE gives each node a /24 of Pod addresses, so use /24 or larger",
             )
         return NetworkSettings(net.subnet_cidr, net.pods_cidr, net.services_cidr)
+
+    def _check_address_capacity(
+        self, network: NetworkSettings, cluster: ClusterSettings, pools: tuple[GpuPool, ...]
+    ) -> None:
+        """The Pod range must hold a /24 for every node the pools can grow to (plus a surge node)."""
+        if not network.pods_cidr or cluster.system_pool is None:
+            return
+        pods = ipaddress.IPv4Network(network.pods_cidr)
+        if pods.prefixlen > _POD_RANGE_PREFIX_PER_NODE:
+            return  # already reported
+        nodes = cluster.system_pool.max_nodes + sum(p.max_nodes or 0 for p in pools) + 1
+        capacity = 2 ** (_POD_RANGE_PREFIX_PER_NODE - pods.prefixlen)
+        if capacity < nodes:
+            self.problems.add(
+                f"{NAMESPACE}:network.podsCidr",
+                f"{pods} holds Pod addresses for {capacity} node(s), but the pools can grow to {nodes} "
+                "(system and GPU maxNodes, plus one upgrade surge node; each node takes a /24); use a "
+                f"/{_POD_RANGE_PREFIX_PER_NODE - (nodes - 1).bit_length()} or larger",
+            )
 
     # -- cluster ----------------------------------------------------------------------------------
 
@@ -683,6 +721,13 @@ class _Resolver:
                     f"{prefix}.systemPool.machineType",
                     f"{sp.machine_type!r} is a GPU machine type; the system pool is for non-GPU "
                     "system Pods (e.g. e2-standard-4)",
+                )
+            zones = 1 if _ZONE.fullmatch(location) else _DEFAULT_REGIONAL_ZONES
+            if sp.max_nodes < zones:
+                self.problems.add(
+                    f"{prefix}.systemPool.maxNodes",
+                    f"{sp.max_nodes} is too small: the system pool of a regional cluster starts with one "
+                    f"node in each of its {zones} zones; allowed: {zones} or more (or a zonal cluster)",
                 )
             system_pool = SystemPool(sp.machine_type, sp.min_nodes, sp.max_nodes, sp.spot, sp.disk_size_gb)
 
@@ -976,6 +1021,16 @@ class _Resolver:
             return None
         count = self._gpu_count(pool, path, accelerator, machine)
         zones = self._zones(pool, path, accelerator, cluster)
+        if zones and pool.min_nodes and pool.max_nodes is not None and pool.min_nodes <= pool.max_nodes:
+            # A pool starts with the same number of nodes in every zone (initial_node_count is per zone).
+            per_zone = -(-pool.min_nodes // len(zones))
+            if per_zone * len(zones) > pool.max_nodes:
+                self.problems.add(
+                    f"{path}.minNodes",
+                    f"{pool.min_nodes} over {len(zones)} zones starts {per_zone} node(s) per zone "
+                    f"({per_zone * len(zones)} nodes), more than maxNodes {pool.max_nodes}; raise maxNodes, "
+                    "make minNodes a multiple of the zone count, or list fewer zones",
+                )
         self._check_capacity_options(pool, path, machine, zones)
         local_ssds = self._local_ssds(pool, path, machine)
         disk_type = self._disk_type(pool, path, machine)
@@ -1125,6 +1180,12 @@ class _Resolver:
                 f"{path}.reservation.name",
                 f"only allowed with reservation.type SPECIFIC (type is {res.type})",
             )
+        if res.type == "SPECIFIC" and len(zones) > 1:
+            self.problems.add(
+                f"{path}.zones",
+                f"{list(zones)} has {len(zones)} zones, but a specific reservation is zonal: list "
+                "exactly the reservation's zone",
+            )
         if pool.spot and res.type != "NONE":
             self.problems.add(
                 f"{path}.spot",
@@ -1246,6 +1307,13 @@ class _Resolver:
 
         alerts: AlertSettings | None = None
         a = m.alerts
+        if a.enabled and generic:
+            self.problems.add(
+                f"{prefix}.alerts.enabled",
+                "true is not allowed on a generic cluster: the alert policies are Cloud Monitoring "
+                "PromQL over Managed Service for Prometheus, and this cluster's exporter is scraped by "
+                "your own Prometheus; alert there instead",
+            )
         if a.enabled:
             if not a.notification_channels:
                 self.problems.add(
@@ -1305,6 +1373,18 @@ class _Resolver:
                         f"{path}.pool",
                         f"{pool_name!r} uses queued provisioning, whose nodes come only through a "
                         "ProvisioningRequest; choose a pool without queuedProvisioning",
+                    )
+                    continue
+                if (
+                    w.name == "pytorch-smoke"
+                    and pool_obj.accelerator in BLACKWELL_ACCELERATORS
+                    and pool_obj.driver_version != "LATEST"
+                ):
+                    self.problems.add(
+                        f"{path}.pool",
+                        f"{pool_name!r} ({pool_obj.accelerator}) runs pytorch-smoke on the CUDA 13 build of "
+                        "PyTorch (Blackwell needs it), which needs an R580+ driver: set the pool's "
+                        "driverVersion: LATEST",
                     )
                     continue
                 if w.name == "sharing-demo" and pool_obj.sharing is None:

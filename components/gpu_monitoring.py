@@ -85,33 +85,48 @@ class GpuMonitoring(pulumi.ComponentResource):
         )
 
 
+# The idle condition is measured over a short window and must hold for the whole configured time
+# (the policy's duration): a node that just scaled up from zero and is still pulling an image has a
+# few idle samples, which would otherwise already average under the threshold.
+IDLE_WINDOW = "10m"
+
+
 def alert_policies(cluster: str, dcgm: str, alerts: AlertSettings) -> dict[str, dict[str, Any]]:
     """Alert policy arguments keyed by a short name; PromQL over Managed Service for Prometheus."""
     minutes = alerts.idle_gpu_minutes
-    threshold = alerts.idle_gpu_utilization_percent
+    threshold = f"{alerts.idle_gpu_utilization_percent:g}"
     if dcgm != "none":
-        # DCGM reports 0 for an idle GPU (GKE's duty cycle may report nothing at all).
+        # DCGM reports 0 for an idle GPU. MIG partitions have no utilization field, so MIG pools
+        # cannot raise this alert.
         idle_query = (
             "avg by (cluster, Hostname, gpu, modelName) "
-            f'(avg_over_time(DCGM_FI_DEV_GPU_UTIL{{cluster="{cluster}"}}[{minutes}m])) < {threshold:g}'
+            f'(avg_over_time(DCGM_FI_DEV_GPU_UTIL{{cluster="{cluster}"}}[{IDLE_WINDOW}])) < {threshold}'
         )
         source = "DCGM GPU utilization"
     else:
+        # GKE's duty cycle may have no sample at all for an idle GPU, so start from the GPUs that
+        # exist (their memory_total series) and drop those that were busy.
+        selector = f'{{monitored_resource="k8s_node",cluster_name="{cluster}"}}'
+        keys = "cluster_name, node_name, accelerator_id"
+        busy = (
+            f"avg by ({keys}) (avg_over_time("
+            f"kubernetes_io:node_accelerator_duty_cycle{selector}[{IDLE_WINDOW}])) >= {threshold}"
+        )
         idle_query = (
-            "avg by (cluster_name, node_name, accelerator_id, model) (avg_over_time("
-            f'kubernetes_io:node_accelerator_duty_cycle{{monitored_resource="k8s_node",cluster_name="{cluster}"}}'
-            f"[{minutes}m])) < {threshold:g}"
+            f"max by ({keys}) (kubernetes_io:node_accelerator_memory_total{selector}) "
+            f"unless on ({keys}) ({busy})"
         )
         source = "GKE accelerator duty cycle"
     policies = {
         "idle-gpu": _policy(
             display_name=f"GPU idle on {cluster}",
-            condition=f"GPU under {threshold:g}% for {minutes} min ({source})",
+            condition=f"GPU under {threshold}% for {minutes} min ({source})",
             query=idle_query,
+            duration=f"{minutes * 60}s",
             severity="WARNING",
             channels=alerts.notification_channels,
             documentation=(
-                f"A GPU of cluster `{cluster}` has averaged under {threshold:g}% utilization for {minutes} "
+                f"A GPU of cluster `{cluster}` has stayed under {threshold}% utilization for {minutes} "
                 "minutes while its node is up: it is billed but idle. Check what holds it "
                 "(`kubectl get pods -A -o wide` on that node), scale the workload down, or lower the "
                 "pool's minNodes so the autoscaler can remove the node."
@@ -119,19 +134,23 @@ def alert_policies(cluster: str, dcgm: str, alerts: AlertSettings) -> dict[str, 
         )
     }
     if alerts.xid_errors and dcgm == "exporter":
+        # DCGM_FI_DEV_XID_ERRORS holds the *last* XID code and never returns to 0 (NVIDIA/DCGM#277):
+        # alert on a change, so the alert fires for a new error and then resolves.
         policies["xid-errors"] = _policy(
             display_name=f"GPU XID error on {cluster}",
-            condition="DCGM reports an XID error",
+            condition="DCGM reports a new XID error",
             query=(
                 "max by (cluster, Hostname, gpu) "
-                f'(max_over_time(DCGM_FI_DEV_XID_ERRORS{{cluster="{cluster}"}}[5m])) > 0'
+                f'(changes(DCGM_FI_DEV_XID_ERRORS{{cluster="{cluster}"}}[5m])) > 0'
             ),
+            duration="0s",
             severity="CRITICAL",
             channels=alerts.notification_channels,
             documentation=(
-                f"A GPU of cluster `{cluster}` raised an NVIDIA XID error (the metric value is the last "
-                "XID code; see NVIDIA's XID catalog). Codes such as 48, 63, 64, 74, 79, 94, 95 point at "
-                "hardware or NVLink faults: cordon and drain the node and let GKE repair or replace it."
+                f"A GPU of cluster `{cluster}` raised an NVIDIA XID error; the metric's value is the XID "
+                "code (see NVIDIA's XID catalog). Codes such as 48, 63, 64, 74, 79, 94, 95 point at "
+                "hardware or NVLink faults: cordon and drain the node and let GKE repair or replace it. "
+                "Application errors (13, 31, 43, 45) fire it too."
             ),
         )
     return policies
@@ -142,6 +161,7 @@ def _policy(
     display_name: str,
     condition: str,
     query: str,
+    duration: str,
     severity: str,
     channels: Sequence[str],
     documentation: str,
@@ -160,7 +180,7 @@ def _policy(
                 display_name=condition,
                 condition_prometheus_query_language=monitoring.AlertPolicyConditionConditionPrometheusQueryLanguageArgs(
                     query=query,
-                    duration="0s",
+                    duration=duration,
                     evaluation_interval="60s",
                     # The DCGM series only exist once a GPU node has run: create the policy anyway.
                     disable_metric_validation=True,

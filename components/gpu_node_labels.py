@@ -10,27 +10,32 @@ import pulumi_kubernetes as k8s
 
 from components.config import GPU_TAINT_KEY, GPU_TAINT_VALUE
 
-FIELD_MANAGER = "gke-gpu"
-
 
 @dataclass(frozen=True, kw_only=True)
 class GpuNodeLabelsArgs:
     nodes: Sequence[str]
     label_key: str
     label_value: str
+    # The server-side-apply field manager that owns the labels and taints: one per stack, so two
+    # stacks (or a second copy of this one) never give up each other's fields.
+    field_manager: str
     taint: bool = True
 
 
 class GpuNodeLabels(pulumi.ComponentResource):
     """One NodePatch per GPU node: the label the device plugin selects, and the GPU taint.
 
-    The patches are server-side applies under the field manager ``gke-gpu``: the stack owns exactly
-    these fields. Removing a node from the list deletes its patch, which gives the fields up, so
-    the label and taint go away again; other labels are never touched.
+    The patches are server-side applies under the stack's own field manager: the stack owns exactly
+    these fields. Removing a node from the list deletes its patch, which gives the fields up, so the
+    label goes away again; other labels are never touched.
 
     Hazard: a node's taints are one atomic list in the Kubernetes API. If another manager (kubectl
-    taint, kubeadm) already set taints on the node, the apply stops with a field conflict instead
-    of replacing them; resolve it by hand (or set `taintGpuNodes: false`) rather than forcing.
+    taint, kubeadm) already set taints on the node, the apply stops with a field conflict instead of
+    replacing them; resolve it by hand (or set `taintGpuNodes: false`) rather than forcing. And once
+    another manager rewrites the list (the node controller adding a not-ready taint, say), it owns
+    the whole list: deleting the patch then leaves the GPU taint, which `kubectl taint nodes NODE
+    nvidia.com/gpu-` removes. Renaming the component or stack without an alias has the same effect
+    for labels: keep the resource names stable.
     """
 
     def __init__(
@@ -53,7 +58,7 @@ class GpuNodeLabels(pulumi.ComponentResource):
                 metadata=k8s.meta.v1.ObjectMetaPatchArgs(
                     name=node,
                     labels={args.label_key: args.label_value},
-                    annotations={"pulumi.com/patchFieldManager": FIELD_MANAGER},
+                    annotations={"pulumi.com/patchFieldManager": args.field_manager},
                 ),
                 spec=spec,
                 opts=pulumi.ResourceOptions(parent=self),

@@ -14,24 +14,25 @@ from components.config import GpuPool
 # Inputs whose change makes GKE delete and recreate the node pool (ForceNew in the provider),
 # keyed by their camelCase path in the NodePool's inputs. The offline render marks them, and
 # `tools/render.py --diff` turns a change to any of them into "REPLACE".
+# (terraform-provider-google node_config.go / resource_container_node_pool.go, which pulumi-gcp
+# bridges.) Machine type, disk size and type, image type, labels and taints are updated in place:
+# GKE recreates the nodes one by one but keeps the pool.
 REPLACE_ON_CHANGE = (
     "name",
     "location",
     "nodeLocations",
     "placementPolicy",
     "queuedProvisioning",
-    "nodeConfig.machineType",
     "nodeConfig.guestAccelerators",
     "nodeConfig.spot",
     "nodeConfig.reservationAffinity",
-    "nodeConfig.diskSizeGb",
-    "nodeConfig.diskType",
-    "nodeConfig.imageType",
     "nodeConfig.ephemeralStorageLocalSsdConfig",
     "nodeConfig.serviceAccount",
     "nodeConfig.oauthScopes",
     "nodeConfig.metadata",
     "nodeConfig.shieldedInstanceConfig",
+    "nodeConfig.gvnic",
+    "nodeConfig.gcfsConfig",
 )
 
 
@@ -59,12 +60,12 @@ class GpuNodePool(pulumi.ComponentResource):
     * autoscaling by total node counts with location policy ANY (the zones with capacity first,
       unused reservations first), from ``min_nodes`` (0 by default: the pool costs nothing idle).
 
-    Hazard: nearly every GPU setting is immutable in GKE. Changing the accelerator, its count, the
-    driver version, sharing, MIG partition, Spot, reservation, machine type, disk, placement or
-    zones deletes and recreates the pool (see REPLACE_ON_CHANGE). The pool has a fixed name, so the
-    old pool is deleted before the new one is created (no double GPU quota, but no capacity in
-    between): ``pulumi preview`` shows it as a replacement, and the offline render's ``--diff``
-    marks it.
+    Hazard: most GPU settings are immutable. Changing the accelerator, its count, the driver
+    version, sharing, MIG partition, Spot, reservation, Local SSDs, placement or zones deletes and
+    recreates the pool (see REPLACE_ON_CHANGE); a new machine type or disk rolls the nodes instead.
+    The pool has a fixed name, so the old pool is deleted before the new one is created (no double
+    GPU quota, but no capacity in between): ``pulumi preview`` shows it as a replacement, and the
+    offline render's ``--diff`` marks it.
     """
 
     node_pool: container.NodePool
@@ -91,10 +92,11 @@ class GpuNodePool(pulumi.ComponentResource):
                 location_policy="ANY",
             ),
             management=container.NodePoolManagementArgs(
-                # Queued-provisioning nodes live until their ProvisioningRequest ends; GKE requires
-                # auto-repair and auto-upgrade off for such pools.
+                # Queued-provisioning nodes live until their ProvisioningRequest ends: GKE's DWS guide
+                # creates such pools with --no-enable-autorepair. Auto-upgrade stays on (every
+                # cluster here is on a release channel, which enforces it).
                 auto_repair=not pool.queued_provisioning,
-                auto_upgrade=not pool.queued_provisioning,
+                auto_upgrade=True,
             ),
             # Upgrade one node at a time without a surge node: a surge node needs spare GPU
             # quota and capacity (or reservation room), which GPU pools rarely have.

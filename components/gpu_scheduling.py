@@ -20,6 +20,8 @@ PARTITION_LABEL = "cloud.google.com/gke-gpu-partition-size"
 DRIVER_LABEL = "cloud.google.com/gke-gpu-driver-version"
 COMPUTE_CLASS_LABEL = "cloud.google.com/compute-class"
 GPU_RESOURCE = "nvidia.com/gpu"
+# Tolerates the GPU taint whatever its value (GKE's ExtendedResourceToleration adds the same one).
+GPU_TOLERATION = {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
 
 
 def compute_class_name(pool: GpuPool) -> str:
@@ -49,7 +51,7 @@ def node_selector(pool: GpuPool, *, autopilot: bool) -> dict[str, str]:
 
 def tolerations(pool: GpuPool, *, autopilot: bool) -> list[dict[str, Any]]:
     """Tolerations for the GPU taint, Spot and the pool's own taints (Kubernetes field names)."""
-    result: list[dict[str, Any]] = [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}]
+    result: list[dict[str, Any]] = [dict(GPU_TOLERATION)]
     if pool.spot:
         result.append({"key": SPOT_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"})
     if autopilot and pool.on_demand_fallback:

@@ -18,10 +18,16 @@ from components.gpu_compute_class import GpuComputeClass, GpuComputeClassArgs
 from components.gpu_monitoring import GpuMonitoring, GpuMonitoringArgs
 from components.gpu_node_labels import GpuNodeLabels, GpuNodeLabelsArgs
 from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
-from components.gpu_scheduling import gpus_per_pod, node_selector, tolerations
+from components.gpu_scheduling import GPU_TOLERATION, gpus_per_pod, node_selector, tolerations
 from components.network import GkeNetwork, GkeNetworkArgs
 from components.nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
-from components.sample_workloads import GpuTarget, SampleWorkload, SampleWorkloads, SampleWorkloadsArgs
+from components.sample_workloads import (
+    GpuTarget,
+    SampleWorkload,
+    SampleWorkloads,
+    SampleWorkloadsArgs,
+    namespace_of,
+)
 
 SAMPLES_NAMESPACE = "gpu-samples"
 # The name sample workloads use for "the GPU nodes" of a cluster the program does not manage.
@@ -75,7 +81,7 @@ def build(settings: Settings) -> dict[str, Any]:
     kubernetes = pulumi.ResourceOptions(providers={"kubernetes": cluster.provider})
     monitoring = _monitoring(settings, kubernetes)
     targets = {pool.name: gpu_target(pool, autopilot=autopilot) for pool in settings.gpu_pools}
-    _samples(settings, targets, cluster.provider, list(pools.values()))
+    samples = _samples(settings, targets, cluster.provider, list(pools.values()))
 
     return {
         "clusterName": cluster.cluster_name,
@@ -88,7 +94,7 @@ def build(settings: Settings) -> dict[str, Any]:
         "nodeServiceAccount": cluster.node_service_account_email,
         "gpuPools": [_pool_summary(pool, autopilot=autopilot) for pool in settings.gpu_pools],
         "monitoring": _monitoring_summary(settings, monitoring),
-        "sampleWorkloads": _samples_summary(settings),
+        "sampleWorkloads": samples,
         "checks": _checks(settings),
     }
 
@@ -128,7 +134,7 @@ def _union(groups: Any) -> list[dict[str, Any]]:
         for item in group:
             if item not in seen:
                 seen.append(item)
-    return seen or [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    return seen or [dict(GPU_TOLERATION)]
 
 
 def _samples(
@@ -136,9 +142,10 @@ def _samples(
     targets: dict[str, GpuTarget],
     provider: pulumi.ProviderResource,
     depends_on: list[pulumi.Resource],
-) -> None:
+) -> dict[str, dict[str, str]]:
+    """Declare the opted-in samples; return, per sample, how to wait for it and read its log."""
     if not settings.workloads:
-        return
+        return {}
     default = next(iter(targets))
     workloads = [
         SampleWorkload(kind=w.name, target=targets[w.pool or default], replicas=w.replicas)
@@ -150,6 +157,18 @@ def _samples(
         # The GPU pools, ComputeClasses or device plugin first, so no sample waits on nothing.
         opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
     )
+    summary = {}
+    for w in workloads:
+        name = f"{w.kind}-{w.target.name}"
+        namespace = namespace_of(w, SAMPLES_NAMESPACE)
+        kind = "deployment" if w.kind == "sharing-demo" else "job"
+        condition = "--for=condition=available" if kind == "deployment" else "--for=condition=complete"
+        summary[name] = {
+            "wait": f"kubectl wait -n {namespace} {condition} {kind}/{name} --timeout=30m",
+            "logs": f"kubectl logs -n {namespace} {kind}/{name} --all-containers",
+            "pods": f"kubectl get pods -n {namespace} -l app.kubernetes.io/instance={name} -o wide",
+        }
+    return summary
 
 
 def gpu_target(pool: GpuPool, *, autopilot: bool) -> GpuTarget:
@@ -175,22 +194,6 @@ def _monitoring_summary(settings: Settings, monitoring: GpuMonitoring | None) ->
     }
 
 
-def _samples_summary(settings: Settings) -> dict[str, dict[str, str]]:
-    """Per sample: how to wait for it and read its log."""
-    summary = {}
-    for w in settings.workloads:
-        pool = w.pool or (settings.gpu_pools[0].name if settings.gpu_pools else EXISTING_TARGET)
-        name = f"{w.name}-{pool}"
-        kind = "deployment" if w.name == "sharing-demo" else "job"
-        condition = "--for=condition=available" if kind == "deployment" else "--for=condition=complete"
-        summary[name] = {
-            "wait": f"kubectl wait -n {SAMPLES_NAMESPACE} {condition} {kind}/{name} --timeout=30m",
-            "logs": f"kubectl logs -n {SAMPLES_NAMESPACE} {kind}/{name} --all-containers",
-            "pods": f"kubectl get pods -n {SAMPLES_NAMESPACE} -l app.kubernetes.io/instance={name} -o wide",
-        }
-    return summary
-
-
 def _build_existing(settings: Settings) -> dict[str, Any]:
     """The GPU layer on a cluster the program does not manage (GKE of another team, or generic)."""
     cluster = settings.cluster
@@ -199,7 +202,7 @@ def _build_existing(settings: Settings) -> dict[str, Any]:
         "cluster", ExistingClusterArgs(kubeconfig=cluster.kubeconfig, context=cluster.context)
     )
     kubernetes = pulumi.ResourceOptions(providers={"kubernetes": existing.provider})
-    gpu_taint = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    gpu_taint = dict(GPU_TOLERATION)
     layer: list[pulumi.Resource] = []
     checks = {"allocatableGpus": f"kubectl get nodes -o custom-columns={ALLOCATABLE_GPUS_COLUMNS_GENERIC}"}
     if cluster.flavor == "generic":
@@ -214,6 +217,7 @@ def _build_existing(settings: Settings) -> dict[str, Any]:
                         nodes=settings.gpu_nodes,
                         label_key=plugin.node_label_key,
                         label_value=plugin.node_label_value,
+                        field_manager=f"gke-gpu-{settings.stack}",
                         taint=plugin.taint_gpu_nodes,
                     ),
                     opts=kubernetes,
@@ -281,7 +285,7 @@ def _build_existing(settings: Settings) -> dict[str, Any]:
             ),
         )
     monitoring = _monitoring(settings, kubernetes, exporter)
-    _samples(settings, {EXISTING_TARGET: target}, existing.provider, layer)
+    samples = _samples(settings, {EXISTING_TARGET: target}, existing.provider, layer)
     return {
         "clusterMode": "existing",
         "flavor": cluster.flavor,
@@ -291,7 +295,7 @@ def _build_existing(settings: Settings) -> dict[str, Any]:
         "gpuNodeSelector": dict(target.node_selector) or {"exists": list(target.required_node_labels)},
         "devicePluginHealthyLogLines": DEVICE_PLUGIN_HEALTHY_LINES if cluster.flavor == "generic" else [],
         "monitoring": _monitoring_summary(settings, monitoring),
-        "sampleWorkloads": _samples_summary(settings),
+        "sampleWorkloads": samples,
         "checks": checks,
     }
 
@@ -326,7 +330,6 @@ def _gke_cluster(settings: Settings) -> GkeCluster:
         "gke",
         GkeClusterArgs(
             project=project,
-            region=region,
             name=cluster.name,
             location=cluster.location,
             autopilot=cluster.autopilot,

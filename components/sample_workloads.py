@@ -30,6 +30,9 @@ JOB_DEADLINE_SECONDS = 3600
 # `pulumi up` does not wait for the samples: GPU capacity (Spot, scale-from-zero) must not make
 # a deploy fail. Their results are read with the commands in the stack output `sampleWorkloads`.
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+# nvidia-smi comes with the driver, not the image: GKE mounts it in /usr/local/nvidia/bin, the NVIDIA
+# container toolkit in /usr/bin. Appending keeps the image's own PATH first.
+NVIDIA_SMI_PATH = f'PATH="$PATH:{GKE_DRIVER_MOUNT}/bin"; '
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,17 +70,27 @@ class SampleWorkloadsArgs:
     extra_labels: Mapping[str, str] = field(default_factory=dict)
 
 
-class SampleWorkloads(pulumi.ComponentResource):
-    """A namespace with the sample Jobs and Deployment, each pinned to its GPU pool.
+def namespace_of(workload: SampleWorkload, base: str) -> str:
+    """The namespace a sample runs in: an MPS client needs hostIPC, which only the 'privileged' Pod
+    Security level allows, so it gets a namespace of its own and the others stay 'restricted'."""
+    if workload.kind == "sharing-demo" and workload.target.sharing == "MPS":
+        return f"{base}-mps"
+    return base
 
-    Every Pod: `nvidia.com/gpu` limits (integers; Kubernetes sets requests equal), the GPU taint's
-    toleration, the pool's node selectors (accelerator, Spot, sharing, MIG partition), the
-    'restricted' Pod Security settings with a read-only root filesystem, CPU and memory requests
-    equal to limits, and a pinned image. Jobs retry once (Spot preemptions do not count, through a
-    Pod failure policy), give up after an hour and are deleted a day after they finish.
+
+class SampleWorkloads(pulumi.ComponentResource):
+    """The sample Jobs and Deployment, each pinned to its GPU pool, in a 'restricted' namespace.
+
+    Every Pod: `nvidia.com/gpu` limits (integers, requests equal), the GPU taint's toleration, the
+    pool's node selectors (accelerator, Spot, sharing, MIG partition), the 'restricted' Pod
+    Security settings (non-root, no privilege escalation, no capabilities, RuntimeDefault seccomp)
+    with a read-only root filesystem, CPU and memory requests equal to limits, and a pinned image.
+    Jobs retry once (Spot preemptions do not count, through a Pod failure policy), give up after an
+    hour and are deleted a day after they finish. The MPS sharing demo alone runs in
+    `<namespace>-mps`, which allows the hostIPC its MPS clients need.
     """
 
-    namespace: k8s.core.v1.Namespace
+    namespaces: dict[str, k8s.core.v1.Namespace]
     objects: dict[str, pulumi.CustomResource]
 
     def __init__(
@@ -86,30 +99,30 @@ class SampleWorkloads(pulumi.ComponentResource):
         super().__init__("gke-gpu:workloads:SampleWorkloads", name, None, opts)
         self._name = name
         self._args = args
-        needs_host_ipc = any(w.target.sharing == "MPS" for w in args.workloads if w.kind == "sharing-demo")
-        # 'restricted' unless an MPS client needs hostIPC, which every Pod Security level but
-        # 'privileged' forbids; then warn and audit against 'restricted' instead.
-        enforce = "privileged" if needs_host_ipc else "restricted"
-        self.namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=args.namespace,
-                labels={
-                    **app_labels(args.namespace, component="gpu-samples"),
-                    "pod-security.kubernetes.io/enforce": enforce,
-                    "pod-security.kubernetes.io/warn": "restricted",
-                    "pod-security.kubernetes.io/audit": "restricted",
-                },
-            ),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
+        self.namespaces = {}
+        for namespace in sorted({namespace_of(w, args.namespace) for w in args.workloads} | {args.namespace}):
+            enforce = "restricted" if namespace == args.namespace else "privileged"
+            self.namespaces[namespace] = k8s.core.v1.Namespace(
+                f"{name}-namespace" if namespace == args.namespace else f"{name}-namespace-mps",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=namespace,
+                    labels={
+                        **app_labels(namespace, component="gpu-samples"),
+                        "pod-security.kubernetes.io/enforce": enforce,
+                        "pod-security.kubernetes.io/warn": "restricted",
+                        "pod-security.kubernetes.io/audit": "restricted",
+                    },
+                ),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+        self.script: k8s.core.v1.ConfigMap | None = None
         self.objects = {}
         if any(w.kind == "pytorch-smoke" for w in args.workloads):
             self.script = k8s.core.v1.ConfigMap(
                 f"{name}-pytorch-script",
-                metadata=self._meta("pytorch-smoke-script", "pytorch-smoke"),
+                metadata=self._meta("pytorch-smoke-script", "pytorch-smoke", namespace=args.namespace),
                 data={"smoke.py": PYTORCH_SCRIPT.read_text(encoding="utf-8")},
-                opts=pulumi.ResourceOptions(parent=self),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespaces[args.namespace]]),
             )
         for workload in args.workloads:
             object_name = f"{workload.kind}-{workload.target.name}"
@@ -123,6 +136,7 @@ class SampleWorkloads(pulumi.ComponentResource):
         object_name: str,
         kind: str,
         *,
+        namespace: str,
         image: str | None = None,
         annotations: Mapping[str, str] | None = None,
     ) -> k8s.meta.v1.ObjectMetaArgs:
@@ -130,7 +144,7 @@ class SampleWorkloads(pulumi.ComponentResource):
         labels.update(self._args.extra_labels)
         return k8s.meta.v1.ObjectMetaArgs(
             name=object_name,
-            namespace=self._args.namespace,
+            namespace=namespace,
             labels=labels,
             annotations=dict(annotations) if annotations else None,
         )
@@ -143,7 +157,7 @@ class SampleWorkloads(pulumi.ComponentResource):
                 "nvidia-smi",
                 image,
                 target,
-                command=["sh", "-c", "nvidia-smi && nvidia-smi -L"],
+                command=["sh", "-c", NVIDIA_SMI_PATH + "nvidia-smi && nvidia-smi -L"],
                 cpu="100m",
                 memory="256Mi",
             )
@@ -189,14 +203,11 @@ class SampleWorkloads(pulumi.ComponentResource):
         env: Mapping[str, str] | None = None,
         mounts: list[k8s.core.v1.VolumeMountArgs] | None = None,
     ) -> k8s.core.v1.ContainerArgs:
+        # On GKE the device plugin mounts the driver at /usr/local/nvidia; the CUDA and PyTorch images
+        # already have /usr/local/nvidia/lib64 in LD_LIBRARY_PATH. PATH is never replaced: it is where
+        # the image keeps its own tools (PyTorch's python is in /opt/conda/bin).
         variables = dict(env or {})
-        if target.gke_driver:
-            # GKE's device plugin mounts the driver (libraries and nvidia-smi) here.
-            variables["PATH"] = (
-                f"{GKE_DRIVER_MOUNT}/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-            )
-            variables["LD_LIBRARY_PATH"] = f"{GKE_DRIVER_MOUNT}/lib64"
-        else:
+        if not target.gke_driver:
             # The NVIDIA container toolkit injects the driver; skip the image's CUDA-version check
             # (NVIDIA_REQUIRE_CUDA), which only guards CUDA runtime use these samples tolerate.
             variables["NVIDIA_DISABLE_REQUIRE"] = "true"
@@ -205,7 +216,7 @@ class SampleWorkloads(pulumi.ComponentResource):
             image=image,
             image_pull_policy="IfNotPresent",
             command=command,
-            env=[k8s.core.v1.EnvVarArgs(name=k, value=v) for k, v in sorted(variables.items())],
+            env=[k8s.core.v1.EnvVarArgs(name=k, value=v) for k, v in sorted(variables.items())] or None,
             resources=k8s.core.v1.ResourceRequirementsArgs(
                 # Requests equal limits: Guaranteed QoS, and the only form GPUs allow.
                 limits={"cpu": cpu, "memory": memory, GPU_RESOURCE: str(target.gpus_per_pod)},
@@ -257,7 +268,10 @@ class SampleWorkloads(pulumi.ComponentResource):
         *,
         volumes: list[k8s.core.v1.VolumeArgs] | None = None,
     ) -> k8s.batch.v1.Job:
-        meta = self._meta(object_name, workload.kind, image=image, annotations=SKIP_AWAIT)
+        namespace = namespace_of(workload, self._args.namespace)
+        meta = self._meta(
+            object_name, workload.kind, namespace=namespace, image=image, annotations=SKIP_AWAIT
+        )
         pod_labels = app_labels(object_name, component=workload.kind, version=image_version(image))
         return k8s.batch.v1.Job(
             f"{self._name}-{object_name}",
@@ -286,13 +300,17 @@ class SampleWorkloads(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(
                 parent=self,
-                depends_on=[self.namespace] + ([self.script] if hasattr(self, "script") else []),
+                depends_on=[self.namespaces[namespace]] + ([self.script] if self.script else []),
                 # A Job's Pod template is immutable and its name fixed: a change replaces it.
                 delete_before_replace=True,
             ),
         )
 
     def _sharing_demo(self, object_name: str, workload: SampleWorkload) -> k8s.apps.v1.Deployment:
+        """Replicas that share one GPU. MPS clients run as uid 1000 like every sample: NVIDIA MPS
+        serves one Linux user per GPU at a time, so clients of other users wait (not verified on
+        GKE's MPS daemon); run your MPS workloads under one uid."""
+        namespace = namespace_of(workload, self._args.namespace)
         target = workload.target
         clients = target.shared_clients or 2
         replicas = workload.replicas or min(clients, 4)
@@ -300,7 +318,7 @@ class SampleWorkloads(pulumi.ComponentResource):
         # Each replica holds one shared nvidia.com/gpu and reports what it sees every 30 seconds;
         # `kubectl get pods -o wide` shows several replicas on one node and one physical GPU.
         script = (
-            "nvidia-smi -L; "
+            NVIDIA_SMI_PATH + "nvidia-smi -L; "
             "while true; do "
             "nvidia-smi --query-gpu=index,uuid,utilization.gpu,memory.used --format=csv,noheader; "
             "sleep 30; done"
@@ -311,7 +329,9 @@ class SampleWorkloads(pulumi.ComponentResource):
         labels = app_labels(object_name, component="sharing-demo", version=image_version(image))
         return k8s.apps.v1.Deployment(
             f"{self._name}-{object_name}",
-            metadata=self._meta(object_name, "sharing-demo", image=image, annotations=SKIP_AWAIT),
+            metadata=self._meta(
+                object_name, "sharing-demo", namespace=namespace, image=image, annotations=SKIP_AWAIT
+            ),
             spec=k8s.apps.v1.DeploymentSpecArgs(
                 replicas=replicas,
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector_labels(labels)),
@@ -326,7 +346,7 @@ class SampleWorkloads(pulumi.ComponentResource):
                     ),
                 ),
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespace]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespaces[namespace]]),
         )
 
 

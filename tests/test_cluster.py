@@ -14,7 +14,6 @@ SYSTEM_POOL = SystemPool("e2-standard-4", 1, 3, False, 100)
 def declare(*, preview: bool = True, **overrides):
     args = dict(
         project="test-project",
-        region="us-central1",
         name="gpu-test",
         location="us-central1",
         autopilot=False,
@@ -51,14 +50,16 @@ def test_standard_cluster_is_secure_by_default() -> None:
     }
     assert c["workloadIdentityConfig"] == {"workloadPool": "test-project.svc.id.goog"}
     assert c["enableShieldedNodes"] is True
+    assert c["datapathProvider"] == "ADVANCED_DATAPATH", "Dataplane V2 enforces NetworkPolicy"
     assert c["privateClusterConfig"]["enablePrivateNodes"] is True
     assert c["privateClusterConfig"]["enablePrivateEndpoint"] is False
     assert c["releaseChannel"] == {"channel": "REGULAR"}
     assert c["deletionProtection"] is True
     assert c["monitoringConfig"]["managedPrometheus"] == {"enabled": True}
     assert c["monitoringConfig"]["enableComponents"] == ["SYSTEM_COMPONENTS", "DCGM"]
-    # Even GKE's short-lived default pool never uses the default compute service account.
+    # GKE's short-lived default pool gets Workload Identity metadata and Shielded VM settings too.
     assert c["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
+    assert c["nodeConfig"]["shieldedInstanceConfig"]["enableSecureBoot"] is True
     assert "enableAutopilot" not in c
 
 
@@ -80,7 +81,12 @@ def test_service_account_id_fits_gcp_limits() -> None:
     long_name = "a" * 40
     account_id = node_service_account_id(long_name)
     assert 6 <= len(account_id) <= 30
-    assert node_service_account_id("a-b-c-d-e-f-g-h-i-j-k-l-m-n-o-p") == "a-b-c-d-e-f-g-h-i-j-k-l-nodes"
+    assert node_service_account_id("gpu-prod") == "gpu-prod-nodes"
+    # Names too long to fit keep a hash of the whole name: no two clusters share an account.
+    a = node_service_account_id("team-a-gpu-training-cluster-1")
+    b = node_service_account_id("team-a-gpu-training-cluster-2")
+    assert a != b
+    assert all(6 <= len(x) <= 30 for x in (a, b))
 
 
 def test_system_pool_is_a_separate_shielded_node_pool() -> None:

@@ -347,3 +347,79 @@ def test_unknown_region_needs_explicit_zones_and_warns() -> None:
         standard(pool(zones=["me-central2-a"])), project="test-project", region="me-central2", stack="t"
     )
     assert any("could not be checked" in w for w in warnings)
+
+
+# --------------------------------------------------------------------------------------------------
+# Capacity and placement rules that GKE would only enforce at creation (or not at all).
+
+
+def test_min_nodes_spread_over_zones_must_fit_under_max() -> None:
+    message = config_error(standard(pool(minNodes=1, maxNodes=2)))
+    assert "gke-gpu:gpuPools[0].minNodes: 1 over 3 zones starts 1 node(s) per zone (3 nodes)" in message
+    assert "more than maxNodes 2" in message
+    assert (
+        settings(standard(pool(minNodes=1, maxNodes=2, zones=["us-central1-a"]))).gpu_pools[0].min_nodes == 1
+    )
+
+
+def test_regional_system_pool_needs_a_node_per_zone() -> None:
+    message = config_error({"cluster": {**STANDARD_CLUSTER, "systemPool": {"minNodes": 1, "maxNodes": 1}}})
+    assert "gke-gpu:cluster.systemPool.maxNodes: 1 is too small" in message
+    zonal = settings(
+        {"cluster": {**STANDARD_CLUSTER, "location": "us-central1-a", "systemPool": {"maxNodes": 1}}}
+    )
+    assert zonal.cluster.system_pool.max_nodes == 1
+
+
+def test_pod_range_must_hold_every_node_the_pools_can_grow_to() -> None:
+    message = config_error(
+        {"cluster": STANDARD_CLUSTER, "network": {"podsCidr": "10.16.0.0/22"}, "gpuPools": [pool(maxNodes=8)]}
+    )
+    assert "gke-gpu:network.podsCidr: 10.16.0.0/22 holds Pod addresses for 4 node(s)" in message
+    assert "the pools can grow to 12" in message
+    assert "use a /20 or larger" in message
+
+
+def test_specific_reservation_is_zonal() -> None:
+    message = config_error(standard(pool(reservation={"type": "SPECIFIC", "name": "r1"})))
+    assert "gke-gpu:gpuPools[0].zones" in message
+    assert "a specific reservation is zonal" in message
+
+
+def test_blackwell_pytorch_smoke_needs_the_latest_driver() -> None:
+    b200 = pool(name="b200", accelerator="nvidia-b200", gpusPerNode=8, maxNodes=1)
+    message = config_error(standard(b200, workloads=[{"name": "pytorch-smoke", "pool": "b200"}]))
+    assert (
+        "gke-gpu:workloads[0].pool: 'b200' (nvidia-b200) runs pytorch-smoke on the CUDA 13 build" in message
+    )
+    assert "driverVersion: LATEST" in message
+    assert settings(
+        standard({**b200, "driverVersion": "LATEST"}, workloads=[{"name": "pytorch-smoke", "pool": "b200"}])
+    )
+
+
+def test_warnings_for_open_endpoints_nat_and_unusual_ranges() -> None:
+    from components.config import parse_settings
+
+    existing = {"network": "vpc", "subnetwork": "s", "podsRangeName": "p", "servicesRangeName": "v"}
+    _, warnings = parse_settings(
+        {"cluster": STANDARD_CLUSTER, "network": {"existing": existing}},
+        project="test-project",
+        region="us-central1",
+        stack="t",
+    )
+    assert any("masterAuthorizedNetworks: empty" in w for w in warnings)
+    assert any("the subnet needs Cloud NAT" in w for w in warnings)
+    _, warnings = parse_settings(
+        {
+            "cluster": {**STANDARD_CLUSTER, "masterAuthorizedNetworks": [{"cidrBlock": "203.0.113.0/24"}]},
+            "network": {"podsCidr": "100.64.0.0/14", "servicesCidr": "198.18.0.0/20"},
+        },
+        project="test-project",
+        region="us-central1",
+        stack="t",
+    )
+    assert warnings == [
+        "gke-gpu:network.servicesCidr: 198.18.0.0/20 is outside RFC 1918 and 100.64.0.0/10; GKE accepts "
+        "privately used public ranges, but make sure nothing else routes them"
+    ], "100.64.0.0/10 (RFC 6598) is fine for Pods"

@@ -264,8 +264,10 @@ def test_a_real_n1_render() -> None:
         "spot": True,
         "minNodes": 1,
         "maxNodes": 3,
+        "zones": ["us-central1-a"],
     }
     doc = to_document(render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[t4])))
     (p,) = estimate(doc)["pools"]
     assert p["machineType"] == "n1-standard-16" and p["expected"] == "spot"
     assert p["hourly"]["atMax"]["spot"] == pytest.approx(3 * (N1_STANDARD_16[1] + 2 * T4[1]))
+    assert p["hourly"]["atMin"]["spot"] == pytest.approx(N1_STANDARD_16[1] + 2 * T4[1])

@@ -105,7 +105,9 @@ def test_gpu_nodes_are_labelled_and_tainted_by_owned_patches() -> None:
         assert patch["spec"]["taints"] == [
             {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
         ]
-        assert patch["metadata"]["annotations"]["pulumi.com/patchFieldManager"] == "gke-gpu"
+        assert patch["metadata"]["annotations"]["pulumi.com/patchFieldManager"] == "gke-gpu-test", (
+            "one manager per stack"
+        )
 
 
 def test_removing_a_node_from_the_list_removes_its_labels_and_taint() -> None:
@@ -286,3 +288,16 @@ def test_bad_existing_cluster_config(raw: dict, fragments: list[str]) -> None:
 def test_generic_cluster_needs_no_gcp_project() -> None:
     result = render(generic())
     assert result.outputs["project"] is None
+
+
+def test_alerts_on_a_generic_cluster_are_refused() -> None:
+    message = config_error(
+        {
+            "cluster": {**GENERIC, "name": "lab"},
+            "monitoring": {
+                "alerts": {"enabled": True, "notificationChannels": ["projects/p/notificationChannels/1"]}
+            },
+        },
+        region=None,
+    )
+    assert "gke-gpu:monitoring.alerts.enabled: true is not allowed on a generic cluster" in message

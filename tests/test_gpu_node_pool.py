@@ -99,7 +99,7 @@ def test_spot_and_minimum_nodes() -> None:
 
 
 def test_specific_reservation() -> None:
-    pool = node_pool(reservation={"type": "SPECIFIC", "name": "l4-reservation"})
+    pool = node_pool(reservation={"type": "SPECIFIC", "name": "l4-reservation"}, zones=["us-central1-b"])
     assert pool["nodeConfig"]["reservationAffinity"] == {
         "consumeReservationType": "SPECIFIC_RESERVATION",
         "key": "compute.googleapis.com/reservation-name",
@@ -110,7 +110,9 @@ def test_specific_reservation() -> None:
 def test_queued_provisioning() -> None:
     pool = node_pool(queuedProvisioning=True)
     assert pool["queuedProvisioning"] == {"enabled": True}
-    assert pool["management"] == {"autoRepair": False, "autoUpgrade": False}
+    assert pool["management"] == {"autoRepair": False, "autoUpgrade": True}, (
+        "release channels enforce upgrades"
+    )
     assert pool["nodeConfig"]["labels"]["cloud.google.com/gke-queued"] == "true"
     assert pool["nodeConfig"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
 

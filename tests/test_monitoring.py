@@ -172,7 +172,8 @@ def test_idle_gpu_alert_notifies_the_channel() -> None:
     assert inputs["notificationChannels"] == [CHANNEL]
     condition = inputs["conditions"][0]["conditionPrometheusQueryLanguage"]
     assert "DCGM_FI_DEV_GPU_UTIL" in condition["query"]
-    assert "[120m])) < 5" in condition["query"]
+    assert "[10m])) < 5" in condition["query"]
+    assert condition["duration"] == "7200s", "idle for the whole configured time, not averaged over it"
     assert 'cluster="gpu-test"' in condition["query"]
     assert condition["disableMetricValidation"] is True
 
@@ -186,9 +187,17 @@ def test_without_dcgm_the_idle_alert_uses_gke_duty_cycle() -> None:
         )
     )
     (policy,) = result.of_type("gcp:monitoring/alertPolicy:AlertPolicy")
-    query = policy.inputs["conditions"][0]["conditionPrometheusQueryLanguage"]["query"]
+    condition = policy.inputs["conditions"][0]["conditionPrometheusQueryLanguage"]
+    query = condition["query"]
+    # Every GPU that exists (memory_total), unless it was busy: an idle GPU with no duty-cycle
+    # sample still alerts.
+    assert query.startswith(
+        "max by (cluster_name, node_name, accelerator_id) (kubernetes_io:node_accelerator_memory_total"
+    )
+    assert "unless on (cluster_name, node_name, accelerator_id)" in query
     assert "kubernetes_io:node_accelerator_duty_cycle" in query
-    assert "[60m])) < 2" in query
+    assert ">= 2" in query
+    assert condition["duration"] == "3600s"
 
 
 def test_xid_alert_only_where_the_metric_exists() -> None:
@@ -206,9 +215,8 @@ def test_xid_alert_only_where_the_metric_exists() -> None:
         for p in exporter.of_type("gcp:monitoring/alertPolicy:AlertPolicy")
         if "XID" in p.inputs["displayName"]
     )
-    assert (
-        "DCGM_FI_DEV_XID_ERRORS" in xid.inputs["conditions"][0]["conditionPrometheusQueryLanguage"]["query"]
-    )
+    xid_query = xid.inputs["conditions"][0]["conditionPrometheusQueryLanguage"]["query"]
+    assert "changes(DCGM_FI_DEV_XID_ERRORS" in xid_query, "the gauge keeps the last code: alert on a change"
     managed = render(
         stack_config(cluster=STANDARD_CLUSTER, gpuPools=[L4_POOL], monitoring={"alerts": alerts()})
     )

@@ -98,9 +98,30 @@ def test_standard_pool_selectors_and_gke_driver_path() -> None:
         "cloud.google.com/gke-nodepool": "l4",
         "cloud.google.com/gke-spot": "true",
     }
-    env = {e["name"]: e["value"] for e in spec["containers"][0]["env"]}
-    assert env["LD_LIBRARY_PATH"] == "/usr/local/nvidia/lib64"
-    assert env["PATH"].startswith("/usr/local/nvidia/bin:")
+    container = spec["containers"][0]
+    # The image's own PATH and LD_LIBRARY_PATH stay (they already name /usr/local/nvidia, where GKE
+    # mounts the driver); nvidia-smi is found by appending GKE's driver bin to PATH in the command.
+    assert "env" not in container
+    assert container["command"] == [
+        "sh",
+        "-c",
+        'PATH="$PATH:/usr/local/nvidia/bin"; nvidia-smi && nvidia-smi -L',
+    ]
+
+
+def test_no_sample_replaces_the_image_path() -> None:
+    """pytorch/pytorch keeps python in /opt/conda/bin: a PATH override would hide it."""
+    result = render(
+        stack_config(
+            cluster=STANDARD_CLUSTER,
+            gpuPools=[L4_POOL],
+            workloads=["nvidia-smi", "cuda-vector-add", "pytorch-smoke"],
+        )
+    )
+    for job in result.of_type("kubernetes:batch/v1:Job"):
+        for container in pod(job.inputs)["containers"]:
+            names = {e["name"] for e in container.get("env", [])}
+            assert not names & {"PATH", "LD_LIBRARY_PATH"}, job.name
 
 
 def test_a_mig_and_time_shared_pool_gets_one_partition_per_pod() -> None:
@@ -129,9 +150,17 @@ def test_mps_sharing_demo_uses_host_ipc_in_a_privileged_namespace() -> None:
     demo = workload(result, "sharing-demo-t4")
     assert demo["spec"]["replicas"] == 3
     assert pod(demo)["hostIPC"] is True
-    labels = result.one("kubernetes:core/v1:Namespace").inputs["metadata"]["labels"]
-    assert labels["pod-security.kubernetes.io/enforce"] == "privileged"
-    assert labels["pod-security.kubernetes.io/warn"] == "restricted"
+    assert demo["metadata"]["namespace"] == "gpu-samples-mps"
+    namespaces = {
+        r.inputs["metadata"]["name"]: r.inputs["metadata"]["labels"]
+        for r in result.of_type("kubernetes:core/v1:Namespace")
+    }
+    assert namespaces["gpu-samples-mps"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    assert namespaces["gpu-samples-mps"]["pod-security.kubernetes.io/warn"] == "restricted"
+    assert namespaces["gpu-samples"]["pod-security.kubernetes.io/enforce"] == "restricted", (
+        "the others stay restricted"
+    )
+    assert "-n gpu-samples-mps " in result.outputs["sampleWorkloads"]["sharing-demo-t4"]["logs"]
 
 
 def test_autopilot_pods_request_the_profile_gpu_count() -> None:
