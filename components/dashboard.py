@@ -196,7 +196,7 @@ def gpu_dashboard(*, cluster: str, display_name: str, dcgm: bool) -> dict[str, A
                 "content": (
                     f"GPU nodes of GKE cluster **{cluster}**, managed by the gke-gpu Pulumi program. "
                     "Built-in accelerator metrics need nothing installed; on time-shared and MPS nodes only "
-                    "node-level metrics exist. "
+                    "node-level metrics exist (so GPU requests there are not counted). "
                     + dcgm_note
                     + " Use the filters above to narrow to a node pool or GPU model."
                 ),
@@ -251,7 +251,10 @@ def gpu_dashboard(*, cluster: str, display_name: str, dcgm: bool) -> dict[str, A
         "dashboardFilters": [
             {"filterType": "RESOURCE_LABEL", "labelKey": "cluster_name", "stringValue": cluster},
             {"filterType": "RESOURCE_LABEL", "labelKey": "cluster", "stringValue": cluster},
+            # Narrows the GKE accelerator charts; DCGM series have no node-pool label.
             {"filterType": "USER_METADATA_LABEL", "labelKey": NODEPOOL_USER_LABEL},
+            # GPU model: `model` on GKE's accelerator metrics, `modelName` on DCGM's.
+            {"filterType": "METRIC_LABEL", "labelKey": "model"},
             {"filterType": "METRIC_LABEL", "labelKey": "modelName"},
         ],
         "mosaicLayout": {"columns": COLUMNS, "tiles": tiles},
