@@ -170,6 +170,7 @@ def gpu_dashboard(*, cluster: str, display_name: str, dcgm: bool) -> dict[str, A
     y = 0
 
     def add(widget: dict[str, Any], *, width: int, height: int) -> None:
+        """Place a tile left to right; a tile that does not fit starts the next row."""
         nonlocal y
         row_used = sum(t["width"] for t in tiles if t["yPos"] == y)
         if row_used + width > COLUMNS:
@@ -177,10 +178,13 @@ def gpu_dashboard(*, cluster: str, display_name: str, dcgm: bool) -> dict[str, A
             row_used = 0
         tiles.append({"xPos": row_used, "yPos": y, "width": width, "height": height, "widget": widget})
 
-    def new_row() -> None:
-        nonlocal y
-        if any(t["yPos"] == y for t in tiles):
-            y += max(t["height"] for t in tiles if t["yPos"] == y)
+    def section(title: str, subtitle: str) -> None:
+        """A full-width header: it always opens a row of its own."""
+        add(
+            {"title": title, "sectionHeader": {"subtitle": subtitle, "dividerBelow": True}},
+            width=COLUMNS,
+            height=4,
+        )
 
     dcgm_note = (
         "DCGM panels come from GKE's managed DCGM or the DCGM exporter. Profiling fields (SM, tensor "
@@ -206,7 +210,6 @@ def gpu_dashboard(*, cluster: str, display_name: str, dcgm: bool) -> dict[str, A
         width=COLUMNS,
         height=5,
     )
-    new_row()
     add(_scorecard(REQUESTED, cluster), width=HALF // 2, height=8)
     add(_scorecard(PHYSICAL, cluster), width=HALF // 2, height=8)
     average_duty = replace(BUILT_IN[0], title="Average GPU duty cycle (%)", group_by=())
@@ -214,17 +217,8 @@ def gpu_dashboard(*, cluster: str, display_name: str, dcgm: bool) -> dict[str, A
     if dcgm:
         average_util = replace(DCGM[0], title="Average GPU utilization, DCGM (%)", group_by=())
         add(_scorecard(average_util, cluster), width=HALF // 2, height=8)
-    new_row()
 
-    add(
-        {
-            "title": "GKE accelerator metrics",
-            "sectionHeader": {"subtitle": "Built-in, no DCGM needed", "dividerBelow": True},
-        },
-        width=COLUMNS,
-        height=4,
-    )
-    new_row()
+    section("GKE accelerator metrics", "Built-in, no DCGM needed")
     add(
         _xy(REQUESTED, cluster, PHYSICAL, title="GPU requests vs physical GPUs"),
         width=HALF,
@@ -232,17 +226,8 @@ def gpu_dashboard(*, cluster: str, display_name: str, dcgm: bool) -> dict[str, A
     )
     for chart in BUILT_IN:
         add(_xy(chart, cluster), width=HALF, height=CHART_HEIGHT)
-    new_row()
     if dcgm:
-        add(
-            {
-                "title": "DCGM",
-                "sectionHeader": {"subtitle": "NVIDIA Data Center GPU Manager", "dividerBelow": True},
-            },
-            width=COLUMNS,
-            height=4,
-        )
-        new_row()
+        section("DCGM", "NVIDIA Data Center GPU Manager")
         for chart in DCGM:
             add(_xy(chart, cluster), width=HALF, height=CHART_HEIGHT)
 

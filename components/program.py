@@ -30,6 +30,7 @@ from components.sample_workloads import (
 )
 
 SAMPLES_NAMESPACE = "gpu-samples"
+GKE_DEVICE_PLUGIN_PODS = "kubectl get pods -n kube-system -l k8s-app=nvidia-gpu-device-plugin -o wide"
 # The name sample workloads use for "the GPU nodes" of a cluster the program does not manage.
 EXISTING_TARGET = "gpu-nodes"
 DEVICE_PLUGIN_LOGS = (
@@ -278,7 +279,7 @@ def _build_existing(settings: Settings) -> dict[str, Any]:
             flavor="gke", tolerations=[gpu_taint], scrape=settings.monitoring.scrape or "podMonitoring"
         )
         checks.update(
-            devicePluginPods=_checks(settings)["devicePluginPods"],
+            devicePluginPods=GKE_DEVICE_PLUGIN_PODS,
             managedDcgm=(
                 "kubectl get pods -n gke-managed-system "
                 "-l app.kubernetes.io/name=gke-managed-dcgm-exporter -o wide"
@@ -392,7 +393,7 @@ def _checks(settings: Settings) -> dict[str, str]:
             "kubectl get nodes -l cloud.google.com/gke-accelerator "
             f"-o custom-columns={ALLOCATABLE_GPUS_COLUMNS}"
         ),
-        "devicePluginPods": "kubectl get pods -n kube-system -l k8s-app=nvidia-gpu-device-plugin -o wide",
+        "devicePluginPods": GKE_DEVICE_PLUGIN_PODS,
         "gpuNodeEvents": (
             "kubectl get events -A --field-selector reason=TriggeredScaleUp,reason=NotTriggerScaleUp"
         ),
