@@ -100,6 +100,8 @@ class NetworkConfig(_Model):
     subnet_cidr: str = "10.10.0.0/20"
     pods_cidr: str = "10.16.0.0/14"
     services_cidr: str = "10.20.0.0/20"
+    # VPC flow logs on the subnet, sampled: 0 turns them off.
+    flow_log_sampling: float = Field(0.5, ge=0, le=1)
     existing: ExistingNetworkConfig | None = None
 
 
@@ -125,6 +127,12 @@ class ClusterConfig(_Model):
     master_authorized_networks: list[AuthorizedNetworkConfig] = []
     deletion_protection: bool = True
     system_pool: SystemPoolConfig | None = None
+    # The control plane's IP endpoint is private unless publicEndpoint is true; the DNS-based
+    # endpoint (IAM-authorised) is always on, so CI reaches the cluster without an IP allowlist.
+    public_endpoint: bool = False
+    # Explicitly allow a public IP endpoint with no allowlist or with 0.0.0.0/0.
+    public_endpoint_open_to_internet: bool = False
+    binary_authorization: bool = False
     # mode: existing
     kubeconfig: str | None = Field(None, repr=False)
     context: str | None = None
@@ -185,6 +193,9 @@ class MonitoringConfig(_Model):
     dashboard: bool | None = None
     alerts: AlertsConfig = AlertsConfig()
     scrape: Literal["podMonitoring", "serviceMonitor", "annotations"] | None = None
+    # The namespace of the Prometheus that scrapes the exporter: the only one a NetworkPolicy lets
+    # reach the metrics port (default gmp-system on GKE, monitoring on a generic cluster).
+    scraper_namespace: str | None = None
 
 
 class WorkloadConfig(_Model):
@@ -327,6 +338,8 @@ class NetworkSettings:
     pods_cidr: str | None
     services_cidr: str | None
     existing: ExistingNetworkConfig | None = None
+    # Fraction of flows logged on the new subnet (0: flow logs off; None for an existing network).
+    flow_log_sampling: float | None = 0.5
 
 
 @dataclass(frozen=True)
@@ -354,6 +367,10 @@ class ClusterSettings:
     authorized_networks: tuple[AuthorizedNetwork, ...] = ()
     deletion_protection: bool = True
     system_pool: SystemPool | None = None
+    # False: the IP endpoint is private (reachable from the VPC); True: public, limited to
+    # authorized_networks (or open to any address when the stack says so explicitly).
+    public_endpoint: bool = False
+    binary_authorization: bool = False
     # mode: existing
     kubeconfig: str | None = field(default=None, repr=False)
     context: str | None = None
@@ -383,6 +400,8 @@ class MonitoringSettings:
     dashboard: bool
     alerts: AlertSettings | None
     scrape: Literal["podMonitoring", "serviceMonitor", "annotations"] | None
+    # Set with dcgm exporter: the namespace allowed to reach the exporter's metrics port.
+    scraper_namespace: str | None = None
 
 
 @dataclass(frozen=True)
@@ -611,7 +630,12 @@ class _Resolver:
                     f"{NAMESPACE}:network.{to_camel(key)}",
                     "not allowed with network.existing: the existing subnet's ranges are used",
                 )
-            return NetworkSettings(None, None, None, existing=net.existing)
+            if "flow_log_sampling" in net.model_fields_set:
+                self.problems.add(
+                    f"{NAMESPACE}:network.flowLogSampling",
+                    "not allowed with network.existing: flow logs are a setting of the existing subnet",
+                )
+            return NetworkSettings(None, None, None, existing=net.existing, flow_log_sampling=None)
         prefix = f"{NAMESPACE}:network"
         subnet = _network_of(net.subnet_cidr, f"{prefix}.subnetCidr", self.problems)
         pods = _network_of(net.pods_cidr, f"{prefix}.podsCidr", self.problems)
@@ -636,7 +660,9 @@ class _Resolver:
                 f"{prefix}.podsCidr",
                 f"{pods} is too small; GKE gives each node a /24 of Pod addresses, so use /24 or larger",
             )
-        return NetworkSettings(net.subnet_cidr, net.pods_cidr, net.services_cidr)
+        return NetworkSettings(
+            net.subnet_cidr, net.pods_cidr, net.services_cidr, flow_log_sampling=net.flow_log_sampling
+        )
 
     def _check_address_capacity(
         self, network: NetworkSettings, cluster: ClusterSettings, pools: tuple[GpuPool, ...]
@@ -740,6 +766,8 @@ class _Resolver:
             authorized_networks=tuple(authorized),
             deletion_protection=c.deletion_protection,
             system_pool=system_pool,
+            public_endpoint=c.public_endpoint,
+            binary_authorization=c.binary_authorization,
         )
 
     def _existing_cluster(self, c: ClusterConfig, prefix: str) -> ClusterSettings:
@@ -1338,7 +1366,10 @@ class _Resolver:
                 f"{prefix}.alerts.notificationChannels: set but alerts.enabled is false, so no "
                 "alert policy is created"
             )
-        return MonitoringSettings(dcgm, _dashboard_on(self.config), alerts, scrape)
+        scraper_namespace = None
+        if dcgm == "exporter":
+            scraper_namespace = m.scraper_namespace or ("monitoring" if generic else "gmp-system")
+        return MonitoringSettings(dcgm, _dashboard_on(self.config), alerts, scrape, scraper_namespace)
 
     def _workloads(self, cluster: ClusterSettings, pools: tuple[GpuPool, ...]) -> tuple[Workload, ...]:
         result: list[Workload] = []
