@@ -1,0 +1,244 @@
+"""Pass 2 rules for the GCP context, the network and the cluster."""
+
+from __future__ import annotations
+
+import ipaddress
+
+import yaml
+from pydantic.alias_generators import to_camel
+
+from components.config_common import (
+    DEFAULT_REGIONAL_ZONES,
+    K8S_NAME,
+    NAMESPACE,
+    POD_RANGE_PREFIX_PER_NODE,
+    PRIVATE_RANGES,
+    ZONE_PATTERN,
+    listing,
+    network_of,
+)
+from components.config_schema import ClusterConfig, NetworkConfig, RuleBase, SystemPoolConfig, dashboard_on
+from components.settings import AuthorizedNetwork, ClusterSettings, GpuPool, NetworkSettings, SystemPool
+
+
+class ClusterRules(RuleBase):
+    def _no_network(self) -> None:
+        if self.config.network is not None:
+            self.problems.add(
+                f"{NAMESPACE}:network",
+                "not allowed with cluster.mode existing: no network is declared for an existing cluster",
+            )
+        return None
+
+    def _network(self) -> NetworkSettings:
+        net = self.config.network or NetworkConfig()
+        if net.existing is not None:
+            cidr_keys = {"subnet_cidr", "pods_cidr", "services_cidr"} & net.model_fields_set
+            for key in sorted(cidr_keys):
+                self.problems.add(
+                    f"{NAMESPACE}:network.{to_camel(key)}",
+                    "not allowed with network.existing: the existing subnet's ranges are used",
+                )
+            if "flow_log_sampling" in net.model_fields_set:
+                self.problems.add(
+                    f"{NAMESPACE}:network.flowLogSampling",
+                    "not allowed with network.existing: flow logs are a setting of the existing subnet",
+                )
+            return NetworkSettings(None, None, None, existing=net.existing, flow_log_sampling=None)
+        prefix = f"{NAMESPACE}:network"
+        subnet = network_of(net.subnet_cidr, f"{prefix}.subnetCidr", self.problems)
+        pods = network_of(net.pods_cidr, f"{prefix}.podsCidr", self.problems)
+        services = network_of(net.services_cidr, f"{prefix}.servicesCidr", self.problems)
+        named = [("subnetCidr", subnet), ("podsCidr", pods), ("servicesCidr", services)]
+        for i, (key_a, net_a) in enumerate(named):
+            for key_b, net_b in named[i + 1 :]:
+                if net_a and net_b and net_a.overlaps(net_b):
+                    self.problems.add(
+                        f"{prefix}.{key_b}",
+                        f"{net_b} overlaps {prefix}.{key_a} {net_a}; the node, Pod and Service "
+                        "ranges must not overlap",
+                    )
+        for key, value in named:
+            if value and not any(value.subnet_of(r) for r in PRIVATE_RANGES):
+                self.warnings.append(
+                    f"{prefix}.{key}: {value} is outside RFC 1918 and 100.64.0.0/10; GKE accepts "
+                    "privately used public ranges, but make sure nothing else routes them"
+                )
+        if pods and pods.prefixlen > 24:
+            self.problems.add(
+                f"{prefix}.podsCidr",
+                f"{pods} is too small; GKE gives each node a /24 of Pod addresses, so use /24 or larger",
+            )
+        return NetworkSettings(
+            net.subnet_cidr, net.pods_cidr, net.services_cidr, flow_log_sampling=net.flow_log_sampling
+        )
+
+    def _check_address_capacity(
+        self, network: NetworkSettings, cluster: ClusterSettings, pools: tuple[GpuPool, ...]
+    ) -> None:
+        """The Pod range must hold a /24 for every node the pools can grow to (plus a surge node)."""
+        if not network.pods_cidr or cluster.system_pool is None:
+            return
+        pods = ipaddress.IPv4Network(network.pods_cidr)
+        if pods.prefixlen > POD_RANGE_PREFIX_PER_NODE:
+            return  # already reported
+        nodes = cluster.system_pool.max_nodes + sum(p.max_nodes or 0 for p in pools) + 1
+        capacity = 2 ** (POD_RANGE_PREFIX_PER_NODE - pods.prefixlen)
+        if capacity < nodes:
+            self.problems.add(
+                f"{NAMESPACE}:network.podsCidr",
+                f"{pods} holds Pod addresses for {capacity} node(s), but the pools can grow to {nodes} "
+                "(system and GPU maxNodes, plus one upgrade surge node; each node takes a /24); use a "
+                f"/{POD_RANGE_PREFIX_PER_NODE - (nodes - 1).bit_length()} or larger",
+            )
+
+    # -- cluster ----------------------------------------------------------------------------------
+
+    def _cluster(self) -> ClusterSettings:
+        c = self.config.cluster
+        prefix = f"{NAMESPACE}:cluster"
+        if c.mode == "existing":
+            return self._existing_cluster(c, prefix)
+        for key in ("kubeconfig", "context", "flavor"):
+            if key in c.model_fields_set:
+                self.problems.add(f"{prefix}.{key}", f"only allowed with mode existing (mode is {c.mode})")
+
+        name = c.name or f"{self.project}-{self.stack}"
+        if (c.name or self.project) and not (K8S_NAME.fullmatch(name) and len(name) <= 40):
+            key = "name" if c.name else "name (default <project>-<stack>)"
+            self.problems.add(
+                f"{prefix}.{key}",
+                f"{name!r} is not a valid GKE cluster name; use at most 40 lowercase letters, digits "
+                "and hyphens, starting with a letter",
+            )
+
+        location = c.location or self.region or ""
+        if c.location and self.region:
+            zone = ZONE_PATTERN.fullmatch(c.location)
+            if c.location == self.region:
+                pass
+            elif zone and zone.group(1) == self.region:
+                if c.mode == "autopilot":
+                    self.problems.add(
+                        f"{prefix}.location",
+                        f"{c.location!r} is a zone; Autopilot clusters are regional, so use "
+                        f"{self.region!r} or leave location out",
+                    )
+            else:
+                self.problems.add(
+                    f"{prefix}.location",
+                    f"{c.location!r} is not region {self.region} or one of its zones",
+                )
+
+        authorized: list[AuthorizedNetwork] = []
+        for i, entry in enumerate(c.master_authorized_networks):
+            path = f"{prefix}.masterAuthorizedNetworks[{i}].cidrBlock"
+            net = network_of(entry.cidr_block, path, self.problems)
+            if net is not None:
+                authorized.append(AuthorizedNetwork(entry.cidr_block, entry.display_name or entry.cidr_block))
+
+        system_pool: SystemPool | None = None
+        if c.mode == "autopilot":
+            if c.system_pool is not None:
+                self.problems.add(
+                    f"{prefix}.systemPool",
+                    "not allowed with mode autopilot: Autopilot manages the nodes for system Pods",
+                )
+        else:
+            sp = c.system_pool or SystemPoolConfig()
+            if sp.min_nodes > sp.max_nodes:
+                self.problems.add(
+                    f"{prefix}.systemPool.minNodes",
+                    f"{sp.min_nodes} is greater than systemPool.maxNodes {sp.max_nodes}",
+                )
+            if sp.machine_type.split("-", 1)[0] in {"g2", "a2", "a3", "a4", "g4"}:
+                self.problems.add(
+                    f"{prefix}.systemPool.machineType",
+                    f"{sp.machine_type!r} is a GPU machine type; the system pool is for non-GPU "
+                    "system Pods (e.g. e2-standard-4)",
+                )
+            zones = 1 if ZONE_PATTERN.fullmatch(location) else DEFAULT_REGIONAL_ZONES
+            if sp.max_nodes < zones:
+                self.problems.add(
+                    f"{prefix}.systemPool.maxNodes",
+                    f"{sp.max_nodes} is too small: the system pool of a regional cluster starts with one "
+                    f"node in each of its {zones} zones; allowed: {zones} or more (or a zonal cluster)",
+                )
+            system_pool = SystemPool(sp.machine_type, sp.min_nodes, sp.max_nodes, sp.spot, sp.disk_size_gb)
+
+        return ClusterSettings(
+            mode=c.mode,
+            name=name,
+            location=location,
+            release_channel=c.release_channel,
+            private_nodes=c.private_nodes,
+            authorized_networks=tuple(authorized),
+            deletion_protection=c.deletion_protection,
+            system_pool=system_pool,
+            public_endpoint=c.public_endpoint,
+            binary_authorization=c.binary_authorization,
+        )
+
+    def _existing_cluster(self, c: ClusterConfig, prefix: str) -> ClusterSettings:
+        gke_only = (
+            "location",
+            "release_channel",
+            "private_nodes",
+            "master_authorized_networks",
+            "deletion_protection",
+            "system_pool",
+        )
+        for key in gke_only:
+            if key in c.model_fields_set:
+                self.problems.add(
+                    f"{prefix}.{to_camel(key)}",
+                    "not allowed with mode existing: the program does not manage that cluster",
+                )
+        if not c.kubeconfig:
+            self.problems.add(
+                f"{prefix}.kubeconfig",
+                "required with mode existing; set it as a secret: "
+                '`pulumi config set --secret --path gke-gpu:cluster.kubeconfig "$(cat kubeconfig)"`',
+            )
+        if c.flavor is None:
+            self.problems.add(f"{prefix}.flavor", "required with mode existing; allowed: 'gke', 'generic'")
+        self._check_kubeconfig(c, prefix)
+        name = c.name or ""
+        monitoring = self.config.monitoring
+        if (dashboard_on(self.config) or monitoring.alerts.enabled) and not name:
+            self.problems.add(
+                f"{prefix}.name",
+                "required when monitoring.dashboard or monitoring.alerts is on: the dashboard and "
+                "alerts filter on the cluster name",
+            )
+        return ClusterSettings(
+            mode="existing",
+            name=name,
+            location="",
+            kubeconfig=c.kubeconfig,
+            context=c.context,
+            flavor=c.flavor,
+            deletion_protection=False,
+        )
+
+    def _check_kubeconfig(self, c: ClusterConfig, prefix: str) -> None:
+        """A kubeconfig that parses must have the named context (a secret not decrypted offline, or
+        one that is not YAML, is left for the Kubernetes provider to judge)."""
+        if not c.kubeconfig:
+            return
+        try:
+            document = yaml.safe_load(c.kubeconfig)
+        except yaml.YAMLError:
+            document = None
+        if not isinstance(document, dict):
+            return
+        contexts = [ctx.get("name") for ctx in document.get("contexts") or [] if isinstance(ctx, dict)]
+        if not contexts:
+            self.problems.add(f"{prefix}.kubeconfig", "has no contexts; is it a kubeconfig file?")
+        elif c.context is not None and c.context not in contexts:
+            self.problems.add(
+                f"{prefix}.context",
+                f"{c.context!r} is not a context of the kubeconfig; allowed: {listing(contexts)}",
+            )
+
+    # -- GPU pools --------------------------------------------------------------------------------

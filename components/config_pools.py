@@ -1,0 +1,500 @@
+"""Pass 2 rules for GPU pools (Standard node pools and Autopilot profiles), against the catalog."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic.alias_generators import to_camel
+
+from components.catalog import Accelerator, MachineType
+from components.config_common import (
+    GPU_TAINT_KEY,
+    GPU_TAINT_VALUE,
+    K8S_NAME,
+    LABEL_VALUE_PATTERN,
+    NAMESPACE,
+    RESERVATION_PATTERN,
+    ZONE_PATTERN,
+    listing,
+    valid_label_key,
+)
+from components.config_schema import GpuPoolConfig, RuleBase
+from components.settings import ClusterSettings, GpuPool, Reservation, Sharing, Taint
+
+
+class PoolRules(RuleBase):
+    def _pools(self, cluster: ClusterSettings) -> tuple[GpuPool, ...]:
+        pools_config = self.config.gpu_pools
+        if cluster.mode == "existing":
+            if pools_config:
+                self.problems.add(
+                    f"{NAMESPACE}:gpuPools",
+                    "not allowed with cluster.mode existing: node pools of an existing cluster are "
+                    "not managed here (use gpuNodes and devicePlugin for a generic cluster)",
+                )
+            return ()
+        seen: dict[str, int] = {}
+        resolved: list[GpuPool] = []
+        for i, pool in enumerate(pools_config):
+            path = f"{NAMESPACE}:gpuPools[{i}]"
+            if pool.name in seen:
+                self.problems.add(
+                    f"{path}.name",
+                    f"{pool.name!r} is already used by gpuPools[{seen[pool.name]}]; pool names must "
+                    "be unique",
+                )
+            seen.setdefault(pool.name, i)
+            result = self._pool(pool, path, cluster)
+            if result is not None:
+                resolved.append(result)
+        if cluster.mode == "standard" and cluster.system_pool:
+            reserved = {"system", "default-pool"}
+            for i, pool in enumerate(pools_config):
+                if pool.name in reserved:
+                    self.problems.add(
+                        f"{NAMESPACE}:gpuPools[{i}].name",
+                        f"{pool.name!r} is reserved for the system pool; choose another name",
+                    )
+        return tuple(resolved)
+
+    def _pool(self, pool: GpuPoolConfig, path: str, cluster: ClusterSettings) -> GpuPool | None:
+        errors_before = len(self.problems.items)
+        if not (K8S_NAME.fullmatch(pool.name) and len(pool.name) <= 40):
+            self.problems.add(
+                f"{path}.name",
+                f"{pool.name!r} is not a valid node pool name; use at most 40 lowercase letters, "
+                "digits and hyphens, starting with a letter",
+            )
+        accelerator = self.catalog.accelerator(pool.accelerator)
+        if accelerator is None:
+            self.problems.add(
+                f"{path}.accelerator",
+                f"{pool.accelerator!r} is not a GKE accelerator in the catalog; allowed: "
+                f"{listing(sorted(self.catalog.accelerators))}",
+            )
+            return None
+        self._check_mig(pool, path, accelerator)
+        self._check_labels_and_taints(pool, path)
+        if pool.on_demand_fallback and not pool.spot:
+            self.problems.add(
+                f"{path}.onDemandFallback",
+                "true needs spot: true (the fallback is from Spot to on-demand)",
+            )
+        if cluster.autopilot:
+            result = self._autopilot_profile(pool, path, accelerator)
+        else:
+            result = self._standard_pool(pool, path, accelerator, cluster)
+        return result if len(self.problems.items) == errors_before else None
+
+    def _check_mig(self, pool: GpuPoolConfig, path: str, accelerator: Accelerator) -> None:
+        if pool.mig_partition_size is None:
+            return
+        if not accelerator.mig_partitions:
+            self.problems.add(
+                f"{path}.migPartitionSize",
+                f"{pool.mig_partition_size!r} is not allowed: {accelerator.name} has no MIG; "
+                "GPUs with MIG: "
+                + listing(sorted(a.name for a in self.catalog.accelerators.values() if a.mig_partitions)),
+            )
+        elif pool.mig_partition_size not in accelerator.mig_partitions:
+            self.problems.add(
+                f"{path}.migPartitionSize",
+                f"{pool.mig_partition_size!r} is not a MIG partition of {accelerator.name}; allowed: "
+                f"{listing(accelerator.mig_partitions)}",
+            )
+
+    def _check_labels_and_taints(self, pool: GpuPoolConfig, path: str) -> None:
+        for key, value in pool.labels.items():
+            if not valid_label_key(key):
+                self.problems.add(
+                    f"{path}.labels",
+                    f"key {key!r} is not a valid Kubernetes label key",
+                )
+            elif key.split("/")[0].endswith(("kubernetes.io", "k8s.io", "cloud.google.com")):
+                self.problems.add(
+                    f"{path}.labels",
+                    f"key {key!r} uses a prefix reserved for Kubernetes and GKE",
+                )
+            if len(value) > 63 or not LABEL_VALUE_PATTERN.fullmatch(value):
+                self.problems.add(
+                    f"{path}.labels.{key}",
+                    f"{value!r} is not a valid Kubernetes label value",
+                )
+        seen: set[str] = set()
+        for j, taint in enumerate(pool.taints):
+            tpath = f"{path}.taints[{j}]"
+            if taint.key == GPU_TAINT_KEY:
+                self.problems.add(
+                    f"{tpath}.key",
+                    f"{GPU_TAINT_KEY!r} is declared on every GPU pool already "
+                    f"({GPU_TAINT_KEY}={GPU_TAINT_VALUE}:NoSchedule); remove it",
+                )
+            elif not valid_label_key(taint.key):
+                self.problems.add(f"{tpath}.key", f"{taint.key!r} is not a valid taint key")
+            if taint.value and (len(taint.value) > 63 or not LABEL_VALUE_PATTERN.fullmatch(taint.value)):
+                self.problems.add(f"{tpath}.value", f"{taint.value!r} is not a valid taint value")
+            if (taint.key, taint.effect) in seen:  # type: ignore[comparison-overlap]
+                self.problems.add(f"{tpath}", f"duplicate taint {taint.key}:{taint.effect}")
+            seen.add((taint.key, taint.effect))  # type: ignore[arg-type]
+
+    def _autopilot_profile(self, pool: GpuPoolConfig, path: str, accelerator: Accelerator) -> GpuPool | None:
+        standard_only = {
+            "machine_type": "Autopilot picks the machine for each Pod",
+            "zones": "Autopilot places Pods in the region's zones itself",
+            "min_nodes": "Autopilot scales nodes with the Pods",
+            "max_nodes": "Autopilot scales nodes with the Pods",
+            "local_ssd_count": "Autopilot sizes ephemeral storage from Pod requests",
+            "disk_size_gb": "Autopilot sizes boot disks itself",
+            "disk_type": "Autopilot chooses boot disks itself",
+            "taints": "Autopilot taints its nodes itself",
+            "labels": "Autopilot node labels come from Pod node selectors",
+            "compact_placement": "on Autopilot, compact placement is requested per workload",
+            "queued_provisioning": "on Autopilot, queued provisioning is requested per workload "
+            "through a ProvisioningRequest",
+            "reservation": "on Autopilot, a reservation is consumed per workload with node selectors",
+        }
+        for key, why in standard_only.items():
+            if key in pool.model_fields_set:
+                self.problems.add(
+                    f"{path}.{to_camel(key)}",
+                    f"not allowed on Autopilot ({why}); Standard-only keys: "
+                    + listing(to_camel(k) for k in standard_only),
+                )
+        if pool.driver_version == "INSTALLATION_DISABLED":
+            self.problems.add(
+                f"{path}.driverVersion",
+                "'INSTALLATION_DISABLED' is not allowed on Autopilot (GKE always installs the "
+                "driver); allowed: 'DEFAULT', 'LATEST'",
+            )
+        if not accelerator.autopilot:
+            self.problems.add(
+                f"{path}.accelerator",
+                f"{accelerator.name!r} is not offered on Autopilot; Autopilot accelerators: "
+                + listing(sorted(a.name for a in self.catalog.accelerators.values() if a.autopilot)),
+            )
+            return None
+        if pool.sharing and pool.sharing.strategy == "MPS":
+            self.problems.add(
+                f"{path}.sharing.strategy",
+                "'MPS' is not allowed on Autopilot (GKE supports MPS on Standard only); "
+                "allowed: 'TIME_SHARING'",
+            )
+        count = pool.gpus_per_node or accelerator.autopilot_counts[0]
+        if count not in accelerator.autopilot_counts:
+            self.problems.add(
+                f"{path}.gpusPerNode",
+                f"{count} is not offered for {accelerator.name} on Autopilot; allowed: "
+                f"{listing(accelerator.autopilot_counts)}",
+            )
+        self._check_region_offers(accelerator, f"{path}.accelerator")
+        # The Spot-then-on-demand fallback is a ComputeClass, which (before GKE 1.35) cannot express
+        # GPU sharing or MIG; such profiles select Spot directly instead.
+        partitioned = pool.sharing is not None or pool.mig_partition_size is not None
+        if pool.on_demand_fallback and partitioned:
+            self.problems.add(
+                f"{path}.onDemandFallback",
+                "true is not allowed with sharing or migPartitionSize (the ComputeClass that "
+                "falls back to on-demand cannot express them); set it to false",
+            )
+        fallback = (
+            pool.spot and not partitioned if pool.on_demand_fallback is None else pool.on_demand_fallback
+        )
+        return GpuPool(
+            **common_pool_fields(pool, accelerator, count),
+            on_demand_fallback=fallback,
+            zones=accelerator.zones.get(self.region or "", ()),
+        )
+
+    def _check_region_offers(self, accelerator: Accelerator, path: str) -> None:
+        region = self.region or ""
+        if region in self.catalog.regions and region not in accelerator.zones:
+            self.problems.add(
+                path,
+                f"{accelerator.name!r} is not offered in region {region} (catalog); regions with it: "
+                f"{listing(sorted(accelerator.zones))}",
+            )
+
+    def _standard_pool(
+        self, pool: GpuPoolConfig, path: str, accelerator: Accelerator, cluster: ClusterSettings
+    ) -> GpuPool | None:
+        if "on_demand_fallback" in pool.model_fields_set:
+            self.problems.add(
+                f"{path}.onDemandFallback",
+                "only allowed on Autopilot; on Standard, add a second pool without spot",
+            )
+        if pool.max_nodes is None:
+            self.problems.add(
+                f"{path}.maxNodes",
+                "required on Standard: every GPU pool autoscales up to an explicit limit "
+                f"(it bounds the bill and must fit your {accelerator.name} quota)",
+            )
+        elif pool.min_nodes > pool.max_nodes:
+            self.problems.add(
+                f"{path}.minNodes",
+                f"{pool.min_nodes} is greater than maxNodes {pool.max_nodes}",
+            )
+        machine = self._machine(pool, path, accelerator)
+        if machine is None:
+            return None
+        count = self._gpu_count(pool, path, accelerator, machine)
+        zones = self._zones(pool, path, accelerator, cluster)
+        if zones and pool.min_nodes and pool.max_nodes is not None and pool.min_nodes <= pool.max_nodes:
+            # A pool starts with the same number of nodes in every zone (initial_node_count is per zone).
+            per_zone = -(-pool.min_nodes // len(zones))
+            if per_zone * len(zones) > pool.max_nodes:
+                self.problems.add(
+                    f"{path}.minNodes",
+                    f"{pool.min_nodes} over {len(zones)} zones starts {per_zone} node(s) per zone "
+                    f"({per_zone * len(zones)} nodes), more than maxNodes {pool.max_nodes}; raise maxNodes, "
+                    "make minNodes a multiple of the zone count, or list fewer zones",
+                )
+        self._check_capacity_options(pool, path, machine, zones)
+        local_ssds = self._local_ssds(pool, path, machine)
+        disk_type = self._disk_type(pool, path, machine)
+        return GpuPool(
+            **common_pool_fields(pool, accelerator, count),
+            machine_type=machine.name,
+            min_nodes=pool.min_nodes,
+            max_nodes=pool.max_nodes,
+            zones=zones,
+            reservation=Reservation(pool.reservation.type, pool.reservation.name),
+            queued_provisioning=pool.queued_provisioning,
+            compact_placement=pool.compact_placement,
+            local_ssd_count=local_ssds,
+            disk_size_gb=pool.disk_size_gb,
+            disk_type=disk_type,
+            labels=dict(pool.labels),
+            taints=tuple(Taint(t.key, t.value, t.effect) for t in pool.taints),
+        )
+
+    def _machine(self, pool: GpuPoolConfig, path: str, accelerator: Accelerator) -> MachineType | None:
+        if pool.machine_type is None:
+            count = pool.gpus_per_node or accelerator.allowed_counts[0]
+            name = accelerator.default_machine_types.get(count)
+            if name is None:
+                self.problems.add(
+                    f"{path}.gpusPerNode",
+                    f"{count} is not offered for {accelerator.name}; allowed: "
+                    f"{listing(accelerator.allowed_counts)}",
+                )
+                return None
+            machine = accelerator.machine_type(name)
+            assert machine is not None, f"catalog default {name} missing for {accelerator.name}"
+            return machine
+        machine = accelerator.machine_type(pool.machine_type)
+        if machine is None:
+            self.problems.add(
+                f"{path}.machineType",
+                f"{pool.machine_type!r} cannot carry {accelerator.name}; allowed: "
+                f"{listing(accelerator.machine_type_examples())}",
+            )
+        return machine
+
+    def _gpu_count(
+        self, pool: GpuPoolConfig, path: str, accelerator: Accelerator, machine: MachineType
+    ) -> int:
+        allowed = accelerator.counts_for(machine)
+        if not allowed:
+            limits = ", ".join(
+                f"{n} GPU(s): <= {lim.max_vcpus} vCPUs and {lim.max_memory_gb:g} GB"
+                for n, lim in sorted(accelerator.attach_limits.items())
+            )
+            self.problems.add(
+                f"{path}.machineType",
+                f"{machine.name!r} ({machine.vcpus} vCPUs, {machine.memory_gb:g} GB) is too large "
+                f"for any count of {accelerator.name}; N1 limits: {limits}",
+            )
+            return pool.gpus_per_node or 0
+        if pool.gpus_per_node is None:
+            return allowed[0]
+        if pool.gpus_per_node not in allowed:
+            self.problems.add(
+                f"{path}.gpusPerNode",
+                f"{pool.gpus_per_node} is not allowed for {accelerator.name} on {machine.name}; "
+                f"allowed: {listing(allowed)}",
+            )
+        return pool.gpus_per_node
+
+    def _zones(
+        self, pool: GpuPoolConfig, path: str, accelerator: Accelerator, cluster: ClusterSettings
+    ) -> tuple[str, ...]:
+        region = self.region or ""
+        offered = accelerator.zones.get(region)
+        known_region = region in self.catalog.regions
+        cluster_zone = cluster.location if ZONE_PATTERN.fullmatch(cluster.location) else None
+        if pool.zones is None:
+            if known_region and not offered:
+                self._check_region_offers(accelerator, f"{path}.accelerator")
+                return ()
+            if not known_region:
+                self.problems.add(
+                    f"{path}.zones",
+                    f"required: the catalog has no zone data for region {region}, so it cannot pick "
+                    f"zones with {accelerator.name}; catalog regions: "
+                    f"{listing(self.catalog.regions)}",
+                )
+                return ()
+            assert offered is not None
+            if cluster_zone:
+                if cluster_zone not in offered:
+                    self.problems.add(
+                        f"{path}.zones",
+                        f"required: the cluster's zone {cluster_zone} does not offer "
+                        f"{accelerator.name}; zones of {region} that do: {listing(offered)}",
+                    )
+                    return ()
+                return (cluster_zone,)
+            if pool.compact_placement:
+                self.problems.add(
+                    f"{path}.zones",
+                    "required with compactPlacement: compact placement needs exactly one zone; "
+                    f"zones with {accelerator.name}: {listing(offered)}",
+                )
+            return tuple(offered)
+        if not pool.zones:
+            self.problems.add(f"{path}.zones", "must not be empty; leave it out to use the catalog")
+        if len(set(pool.zones)) != len(pool.zones):
+            self.problems.add(f"{path}.zones", f"{pool.zones} lists a zone twice")
+        for j, zone in enumerate(pool.zones):
+            match = ZONE_PATTERN.fullmatch(zone)
+            if not match or match.group(1) != region:
+                self.problems.add(
+                    f"{path}.zones[{j}]",
+                    f"{zone!r} is not a zone of region {region}; allowed: "
+                    f"{listing(offered or [f'{region}-<a..f>'])}",
+                )
+            elif known_region and zone not in (offered or ()):
+                self.problems.add(
+                    f"{path}.zones[{j}]",
+                    f"{zone!r} does not offer {accelerator.name}; zones of {region} that do: "
+                    f"{listing(offered or ())}",
+                )
+        if not known_region and pool.zones:
+            self.warnings.append(
+                f"{path}.zones: region {region} is not in the accelerator catalog, so "
+                f"{listing(pool.zones)} could not be checked for {accelerator.name}"
+            )
+        return tuple(pool.zones)
+
+    def _check_capacity_options(
+        self, pool: GpuPoolConfig, path: str, machine: MachineType, zones: tuple[str, ...]
+    ) -> None:
+        res = pool.reservation
+        if res.type == "SPECIFIC":
+            if not res.name:
+                self.problems.add(
+                    f"{path}.reservation.name",
+                    "required with reservation.type SPECIFIC (the reservation's name, or "
+                    "projects/<project>/reservations/<name> for a shared one)",
+                )
+            elif not RESERVATION_PATTERN.fullmatch(res.name):
+                self.problems.add(
+                    f"{path}.reservation.name",
+                    f"{res.name!r} is not a reservation name or projects/<project>/reservations/<name>",
+                )
+        elif res.name is not None:
+            self.problems.add(
+                f"{path}.reservation.name",
+                f"only allowed with reservation.type SPECIFIC (type is {res.type})",
+            )
+        if res.type == "SPECIFIC" and len(zones) > 1:
+            self.problems.add(
+                f"{path}.zones",
+                f"{list(zones)} has {len(zones)} zones, but a specific reservation is zonal: list "
+                "exactly the reservation's zone",
+            )
+        if pool.spot and res.type != "NONE":
+            self.problems.add(
+                f"{path}.spot",
+                f"true is not allowed with reservation.type {res.type}: Spot VMs do not consume "
+                "reservations; use spot: false or reservation.type NONE",
+            )
+        if pool.queued_provisioning:
+            if pool.spot:
+                self.problems.add(
+                    f"{path}.spot",
+                    "true is not allowed with queuedProvisioning: queued provisioning obtains "
+                    "on-demand capacity through ProvisioningRequests",
+                )
+            if res.type != "NONE":
+                self.problems.add(
+                    f"{path}.reservation.type",
+                    f"{res.type!r} is not allowed with queuedProvisioning; allowed: 'NONE'",
+                )
+            if pool.min_nodes != 0:
+                self.problems.add(
+                    f"{path}.minNodes",
+                    f"{pool.min_nodes} is not allowed with queuedProvisioning; allowed: 0 (nodes "
+                    "exist only while a ProvisioningRequest holds them)",
+                )
+            if pool.compact_placement:
+                self.problems.add(
+                    f"{path}.compactPlacement",
+                    "true is not allowed with queuedProvisioning (GKE refuses compact placement "
+                    "for queued GPU pools)",
+                )
+            if not machine.queued_provisioning:
+                self.problems.add(
+                    f"{path}.queuedProvisioning",
+                    f"true is not allowed: {machine.name} is not offered through queued provisioning",
+                )
+        if pool.compact_placement:
+            if machine.series == "n1":
+                self.problems.add(
+                    f"{path}.compactPlacement",
+                    "true is not allowed on N1 machine types (compact placement needs A2, A3, A4, G2 or G4)",
+                )
+            if pool.zones is not None and len(zones) != 1:
+                self.problems.add(
+                    f"{path}.zones",
+                    f"{list(zones)} has {len(zones)} zones; compactPlacement needs exactly one",
+                )
+
+    def _local_ssds(self, pool: GpuPoolConfig, path: str, machine: MachineType) -> int:
+        requested = pool.local_ssd_count
+        if machine.bundled_local_ssds:
+            if requested is not None and requested != machine.bundled_local_ssds:
+                self.problems.add(
+                    f"{path}.localSsdCount",
+                    f"{requested} is not allowed: {machine.name} comes with "
+                    f"{machine.bundled_local_ssds} Local SSDs; allowed: "
+                    f"{machine.bundled_local_ssds} (or leave it out)",
+                )
+            return machine.bundled_local_ssds
+        if not requested:
+            return 0
+        if requested not in machine.local_ssd_counts:
+            self.problems.add(
+                f"{path}.localSsdCount",
+                f"{requested} is not allowed on {machine.name}; allowed: {listing(machine.local_ssd_counts)}",
+            )
+        return requested
+
+    def _disk_type(self, pool: GpuPoolConfig, path: str, machine: MachineType) -> str | None:
+        allowed = self.catalog.boot_disk_types(machine)
+        if pool.disk_type is None:
+            return allowed[0] if allowed else None
+        if allowed and pool.disk_type not in allowed:
+            self.problems.add(
+                f"{path}.diskType",
+                f"{pool.disk_type!r} is not a boot disk type of {machine.name}; allowed: {listing(allowed)}",
+            )
+        return pool.disk_type
+
+    # -- monitoring, workloads, existing clusters -------------------------------------------------
+
+
+def common_pool_fields(pool: GpuPoolConfig, accelerator: Accelerator, count: int) -> dict[str, Any]:
+    """The GpuPool fields that Standard pools and Autopilot profiles resolve the same way."""
+    sharing = pool.sharing
+    return {
+        "name": pool.name,
+        "accelerator": accelerator.name,
+        "gpus_per_node": count,
+        "gpu_memory_gb": accelerator.memory_gb,
+        "spot": pool.spot,
+        "driver_version": pool.driver_version,
+        "sharing": Sharing(sharing.strategy, sharing.max_clients_per_gpu) if sharing else None,
+        "mig_partition_size": pool.mig_partition_size,
+        "mig_partitions_per_gpu": accelerator.mig_partitions.get(pool.mig_partition_size or "", 1),
+    }

@@ -1,0 +1,225 @@
+"""Pass 2 rules for monitoring, sample workloads and the GPU layer of an existing cluster."""
+
+from __future__ import annotations
+
+from pydantic.alias_generators import to_camel
+
+from components.config_common import (
+    CHANNEL_PATTERN,
+    DNS_SUBDOMAIN,
+    K8S_NAME,
+    LABEL_VALUE_PATTERN,
+    NAMESPACE,
+    listing,
+    valid_label_key,
+)
+from components.config_schema import DevicePluginConfig, RuleBase, dashboard_on
+from components.images import BLACKWELL_ACCELERATORS
+from components.settings import (
+    AlertSettings,
+    ClusterSettings,
+    DevicePluginSettings,
+    GpuPool,
+    MonitoringSettings,
+    Workload,
+)
+
+
+class WorkloadRules(RuleBase):
+    def _monitoring(self, cluster: ClusterSettings, pools: tuple[GpuPool, ...]) -> MonitoringSettings:
+        m = self.config.monitoring
+        prefix = f"{NAMESPACE}:monitoring"
+        generic = cluster.mode == "existing" and cluster.flavor == "generic"
+        dcgm = m.dcgm or ("exporter" if generic else "managed")
+        if dcgm == "managed":
+            if cluster.mode == "existing" and cluster.flavor == "generic":
+                self.problems.add(
+                    f"{prefix}.dcgm",
+                    "'managed' is GKE's DCGM and needs a GKE cluster; on a generic cluster use "
+                    "'exporter' or 'none'",
+                )
+            for i, pool in enumerate(self.config.gpu_pools):
+                if pool.driver_version == "INSTALLATION_DISABLED":
+                    self.problems.add(
+                        f"{NAMESPACE}:gpuPools[{i}].driverVersion",
+                        "'INSTALLATION_DISABLED' is not allowed with monitoring.dcgm managed: GKE's "
+                        "DCGM needs GKE-installed drivers; use DEFAULT or LATEST, or dcgm: exporter",
+                    )
+        if dcgm == "exporter" and cluster.autopilot:
+            self.problems.add(
+                f"{prefix}.dcgm",
+                "'exporter' is not allowed on Autopilot (the exporter needs a privileged Pod and "
+                "host paths, which Autopilot refuses); allowed: 'managed', 'none'",
+            )
+        scrape = m.scrape
+        if scrape is not None:
+            if dcgm != "exporter":
+                self.problems.add(f"{prefix}.scrape", f"only allowed with dcgm: exporter (dcgm is {dcgm})")
+            elif not generic and scrape != "podMonitoring":
+                self.problems.add(
+                    f"{prefix}.scrape",
+                    f"{scrape!r} is not allowed on GKE, where Managed Prometheus scrapes through a "
+                    "PodMonitoring; allowed: 'podMonitoring'",
+                )
+        elif dcgm == "exporter":
+            scrape = "serviceMonitor" if generic else "podMonitoring"
+
+        alerts: AlertSettings | None = None
+        a = m.alerts
+        if a.enabled and generic:
+            self.problems.add(
+                f"{prefix}.alerts.enabled",
+                "true is not allowed on a generic cluster: the alert policies are Cloud Monitoring "
+                "PromQL over Managed Service for Prometheus, and this cluster's exporter is scraped by "
+                "your own Prometheus; alert there instead",
+            )
+        if a.enabled:
+            if not a.notification_channels:
+                self.problems.add(
+                    f"{prefix}.alerts.notificationChannels",
+                    "required when alerts.enabled is true: at least one "
+                    "projects/<project>/notificationChannels/<id>",
+                )
+            for j, channel in enumerate(a.notification_channels):
+                if not CHANNEL_PATTERN.fullmatch(channel):
+                    self.problems.add(
+                        f"{prefix}.alerts.notificationChannels[{j}]",
+                        f"{channel!r} is not projects/<project>/notificationChannels/<id>",
+                    )
+            alerts = AlertSettings(
+                tuple(a.notification_channels),
+                a.idle_gpu_minutes,
+                a.idle_gpu_utilization_percent,
+                a.xid_errors and dcgm != "none",
+            )
+        elif "notification_channels" in a.model_fields_set and a.notification_channels:
+            self.warnings.append(
+                f"{prefix}.alerts.notificationChannels: set but alerts.enabled is false, so no "
+                "alert policy is created"
+            )
+        scraper_namespace = None
+        if dcgm == "exporter":
+            scraper_namespace = m.scraper_namespace or ("monitoring" if generic else "gmp-system")
+        return MonitoringSettings(dcgm, dashboard_on(self.config), alerts, scrape, scraper_namespace)
+
+    def _workloads(self, cluster: ClusterSettings, pools: tuple[GpuPool, ...]) -> tuple[Workload, ...]:
+        result: list[Workload] = []
+        names = [p.name for p in pools]
+        seen: set[tuple[str, str | None]] = set()
+        for i, w in enumerate(self.config.workloads):
+            path = f"{NAMESPACE}:workloads[{i}]"
+            if cluster.mode == "existing":
+                if w.pool is not None:
+                    self.problems.add(
+                        f"{path}.pool",
+                        "not allowed with cluster.mode existing: workloads land on any GPU node",
+                    )
+                pool = None
+            else:
+                if not pools:
+                    self.problems.add(
+                        f"{path}",
+                        f"{w.name!r} needs a GPU pool, and gke-gpu:gpuPools is empty",
+                    )
+                    continue
+                pool_name = w.pool or names[0]
+                if pool_name not in names:
+                    self.problems.add(
+                        f"{path}.pool",
+                        f"{pool_name!r} is not a GPU pool of this stack; allowed: {listing(names)}",
+                    )
+                    continue
+                pool_obj = next(p for p in pools if p.name == pool_name)
+                if pool_obj.queued_provisioning:
+                    self.problems.add(
+                        f"{path}.pool",
+                        f"{pool_name!r} uses queued provisioning, whose nodes come only through a "
+                        "ProvisioningRequest; choose a pool without queuedProvisioning",
+                    )
+                    continue
+                if (
+                    w.name == "pytorch-smoke"
+                    and pool_obj.accelerator in BLACKWELL_ACCELERATORS
+                    and pool_obj.driver_version != "LATEST"
+                ):
+                    self.problems.add(
+                        f"{path}.pool",
+                        f"{pool_name!r} ({pool_obj.accelerator}) runs pytorch-smoke on the CUDA 13 build of "
+                        "PyTorch (Blackwell needs it), which needs an R580+ driver: set the pool's "
+                        "driverVersion: LATEST",
+                    )
+                    continue
+                if w.name == "sharing-demo" and pool_obj.sharing is None:
+                    self.problems.add(
+                        f"{path}.pool",
+                        f"{pool_name!r} has no sharing; sharing-demo needs a pool with "
+                        "sharing (TIME_SHARING or MPS); pools with sharing: "
+                        + listing(p.name for p in pools if p.sharing),
+                    )
+                    continue
+                pool = pool_name
+            if w.name == "sharing-demo" and cluster.mode == "existing":
+                plugin = self.config.device_plugin
+                if cluster.flavor != "generic" or not (plugin and plugin.sharing):
+                    self.problems.add(
+                        f"{path}.name",
+                        "'sharing-demo' on an existing cluster needs flavor generic with "
+                        "devicePlugin.sharing.timeSlicing",
+                    )
+                    continue
+            if w.replicas is not None and w.name != "sharing-demo":
+                self.problems.add(f"{path}.replicas", "only allowed for sharing-demo")
+            if (w.name, pool) in seen:
+                self.problems.add(f"{path}", f"{w.name!r} on pool {pool!r} is listed twice")
+            seen.add((w.name, pool))
+            result.append(Workload(w.name, pool, w.replicas))
+        return tuple(result)
+
+    def _existing_gpu_layer(
+        self, cluster: ClusterSettings
+    ) -> tuple[DevicePluginSettings | None, tuple[str, ...]]:
+        cfg = self.config
+        generic = cluster.mode == "existing" and cluster.flavor == "generic"
+        if not generic:
+            for key in ("device_plugin", "gpu_nodes"):
+                if key in cfg.model_fields_set:
+                    self.problems.add(
+                        f"{NAMESPACE}:{to_camel(key)}",
+                        "only allowed with cluster.mode existing and cluster.flavor generic "
+                        "(GKE ships its own device plugin and labels its GPU nodes)",
+                    )
+            return None, ()
+        plugin = cfg.device_plugin or DevicePluginConfig()
+        label = plugin.gpu_node_label
+        key, _, value = label.partition("=")
+        if (
+            "=" not in label
+            or not key
+            or not valid_label_key(key)
+            or not LABEL_VALUE_PATTERN.fullmatch(value)
+        ):
+            self.problems.add(
+                f"{NAMESPACE}:devicePlugin.gpuNodeLabel",
+                f"{label!r} is not a Kubernetes label selector of the form key=value (e.g. "
+                "nvidia.com/gpu.present=true or gpus=true)",
+            )
+        nodes = tuple(cfg.gpu_nodes or ())
+        for j, node in enumerate(nodes):
+            if not DNS_SUBDOMAIN.fullmatch(node) or len(node) > 253:
+                self.problems.add(f"{NAMESPACE}:gpuNodes[{j}]", f"{node!r} is not a Kubernetes node name")
+        if len(set(nodes)) != len(nodes):
+            self.problems.add(f"{NAMESPACE}:gpuNodes", "lists a node twice")
+        replicas = plugin.sharing.time_slicing.replicas if plugin.sharing else None
+        if plugin.runtime_class_name is not None and not K8S_NAME.fullmatch(plugin.runtime_class_name):
+            self.problems.add(
+                f"{NAMESPACE}:devicePlugin.runtimeClassName",
+                f"{plugin.runtime_class_name!r} is not a RuntimeClass name (e.g. nvidia)",
+            )
+        settings = DevicePluginSettings(
+            key,
+            value,
+            replicas,
+            taint_gpu_nodes=plugin.taint_gpu_nodes,
+            runtime_class_name=plugin.runtime_class_name,
+        )
+        return settings, nodes

@@ -1,0 +1,201 @@
+"""The resolved settings handed to the components: frozen, every default filled in."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from components.config_common import GPU_TAINT_KEY, GPU_TAINT_VALUE
+from components.config_schema import ExistingNetworkConfig
+
+# --------------------------------------------------------------------------------------------------
+# The resolved settings handed to the components (every default filled in).
+
+
+@dataclass(frozen=True)
+class Sharing:
+    strategy: Literal["TIME_SHARING", "MPS"]
+    max_clients_per_gpu: int
+
+    @property
+    def label_value(self) -> str:
+        """Value of the node label `cloud.google.com/gke-gpu-sharing-strategy`."""
+        return {"TIME_SHARING": "time-sharing", "MPS": "mps"}[self.strategy]
+
+
+@dataclass(frozen=True)
+class Reservation:
+    type: Literal["NONE", "ANY", "SPECIFIC"] = "NONE"
+    name: str | None = None
+
+    @property
+    def api_type(self) -> str:
+        return {
+            "NONE": "NO_RESERVATION",
+            "ANY": "ANY_RESERVATION",
+            "SPECIFIC": "SPECIFIC_RESERVATION",
+        }[self.type]
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str
+    effect: Literal["NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE"]
+
+    @property
+    def kubernetes_effect(self) -> str:
+        return {
+            "NO_SCHEDULE": "NoSchedule",
+            "PREFER_NO_SCHEDULE": "PreferNoSchedule",
+            "NO_EXECUTE": "NoExecute",
+        }[self.effect]
+
+
+GPU_TAINT = Taint(GPU_TAINT_KEY, GPU_TAINT_VALUE, "NO_SCHEDULE")
+
+
+@dataclass(frozen=True)
+class GpuPool:
+    """One GPU node pool (Standard) or GPU profile (Autopilot), every default resolved."""
+
+    name: str
+    accelerator: str
+    gpus_per_node: int
+    gpu_memory_gb: int
+    spot: bool
+    driver_version: Literal["DEFAULT", "LATEST", "INSTALLATION_DISABLED"]
+    sharing: Sharing | None = None
+    mig_partition_size: str | None = None
+    # Standard only (None / empty on Autopilot).
+    machine_type: str | None = None
+    min_nodes: int = 0
+    max_nodes: int | None = None
+    zones: tuple[str, ...] = ()
+    reservation: Reservation = Reservation()
+    queued_provisioning: bool = False
+    compact_placement: bool = False
+    local_ssd_count: int = 0
+    disk_size_gb: int = 200
+    disk_type: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    # Autopilot only: Spot first, on-demand when Spot capacity is out (through a ComputeClass).
+    on_demand_fallback: bool = False
+    mig_partitions_per_gpu: int = 1
+
+    @property
+    def all_taints(self) -> tuple[Taint, ...]:
+        """The GPU taint the program always declares, then the pool's own."""
+        return (GPU_TAINT, *self.taints)
+
+    @property
+    def schedulable_gpus_per_node(self) -> int:
+        """`nvidia.com/gpu` a node advertises: GPUs x MIG partitions x sharing clients."""
+        clients = self.sharing.max_clients_per_gpu if self.sharing else 1
+        return self.gpus_per_node * self.mig_partitions_per_gpu * clients
+
+
+@dataclass(frozen=True)
+class NetworkSettings:
+    """Either CIDRs for a new VPC, or the names of an existing VPC, subnet and ranges."""
+
+    subnet_cidr: str | None
+    pods_cidr: str | None
+    services_cidr: str | None
+    existing: ExistingNetworkConfig | None = None
+    # Fraction of flows logged on the new subnet (0: flow logs off; None for an existing network).
+    flow_log_sampling: float | None = 0.5
+
+
+@dataclass(frozen=True)
+class SystemPool:
+    machine_type: str
+    min_nodes: int
+    max_nodes: int
+    spot: bool
+    disk_size_gb: int
+
+
+@dataclass(frozen=True)
+class AuthorizedNetwork:
+    cidr_block: str
+    display_name: str
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    mode: Literal["autopilot", "standard", "existing"]
+    name: str
+    location: str
+    release_channel: str = "REGULAR"
+    private_nodes: bool = True
+    authorized_networks: tuple[AuthorizedNetwork, ...] = ()
+    deletion_protection: bool = True
+    system_pool: SystemPool | None = None
+    # False: the IP endpoint is private (reachable from the VPC); True: public, limited to
+    # authorized_networks (or open to any address when the stack says so explicitly).
+    public_endpoint: bool = False
+    binary_authorization: bool = False
+    # mode: existing
+    kubeconfig: str | None = field(default=None, repr=False)
+    context: str | None = None
+    flavor: Literal["gke", "generic"] | None = None
+
+    @property
+    def autopilot(self) -> bool:
+        return self.mode == "autopilot"
+
+    @property
+    def on_gke(self) -> bool:
+        """True when the GPU nodes are GKE nodes (drivers, labels and device plugin from GKE)."""
+        return self.mode != "existing" or self.flavor == "gke"
+
+
+@dataclass(frozen=True)
+class AlertSettings:
+    notification_channels: tuple[str, ...]
+    idle_gpu_minutes: int
+    idle_gpu_utilization_percent: float
+    xid_errors: bool
+
+
+@dataclass(frozen=True)
+class MonitoringSettings:
+    dcgm: Literal["managed", "exporter", "none"]
+    dashboard: bool
+    alerts: AlertSettings | None
+    scrape: Literal["podMonitoring", "serviceMonitor", "annotations"] | None
+    # Set with dcgm exporter: the namespace allowed to reach the exporter's metrics port.
+    scraper_namespace: str | None = None
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    pool: str | None
+    replicas: int | None = None
+
+
+@dataclass(frozen=True)
+class DevicePluginSettings:
+    node_label_key: str
+    node_label_value: str
+    time_slicing_replicas: int | None
+    taint_gpu_nodes: bool = True
+    runtime_class_name: str | None = None
+
+
+@dataclass(frozen=True)
+class Settings:
+    project: str | None
+    region: str | None
+    stack: str
+    cluster: ClusterSettings
+    network: NetworkSettings | None
+    gpu_pools: tuple[GpuPool, ...]
+    monitoring: MonitoringSettings
+    workloads: tuple[Workload, ...]
+    device_plugin: DevicePluginSettings | None = None
+    gpu_nodes: tuple[str, ...] = ()
