@@ -78,6 +78,14 @@ class Accelerator:
     zones: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # Free-form caveats shown to users (e.g. "1g/2g/4g only as Spot or flex-start").
     notes: tuple[str, ...] = ()
+    # GPU count -> the first GKE version that offers it on Autopilot.
+    autopilot_min_versions: dict[int, str] = field(default_factory=dict)
+    # MPS clients one GPU serves (16 before Volta, 48 from Volta on).
+    mps_max_clients: int = 48
+    # Host CPU architecture of the machine types ("arm64" for A4X).
+    arch: str = "amd64"
+    # False where the machine types are not sold as Spot VMs.
+    spot: bool = True
     n1_local_ssd_counts: tuple[int, ...] = ()
 
     @property
@@ -147,7 +155,15 @@ class Catalog:
     captured: str
     accelerators: dict[str, Accelerator]
     series: dict[str, Series]
+    # Regions with zone data for at least one accelerator.
     regions: tuple[str, ...]
+    # Every Compute Engine region (gcp:region must be one).
+    gcp_regions: tuple[str, ...] = ()
+
+    @property
+    def gpu_series(self) -> frozenset[str]:
+        """Machine series that carry GPUs by construction (G2, A2, A3, A4, A4X, G4)."""
+        return frozenset(m.series for a in self.accelerators.values() for m in a.machine_types.values())
 
     def accelerator(self, name: str) -> Accelerator | None:
         return self.accelerators.get(name)
@@ -198,6 +214,12 @@ def _parse(raw: dict[str, Any]) -> Catalog:
             autopilot_counts=tuple(spec.get("autopilotCounts") or ()),
             zones=zones,
             notes=tuple(spec.get("notes") or ()),
+            autopilot_min_versions={
+                int(k): str(v) for k, v in (spec.get("autopilotMinVersions") or {}).items()
+            },
+            mps_max_clients=int(spec.get("mpsMaxClients", 48)),
+            arch=str(spec.get("arch", "amd64")),
+            spot=bool(spec.get("spot", True)),
             n1_local_ssd_counts=tuple(raw.get("n1LocalSsdCounts") or ()) if attach_limits else (),
         )
     series = {name: Series(name, tuple(spec["bootDiskTypes"])) for name, spec in raw["series"].items()}
@@ -206,6 +228,7 @@ def _parse(raw: dict[str, Any]) -> Catalog:
         accelerators=accelerators,
         series=series,
         regions=tuple(sorted(regions)),
+        gcp_regions=tuple(sorted(raw.get("gcpRegions") or ())),
     )
 
 

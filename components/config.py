@@ -15,29 +15,31 @@ is resolved (machine type, zones, disk type, cluster name), so components never 
 
 from __future__ import annotations
 
-import json
-import re
+import difflib
 from collections.abc import Mapping
 from typing import Any
 
 import pulumi
-from pydantic import ValidationError
 
 from components.catalog import Catalog, load_catalog
+from components.config_broken import Broken
 from components.config_cluster import ClusterRules
 from components.config_common import (
     GPU_TAINT_KEY,
     GPU_TAINT_VALUE,
     MAX_SHARED_CLIENTS,
     NAMESPACE,
-    REGION_PATTERN,
-    TOP_LEVEL_KEYS,
+    PROJECT_PATTERN,
     WORKLOAD_NAMES,
     ConfigError,
     Problems,
+    cut,
+    listing,
 )
+from components.config_keys import check_config_keys
 from components.config_pools import PoolRules
-from components.config_schema import StackConfig, dashboard_on, describe_pydantic_error
+from components.config_schema import StackConfig, dashboard_on
+from components.config_shape import validate_shape
 from components.config_workloads import WorkloadRules
 from components.settings import (
     GPU_TAINT,
@@ -94,8 +96,10 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules):
         region: str | None,
         stack: str,
         catalog: Catalog,
+        broken: Broken,
     ) -> None:
         self.config = config
+        self.broken = broken
         self.project = project
         self.region = region
         self.stack = stack
@@ -108,26 +112,32 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules):
     def resolve(self) -> Settings:
         cfg = self.config
         mode = cfg.cluster.mode
+        self.region_ok = False
         if mode != "existing" or dashboard_on(cfg) or cfg.monitoring.alerts.enabled:
             self._require_gcp(needed_for=None if mode != "existing" else "the dashboard or alerts")
+        broken = self.broken.sections
         cluster = self._cluster()
-        network = self._network() if mode != "existing" else self._no_network()
+        if mode == "existing":
+            network = self._no_network()
+        else:
+            network = None if "network" in broken else self._network()
         pools = self._pools(cluster)
-        monitoring = self._monitoring(cluster, pools)
+        monitoring = (
+            MonitoringSettings("none", False, None, None)
+            if "monitoring" in broken
+            else self._monitoring(cluster, pools)
+        )
         workloads = self._workloads(cluster, pools)
-        device_plugin, gpu_nodes = self._existing_gpu_layer(cluster)
-        if network is not None and cluster.mode == "standard":
+        if {"devicePlugin", "gpuNodes"} & broken:
+            device_plugin, gpu_nodes = None, ()
+        else:
+            device_plugin, gpu_nodes = self._existing_gpu_layer(cluster)
+        if network is not None and cluster.mode == "standard" and not self.broken.any_pool():
             self._check_address_capacity(network, cluster, pools)
         if network is not None and network.existing is not None and cluster.private_nodes:
             self.warnings.append(
                 f"{NAMESPACE}:network.existing: private nodes have no external IP; the samples and the "
                 "DCGM exporter pull from nvcr.io and docker.io, so the subnet needs Cloud NAT"
-            )
-        if cluster.mode != "existing" and cluster.deletion_protection and not cluster.authorized_networks:
-            self.warnings.append(
-                f"{NAMESPACE}:cluster.masterAuthorizedNetworks: empty, so the control plane's public "
-                "endpoint accepts connections from any address (authentication is still required); "
-                "see README 'Access'"
             )
         if self.problems.items:
             raise ConfigError(self.problems.items)
@@ -151,20 +161,29 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules):
                 "gcp:project",
                 f"required{suffix}; set it with `pulumi config set gcp:project <project-id>`",
             )
-        elif not re.fullmatch(r"[a-z][-a-z0-9]{4,28}[a-z0-9]", self.project):
+        elif not PROJECT_PATTERN.fullmatch(self.project):
             self.problems.add(
                 "gcp:project",
-                f"{self.project!r} is not a GCP project ID (6-30 lowercase letters, digits, hyphens)",
+                f"{cut(self.project)} is not a GCP project ID (6-30 lowercase letters, digits, hyphens, "
+                "starting with a letter)",
             )
         if self.config.cluster.mode == "existing":
             return
+        regions = self.catalog.gcp_regions
         if not self.region:
             self.problems.add(
                 "gcp:region",
                 f"required{suffix}; set it with `pulumi config set gcp:region us-central1`",
             )
-        elif not REGION_PATTERN.fullmatch(self.region):
-            self.problems.add("gcp:region", f"{self.region!r} is not a GCP region name (e.g. us-central1)")
+        elif self.region not in regions:
+            close = difflib.get_close_matches(self.region, regions, n=1, cutoff=0.75)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            self.problems.add(
+                "gcp:region",
+                f"{cut(self.region)} is not a Compute Engine region; {hint}regions: {listing(regions)}",
+            )
+        else:
+            self.region_ok = True
 
     # -- network ----------------------------------------------------------------------------------
 
@@ -183,40 +202,59 @@ def parse_settings(
 ) -> tuple[Settings, list[str]]:
     """Validate the `gke-gpu:` config (keys without the namespace) and resolve it into Settings.
 
-    Returns the settings and any warnings; raises ConfigError with every problem found.
+    Returns the settings and any warnings; raises ConfigError with every problem found. Validation
+    is staged: each section (and each pool or workload) is shape-checked on its own, and a rule of
+    the second pass runs only when the values it reads passed their own checks, so one run lists
+    every independent problem and no follow-on ones.
     """
-    unknown = sorted(set(raw) - set(TOP_LEVEL_KEYS))
-    problems = [
-        f"{NAMESPACE}:{key}: unknown key; allowed keys: "
-        + ", ".join(f"{NAMESPACE}:{k}" for k in TOP_LEVEL_KEYS)
-        for key in unknown
-    ]
-    if "cluster" not in raw:
-        problems.append(
-            f"{NAMESPACE}:cluster: required; at least `{NAMESPACE}:cluster: {{mode: autopilot}}` "
-            "(autopilot, standard or existing)"
-        )
-    try:
-        config = StackConfig.model_validate(
-            {k: v for k, v in raw.items() if v is not None and k in TOP_LEVEL_KEYS}
-        )
-    except ValidationError as exc:
-        problems += [
-            describe_pydantic_error(e)
-            for e in exc.errors()
-            if not (e["type"] == "missing" and tuple(e["loc"]) == ("cluster",))
-        ]
-    if problems:
+    shape = validate_shape(raw)
+    problems = list(shape.problems)
+    if shape.config is None:
         raise ConfigError(problems)
     resolver = _Resolver(
-        config,
+        shape.config,
         project=project,
         region=region,
         stack=stack,
         catalog=catalog or load_catalog(),
+        broken=shape.broken,
     )
-    settings = resolver.resolve()
+    try:
+        settings = resolver.resolve()
+    except ConfigError as exc:
+        raise ConfigError([*problems, *exc.problems]) from None
+    if problems:
+        raise ConfigError(problems)
     return settings, resolver.warnings
+
+
+def settings_from_config(config: Mapping[str, str], *, stack: str) -> tuple[Settings, list[str]]:
+    """Validate a whole stack config as the engine passes it (`namespace:key` -> string).
+
+    Every key is accounted for (see :mod:`components.config_keys`); `gke-gpu:` values are decoded
+    from the engine's JSON with bounds on depth and size; then :func:`parse_settings` runs.
+    """
+    from components.stack_file import StackFileError, decode_config_value
+
+    problems = check_config_keys(config)
+    raw: dict[str, Any] = {}
+    for key, text in config.items():
+        namespace, _, name = key.partition(":")
+        if namespace != NAMESPACE or text is None:
+            continue
+        try:
+            raw[name] = decode_config_value(key, text)
+        except StackFileError as exc:
+            problems.append(str(exc))
+    project = config.get("gcp:project")
+    region = config.get("gcp:region")
+    try:
+        settings, warnings = parse_settings(raw, project=project, region=region, stack=stack)
+    except ConfigError as exc:
+        raise ConfigError([*problems, *exc.problems]) from None
+    if problems:
+        raise ConfigError(problems)
+    return settings, warnings
 
 
 def _all_config_keys() -> set[str]:
@@ -230,27 +268,12 @@ def load_settings() -> Settings:
     """Read this stack's config from the Pulumi engine and validate it. The only reader of config."""
     from pulumi.runtime import config as runtime_config
 
-    raw: dict[str, Any] = {}
-    for key in sorted(_all_config_keys()):
-        namespace, _, name = key.partition(":")
-        if namespace != NAMESPACE:
-            continue
-        # Read through the runtime rather than pulumi.Config so that a secret nested in an object
-        # (cluster.kubeconfig) does not trigger the "use get_secret" warning; the program wraps it
-        # in Output.secret itself before handing it to a provider.
-        text = runtime_config.get_config(key)
-        if text is None:
-            continue
-        try:
-            raw[name] = json.loads(text)
-        except (json.JSONDecodeError, TypeError):
-            raw[name] = text
-    gcp = pulumi.Config("gcp")
-    settings, warnings = parse_settings(
-        raw,
-        project=gcp.get("project"),
-        region=gcp.get("region"),
-        stack=pulumi.get_stack(),
+    # Read through the runtime rather than pulumi.Config so that a secret nested in an object
+    # (cluster.kubeconfig) does not trigger the "use get_secret" warning; the program wraps it in
+    # Output.secret itself before handing it to a provider.
+    config = {key: runtime_config.get_config(key) for key in _all_config_keys()}
+    settings, warnings = settings_from_config(
+        {k: v for k, v in config.items() if v is not None}, stack=pulumi.get_stack()
     )
     for warning in warnings:
         pulumi.log.warn(warning)

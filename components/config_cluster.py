@@ -10,10 +10,14 @@ from pydantic.alias_generators import to_camel
 from components.config_common import (
     DEFAULT_REGIONAL_ZONES,
     K8S_NAME,
+    LABEL_VALUE_PATTERN,
+    MAX_AUTHORIZED_NETWORKS_PUBLIC,
+    MIN_SUBNET_PREFIX,
     NAMESPACE,
     POD_RANGE_PREFIX_PER_NODE,
     PRIVATE_RANGES,
     ZONE_PATTERN,
+    cut,
     listing,
     network_of,
 )
@@ -64,6 +68,11 @@ class ClusterRules(RuleBase):
                     f"{prefix}.{key}: {value} is outside RFC 1918 and 100.64.0.0/10; GKE accepts "
                     "privately used public ranges, but make sure nothing else routes them"
                 )
+        if subnet and subnet.prefixlen > MIN_SUBNET_PREFIX:
+            self.problems.add(
+                f"{prefix}.subnetCidr",
+                f"{subnet} is too small; a Compute Engine subnet is at least a /{MIN_SUBNET_PREFIX}",
+            )
         if pods and pods.prefixlen > 24:
             self.problems.add(
                 f"{prefix}.podsCidr",
@@ -76,13 +85,24 @@ class ClusterRules(RuleBase):
     def _check_address_capacity(
         self, network: NetworkSettings, cluster: ClusterSettings, pools: tuple[GpuPool, ...]
     ) -> None:
-        """The Pod range must hold a /24 for every node the pools can grow to (plus a surge node)."""
-        if not network.pods_cidr or cluster.system_pool is None:
+        """The subnet must hold an address, and the Pod range a /24, for every node the pools can grow
+        to (plus a surge node)."""
+        if not network.pods_cidr or not network.subnet_cidr or cluster.system_pool is None:
             return
+        nodes = cluster.system_pool.max_nodes + sum(p.max_nodes or 0 for p in pools) + 1
+        subnet = ipaddress.IPv4Network(network.subnet_cidr)
+        # Compute Engine reserves four addresses of every primary range.
+        usable = subnet.num_addresses - 4
+        if subnet.prefixlen <= MIN_SUBNET_PREFIX and usable < nodes:
+            self.problems.add(
+                f"{NAMESPACE}:network.subnetCidr",
+                f"{subnet} has {usable} node addresses, but the pools can grow to {nodes} nodes (system "
+                "and GPU maxNodes, plus one upgrade surge node); use a "
+                f"/{32 - (nodes + 3).bit_length()} or larger",
+            )
         pods = ipaddress.IPv4Network(network.pods_cidr)
         if pods.prefixlen > POD_RANGE_PREFIX_PER_NODE:
             return  # already reported
-        nodes = cluster.system_pool.max_nodes + sum(p.max_nodes or 0 for p in pools) + 1
         capacity = 2 ** (POD_RANGE_PREFIX_PER_NODE - pods.prefixlen)
         if capacity < nodes:
             self.problems.add(
@@ -113,7 +133,7 @@ class ClusterRules(RuleBase):
             )
 
         location = c.location or self.region or ""
-        if c.location and self.region:
+        if c.location and self.region_ok:
             zone = ZONE_PATTERN.fullmatch(c.location)
             if c.location == self.region:
                 pass
@@ -136,6 +156,7 @@ class ClusterRules(RuleBase):
             net = network_of(entry.cidr_block, path, self.problems)
             if net is not None:
                 authorized.append(AuthorizedNetwork(entry.cidr_block, entry.display_name or entry.cidr_block))
+        self._check_endpoint(c, authorized, prefix)
 
         system_pool: SystemPool | None = None
         if c.mode == "autopilot":
@@ -151,7 +172,7 @@ class ClusterRules(RuleBase):
                     f"{prefix}.systemPool.minNodes",
                     f"{sp.min_nodes} is greater than systemPool.maxNodes {sp.max_nodes}",
                 )
-            if sp.machine_type.split("-", 1)[0] in {"g2", "a2", "a3", "a4", "g4"}:
+            if sp.machine_type.split("-", 1)[0] in self.catalog.gpu_series:
                 self.problems.add(
                     f"{prefix}.systemPool.machineType",
                     f"{sp.machine_type!r} is a GPU machine type; the system pool is for non-GPU "
@@ -179,6 +200,52 @@ class ClusterRules(RuleBase):
             binary_authorization=c.binary_authorization,
         )
 
+    def _check_endpoint(self, c: ClusterConfig, authorized: list[AuthorizedNetwork], prefix: str) -> None:
+        """The IP endpoint is private by default; a public one must be restricted unless meant open."""
+        anywhere = [n.cidr_block for n in authorized if n.cidr_block.endswith("/0")]
+        open_key = f"{prefix}.publicEndpointOpenToInternet"
+        if not c.public_endpoint:
+            if "public_endpoint_open_to_internet" in c.model_fields_set:
+                self.problems.add(
+                    open_key, "only allowed with publicEndpoint: true (the IP endpoint is private)"
+                )
+            if anywhere:
+                self.problems.add(
+                    f"{prefix}.masterAuthorizedNetworks",
+                    f"{anywhere[0]} authorizes every address; list the networks that need the endpoint",
+                )
+            return
+        if len(authorized) > MAX_AUTHORIZED_NETWORKS_PUBLIC:
+            self.problems.add(
+                f"{prefix}.masterAuthorizedNetworks",
+                f"has {len(authorized)} entries; GKE allows at most {MAX_AUTHORIZED_NETWORKS_PUBLIC} with a "
+                "public endpoint",
+            )
+        wide_open = not authorized or bool(anywhere)
+        if c.public_endpoint_open_to_internet:
+            if not wide_open:
+                self.problems.add(
+                    open_key,
+                    "true contradicts masterAuthorizedNetworks, which restricts the endpoint; remove one",
+                )
+            else:
+                self.warnings.append(
+                    f"{prefix}.publicEndpoint: the control plane's public IP endpoint accepts connections "
+                    "from any address (authentication is still required); see README 'Access'"
+                )
+        elif wide_open:
+            what = (
+                f"{anywhere[0]} in masterAuthorizedNetworks"
+                if anywhere
+                else "an empty masterAuthorizedNetworks"
+            )
+            self.problems.add(
+                f"{prefix}.publicEndpoint",
+                f"true with {what} opens the control plane to any address; list the networks that need "
+                "it, use the DNS endpoint instead (publicEndpoint: false), or set "
+                "publicEndpointOpenToInternet: true to mean it",
+            )
+
     def _existing_cluster(self, c: ClusterConfig, prefix: str) -> ClusterSettings:
         gke_only = (
             "location",
@@ -187,7 +254,21 @@ class ClusterRules(RuleBase):
             "master_authorized_networks",
             "deletion_protection",
             "system_pool",
+            "public_endpoint",
+            "public_endpoint_open_to_internet",
+            "binary_authorization",
         )
+        if c.name is not None:
+            # The name is pasted into Monitoring filters and PromQL: it must be a plain name.
+            gke = c.flavor != "generic"
+            pattern, most = (K8S_NAME, 40) if gke else (LABEL_VALUE_PATTERN, 63)
+            if not c.name or len(c.name) > most or not pattern.fullmatch(c.name):
+                kind = (
+                    "a GKE cluster name (lowercase letters, digits and hyphens, starting with a letter"
+                    if gke
+                    else "a cluster label value (letters, digits, '-', '_' and '.'"
+                )
+                self.problems.add(f"{prefix}.name", f"{cut(c.name)} is not {kind}, at most {most})")
         for key in gke_only:
             if key in c.model_fields_set:
                 self.problems.add(

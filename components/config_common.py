@@ -28,13 +28,15 @@ WORKLOAD_NAMES = ("nvidia-smi", "cuda-vector-add", "pytorch-smoke", "sharing-dem
 
 K8S_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 REGION_PATTERN = re.compile(r"^[a-z]+-[a-z]+\d+$")
+PROJECT_PATTERN = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
 ZONE_PATTERN = re.compile(r"^([a-z]+-[a-z]+\d+)-[a-z]$")
 LABEL_VALUE_PATTERN = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# A reservation, optionally shared from another project, optionally one of its blocks.
 RESERVATION_PATTERN = re.compile(
-    r"^(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]*[a-z0-9])?$"
+    r"^(projects/[a-z][-a-z0-9]{4,28}[a-z0-9]/reservations/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
+    r"(/reservationBlocks/[a-z]([-a-z0-9]{0,61}[a-z0-9])?)?$"
 )
-CHANNEL_PATTERN = re.compile(r"^projects/[^/]+/notificationChannels/[^/]+$")
 # RFC 1918, plus RFC 6598 shared space, which GKE supports for Pod and Service ranges.
 PRIVATE_RANGES = tuple(
     ipaddress.IPv4Network(r) for r in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10")
@@ -80,3 +82,22 @@ def valid_label_key(key: str) -> bool:
     if prefix and (len(prefix) > 253 or not DNS_SUBDOMAIN.fullmatch(prefix)):
         return False
     return bool(name) and len(name) <= 63 and bool(LABEL_VALUE_PATTERN.fullmatch(name))
+
+
+def cut(value: Any, limit: int = 80) -> str:
+    """`repr` of a value for a message, cut to about `limit` characters (a 1 MB value stays short)."""
+    text = repr(value) if not isinstance(value, str) or len(value) <= limit else repr(value[:limit])
+    if isinstance(value, str) and len(value) > limit:
+        return f"{text[:-1]}…{text[-1]} ({len(value)} characters)"
+    return text if len(text) <= limit + 2 else f"{text[:limit]}… ({len(text)} characters)"
+
+
+# Documented limits (GKE "Quotas and limits", Compute Engine and Cloud Monitoring limits pages).
+MAX_NODES_PER_POOL = 1000  # GKE: nodes per node pool zone; a pool's total here never exceeds it per zone
+MAX_POOLS = 100
+MAX_BOOT_DISK_GB = 65536  # Persistent Disk / Hyperdisk boot disks up to 64 TiB
+MAX_AUTHORIZED_NETWORKS_PUBLIC = 50  # GKE: authorized networks with a public endpoint
+MAX_AUTHORIZED_NETWORKS_PRIVATE = 100  # GKE: authorized networks with the public endpoint off
+MAX_CHANNELS_PER_POLICY = 16  # Cloud Monitoring: notification channels per alerting policy
+MAX_TIME_SLICING_REPLICAS = 1024
+MIN_SUBNET_PREFIX = 29  # Compute Engine: the smallest IPv4 subnet range is a /29

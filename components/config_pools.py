@@ -13,16 +13,15 @@ from components.config_common import (
     K8S_NAME,
     LABEL_VALUE_PATTERN,
     NAMESPACE,
-    RESERVATION_PATTERN,
-    ZONE_PATTERN,
     listing,
     valid_label_key,
 )
-from components.config_schema import GpuPoolConfig, RuleBase
+from components.config_placement import PlacementRules
+from components.config_schema import GpuPoolConfig
 from components.settings import ClusterSettings, GpuPool, Reservation, Sharing, Taint
 
 
-class PoolRules(RuleBase):
+class PoolRules(PlacementRules):
     def _pools(self, cluster: ClusterSettings) -> tuple[GpuPool, ...]:
         pools_config = self.config.gpu_pools
         if cluster.mode == "existing":
@@ -35,7 +34,7 @@ class PoolRules(RuleBase):
             return ()
         seen: dict[str, int] = {}
         resolved: list[GpuPool] = []
-        for i, pool in enumerate(pools_config):
+        for i, pool in self.indexed_pools():
             path = f"{NAMESPACE}:gpuPools[{i}]"
             if pool.name in seen:
                 self.problems.add(
@@ -47,9 +46,11 @@ class PoolRules(RuleBase):
             result = self._pool(pool, path, cluster)
             if result is not None:
                 resolved.append(result)
+            else:
+                self.broken.pools.add(pool.name)
         if cluster.mode == "standard" and cluster.system_pool:
             reserved = {"system", "default-pool"}
-            for i, pool in enumerate(pools_config):
+            for i, pool in self.indexed_pools():
                 if pool.name in reserved:
                     self.problems.add(
                         f"{NAMESPACE}:gpuPools[{i}].name",
@@ -74,6 +75,7 @@ class PoolRules(RuleBase):
             )
             return None
         self._check_mig(pool, path, accelerator)
+        self._check_accelerator_limits(pool, path, accelerator)
         self._check_labels_and_taints(pool, path)
         if pool.on_demand_fallback and not pool.spot:
             self.problems.add(
@@ -85,6 +87,26 @@ class PoolRules(RuleBase):
         else:
             result = self._standard_pool(pool, path, accelerator, cluster)
         return result if len(self.problems.items) == errors_before else None
+
+    def _check_accelerator_limits(self, pool: GpuPoolConfig, path: str, accelerator: Accelerator) -> None:
+        if pool.spot and not accelerator.spot:
+            self.problems.add(
+                f"{path}.spot",
+                f"true is not allowed: {accelerator.name} machine types are not sold as Spot VMs; "
+                "use spot: false (on-demand or a reservation)",
+            )
+        sharing = pool.sharing
+        if (
+            sharing
+            and sharing.strategy == "MPS"
+            and sharing.max_clients_per_gpu > accelerator.mps_max_clients
+        ):
+            self.problems.add(
+                f"{path}.sharing.maxClientsPerGpu",
+                f"{sharing.max_clients_per_gpu} is not allowed with MPS on {accelerator.name}: CUDA MPS "
+                f"serves at most {accelerator.mps_max_clients} clients per GPU before Volta; allowed: 2.."
+                f"{accelerator.mps_max_clients}",
+            )
 
     def _check_mig(self, pool: GpuPoolConfig, path: str, accelerator: Accelerator) -> None:
         if pool.mig_partition_size is None:
@@ -187,6 +209,12 @@ class PoolRules(RuleBase):
                 f"{listing(accelerator.autopilot_counts)}",
             )
         self._check_region_offers(accelerator, f"{path}.accelerator")
+        minimum = accelerator.autopilot_min_versions.get(count)
+        if minimum:
+            self.warnings.append(
+                f"note: {path}: {count} x {accelerator.name} on Autopilot needs GKE {minimum} or later; "
+                f"check the cluster's version on the {self.config.cluster.release_channel} channel"
+            )
         # The Spot-then-on-demand fallback is a ComputeClass, which (before GKE 1.35) cannot express
         # GPU sharing or MIG; such profiles select Spot directly instead.
         partitioned = pool.sharing is not None or pool.mig_partition_size is not None
@@ -202,12 +230,12 @@ class PoolRules(RuleBase):
         return GpuPool(
             **common_pool_fields(pool, accelerator, count),
             on_demand_fallback=fallback,
-            zones=accelerator.zones.get(self.region or "", ()),
+            zones=accelerator.zones.get(self.region or "", ()) if self.region_ok else (),
         )
 
     def _check_region_offers(self, accelerator: Accelerator, path: str) -> None:
         region = self.region or ""
-        if region in self.catalog.regions and region not in accelerator.zones:
+        if self.region_ok and region in self.catalog.regions and region not in accelerator.zones:
             self.problems.add(
                 path,
                 f"{accelerator.name!r} is not offered in region {region} (catalog); regions with it: "
@@ -314,141 +342,6 @@ class PoolRules(RuleBase):
                 f"allowed: {listing(allowed)}",
             )
         return pool.gpus_per_node
-
-    def _zones(
-        self, pool: GpuPoolConfig, path: str, accelerator: Accelerator, cluster: ClusterSettings
-    ) -> tuple[str, ...]:
-        region = self.region or ""
-        offered = accelerator.zones.get(region)
-        known_region = region in self.catalog.regions
-        cluster_zone = cluster.location if ZONE_PATTERN.fullmatch(cluster.location) else None
-        if pool.zones is None:
-            if known_region and not offered:
-                self._check_region_offers(accelerator, f"{path}.accelerator")
-                return ()
-            if not known_region:
-                self.problems.add(
-                    f"{path}.zones",
-                    f"required: the catalog has no zone data for region {region}, so it cannot pick "
-                    f"zones with {accelerator.name}; catalog regions: "
-                    f"{listing(self.catalog.regions)}",
-                )
-                return ()
-            assert offered is not None
-            if cluster_zone:
-                if cluster_zone not in offered:
-                    self.problems.add(
-                        f"{path}.zones",
-                        f"required: the cluster's zone {cluster_zone} does not offer "
-                        f"{accelerator.name}; zones of {region} that do: {listing(offered)}",
-                    )
-                    return ()
-                return (cluster_zone,)
-            if pool.compact_placement:
-                self.problems.add(
-                    f"{path}.zones",
-                    "required with compactPlacement: compact placement needs exactly one zone; "
-                    f"zones with {accelerator.name}: {listing(offered)}",
-                )
-            return tuple(offered)
-        if not pool.zones:
-            self.problems.add(f"{path}.zones", "must not be empty; leave it out to use the catalog")
-        if len(set(pool.zones)) != len(pool.zones):
-            self.problems.add(f"{path}.zones", f"{pool.zones} lists a zone twice")
-        for j, zone in enumerate(pool.zones):
-            match = ZONE_PATTERN.fullmatch(zone)
-            if not match or match.group(1) != region:
-                self.problems.add(
-                    f"{path}.zones[{j}]",
-                    f"{zone!r} is not a zone of region {region}; allowed: "
-                    f"{listing(offered or [f'{region}-<a..f>'])}",
-                )
-            elif known_region and zone not in (offered or ()):
-                self.problems.add(
-                    f"{path}.zones[{j}]",
-                    f"{zone!r} does not offer {accelerator.name}; zones of {region} that do: "
-                    f"{listing(offered or ())}",
-                )
-        if not known_region and pool.zones:
-            self.warnings.append(
-                f"{path}.zones: region {region} is not in the accelerator catalog, so "
-                f"{listing(pool.zones)} could not be checked for {accelerator.name}"
-            )
-        return tuple(pool.zones)
-
-    def _check_capacity_options(
-        self, pool: GpuPoolConfig, path: str, machine: MachineType, zones: tuple[str, ...]
-    ) -> None:
-        res = pool.reservation
-        if res.type == "SPECIFIC":
-            if not res.name:
-                self.problems.add(
-                    f"{path}.reservation.name",
-                    "required with reservation.type SPECIFIC (the reservation's name, or "
-                    "projects/<project>/reservations/<name> for a shared one)",
-                )
-            elif not RESERVATION_PATTERN.fullmatch(res.name):
-                self.problems.add(
-                    f"{path}.reservation.name",
-                    f"{res.name!r} is not a reservation name or projects/<project>/reservations/<name>",
-                )
-        elif res.name is not None:
-            self.problems.add(
-                f"{path}.reservation.name",
-                f"only allowed with reservation.type SPECIFIC (type is {res.type})",
-            )
-        if res.type == "SPECIFIC" and len(zones) > 1:
-            self.problems.add(
-                f"{path}.zones",
-                f"{list(zones)} has {len(zones)} zones, but a specific reservation is zonal: list "
-                "exactly the reservation's zone",
-            )
-        if pool.spot and res.type != "NONE":
-            self.problems.add(
-                f"{path}.spot",
-                f"true is not allowed with reservation.type {res.type}: Spot VMs do not consume "
-                "reservations; use spot: false or reservation.type NONE",
-            )
-        if pool.queued_provisioning:
-            if pool.spot:
-                self.problems.add(
-                    f"{path}.spot",
-                    "true is not allowed with queuedProvisioning: queued provisioning obtains "
-                    "on-demand capacity through ProvisioningRequests",
-                )
-            if res.type != "NONE":
-                self.problems.add(
-                    f"{path}.reservation.type",
-                    f"{res.type!r} is not allowed with queuedProvisioning; allowed: 'NONE'",
-                )
-            if pool.min_nodes != 0:
-                self.problems.add(
-                    f"{path}.minNodes",
-                    f"{pool.min_nodes} is not allowed with queuedProvisioning; allowed: 0 (nodes "
-                    "exist only while a ProvisioningRequest holds them)",
-                )
-            if pool.compact_placement:
-                self.problems.add(
-                    f"{path}.compactPlacement",
-                    "true is not allowed with queuedProvisioning (GKE refuses compact placement "
-                    "for queued GPU pools)",
-                )
-            if not machine.queued_provisioning:
-                self.problems.add(
-                    f"{path}.queuedProvisioning",
-                    f"true is not allowed: {machine.name} is not offered through queued provisioning",
-                )
-        if pool.compact_placement:
-            if machine.series == "n1":
-                self.problems.add(
-                    f"{path}.compactPlacement",
-                    "true is not allowed on N1 machine types (compact placement needs A2, A3, A4, G2 or G4)",
-                )
-            if pool.zones is not None and len(zones) != 1:
-                self.problems.add(
-                    f"{path}.zones",
-                    f"{list(zones)} has {len(zones)} zones; compactPlacement needs exactly one",
-                )
 
     def _local_ssds(self, pool: GpuPoolConfig, path: str, machine: MachineType) -> int:
         requested = pool.local_ssd_count

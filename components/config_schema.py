@@ -3,16 +3,58 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, get_args, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 from components.catalog import Catalog
-from components.config_common import MAX_SHARED_CLIENTS, NAMESPACE, Problems
+from components.config_broken import Broken
+from components.config_common import (
+    MAX_AUTHORIZED_NETWORKS_PRIVATE,
+    MAX_BOOT_DISK_GB,
+    MAX_CHANNELS_PER_POLICY,
+    MAX_NODES_PER_POOL,
+    MAX_POOLS,
+    MAX_SHARED_CLIENTS,
+    MAX_TIME_SLICING_REPLICAS,
+    NAMESPACE,
+    Problems,
+    cut,
+)
 
 # --------------------------------------------------------------------------------------------------
 # Pass 1: the shape of the stack file (camelCase keys, unknown keys forbidden).
+
+
+# Patterns for strings that reach GCP, a Monitoring filter or PromQL: validated, never escaped later.
+GCE_NAME = r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"
+_PROJECT = r"[a-z][-a-z0-9]{4,28}[a-z0-9]"
+NETWORK_REF = rf"^(projects/{_PROJECT}/global/networks/)?[a-z]([-a-z0-9]{{0,61}}[a-z0-9])?$"
+SUBNETWORK_REF = (
+    rf"^(projects/{_PROJECT}/regions/[a-z]+-[a-z]+[0-9]+/subnetworks/)?[a-z]([-a-z0-9]{{0,61}}[a-z0-9])?$"
+)
+MACHINE_TYPE = r"^[a-z][a-z0-9]*(-[a-z0-9]+){1,4}$"
+PRINTABLE = r"^[^\x00-\x1f\x7f]*$"
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+CHANNEL = rf"^projects/({_PROJECT}|[0-9]{{1,20}})/notificationChannels/[0-9]{{1,30}}$"
+CIDR = r"^[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}$"
+# What each pattern means, for the error message.
+PATTERN_MEANINGS = {
+    GCE_NAME: "a GCE name: 1-63 lowercase letters, digits and hyphens, starting with a letter",
+    NETWORK_REF: "a VPC name, or projects/<project>/global/networks/<name> (Shared VPC)",
+    SUBNETWORK_REF: "a subnet name, or projects/<project>/regions/<region>/subnetworks/<name> (Shared VPC)",
+    MACHINE_TYPE: "a GCE machine type such as e2-standard-4 or n1-highmem-8",
+    PRINTABLE: "printable text without control characters",
+    DNS_LABEL: "a Kubernetes namespace name: lowercase letters, digits and hyphens",
+    CHANNEL: "projects/<project>/notificationChannels/<numeric id>",
+    CIDR: "an IPv4 CIDR block such as 10.0.0.0/16",
+}
+GceName = Annotated[str, Field(max_length=63, pattern=GCE_NAME)]
+MachineTypeName = Annotated[str, Field(max_length=63, pattern=MACHINE_TYPE)]
+Cidr = Annotated[str, Field(max_length=18, pattern=CIDR)]
+LabelKey = Annotated[str, Field(max_length=317)]
+LabelValue = Annotated[str, Field(max_length=63)]
 
 
 class _Model(BaseModel):
@@ -26,41 +68,43 @@ class _Model(BaseModel):
 
 
 class ExistingNetworkConfig(_Model):
-    network: str
-    subnetwork: str
-    pods_range_name: str
-    services_range_name: str
+    network: Annotated[str, Field(max_length=200, pattern=NETWORK_REF)]
+    subnetwork: Annotated[str, Field(max_length=250, pattern=SUBNETWORK_REF)]
+    pods_range_name: GceName
+    services_range_name: GceName
 
 
 class NetworkConfig(_Model):
-    subnet_cidr: str = "10.10.0.0/20"
-    pods_cidr: str = "10.16.0.0/14"
-    services_cidr: str = "10.20.0.0/20"
+    subnet_cidr: Cidr = "10.10.0.0/20"
+    pods_cidr: Cidr = "10.16.0.0/14"
+    services_cidr: Cidr = "10.20.0.0/20"
     # VPC flow logs on the subnet, sampled: 0 turns them off.
     flow_log_sampling: float = Field(0.5, ge=0, le=1)
     existing: ExistingNetworkConfig | None = None
 
 
 class AuthorizedNetworkConfig(_Model):
-    cidr_block: str
-    display_name: str = ""
+    cidr_block: Cidr
+    display_name: Annotated[str, Field(max_length=100, pattern=PRINTABLE)] = ""
 
 
 class SystemPoolConfig(_Model):
-    machine_type: str = "e2-standard-4"
-    min_nodes: int = Field(1, ge=0)
-    max_nodes: int = Field(3, ge=1)
+    machine_type: MachineTypeName = "e2-standard-4"
+    min_nodes: int = Field(1, ge=0, le=MAX_NODES_PER_POOL)
+    max_nodes: int = Field(3, ge=1, le=MAX_NODES_PER_POOL)
     spot: bool = False
-    disk_size_gb: int = Field(100, ge=10)
+    disk_size_gb: int = Field(100, ge=10, le=MAX_BOOT_DISK_GB)
 
 
 class ClusterConfig(_Model):
     mode: Literal["autopilot", "standard", "existing"]
-    name: str | None = None
-    location: str | None = None
+    name: Annotated[str, Field(max_length=100)] | None = None
+    location: Annotated[str, Field(max_length=40)] | None = None
     release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = "REGULAR"
     private_nodes: bool = True
-    master_authorized_networks: list[AuthorizedNetworkConfig] = []
+    master_authorized_networks: Annotated[
+        list[AuthorizedNetworkConfig], Field(max_length=MAX_AUTHORIZED_NETWORKS_PRIVATE)
+    ] = []
     deletion_protection: bool = True
     system_pool: SystemPoolConfig | None = None
     # The control plane's IP endpoint is private unless publicEndpoint is true; the DNS-based
@@ -70,8 +114,8 @@ class ClusterConfig(_Model):
     public_endpoint_open_to_internet: bool = False
     binary_authorization: bool = False
     # mode: existing
-    kubeconfig: str | None = Field(None, repr=False)
-    context: str | None = None
+    kubeconfig: str | None = Field(None, repr=False, max_length=1_000_000)
+    context: Annotated[str, Field(max_length=253, pattern=PRINTABLE)] | None = None
     flavor: Literal["gke", "generic"] | None = None
 
 
@@ -82,41 +126,44 @@ class SharingConfig(_Model):
 
 class ReservationConfig(_Model):
     type: Literal["NONE", "ANY", "SPECIFIC"] = "NONE"
-    name: str | None = None
+    name: Annotated[str, Field(max_length=300)] | None = None
 
 
 class TaintConfig(_Model):
-    key: str
-    value: str = ""
+    key: LabelKey
+    value: LabelValue = ""
     effect: Literal["NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE"] = "NO_SCHEDULE"
 
 
 class GpuPoolConfig(_Model):
-    name: str
-    accelerator: str
-    gpus_per_node: int | None = Field(None, ge=1)
-    machine_type: str | None = None
+    name: Annotated[str, Field(max_length=100)]
+    accelerator: Annotated[str, Field(max_length=100)]
+    gpus_per_node: int | None = Field(None, ge=1, le=16)
+    machine_type: MachineTypeName | None = None
     spot: bool = False
     on_demand_fallback: bool | None = None
-    min_nodes: int = Field(0, ge=0)
-    max_nodes: int | None = Field(None, ge=1)
-    zones: list[str] | None = None
+    min_nodes: int = Field(0, ge=0, le=MAX_NODES_PER_POOL)
+    max_nodes: int | None = Field(None, ge=1, le=MAX_NODES_PER_POOL)
+    zones: Annotated[list[Annotated[str, Field(max_length=40)]], Field(max_length=26)] | None = None
     driver_version: Literal["DEFAULT", "LATEST", "INSTALLATION_DISABLED"] = "DEFAULT"
     sharing: SharingConfig | None = None
-    mig_partition_size: str | None = None
+    mig_partition_size: Annotated[str, Field(max_length=40)] | None = None
     reservation: ReservationConfig = ReservationConfig()
     queued_provisioning: bool = False
     compact_placement: bool = False
-    local_ssd_count: int | None = Field(None, ge=0)
-    disk_size_gb: int = Field(200, ge=10, le=65536)
-    disk_type: str | None = None
-    labels: dict[str, str] = {}
-    taints: list[TaintConfig] = []
+    local_ssd_count: int | None = Field(None, ge=0, le=32)
+    disk_size_gb: int = Field(200, ge=10, le=MAX_BOOT_DISK_GB)
+    disk_type: Annotated[str, Field(max_length=40)] | None = None
+    labels: Annotated[dict[LabelKey, LabelValue], Field(max_length=64)] = {}
+    taints: Annotated[list[TaintConfig], Field(max_length=32)] = []
 
 
 class AlertsConfig(_Model):
     enabled: bool = False
-    notification_channels: list[str] = []
+    notification_channels: Annotated[
+        list[Annotated[str, Field(max_length=200, pattern=CHANNEL)]],
+        Field(max_length=MAX_CHANNELS_PER_POLICY),
+    ] = []
     idle_gpu_minutes: int = Field(120, ge=5, le=1440)
     idle_gpu_utilization_percent: float = Field(5, ge=0, le=100)
     xid_errors: bool = True
@@ -131,17 +178,19 @@ class MonitoringConfig(_Model):
     scrape: Literal["podMonitoring", "serviceMonitor", "annotations"] | None = None
     # The namespace of the Prometheus that scrapes the exporter: the only one a NetworkPolicy lets
     # reach the metrics port (default gmp-system on GKE, monitoring on a generic cluster).
-    scraper_namespace: str | None = None
+    scraper_namespace: Annotated[str, Field(max_length=63, pattern=DNS_LABEL)] | None = None
 
 
 class WorkloadConfig(_Model):
     name: Literal["nvidia-smi", "cuda-vector-add", "pytorch-smoke", "sharing-demo"]
-    pool: str | None = None
+    pool: Annotated[str, Field(max_length=100)] | None = None
     replicas: int | None = Field(None, ge=2, le=MAX_SHARED_CLIENTS)
 
 
 class TimeSlicingConfig(_Model):
-    replicas: int = Field(ge=2, le=MAX_SHARED_CLIENTS)
+    # The NVIDIA device plugin only requires >= 2 (api/config/v1/replicas.go); 48 is GKE's limit for
+    # its own sharing, not the plugin's. The upper bound here only keeps the value sane.
+    replicas: int = Field(ge=2, le=MAX_TIME_SLICING_REPLICAS)
 
 
 class DevicePluginSharingConfig(_Model):
@@ -149,12 +198,12 @@ class DevicePluginSharingConfig(_Model):
 
 
 class DevicePluginConfig(_Model):
-    gpu_node_label: str = "nvidia.com/gpu.present=true"
+    gpu_node_label: Annotated[str, Field(max_length=400)] = "nvidia.com/gpu.present=true"
     # Taint the nodes of gpuNodes with nvidia.com/gpu=present:NoSchedule (off for a single-node
     # workstation, whose only node must also run everything else).
     taint_gpu_nodes: bool = True
     # For containerd set up with an `nvidia` runtime class that is not the default runtime.
-    runtime_class_name: str | None = None
+    runtime_class_name: Annotated[str, Field(max_length=63)] | None = None
     sharing: DevicePluginSharingConfig | None = None
 
 
@@ -163,11 +212,11 @@ class StackConfig(_Model):
 
     network: NetworkConfig | None = None
     cluster: ClusterConfig
-    gpu_pools: list[GpuPoolConfig] = []
+    gpu_pools: Annotated[list[GpuPoolConfig], Field(max_length=MAX_POOLS)] = []
     monitoring: MonitoringConfig = MonitoringConfig()
-    workloads: list[WorkloadConfig] = []
+    workloads: Annotated[list[WorkloadConfig], Field(max_length=64)] = []
     device_plugin: DevicePluginConfig | None = None
-    gpu_nodes: list[str] | None = None
+    gpu_nodes: Annotated[list[Annotated[str, Field(max_length=253)]], Field(max_length=5000)] | None = None
 
     @field_validator("workloads", mode="before")
     @classmethod
@@ -183,11 +232,16 @@ class StackConfig(_Model):
 
 
 def format_path(loc: Iterable[Any]) -> str:
-    parts = list(loc)
+    parts = [part if isinstance(part, int) else cut_key(str(part)) for part in loc]
     text = f"{NAMESPACE}:{parts[0]}" if parts else NAMESPACE
     for part in parts[1:]:
         text += f"[{part}]" if isinstance(part, int) else f".{part}"
     return text
+
+
+def cut_key(key: str) -> str:
+    """A user-written key as it appears in a message path: printable and at most ~40 characters."""
+    return key if len(key) <= 40 and key.isprintable() else cut(key, 40)
 
 
 def _model_at(model: type[BaseModel], loc: Sequence[Any]) -> type[BaseModel] | None:
@@ -222,11 +276,30 @@ def _unwrap(annotation: Any) -> Any:
             return models[0] if models else annotation
 
 
+_BOUNDS = {"greater_than_equal": ">=", "less_than_equal": "<=", "greater_than": ">", "less_than": "<"}
+_TYPE_NAMES = {
+    "string_type": "a string",
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "list_type": "a list",
+    "dict_type": "a mapping (key: value)",
+    "model_type": "a mapping (key: value)",
+    "model_attributes_type": "a mapping (key: value)",
+}
+
+
 def describe_pydantic_error(error: Mapping[str, Any]) -> str:
+    """One line for one pydantic error: the key's path, the bad value (cut short), what is allowed."""
     loc = list(error["loc"])
     path = format_path(loc)
     kind = error["type"]
     value = error.get("input")
+    ctx = error.get("ctx") or {}
     if kind == "extra_forbidden":
         parent = _model_at(StackConfig, loc[:-1])
         allowed = sorted(f.alias or n for n, f in parent.model_fields.items()) if parent else []
@@ -234,17 +307,20 @@ def describe_pydantic_error(error: Mapping[str, Any]) -> str:
     if kind == "missing":
         return f"{path}: required"
     if kind == "literal_error":
-        return f"{path}: {value!r} is not allowed; allowed: {error['ctx']['expected']}"
-    if kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
-        bounds = {
-            "greater_than_equal": ">=",
-            "less_than_equal": "<=",
-            "greater_than": ">",
-            "less_than": "<",
-        }
-        limit = next(iter(error["ctx"].values()))
-        return f"{path}: {value!r} is not allowed; must be {bounds[kind]} {limit}"
-    return f"{path}: {value!r} is not allowed: {error['msg']}"
+        return f"{path}: {cut(value)} is not allowed; allowed: {ctx['expected']}"
+    if kind in _BOUNDS:
+        limit = next(iter(ctx.values()))
+        return f"{path}: {cut(value)} is not allowed; must be {_BOUNDS[kind]} {limit}"
+    if kind == "string_pattern_mismatch":
+        meaning = PATTERN_MEANINGS.get(ctx.get("pattern", ""), "the expected format")
+        return f"{path}: {cut(value)} is not allowed; expected {meaning}"
+    if kind == "string_too_long":
+        return f"{path}: {cut(value, 40)} is too long; at most {ctx.get('max_length')} characters"
+    if kind == "too_long":
+        return f"{path}: has {len(value)} entries; at most {ctx.get('max_length')}"
+    if kind in _TYPE_NAMES:
+        return f"{path}: {cut(value)} is not allowed; expected {_TYPE_NAMES[kind]}"
+    return f"{path}: {cut(value)} is not allowed: {error['msg']}"
 
 
 class RuleBase:
@@ -257,6 +333,16 @@ class RuleBase:
     catalog: Catalog
     problems: Problems
     warnings: list[str]
+    broken: Broken
+    # True once gcp:region is a known Compute Engine region: zone rules run only then.
+    region_ok: bool
+
+    def indexed_pools(self) -> list[tuple[int, GpuPoolConfig]]:
+        """The shape-valid pools with their index in the stack file (for the key paths)."""
+        return list(zip(self.broken.pool_indexes, self.config.gpu_pools, strict=True))
+
+    def indexed_workloads(self) -> list[tuple[int, WorkloadConfig]]:
+        return list(zip(self.broken.workload_indexes, self.config.workloads, strict=True))
 
 
 def dashboard_on(config: StackConfig) -> bool:

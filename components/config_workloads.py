@@ -5,7 +5,6 @@ from __future__ import annotations
 from pydantic.alias_generators import to_camel
 
 from components.config_common import (
-    CHANNEL_PATTERN,
     DNS_SUBDOMAIN,
     K8S_NAME,
     LABEL_VALUE_PATTERN,
@@ -24,6 +23,10 @@ from components.settings import (
     Workload,
 )
 
+# Samples whose image has no linux/arm64 build (pytorch/pytorch publishes amd64 only:
+# pytorch/pytorch issues 145716 and 157139, still open 2026-11).
+AMD64_ONLY_WORKLOADS = {"pytorch-smoke": "pytorch/pytorch"}
+
 
 class WorkloadRules(RuleBase):
     def _monitoring(self, cluster: ClusterSettings, pools: tuple[GpuPool, ...]) -> MonitoringSettings:
@@ -38,13 +41,20 @@ class WorkloadRules(RuleBase):
                     "'managed' is GKE's DCGM and needs a GKE cluster; on a generic cluster use "
                     "'exporter' or 'none'",
                 )
-            for i, pool in enumerate(self.config.gpu_pools):
+            for i, pool in self.indexed_pools():
                 if pool.driver_version == "INSTALLATION_DISABLED":
                     self.problems.add(
                         f"{NAMESPACE}:gpuPools[{i}].driverVersion",
                         "'INSTALLATION_DISABLED' is not allowed with monitoring.dcgm managed: GKE's "
                         "DCGM needs GKE-installed drivers; use DEFAULT or LATEST, or dcgm: exporter",
                     )
+        if dcgm == "exporter" and cluster.mode == "existing" and cluster.flavor == "gke":
+            self.problems.add(
+                f"{prefix}.dcgm",
+                "'exporter' is not allowed on an existing GKE cluster: GKE runs its managed DCGM on "
+                "every GPU node of clusters created at 1.32.1-gke.1357000 or later, and two DCGM engines "
+                "per node give duplicate series; allowed: 'managed', 'none'",
+            )
         if dcgm == "exporter" and cluster.autopilot:
             self.problems.add(
                 f"{prefix}.dcgm",
@@ -64,6 +74,12 @@ class WorkloadRules(RuleBase):
         elif dcgm == "exporter":
             scrape = "serviceMonitor" if generic else "podMonitoring"
 
+        if m.scraper_namespace is not None and dcgm != "exporter":
+            self.problems.add(
+                f"{prefix}.scraperNamespace",
+                f"only allowed with dcgm: exporter (dcgm is {dcgm}); it is the namespace allowed to "
+                "scrape the exporter",
+            )
         alerts: AlertSettings | None = None
         a = m.alerts
         if a.enabled and generic:
@@ -80,23 +96,27 @@ class WorkloadRules(RuleBase):
                     "required when alerts.enabled is true: at least one "
                     "projects/<project>/notificationChannels/<id>",
                 )
-            for j, channel in enumerate(a.notification_channels):
-                if not CHANNEL_PATTERN.fullmatch(channel):
-                    self.problems.add(
-                        f"{prefix}.alerts.notificationChannels[{j}]",
-                        f"{channel!r} is not projects/<project>/notificationChannels/<id>",
-                    )
+            if "xid_errors" in a.model_fields_set and a.xid_errors and dcgm != "exporter":
+                self.problems.add(
+                    f"{prefix}.alerts.xidErrors",
+                    f"true is not allowed with dcgm: {dcgm}: XID errors come only from the self-managed "
+                    "exporter (GKE's managed DCGM does not export DCGM_FI_DEV_XID_ERRORS); remove it or "
+                    "use dcgm: exporter",
+                )
             alerts = AlertSettings(
                 tuple(a.notification_channels),
                 a.idle_gpu_minutes,
                 a.idle_gpu_utilization_percent,
-                a.xid_errors and dcgm != "none",
+                a.xid_errors and dcgm == "exporter",
             )
-        elif "notification_channels" in a.model_fields_set and a.notification_channels:
-            self.warnings.append(
-                f"{prefix}.alerts.notificationChannels: set but alerts.enabled is false, so no "
-                "alert policy is created"
-            )
+        else:
+            ignored = sorted(to_camel(k) for k in a.model_fields_set - {"enabled"})
+            if ignored:
+                self.problems.add(
+                    f"{prefix}.alerts",
+                    f"{listing(ignored)} would be ignored: alerts.enabled is not true, so no alert policy "
+                    "is created; set enabled: true or remove them",
+                )
         scraper_namespace = None
         if dcgm == "exporter":
             scraper_namespace = m.scraper_namespace or ("monitoring" if generic else "gmp-system")
@@ -106,7 +126,7 @@ class WorkloadRules(RuleBase):
         result: list[Workload] = []
         names = [p.name for p in pools]
         seen: set[tuple[str, str | None]] = set()
-        for i, w in enumerate(self.config.workloads):
+        for i, w in self.indexed_workloads():
             path = f"{NAMESPACE}:workloads[{i}]"
             if cluster.mode == "existing":
                 if w.pool is not None:
@@ -116,13 +136,18 @@ class WorkloadRules(RuleBase):
                     )
                 pool = None
             else:
-                if not pools:
+                declared = [p.name for p in self.config.gpu_pools]
+                if not declared and not self.broken.any_pool():
                     self.problems.add(
                         f"{path}",
                         f"{w.name!r} needs a GPU pool, and gke-gpu:gpuPools is empty",
                     )
                     continue
-                pool_name = w.pool or names[0]
+                if w.pool is None and (self.broken.pool_indexes[:1] != [0]):
+                    continue  # the default is the first pool, which failed its own checks
+                pool_name = w.pool or declared[0]
+                if pool_name in self.broken.pools or (w.pool and self.broken.unnamed_pools):
+                    continue  # that pool's own problems are reported; judging the workload would guess
                 if pool_name not in names:
                     self.problems.add(
                         f"{path}.pool",
@@ -147,6 +172,15 @@ class WorkloadRules(RuleBase):
                         f"{pool_name!r} ({pool_obj.accelerator}) runs pytorch-smoke on the CUDA 13 build of "
                         "PyTorch (Blackwell needs it), which needs an R580+ driver: set the pool's "
                         "driverVersion: LATEST",
+                    )
+                    continue
+                arch = self.catalog.accelerators[pool_obj.accelerator].arch
+                if w.name in AMD64_ONLY_WORKLOADS and arch != "amd64":
+                    self.problems.add(
+                        f"{path}.pool",
+                        f"{pool_name!r} ({pool_obj.accelerator}) has {arch} hosts, and {w.name}'s image "
+                        f"({AMD64_ONLY_WORKLOADS[w.name]}) is published for amd64 only; choose another "
+                        "pool or leave this sample out",
                     )
                     continue
                 if w.name == "sharing-demo" and pool_obj.sharing is None:

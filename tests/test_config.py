@@ -126,7 +126,7 @@ BAD_INPUTS = {
         ["gke-gpu:gpuPools[0].sharing.strategy", "'MPS' is not allowed on Autopilot", "'TIME_SHARING'"],
     ),
     "Autopilot with an accelerator it does not offer": (
-        {"cluster": AUTOPILOT_CLUSTER, "gpuPools": [{"name": "g4", "accelerator": "nvidia-rtx-pro-6000"}]},
+        {"cluster": AUTOPILOT_CLUSTER, "gpuPools": [{"name": "v100", "accelerator": "nvidia-tesla-v100"}]},
         ["gke-gpu:gpuPools[0].accelerator", "not offered on Autopilot", "nvidia-l4"],
     ),
     "Autopilot with a zonal location": (
@@ -380,10 +380,26 @@ def test_pod_range_must_hold_every_node_the_pools_can_grow_to() -> None:
     assert "use a /20 or larger" in message
 
 
-def test_specific_reservation_is_zonal() -> None:
-    message = config_error(standard(pool(reservation={"type": "SPECIFIC", "name": "r1"})))
-    assert "gke-gpu:gpuPools[0].zones" in message
-    assert "a specific reservation is zonal" in message
+def test_specific_reservation_over_several_zones_needs_one_per_zone() -> None:
+    """GKE and cluster-toolkit accept several zones when each holds a reservation of that name."""
+    from components.config import parse_settings
+
+    raw = standard(pool(reservation={"type": "SPECIFIC", "name": "r1"}))
+    value, warnings = parse_settings(raw, project="test-project", region="us-central1", stack="t")
+    assert value.gpu_pools[0].zones == ("us-central1-a", "us-central1-b", "us-central1-c")
+    assert (
+        "gke-gpu:gpuPools[0].reservation.name: r1 is consumed in 3 zones (us-central1-a, us-central1-b, "
+        "us-central1-c); each of them must hold a reservation of that name"
+    ) in warnings
+
+
+def test_reservation_blocks_are_accepted() -> None:
+    block = pool(zones=["us-central1-a"], reservation={"type": "SPECIFIC", "name": "r1/reservationBlocks/b1"})
+    assert settings(standard(block)).gpu_pools[0].reservation.name == "r1/reservationBlocks/b1"
+    shared = "projects/other-project/reservations/r1/reservationBlocks/b1"
+    assert settings(standard({**block, "reservation": {"type": "SPECIFIC", "name": shared}}))
+    message = config_error(standard({**block, "reservation": {"type": "SPECIFIC", "name": "r1/blocks/b1"}}))
+    assert "gke-gpu:gpuPools[0].reservation.name: 'r1/blocks/b1' is not a reservation" in message
 
 
 def test_blackwell_pytorch_smoke_needs_the_latest_driver() -> None:
@@ -398,7 +414,7 @@ def test_blackwell_pytorch_smoke_needs_the_latest_driver() -> None:
     )
 
 
-def test_warnings_for_open_endpoints_nat_and_unusual_ranges() -> None:
+def test_warnings_for_nat_and_unusual_ranges() -> None:
     from components.config import parse_settings
 
     existing = {"network": "vpc", "subnetwork": "s", "podsRangeName": "p", "servicesRangeName": "v"}
@@ -408,7 +424,7 @@ def test_warnings_for_open_endpoints_nat_and_unusual_ranges() -> None:
         region="us-central1",
         stack="t",
     )
-    assert any("masterAuthorizedNetworks: empty" in w for w in warnings)
+    assert not any("masterAuthorizedNetworks" in w for w in warnings), "the IP endpoint is private"
     assert any("the subnet needs Cloud NAT" in w for w in warnings)
     _, warnings = parse_settings(
         {

@@ -1,0 +1,155 @@
+"""Pass 2 rules for where a GPU pool's nodes come from: zones, reservations, Spot, queued provisioning,
+compact placement."""
+
+from __future__ import annotations
+
+from components.catalog import Accelerator, MachineType
+from components.config_common import RESERVATION_PATTERN, ZONE_PATTERN, cut, listing
+from components.config_schema import GpuPoolConfig, RuleBase
+from components.settings import ClusterSettings
+
+
+class PlacementRules(RuleBase):
+    def _zones(
+        self, pool: GpuPoolConfig, path: str, accelerator: Accelerator, cluster: ClusterSettings
+    ) -> tuple[str, ...]:
+        region = self.region or ""
+        if not self.region_ok:
+            # gcp:region is missing or unknown (reported once, there): check only the zones' form.
+            for j, zone in enumerate(pool.zones or ()):
+                if not ZONE_PATTERN.fullmatch(zone):
+                    self.problems.add(
+                        f"{path}.zones[{j}]", f"{cut(zone)} is not a zone name (e.g. us-central1-a)"
+                    )
+            return tuple(pool.zones or ())
+        offered = accelerator.zones.get(region)
+        known_region = region in self.catalog.regions
+        cluster_zone = cluster.location if ZONE_PATTERN.fullmatch(cluster.location) else None
+        if pool.zones is None:
+            if known_region and not offered:
+                self._check_region_offers(accelerator, f"{path}.accelerator")
+                return ()
+            if not known_region:
+                self.problems.add(
+                    f"{path}.zones",
+                    f"required: the catalog has no zone data for region {region}, so it cannot pick "
+                    f"zones with {accelerator.name}; catalog regions: "
+                    f"{listing(self.catalog.regions)}",
+                )
+                return ()
+            assert offered is not None
+            if cluster_zone:
+                if cluster_zone not in offered:
+                    self.problems.add(
+                        f"{path}.zones",
+                        f"required: the cluster's zone {cluster_zone} does not offer "
+                        f"{accelerator.name}; zones of {region} that do: {listing(offered)}",
+                    )
+                    return ()
+                return (cluster_zone,)
+            if pool.compact_placement:
+                self.problems.add(
+                    f"{path}.zones",
+                    "required with compactPlacement: compact placement needs exactly one zone; "
+                    f"zones with {accelerator.name}: {listing(offered)}",
+                )
+            return tuple(offered)
+        if not pool.zones:
+            self.problems.add(f"{path}.zones", "must not be empty; leave it out to use the catalog")
+        if len(set(pool.zones)) != len(pool.zones):
+            self.problems.add(f"{path}.zones", f"{pool.zones} lists a zone twice")
+        for j, zone in enumerate(pool.zones):
+            match = ZONE_PATTERN.fullmatch(zone)
+            if not match or match.group(1) != region:
+                self.problems.add(
+                    f"{path}.zones[{j}]",
+                    f"{zone!r} is not a zone of region {region}; allowed: "
+                    f"{listing(offered or [f'{region}-<a..f>'])}",
+                )
+            elif known_region and zone not in (offered or ()):
+                self.problems.add(
+                    f"{path}.zones[{j}]",
+                    f"{zone!r} does not offer {accelerator.name}; zones of {region} that do: "
+                    f"{listing(offered or ())}",
+                )
+        if not known_region and pool.zones:
+            self.warnings.append(
+                f"{path}.zones: region {region} is not in the accelerator catalog, so "
+                f"{listing(pool.zones)} could not be checked for {accelerator.name}"
+            )
+        return tuple(pool.zones)
+
+    def _check_capacity_options(
+        self, pool: GpuPoolConfig, path: str, machine: MachineType, zones: tuple[str, ...]
+    ) -> None:
+        res = pool.reservation
+        if res.type == "SPECIFIC":
+            if not res.name:
+                self.problems.add(
+                    f"{path}.reservation.name",
+                    "required with reservation.type SPECIFIC (the reservation's name, or "
+                    "projects/<project>/reservations/<name> for a shared one)",
+                )
+            elif not RESERVATION_PATTERN.fullmatch(res.name):
+                self.problems.add(
+                    f"{path}.reservation.name",
+                    f"{cut(res.name)} is not a reservation: <name>, <name>/reservationBlocks/<block>, or "
+                    "projects/<project>/reservations/<name>[/reservationBlocks/<block>]",
+                )
+        elif res.name is not None:
+            self.problems.add(
+                f"{path}.reservation.name",
+                f"only allowed with reservation.type SPECIFIC (type is {res.type})",
+            )
+        if res.type == "SPECIFIC" and res.name and len(zones) > 1:
+            # GKE (and cluster-toolkit) accept several zones when each holds a reservation of that name.
+            self.warnings.append(
+                f"{path}.reservation.name: {res.name} is consumed in {len(zones)} zones "
+                f"({listing(zones)}); each of them must hold a reservation of that name"
+            )
+        if pool.spot and res.type != "NONE":
+            self.problems.add(
+                f"{path}.spot",
+                f"true is not allowed with reservation.type {res.type}: Spot VMs do not consume "
+                "reservations; use spot: false or reservation.type NONE",
+            )
+        if pool.queued_provisioning:
+            if pool.spot:
+                self.problems.add(
+                    f"{path}.spot",
+                    "true is not allowed with queuedProvisioning: queued provisioning obtains "
+                    "on-demand capacity through ProvisioningRequests",
+                )
+            if res.type != "NONE":
+                self.problems.add(
+                    f"{path}.reservation.type",
+                    f"{res.type!r} is not allowed with queuedProvisioning; allowed: 'NONE'",
+                )
+            if pool.min_nodes != 0:
+                self.problems.add(
+                    f"{path}.minNodes",
+                    f"{pool.min_nodes} is not allowed with queuedProvisioning; allowed: 0 (nodes "
+                    "exist only while a ProvisioningRequest holds them)",
+                )
+            if pool.compact_placement:
+                self.problems.add(
+                    f"{path}.compactPlacement",
+                    "true is not allowed with queuedProvisioning (GKE refuses compact placement "
+                    "for queued GPU pools)",
+                )
+            if not machine.queued_provisioning:
+                self.problems.add(
+                    f"{path}.queuedProvisioning",
+                    f"true is not allowed: {machine.name} is not offered through queued provisioning",
+                )
+        if pool.compact_placement:
+            if machine.series == "n1":
+                self.problems.add(
+                    f"{path}.compactPlacement",
+                    "true is not allowed on N1 machine types (compact placement needs A2, A3, A4, G2 or G4)",
+                )
+            if pool.zones is not None and len(zones) != 1:
+                self.problems.add(
+                    f"{path}.zones",
+                    f"{list(zones)} has {len(zones)} zones; compactPlacement needs exactly one",
+                )
