@@ -26,16 +26,18 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
-import yaml
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import settings as pulumi_settings
+
+# Re-exported: the render's marker for a secure value, which the policy pack knows too.
+from components.stack_file import SECRET_NOT_DECRYPTED as SECRET_NOT_DECRYPTED
+from components.stack_file import load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "__main__.py"
 PROJECT = "gke-gpu"
 UNKNOWN = "(known after apply)"
 SECRET = "[secret]"
-SECRET_NOT_DECRYPTED = "[secret: not decrypted offline]"
 _SECRET_SIG = "4dabf18193072939515e22adb298388d"
 
 
@@ -195,32 +197,14 @@ def load_stack_config(stack: str, directory: Path = ROOT) -> tuple[dict[str, str
     """A stack file's config as the engine passes it: `ns:key` -> string (objects as JSON).
 
     Secure values cannot be decrypted offline; they become a placeholder and are marked secret.
+    Raises FileNotFoundError when there is no such file, StackFileError (naming the file and line)
+    when it cannot be read the way the Pulumi engine would read it.
     """
     path = stack_file(stack, directory)
     if not path.exists():
         raise FileNotFoundError(f"no stack file {path.name} in {directory}")
-    document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    raw = document.get("config") or {}
-    config: dict[str, str] = {}
-    secret_keys: list[str] = []
-    for key, value in raw.items():
-        value, secret = _strip_secure(value)
-        if secret:
-            secret_keys.append(key)
-        config[key] = _engine_string(value)
-    return config, secret_keys
-
-
-def _strip_secure(value: Any) -> tuple[Any, bool]:
-    if isinstance(value, dict):
-        if set(value) == {"secure"}:
-            return SECRET_NOT_DECRYPTED, True
-        items = {k: _strip_secure(v) for k, v in value.items()}
-        return {k: v for k, (v, _) in items.items()}, any(s for _, s in items.values())
-    if isinstance(value, list):
-        items = [_strip_secure(v) for v in value]
-        return [v for v, _ in items], any(s for _, s in items)
-    return value, False
+    loaded = load_stack_file(path)
+    return loaded.config, loaded.secret_keys
 
 
 def _engine_string(value: Any) -> str:
