@@ -45,7 +45,7 @@ NEAR_MISSES = {
     "gcp:projct": "did you mean gcp:project?",
     "monitoring": "must be of the form <namespace>:<name> (as the Pulumi CLI requires); did you mean "
     "gke-gpu:monitoring?",
-    "aws:region": "namespace aws is not read by this program",
+    "aws:region": "namespace 'aws' is not read by this program",
 }
 
 

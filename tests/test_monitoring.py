@@ -250,7 +250,10 @@ def test_alerts_with_a_malformed_channel() -> None:
             "monitoring": {"alerts": {"enabled": True, "notificationChannels": ["42"]}},
         }
     )
-    assert "gke-gpu:monitoring.alerts.notificationChannels[0]: '42' is not projects/" in message
+    assert (
+        "gke-gpu:monitoring.alerts.notificationChannels[0]: '42' is not allowed; expected "
+        "projects/<project>/notificationChannels/<numeric id>"
+    ) in message
 
 
 def test_managed_dcgm_with_driver_installation_disabled() -> None:
