@@ -34,25 +34,37 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pulumi_policy import (
-    EnforcementLevel,
-    Policy,
-    PolicyCustomTimeouts,
-    PolicyProviderResource,
-    PolicyResource,
-    PolicyResourceOptions,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
-from pulumi_policy.policy import _NotApplicableError  # what args.not_applicable() raises
-from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
+try:
+    from pulumi_policy import (
+        EnforcementLevel,
+        Policy,
+        PolicyCustomTimeouts,
+        PolicyProviderResource,
+        PolicyResource,
+        PolicyResourceOptions,
+        ResourceValidationArgs,
+        ResourceValidationPolicy,
+        StackValidationArgs,
+        StackValidationPolicy,
+    )
+    from pulumi_policy.policy import _NotApplicableError  # what args.not_applicable() raises
+    from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
 
-from policy.gke_gpu_policies.props import OFFLINE_UNKNOWN
-from policy.gke_gpu_policies.rules import PACK_NAME, POLICIES
-from tools import plan
-from tools.offline import run_stack, stacks
+    from components.stack_file import StackFileError
+    from policy.gke_gpu_policies.props import OFFLINE_UNKNOWN
+    from policy.gke_gpu_policies.rules import PACK_NAME, POLICIES
+    from tools import plan
+    from tools.offline import run_stack, stacks
+except ModuleNotFoundError as exc:  # not the project's virtualenv: say how to get it, no traceback
+    if __name__ != "__main__" or (exc.name or "").partition(".")[0] in ("components", "tools", "policy"):
+        raise
+    print(
+        f"error: the Python module {exc.name!r} is missing: run the tools with the project's virtualenv:\n"
+        "  python3 -m venv .venv && .venv/bin/pip install -r requirements-dev.txt\n"
+        f"  .venv/bin/python tools/check_policies.py {' '.join(sys.argv[1:])}",
+        file=sys.stderr,
+    )
+    sys.exit(2)
 
 EXIT_OK, EXIT_VIOLATIONS, EXIT_INVALID = 0, 1, 2
 STACK_TYPE = "pulumi:pulumi:Stack"
@@ -346,6 +358,36 @@ def summary(stack: str, violations: Sequence[Violation], resources: int) -> str:
     )
 
 
+def report(document: Mapping[str, Any], config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The pack's verdict on a render document as data: what `tools/render.py` stores under
+    ``policy`` and prints before the tree. Raises PolicyConfigError for a bad `config`."""
+    notes: list[str] = []
+    violations = check_document(document, config, notes=notes)
+    resources = sum(1 for r in document["resources"] if not r.get("component"))
+    mandatory = sum(1 for v in violations if v.mandatory)
+    return {
+        "pack": PACK_NAME,
+        "checked": True,
+        "policies": len(POLICIES),
+        "passed": mandatory == 0,
+        "mandatory": mandatory,
+        "advisory": len(violations) - mandatory,
+        "summary": summary(str(document.get("stack")), violations, resources),
+        "violations": [
+            {
+                "policy": v.policy,
+                "enforcementLevel": v.enforcement_level,
+                "resource": v.resource_name,
+                "type": v.resource_type,
+                "urn": v.urn,
+                "message": v.message,
+            }
+            for v in violations
+        ],
+        "notes": notes,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=f"Check a stack's offline render against {PACK_NAME}.")
     source = parser.add_mutually_exclusive_group(required=True)
@@ -382,10 +424,13 @@ def main(argv: list[str] | None = None) -> int:
         except FileNotFoundError as exc:
             print(f"error: {exc}; stacks: {', '.join(stacks())}", file=sys.stderr)
             return EXIT_INVALID
+        except StackFileError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_INVALID
         if result.error is not None:
             from components.config import ConfigError
 
-            if isinstance(result.error, ConfigError):
+            if isinstance(result.error, (ConfigError, StackFileError)):
                 print(f"error: stack {args.stack}: {result.error}", file=sys.stderr)
                 return EXIT_INVALID
             raise result.error

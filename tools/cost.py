@@ -154,7 +154,7 @@ def _count(values: Iterable[int | str]) -> int | str:
 
 
 @dataclass
-class _NodePrice:
+class NodePrice:
     """The price of one node (or, on Autopilot, one GPU Pod's node) per column."""
 
     hourly: dict[str, float | None]
@@ -162,10 +162,9 @@ class _NodePrice:
     notes: list[str]
 
 
-def _node_price(
-    table: PriceTable, region: str, machine: str | None, accelerator: str, gpus: int
-) -> _NodePrice:
-    result = _NodePrice({c: None for c in COLUMNS}, {}, [])
+def node_price(table: PriceTable, region: str, machine: str | None, accelerator: str, gpus: int) -> NodePrice:
+    """One node's hourly price per column (None with a reason where the table has none)."""
+    result = NodePrice({c: None for c in COLUMNS}, {}, [])
     if not machine:
         for c in COLUMNS:
             result.reasons[c] = f"no machine type for {gpus} x {accelerator}, so no price"
@@ -236,7 +235,7 @@ def _pool_estimate(
         if max_nodes is None:
             reasons["atMax"] = "the pool has no maxNodes"
 
-    price = _node_price(table, region, machine, accelerator, gpus_per_node)
+    price = node_price(table, region, machine, accelerator, gpus_per_node)
     reasons.update(price.reasons)
     notes.extend(price.notes)
     if pool.get("migPartitionSize") or pool.get("sharing"):
@@ -299,7 +298,8 @@ def _cluster_location(document: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _region(document: Mapping[str, Any]) -> str | None:
+def region_of(document: Mapping[str, Any]) -> str | None:
+    """The render's region: ``outputs.region``, else the cluster's location (a zone's region)."""
     region = (document.get("outputs") or {}).get("region")
     if isinstance(region, str) and region:
         return region
@@ -402,7 +402,7 @@ def estimate(
     table = prices or load_prices()
     catalog = catalog or load_catalog()
     outputs = document.get("outputs") or {}
-    region = _region(document)
+    region = region_of(document)
     result: dict[str, Any] = {
         "format": FORMAT,
         "source": table.source,

@@ -102,11 +102,12 @@ def to_document(result: RunResult) -> dict[str, Any]:
         "resources": resources,
         "outputs": _sorted(result.outputs),
     }
-    if result.warnings:
-        document["warnings"] = list(result.warnings)
+    # Always present (possibly empty), so a reader of the JSON need not guess.
+    document["warnings"] = list(result.warnings)
     # Local import: tools.cost reads the price table, which the diff and tree code do not need.
     from tools.cost import FORMAT as COST_FORMAT
     from tools.cost import estimate
+    from tools.sample_cost import format_samples, sample_runs
 
     if result.outputs.get("clusterMode") == "existing":
         document["cost"] = {
@@ -117,6 +118,9 @@ def to_document(result: RunResult) -> dict[str, Any]:
         }
     else:
         document["cost"] = estimate(document)
+    samples = sample_runs(document)
+    document["cost"]["samples"] = samples
+    document["cost"]["table"] = [*document["cost"]["table"], *format_samples(samples)]
     return document
 
 
@@ -277,7 +281,9 @@ def format_tree(document: dict[str, Any]) -> str:
     custom = [r for r in resources if not r["component"]]
     lines = [
         f"stack {document['stack']}: {len(custom)} resources in "
-        f"{len(resources) - len(custom)} components ({UNKNOWN} = computed by GCP)"
+        f"{len(resources) - len(custom)} components ({UNKNOWN} = computed by GCP)",
+        *format_header(document),
+        "",
     ]
 
     def walk(parent: str | None, prefix: str) -> None:
@@ -302,9 +308,23 @@ def format_tree(document: dict[str, Any]) -> str:
     if cost:
         lines.append("")
         lines.extend(cost.get("table", []))
-    for warning in document.get("warnings", []):
-        lines.append(f"warning: {warning}")
     return "\n".join(lines)
+
+
+def format_header(document: dict[str, Any]) -> list[str]:
+    """What must not scroll away: the program's warnings, then the policy pack's verdict."""
+    lines = [f"warning: {warning}" for warning in document.get("warnings") or []]
+    policy = document.get("policy")
+    if isinstance(policy, dict):
+        if not policy.get("checked"):
+            lines.append(f"policy check skipped: {policy.get('reason')}")
+        else:
+            lines.append(str(policy.get("summary")))
+            for v in policy.get("violations") or []:
+                level = "MANDATORY" if v.get("enforcementLevel") == "mandatory" else "advisory"
+                where = f"{v.get('resource')} [{v.get('type')}]"
+                lines.append(f"  - {level} {where}: {v.get('policy')}: {v.get('message')}")
+    return lines
 
 
 # --------------------------------------------------------------------------------------------------
@@ -322,18 +342,73 @@ def kubernetes_objects(document: dict[str, Any]) -> list[dict[str, Any]]:
     return objects
 
 
+class _ManifestDumper(yaml.SafeDumper):
+    """YAML for people: a multi-line string (a script in a ConfigMap) as a literal `|` block."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_ManifestDumper.add_representer(str, _represent_str)
+
+
+def manifest_yaml(obj: Any) -> str:
+    """A Kubernetes object as YAML, keys in order, multi-line strings as literal blocks."""
+    return yaml.dump(obj, Dumper=_ManifestDumper, sort_keys=False, allow_unicode=True, width=110)
+
+
+class OutDirError(ValueError):
+    """An --out path the render must not write into."""
+
+
+# What a render writes: it removes these (and only these) before writing a new render.
+OWNED_FILES = ("render.json", "dashboard.json")
+MANIFESTS = "manifests"
+
+
+def check_out_dir(out: Path) -> None:
+    """Raise OutDirError unless `out` is absent, an empty directory, or an earlier render's."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise OutDirError(f"--out {out}: exists and is not a directory; give a directory to write into")
+    if not any(out.iterdir()):
+        return
+    render = out / "render.json"
+    try:
+        is_render = (
+            render.is_file() and json.loads(render.read_text(encoding="utf-8")).get("format") == FORMAT
+        )
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        is_render = False
+    if not is_render:
+        raise OutDirError(
+            f"--out {out}: a directory that holds files but no earlier render (no {render.name} of "
+            f"format {FORMAT}); give a new or empty directory, so no file of yours is overwritten"
+        )
+
+
 def write_out(document: dict[str, Any], out: Path) -> list[Path]:
+    """Write manifests/*.yaml, dashboard.json and render.json under `out`, after removing the files
+    an earlier render wrote there (so a manifest or dashboard that is gone does not linger).
+    Raises OutDirError for a path that is a file or a directory of something else."""
+    check_out_dir(out)
     written: list[Path] = []
-    manifests = out / "manifests"
+    manifests = out / MANIFESTS
+    for name in OWNED_FILES:
+        (out / name).unlink(missing_ok=True)
+    if manifests.is_dir():
+        for old in manifests.glob("*.yaml"):
+            old.unlink()
     manifests.mkdir(parents=True, exist_ok=True)
-    for old in manifests.glob("*.yaml"):
-        old.unlink()
     for obj in kubernetes_objects(document):
         meta = obj.get("metadata", {})
         scope = meta.get("namespace") or "cluster"
         filename = f"{scope}.{obj.get('kind', 'Object').lower()}.{meta.get('name', 'unnamed')}.yaml"
         path = manifests / re.sub(r"[^A-Za-z0-9._-]", "_", filename)
-        path.write_text(yaml.safe_dump(obj, sort_keys=False), encoding="utf-8")
+        path.write_text(manifest_yaml(obj), encoding="utf-8")
         written.append(path)
     for r in document["resources"]:
         if r["type"] == "gcp:monitoring/dashboard:Dashboard":

@@ -7,8 +7,19 @@
     python tools/render.py --stack prod --diff OLD.json   # changed inputs per resource, REPLACE marks
 
 It runs the very same `__main__.py` under the Pulumi SDK's mocks with the config of
-`Pulumi.<stack>.yaml`. Exit codes: 0 the stack is valid, 2 its config is not (the message names the
-key), 1 anything else (a bug: the traceback is printed).
+`Pulumi.<stack>.yaml`, then runs the policy pack's rules (`policy/`, as `tools/check_policies.py`
+does) over the result. The program's warnings and the policy verdict come first: at the top of the
+tree, or on stderr with --json and --diff; --json also carries them (`warnings`, always a list, and
+`policy`). --out DIR writes into a new or empty directory, or one that holds an earlier render, whose
+files it replaces (manifests and a dashboard that are gone do not linger).
+
+Exit codes:
+  0  the stack is valid and violates no mandatory policy (advisory ones are printed);
+  1  a bug in the program or in these tools: the traceback is printed;
+  2  invalid input, nothing rendered: a stack file that cannot be read (``Pulumi.<stack>.yaml:LINE:
+     what is wrong``), invalid config (the message names each key), an --out or --diff path that
+     does not fit, or a Python without the project's virtualenv;
+  3  the stack renders (and --out is written) but violates a mandatory policy: printed first.
 """
 
 from __future__ import annotations
@@ -16,14 +27,45 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools import plan
-from tools.offline import ROOT, run_stack, stacks
+try:
+    from components.stack_file import StackFileError
+    from tools import plan
+    from tools.offline import ROOT, run_stack, stacks
+except ModuleNotFoundError as exc:  # not the project's virtualenv: say how to get it, no traceback
+    if __name__ != "__main__" or (exc.name or "").partition(".")[0] in ("components", "tools", "policy"):
+        raise
+    print(
+        f"error: the Python module {exc.name!r} is missing: run the tools with the project's virtualenv:\n"
+        "  python3 -m venv .venv && .venv/bin/pip install -r requirements-dev.txt\n"
+        f"  .venv/bin/python tools/render.py {' '.join(sys.argv[1:])}",
+        file=sys.stderr,
+    )
+    sys.exit(2)
 
-EXIT_OK, EXIT_BUG, EXIT_INVALID = 0, 1, 2
+EXIT_OK, EXIT_BUG, EXIT_INVALID, EXIT_POLICY = 0, 1, 2, 3
+
+
+def policy_report(document: dict[str, Any]) -> dict[str, Any]:
+    """The policy pack's verdict on the render, or why it was not checked (pulumi-policy absent)."""
+    try:
+        from tools import check_policies
+    except ModuleNotFoundError as exc:
+        return {
+            "checked": False,
+            "reason": f"the Python module {exc.name!r} is missing (it comes with requirements-dev.txt: "
+            "`.venv/bin/pip install -r requirements-dev.txt`)",
+        }
+    return check_policies.report(document)
+
+
+def _error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_INVALID
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,39 +80,52 @@ def main(argv: list[str] | None = None) -> int:
         help="directory of the Pulumi.<stack>.yaml files (default: repo)",
     )
     parser.add_argument("--json", action="store_true", help="print the render as JSON")
-    parser.add_argument("--out", type=Path, help="write manifests/ and dashboard.json here")
+    parser.add_argument("--out", type=Path, help="write manifests/, dashboard.json and render.json here")
     parser.add_argument("--diff", type=Path, metavar="OLD.json", help="compare with an earlier --json render")
     args = parser.parse_args(argv)
 
     try:
+        if args.out is not None:
+            plan.check_out_dir(args.out)
+        old = plan.load_document(args.diff) if args.diff is not None else None
         result = run_stack(args.stack, directory=args.stack_dir)
     except FileNotFoundError as exc:
-        print(f"error: {exc}; stacks: {', '.join(stacks(args.stack_dir))}", file=sys.stderr)
-        return EXIT_INVALID
+        return _error(f"{exc}; stacks: {', '.join(stacks(args.stack_dir)) or 'none'}")
+    except (StackFileError, plan.OutDirError, plan.NotARenderError) as exc:
+        return _error(str(exc))
     error = result.error
     if error is not None:
         from components.config import ConfigError
 
-        if isinstance(error, ConfigError):
-            print(f"error: stack {args.stack}: {error}", file=sys.stderr)
-            return EXIT_INVALID
+        if isinstance(error, (ConfigError, StackFileError)):
+            return _error(f"stack {args.stack}: {error}")
         raise error
 
     document = plan.to_document(result)
-    if args.diff is not None:
-        try:
-            old = plan.load_document(args.diff)
-        except plan.NotARenderError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return EXIT_INVALID
+    document["policy"] = policy_report(document)
+    if args.diff is not None or args.json:
+        for line in plan.format_header(document):
+            print(line, file=sys.stderr)
+    if old is not None:
         print(plan.format_diff(plan.diff(old, document)))
     elif args.json:
         print(plan.dumps(document))
     else:
         print(plan.format_tree(document))
     if args.out is not None:
-        written = plan.write_out(document, args.out)
+        try:
+            written = plan.write_out(document, args.out)
+        except (plan.OutDirError, OSError) as exc:
+            return _error(str(exc))
         print(f"wrote {len(written)} file(s) under {args.out}", file=sys.stderr)
+    policy = document["policy"]
+    if policy.get("checked") and not policy.get("passed"):
+        print(
+            f"error: stack {args.stack} violates {policy['mandatory']} mandatory policy(ies) of "
+            f"{policy['pack']} (listed above); `pulumi preview --policy-pack policy` would refuse it",
+            file=sys.stderr,
+        )
+        return EXIT_POLICY
     return EXIT_OK
 
 

@@ -1,0 +1,219 @@
+"""Sample workloads in a render: the GPU pool each one scales up, and at most what one run costs.
+
+`sample_runs(document)` reads a render document (`tools/plan.to_document`): the samples the program
+declares (``outputs.sampleWorkloads``), their Jobs and Deployments, and the GPU pools
+(``outputs.gpuPools``). A sample's pool is the one whose node labels its Pods select; its Pods
+(a Job's parallelism, a Deployment's replicas) times their ``nvidia.com/gpu`` give the nodes it
+scales up; at most one run costs those nodes at the pool's price (`tools/cost.py`'s table: Spot
+for a Spot pool, on-demand where Autopilot may fall back to it) for the Job's
+``activeDeadlineSeconds``. Where no bound exists (a Deployment, a Job without a deadline, the
+Autopilot premium the table lacks, no price, nodes of an existing cluster) the figure is ``n/a``
+with the reason. Not included: the minutes the autoscaler keeps an idle node after a run.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping
+from typing import Any
+
+from components.catalog import Catalog, load_catalog
+from tools.cost import NA, ON_DEMAND, SPOT, PriceTable, load_prices, node_price, region_of
+
+JOB, DEPLOYMENT = "kubernetes:batch/v1:Job", "kubernetes:apps/v1:Deployment"
+_LABELS = {ON_DEMAND: "on-demand", SPOT: "Spot"}
+_WRAP = 110
+
+
+def _int(value: Any, default: int) -> int:
+    if isinstance(value, bool) or value is None:
+        return default
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _duration(seconds: int) -> str:
+    if seconds % 3600 == 0:
+        return f"{seconds // 3600} h"
+    return f"{seconds // 60} min" if seconds % 60 == 0 else f"{seconds} s"
+
+
+def _objects(document: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """Jobs and Deployments by metadata.name."""
+    objects = {}
+    for r in document.get("resources") or []:
+        if r.get("type") in (JOB, DEPLOYMENT) and not r.get("component"):
+            name = ((r.get("inputs") or {}).get("metadata") or {}).get("name")
+            if isinstance(name, str):
+                objects[name] = r
+    return objects
+
+
+def _pool_of(selector: Mapping[str, Any], pools: list[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The GPU pool whose node labels the Pod selects (the most specific match)."""
+    matches = [
+        p
+        for p in pools
+        if isinstance(p.get("nodeSelector"), Mapping)
+        and p["nodeSelector"]
+        and all(selector.get(k) == v for k, v in p["nodeSelector"].items())
+    ]
+    return max(matches, key=lambda p: len(p["nodeSelector"]), default=None)
+
+
+def _nodes(pool: Mapping[str, Any], pods: int, gpus_per_pod: int, notes: list[str]) -> int:
+    if pool.get("kind") == "autopilot-profile":
+        return pods  # Autopilot sizes a node for each GPU Pod
+    per_node = max(_int(pool.get("schedulableGpusPerNode"), _int(pool.get("gpusPerNode"), 1)), 1)
+    nodes = max(1, -(-pods * gpus_per_pod // per_node))
+    max_nodes = pool.get("maxNodes")
+    if isinstance(max_nodes, int) and not isinstance(max_nodes, bool) and nodes > max_nodes:
+        notes.append(f"needs {nodes} nodes but the pool's maxNodes is {max_nodes}: some Pods wait")
+        nodes = max_nodes
+    if _int(pool.get("minNodes"), 0) > 0:
+        notes.append(
+            f"the pool keeps {pool['minNodes']} node(s) anyway: a run that fits on them costs nothing more"
+        )
+    return nodes
+
+
+def _sample(
+    name: str,
+    obj: Mapping[str, Any] | None,
+    pools: list[Mapping[str, Any]],
+    *,
+    table: PriceTable,
+    catalog: Catalog,
+    region: str | None,
+    existing: bool,
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": name, "kind": None, "pool": None, "maxPerRun": NA, "notes": []}
+    if obj is None:
+        return {**entry, "reason": f"no Job or Deployment named {name} in the render"}
+    spec = (obj.get("inputs") or {}).get("spec") or {}
+    pod = (spec.get("template") or {}).get("spec") or {}
+    is_job = obj.get("type") == JOB
+    gpus_per_pod = sum(
+        _int(((c.get("resources") or {}).get("limits") or {}).get("nvidia.com/gpu"), 0)
+        for c in pod.get("containers") or []
+    )
+    if is_job:
+        parallelism = _int(spec.get("parallelism"), 1)
+        pods, deadline = (
+            min(parallelism, _int(spec.get("completions"), parallelism)),
+            spec.get("activeDeadlineSeconds"),
+        )
+    else:
+        pods, deadline = _int(spec.get("replicas"), 1), None
+    entry.update(
+        kind="Job" if is_job else "Deployment", pods=pods, gpusPerPod=gpus_per_pod, deadlineSeconds=deadline
+    )
+    pool = _pool_of(pod.get("nodeSelector") or {}, pools)
+    if pool is None:
+        why = (
+            "it runs on the GPU nodes of an existing cluster, which this stack does not create or price"
+            if existing
+            else "its nodeSelector matches no GPU pool of the stack"
+        )
+        return {**entry, "reason": why}
+
+    autopilot = pool.get("kind") == "autopilot-profile"
+    gpus_per_node = _int(pool.get("gpusPerNode"), 1)
+    accelerator = str(pool.get("accelerator"))
+    machine = pool.get("machineType")
+    if autopilot:
+        accelerator_spec = catalog.accelerator(accelerator)
+        machine = accelerator_spec.default_machine_types.get(gpus_per_node) if accelerator_spec else None
+    spot = bool(pool.get("spot"))
+    fallback = autopilot and spot and bool(pool.get("onDemandFallback"))
+    column = ON_DEMAND if (fallback or not spot) else SPOT
+    nodes = _nodes(pool, pods, gpus_per_pod, entry["notes"])
+    entry.update(
+        pool=pool.get("name"),
+        machineType=machine,
+        accelerator=accelerator,
+        gpusPerNode=gpus_per_node,
+        spot=spot,
+        pricing=column,
+        nodes=nodes,
+        nodeHourly=NA,
+        hourly=NA,
+    )
+    if region is None:
+        return {**entry, "reason": "the render names no region, so no price"}
+    node_hourly = node_price(table, region, machine, accelerator, gpus_per_node).hourly[column]
+    if node_hourly is None:
+        reasons = node_price(table, region, machine, accelerator, gpus_per_node).reasons
+        return {**entry, "reason": reasons.get(column, "no price")}
+    hourly = round(nodes * node_hourly, 5)
+    entry.update(nodeHourly=node_hourly, hourly=hourly)
+    if not is_job:
+        return {
+            **entry,
+            "reason": f"a Deployment runs until it is deleted: ${hourly:,.2f} per hour while it runs",
+        }
+    if isinstance(deadline, bool) or not isinstance(deadline, int):
+        return {**entry, "reason": "the Job has no activeDeadlineSeconds, so no upper bound"}
+    per_run = round(hourly * deadline / 3600, 5)
+    if autopilot:
+        reason = f"Autopilot adds a GPU premium the price table does not have; the VMs alone: ${per_run:,.2f}"
+        return {**entry, "atLeastPerRun": per_run, "reason": reason}
+    return {**entry, "maxPerRun": per_run}
+
+
+def sample_runs(
+    document: Mapping[str, Any], *, prices: PriceTable | None = None, catalog: Catalog | None = None
+) -> list[dict[str, Any]]:
+    """One entry per sample of ``outputs.sampleWorkloads`` (sorted by name): its ``pool``,
+    ``machineType``, ``gpusPerNode``, ``pricing`` (onDemand or spot), ``nodes``, ``nodeHourly``,
+    ``hourly`` and ``maxPerRun`` (USD), or ``maxPerRun: "n/a"`` with ``reason``."""
+    outputs = document.get("outputs") or {}
+    samples = outputs.get("sampleWorkloads")
+    if not isinstance(samples, Mapping) or not samples:
+        return []
+    table = prices or load_prices()
+    catalog = catalog or load_catalog()
+    objects = _objects(document)
+    pools = [p for p in outputs.get("gpuPools") or [] if isinstance(p, Mapping)]
+    region = region_of(document)
+    existing = outputs.get("clusterMode") == "existing"
+    return [
+        _sample(
+            name, objects.get(name), pools, table=table, catalog=catalog, region=region, existing=existing
+        )
+        for name in sorted(samples)
+    ]
+
+
+def format_samples(samples: list[Mapping[str, Any]]) -> list[str]:
+    """The samples as text lines for the tree (none without samples)."""
+    if not samples:
+        return []
+    lines = [
+        "Sample workloads: the GPU pool each one scales up, and at most what one run costs "
+        "(nodes x $/node-hour x the Job's activeDeadlineSeconds)"
+    ]
+    for s in samples:
+        replicas = f", {s['pods']} replicas" if s.get("kind") == DEPLOYMENT.rsplit(":", 1)[1] else ""
+        text = f"{s['name']} ({s.get('kind') or 'not found'}{replicas}): "
+        if s.get("pool") is not None:
+            node = s.get("nodeHourly", NA)
+            price = node if isinstance(node, str) else f"${node:,.2f}/h"
+            machine = f"{s.get('machineType') or NA} with {s['gpusPerNode']} x {s['accelerator']}"
+            pricing = _LABELS[s["pricing"]]
+            if s.get("spot") and s["pricing"] == ON_DEMAND:
+                pricing = "Spot, falling back to on-demand (priced on-demand, the most it pays)"
+            text += f"pool {s['pool']}, {machine}, {pricing}: {s['nodes']} node(s) at {price}; "
+        if isinstance(s.get("maxPerRun"), str):
+            text += f"per run {NA}: {s.get('reason')}"
+        else:
+            text += (
+                f"at most ${s['maxPerRun']:,.2f} per run (deadline {_duration(int(s['deadlineSeconds']))})"
+            )
+        text += "".join(f"; {note}" for note in s.get("notes") or [])
+        lines.extend(textwrap.wrap(text, width=_WRAP, initial_indent="  ", subsequent_indent="      "))
+    if any(s.get("pool") is not None for s in samples):
+        lines.append("  not included: the minutes the autoscaler keeps an idle node after a run")
+    return lines
