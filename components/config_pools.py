@@ -215,18 +215,16 @@ class PoolRules(PlacementRules):
                 f"note: {path}: {count} x {accelerator.name} on Autopilot needs GKE {minimum} or later; "
                 f"check the cluster's version on the {self.config.cluster.release_channel} channel"
             )
-        # The Spot-then-on-demand fallback is a ComputeClass, which (before GKE 1.35) cannot express
-        # GPU sharing or MIG; such profiles select Spot directly instead.
-        partitioned = pool.sharing is not None or pool.mig_partition_size is not None
-        if pool.on_demand_fallback and partitioned:
-            self.problems.add(
-                f"{path}.onDemandFallback",
-                "true is not allowed with sharing or migPartitionSize (the ComputeClass that "
-                "falls back to on-demand cannot express them); set it to false",
+        # The Spot-then-on-demand fallback is a ComputeClass; it carries time-sharing and MIG in
+        # each priority's gpu.gpuSharing, so shared and partitioned profiles fall back like the rest.
+        fallback = pool.spot if pool.on_demand_fallback is None else pool.on_demand_fallback
+        if fallback and (pool.sharing is not None or pool.mig_partition_size is not None):
+            self.warnings.append(
+                f"note: {path}: the on-demand fallback puts sharing/migPartitionSize in a ComputeClass "
+                "(gpu.gpuSharing), which needs GKE 1.35.2-gke.1485000 or later (version unverified); "
+                f"check the cluster's version on the {self.config.cluster.release_channel} channel, "
+                "or set onDemandFallback: false to select Spot nodes directly"
             )
-        fallback = (
-            pool.spot and not partitioned if pool.on_demand_fallback is None else pool.on_demand_fallback
-        )
         return GpuPool(
             **common_pool_fields(pool, accelerator, count),
             on_demand_fallback=fallback,

@@ -333,7 +333,7 @@ def test_autopilot_spot_profile_falls_back_to_on_demand_by_default() -> None:
             ],
         }
     )
-    assert shared.gpu_pools[0].on_demand_fallback is False, "a ComputeClass cannot express sharing"
+    assert shared.gpu_pools[0].on_demand_fallback is True, "the ComputeClass carries gpuSharing"
 
 
 def test_unknown_region_needs_explicit_zones_and_warns() -> None:
