@@ -161,7 +161,7 @@ class _Frame:
     anchor: str | None
     path: str
     depth: int
-    key: tuple[str, int] | None = None  # the key whose value comes next (mappings)
+    key: tuple[str | None, int] | None = None  # the key whose value comes next; None: a merge (<<)
     merges: list[_Node] = field(default_factory=list)
 
 
@@ -209,7 +209,7 @@ class _Composer:
             return f"{frame.path}[{len(frame.node.value)}]"
         if frame.key is None:
             return f"a key of {frame.path}" if frame.path else "a top-level key"
-        return _join(frame, frame.key[0])
+        return _join(frame, "<<" if frame.key[0] is None else frame.key[0])
 
     def _count(self, nodes: int, chars: int, line: int, what: str) -> None:
         self.nodes += nodes
@@ -217,13 +217,13 @@ class _Composer:
         if self.nodes > MAX_NODES:
             raise self.error(
                 line,
-                f"{self._path()}: {what} makes the file hold more than {MAX_NODES:,} values once "
+                f"{_clip(self._path())}: {what} makes the file hold more than {MAX_NODES:,} values once "
                 "aliases are expanded; a stack file may hold at most that (an alias bomb?)",
             )
         if self.chars > MAX_EXPANDED_CHARS:
             raise self.error(
                 line,
-                f"{self._path()}: {what} makes the file's text exceed {MAX_EXPANDED_CHARS:,} "
+                f"{_clip(self._path())}: {what} makes the file's text exceed {MAX_EXPANDED_CHARS:,} "
                 "characters once aliases are expanded",
             )
 
@@ -250,10 +250,12 @@ class _Composer:
     def _alias(self, event: events.AliasEvent, line: int) -> None:
         anchor = event.anchor
         if anchor in self.building:
-            raise self.error(line, f"{self._path()}: alias *{anchor} is used inside its own anchor")
+            raise self.error(line, f"{_clip(self._path())}: alias *{anchor} is used inside its own anchor")
         node = self.anchors.get(anchor)
         if node is None:
-            raise self.error(line, f"{self._path()}: alias *{anchor} has no anchor &{anchor} before it")
+            raise self.error(
+                line, f"{_clip(self._path())}: alias *{anchor} has no anchor &{anchor} before it"
+            )
         self._count(node.size, node.chars, line, f"alias *{anchor}")
         self._depth_check(line, node.height)
         self._add(node, line)
@@ -304,7 +306,7 @@ class _Composer:
         else:
             key, key_line = frame.key
             frame.key = None
-            if key == "<<":
+            if key is None:
                 self._merge(frame, node, line)
             elif key in frame.node.value:
                 first = frame.node.value[key][0]
@@ -316,13 +318,13 @@ class _Composer:
             else:
                 frame.node.value[key] = (key_line, node)
 
-    def _key(self, frame: _Frame, node: _Node, line: int) -> tuple[str, int]:
+    def _key(self, frame: _Frame, node: _Node, line: int) -> tuple[str | None, int]:
         where = f"a key of {frame.path}" if frame.path else "a top-level key"
         if node.kind != "scalar":
             shape = "a map" if node.kind == "map" else "a list"
             raise self.error(line, f"{where} is {shape}; keys must be strings")
         if node.tag == f"{_TAG}merge" and node.plain:
-            return "<<", line
+            return None, line
         if node.tag != f"{_TAG}str":
             what = _YAML_TYPES.get(node.tag, _scalar_kind(node.tag))
             raise self.error(
@@ -427,7 +429,8 @@ def _strip_secure(value: Any) -> tuple[Any, bool]:
 def _yaml_problem(exc: yaml.YAMLError, text: str) -> tuple[int | None, str]:
     if isinstance(exc, yaml.reader.ReaderError):
         line = text.count("\n", 0, exc.position) + 1
-        return line, f"the character {exc.character!r} is not allowed in YAML ({exc.reason})"
+        char = chr(exc.character) if isinstance(exc.character, int) else str(exc.character)
+        return line, f"the character {char!r} (U+{ord(char[:1] or ' '):04X}) is not allowed in YAML"
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     line = mark.line + 1 if mark is not None else None
     problem = getattr(exc, "problem", None) or str(exc)
@@ -488,7 +491,8 @@ def parse_stack_text(text: str, name: str) -> StackFile:
             raise StackFileError.at(
                 name,
                 key_line,
-                f"config key {cut(key)} is not `namespace:name` (for example gke-gpu:cluster or gcp:project)",
+                f"config key {cut(key)} is not `<namespace>:<name>`, as the Pulumi CLI requires (this "
+                "program's settings are gke-gpu:<name>, the GCP provider's gcp:<name>)",
             )
         text_value, secret = converter.engine_value(key, node)
         result.config[key] = text_value

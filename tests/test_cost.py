@@ -11,6 +11,7 @@ from tests.conftest import STANDARD_CLUSTER, render, stack_config
 from tools.cost import HOURS_PER_MONTH, NA, estimate, load_prices
 from tools.offline import run_stack
 from tools.plan import to_document
+from tools.sample_cost import format_samples, sample_runs
 
 # Figures from components/data/prices.yaml, us-central1 (read by eye, not by code).
 G2_STANDARD_8 = (0.85362, 0.43623)  # (on-demand, Spot) whole VM with its L4
@@ -271,3 +272,171 @@ def test_a_real_n1_render() -> None:
     assert p["machineType"] == "n1-standard-16" and p["expected"] == "spot"
     assert p["hourly"]["atMax"]["spot"] == pytest.approx(3 * (N1_STANDARD_16[1] + 2 * T4[1]))
     assert p["hourly"]["atMin"]["spot"] == pytest.approx(N1_STANDARD_16[1] + 2 * T4[1])
+
+
+# -- sample workloads: the pool each one scales up and the most one run costs --------------------------
+
+
+def job(name, *, selector, gpus=1, deadline=3600, parallelism=None, kind="Job", replicas=None):
+    spec = {
+        "template": {
+            "spec": {
+                "nodeSelector": selector,
+                "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}],
+            }
+        }
+    }
+    if kind == "Job":
+        if deadline is not None:
+            spec["activeDeadlineSeconds"] = deadline
+        if parallelism is not None:
+            spec["parallelism"] = parallelism
+        token = "kubernetes:batch/v1:Job"
+    else:
+        spec["replicas"] = replicas
+        token = "kubernetes:apps/v1:Deployment"
+    return {
+        "type": token,
+        "name": f"samples-{name}",
+        "component": False,
+        "inputs": {"kind": kind, "metadata": {"name": name, "namespace": "gpu-samples"}, "spec": spec},
+    }
+
+
+L4_SELECTOR = {"cloud.google.com/gke-nodepool": "l4", "cloud.google.com/gke-accelerator": "nvidia-l4"}
+
+
+def with_samples(doc, *objects):
+    doc["resources"] = [*doc["resources"], *objects]
+    doc["outputs"]["sampleWorkloads"] = {o["inputs"]["metadata"]["name"]: {} for o in objects}
+    return doc
+
+
+def l4_pool(**fields):
+    return pool("l4", nodeSelector=L4_SELECTOR, schedulableGpusPerNode=1, **fields)
+
+
+def runs(doc):
+    return {s["name"]: s for s in sample_runs(doc)}
+
+
+def test_a_job_costs_at_most_its_nodes_for_its_deadline() -> None:
+    doc = with_samples(document(l4_pool()), job("smi", selector=L4_SELECTOR, deadline=3600))
+    s = runs(doc)["smi"]
+    assert (s["pool"], s["machineType"], s["gpusPerNode"], s["pricing"], s["nodes"]) == (
+        "l4",
+        "g2-standard-8",
+        1,
+        "onDemand",
+        1,
+    )
+    assert s["maxPerRun"] == pytest.approx(G2_STANDARD_8[0])  # 1 node x 1 h
+    spot = with_samples(document(l4_pool(spot=True)), job("smi", selector=L4_SELECTOR, deadline=1800))
+    s = runs(spot)["smi"]
+    assert s["pricing"] == "spot"
+    assert s["maxPerRun"] == pytest.approx(G2_STANDARD_8[1] / 2, abs=1e-4)  # Spot price x 30 min
+
+
+def test_parallel_pods_scale_up_more_nodes_up_to_the_pools_maximum() -> None:
+    doc = with_samples(
+        document(l4_pool(maxNodes=4)),
+        job("three", selector=L4_SELECTOR, parallelism=3, deadline=7200),
+        job("six", selector=L4_SELECTOR, parallelism=6, deadline=3600),
+    )
+    three, six = runs(doc)["three"], runs(doc)["six"]
+    assert three["nodes"] == 3
+    assert three["maxPerRun"] == pytest.approx(3 * G2_STANDARD_8[0] * 2)
+    assert six["nodes"] == 4
+    assert six["maxPerRun"] == pytest.approx(4 * G2_STANDARD_8[0])
+    assert any("maxNodes is 4: some Pods wait" in n for n in six["notes"])
+
+
+def test_no_upper_bound_is_na_with_the_reason() -> None:
+    doc = with_samples(
+        document(l4_pool()),
+        job("forever", selector=L4_SELECTOR, deadline=None),
+        job("demo", selector=L4_SELECTOR, kind="Deployment", replicas=2),
+        job("nowhere", selector={"cloud.google.com/gke-nodepool": "other"}),
+    )
+    doc["outputs"]["sampleWorkloads"]["missing"] = {}
+    r = runs(doc)
+    assert r["forever"]["maxPerRun"] == NA
+    assert r["forever"]["reason"] == "the Job has no activeDeadlineSeconds, so no upper bound"
+    assert r["demo"]["maxPerRun"] == NA and r["demo"]["nodes"] == 2
+    assert r["demo"]["reason"] == (
+        f"a Deployment runs until it is deleted: ${2 * G2_STANDARD_8[0]:,.2f} per hour while it runs"
+    )
+    assert r["nowhere"]["pool"] is None
+    assert r["nowhere"]["reason"] == "its nodeSelector matches no GPU pool of the stack"
+    assert r["missing"]["reason"] == "no Job or Deployment named missing in the render"
+
+
+def test_autopilot_and_a_missing_price_give_no_upper_bound() -> None:
+    selector = {"cloud.google.com/compute-class": "gpu-l4"}
+    profile = {
+        "name": "l4",
+        "kind": "autopilot-profile",
+        "accelerator": "nvidia-l4",
+        "gpusPerNode": 1,
+        "spot": True,
+        "onDemandFallback": True,
+        "nodeSelector": selector,
+    }
+    a3_selector = {"cloud.google.com/gke-nodepool": "h100"}
+    a3 = pool(
+        "h100",
+        accelerator="nvidia-h100-80gb",
+        gpusPerNode=8,
+        machineType="a3-highgpu-8g",
+        nodeSelector=a3_selector,
+    )
+    doc = with_samples(
+        document(profile, a3, mode="autopilot"),
+        job("ap", selector=selector),
+        job("h100", selector=a3_selector, gpus=8),
+    )
+    r = runs(doc)
+    assert r["ap"]["pricing"] == "onDemand", "Spot with fallback: on-demand is the most it pays"
+    assert r["ap"]["maxPerRun"] == NA
+    assert r["ap"]["atLeastPerRun"] == pytest.approx(G2_STANDARD_8[0])
+    assert "Autopilot adds a GPU premium the price table does not have" in r["ap"]["reason"]
+    assert r["h100"]["maxPerRun"] == NA
+    assert r["h100"]["reason"].startswith("on-demand price unknown for a3-highgpu-8g in us-central1")
+
+
+def test_samples_on_an_existing_cluster_are_not_priced() -> None:
+    doc = with_samples(document(mode="existing"), job("smi", selector={"nvidia.com/gpu.present": "true"}))
+    (s,) = sample_runs(doc)
+    assert s["maxPerRun"] == NA
+    assert "GPU nodes of an existing cluster" in s["reason"]
+
+
+def test_sample_lines_name_pool_machine_pricing_and_the_most_per_run() -> None:
+    doc = with_samples(
+        document(l4_pool(spot=True)),
+        job("smi", selector=L4_SELECTOR, deadline=5400),
+        job("demo", selector=L4_SELECTOR, kind="Deployment", replicas=1),
+    )
+    lines = format_samples(sample_runs(doc))
+    text = " ".join(line.strip() for line in lines)
+    spot = G2_STANDARD_8[1]
+    assert lines[0].startswith("Sample workloads: the GPU pool each one scales up")
+    assert (
+        f"smi (Job): pool l4, g2-standard-8 with 1 x nvidia-l4, Spot: 1 node(s) at ${spot:,.2f}/h; "
+        f"at most ${spot * 1.5:,.2f} per run (deadline 90 min)"
+    ) in text
+    assert "demo (Deployment, 1 replicas): pool l4, g2-standard-8 with 1 x nvidia-l4, Spot" in text
+    assert "per run n/a: a Deployment runs until it is deleted" in text
+    assert format_samples([]) == []
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_every_declared_sample_of_a_stack_has_a_pool_and_a_figure_or_reason(stack) -> None:
+    document_ = to_document(run_stack(stack))
+    samples = document_["cost"]["samples"]
+    assert [s["name"] for s in samples] == sorted(document_["outputs"]["sampleWorkloads"])
+    for s in samples:
+        assert s["pool"] in {p["name"] for p in document_["outputs"]["gpuPools"]}, s
+        assert isinstance(s["maxPerRun"], float) or s["reason"], s
+    table = "\n".join(document_["cost"]["table"])
+    assert "Sample workloads:" in table
