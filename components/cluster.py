@@ -32,7 +32,14 @@ class GkeClusterArgs:
     services_range_name: pulumi.Input[str]
     release_channel: str = "REGULAR"
     private_nodes: bool = True
+    # False: the control plane's IP endpoint is private (reachable from the VPC only); True: public,
+    # limited to authorized_networks (open to any address when that is empty: the settings only
+    # allow that when the stack opts in explicitly). The DNS endpoint is on either way.
+    public_endpoint: bool = False
     authorized_networks: Sequence[AuthorizedNetwork] = ()
+    # Enforce the project's Binary Authorization policy on the Pods of this cluster (opt-in: with
+    # the default project policy, which allows every image, it changes nothing).
+    binary_authorization: bool = False
     deletion_protection: bool = True
     # Standard only: the small non-GPU pool for system Pods.
     system_pool: SystemPool | None = None
@@ -46,20 +53,27 @@ class GkeCluster(pulumi.ComponentResource):
 
     Secure defaults: a dedicated node service account with only
     ``roles/container.defaultNodeServiceAccount`` (never the default compute account), Workload
-    Identity, Shielded nodes with secure boot, private nodes (no external IPs; a Private Service
-    Connect control plane with a public endpoint restricted to ``authorized_networks`` when given),
-    a release channel, Managed Service for Prometheus, and deletion protection.
+    Identity, Shielded nodes with secure boot, private nodes (no external IPs), a release channel,
+    Managed Service for Prometheus, and deletion protection.
+
+    Control plane access (a Private Service Connect control plane): the DNS-based endpoint is on
+    and accepts traffic from anywhere, each request checked by IAM (``container.clusters.connect``)
+    before Kubernetes RBAC; the IP endpoint is private unless ``public_endpoint`` (then limited to
+    ``authorized_networks``); no client certificates are issued; Binary Authorization when asked.
 
     Standard clusters start with GKE's default pool removed and a separate ``system`` pool: GPU
     pools are separate NodePool resources, so a change to one never touches the cluster.
 
-    Outputs for the next layers: ``kubeconfig`` (a secret; uses ``gke-gcloud-auth-plugin``, so no
-    credential is stored in it) and ``provider``, a ``pulumi_kubernetes`` Provider built from it.
+    Outputs for the next layers: ``kubeconfig`` (a secret; the DNS endpoint and
+    ``gke-gcloud-auth-plugin``, so no credential is stored in it and it works with the IP endpoint
+    closed) and ``provider``, a ``pulumi_kubernetes`` Provider built from it.
     """
 
     cluster_name: pulumi.Output[str]
     location: pulumi.Output[str]
+    # The IP endpoint (private unless public_endpoint) and the DNS endpoint (gke-....gke.goog).
     endpoint: pulumi.Output[str]
+    dns_endpoint: pulumi.Output[str | None]
     kubeconfig: pulumi.Output[str]
     node_service_account_email: pulumi.Output[str]
     provider: k8s.Provider
@@ -108,19 +122,15 @@ class GkeCluster(pulumi.ComponentResource):
         self.cluster_name = self.cluster.name
         self.location = self.cluster.location
         self.endpoint = self.cluster.endpoint
+        self.dns_endpoint = self.cluster.control_plane_endpoints_config.apply(_dns_endpoint)
         self.node_service_account_email = self.node_service_account.email
         self.kubeconfig = pulumi.Output.secret(
-            pulumi.Output.all(
-                self.cluster.name,
-                self.cluster.endpoint,
-                self.cluster.master_auth.cluster_ca_certificate,
-            ).apply(
+            pulumi.Output.all(self.cluster.name, self.dns_endpoint).apply(
                 lambda values: render_kubeconfig(
                     project=args.project,
                     location=args.location,
                     name=values[0],
-                    endpoint=values[1],
-                    ca_certificate=values[2],
+                    dns_endpoint=values[1],
                 )
             )
         )
@@ -140,6 +150,7 @@ class GkeCluster(pulumi.ComponentResource):
                 "clusterName": self.cluster_name,
                 "location": self.location,
                 "endpoint": self.endpoint,
+                "dnsEndpoint": self.dns_endpoint,
                 "kubeconfig": self.kubeconfig,
                 "nodeServiceAccount": self.node_service_account_email,
             }
@@ -161,11 +172,7 @@ class GkeCluster(pulumi.ComponentResource):
                 services_secondary_range_name=args.services_range_name,
             ),
             "release_channel": container.ClusterReleaseChannelArgs(channel=args.release_channel),
-            # No master_ipv4_cidr_block: new clusters get a Private Service Connect control plane.
-            "private_cluster_config": container.ClusterPrivateClusterConfigArgs(
-                enable_private_nodes=args.private_nodes,
-                enable_private_endpoint=False,
-            ),
+            **control_plane_access(args),
             # The list replaces GKE's default set, so SYSTEM_COMPONENTS must stay in it. Without
             # DCGM here, clusters created on 1.32.1-gke.1357000+ would otherwise get it by default.
             "monitoring_config": container.ClusterMonitoringConfigArgs(
@@ -174,17 +181,13 @@ class GkeCluster(pulumi.ComponentResource):
             ),
             "deletion_protection": args.deletion_protection,
             "resource_labels": dict(args.resource_labels),
+            # Declared either way, so turning it off again really sends DISABLED. An in-place update.
+            "binary_authorization": container.ClusterBinaryAuthorizationArgs(
+                evaluation_mode="PROJECT_SINGLETON_POLICY_ENFORCE"
+                if args.binary_authorization
+                else "DISABLED"
+            ),
         }
-        if args.authorized_networks:
-            inputs["master_authorized_networks_config"] = container.ClusterMasterAuthorizedNetworksConfigArgs(
-                cidr_blocks=[
-                    container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
-                        cidr_block=n.cidr_block, display_name=n.display_name
-                    )
-                    for n in args.authorized_networks
-                ],
-                gcp_public_cidrs_access_enabled=False,
-            )
         if args.autopilot:
             # Autopilot always runs Workload Identity and Shielded nodes; it only needs to know
             # which service account its nodes use.
@@ -203,6 +206,12 @@ class GkeCluster(pulumi.ComponentResource):
             # Dataplane V2 (eBPF): enforces Kubernetes NetworkPolicy and logs network policy
             # decisions; Autopilot always has it. Only settable at creation (ForceNew).
             datapath_provider="ADVANCED_DATAPATH",
+            # Calico off, written out: Dataplane V2 is the NetworkPolicy enforcer (GKE refuses both).
+            # What the provider stores for a cluster without the block, so no change for existing ones.
+            network_policy=container.ClusterNetworkPolicyArgs(enabled=False),
+            # Pod-to-Pod traffic on one node goes through the VPC too, so the subnet's flow logs and
+            # firewall rules see it (Autopilot's default; the provider refuses the field there).
+            enable_intranode_visibility=True,
             workload_identity_config=container.ClusterWorkloadIdentityConfigArgs(
                 workload_pool=f"{args.project}.svc.id.goog"
             ),
@@ -252,6 +261,58 @@ class GkeCluster(pulumi.ComponentResource):
         )
 
 
+def control_plane_access(args: GkeClusterArgs) -> dict[str, object]:
+    """Cluster inputs that decide who reaches the control plane, and how. Every one is an in-place
+    update of an existing cluster (terraform-provider-google: none is ForceNew except
+    ``client_certificate_config``, whose value, false, is what the state of a cluster created
+    without client certificates already holds)."""
+    access: dict[str, object] = {
+        # No master_ipv4_cidr_block: new clusters get a Private Service Connect control plane.
+        # enable_private_endpoint turns the IP endpoint's public address off (the API's
+        # controlPlaneEndpointsConfig.ipEndpointsConfig.enablePublicEndpoint, negated); the
+        # private address stays, for the nodes and anything in the VPC.
+        "private_cluster_config": container.ClusterPrivateClusterConfigArgs(
+            enable_private_nodes=args.private_nodes,
+            enable_private_endpoint=not args.public_endpoint,
+        ),
+        # The DNS endpoint: reachable from anywhere, every request authorised by IAM first, so CI
+        # and people reach the cluster without an IP allowlist (the kubeconfig uses it).
+        "control_plane_endpoints_config": container.ClusterControlPlaneEndpointsConfigArgs(
+            dns_endpoint_config=container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs(
+                allow_external_traffic=True
+            ),
+        ),
+        # Never issue a client certificate (a credential that cannot be revoked short of rotating
+        # the cluster CA); GKE has not by default since 1.12.
+        "master_auth": container.ClusterMasterAuthArgs(
+            client_certificate_config=container.ClusterMasterAuthClientCertificateConfigArgs(
+                issue_client_certificate=False
+            ),
+        ),
+    }
+    # Authorized networks on, with only the listed ranges and no Google Cloud public IPs. Left out
+    # only for a public endpoint open to any address (no list), which the settings refuse unless
+    # the stack sets cluster.publicEndpointOpenToInternet.
+    if args.authorized_networks or not args.public_endpoint:
+        access["master_authorized_networks_config"] = container.ClusterMasterAuthorizedNetworksConfigArgs(
+            # None, not []: the provider's way to say "no external range at all".
+            cidr_blocks=[
+                container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
+                    cidr_block=n.cidr_block, display_name=n.display_name
+                )
+                for n in args.authorized_networks
+            ]
+            or None,
+            gcp_public_cidrs_access_enabled=False,
+        )
+    return access
+
+
+def _dns_endpoint(config: container.outputs.ClusterControlPlaneEndpointsConfig | None) -> str | None:
+    dns = config.dns_endpoint_config if config else None
+    return dns.endpoint if dns else None
+
+
 def hardened_node_settings(service_account_email: pulumi.Input[str]) -> dict[str, object]:
     """NodePoolNodeConfigArgs fields every node pool shares: the dedicated service account (its
     IAM roles, not OAuth scopes, limit it), Workload Identity metadata (Pods never see the node's
@@ -280,10 +341,10 @@ def node_service_account_id(cluster_name: str) -> str:
     return f"{cluster_name[:19].rstrip('-')}-{digest}-nodes"
 
 
-def render_kubeconfig(
-    *, project: str, location: str, name: str, endpoint: str | None, ca_certificate: str | None
-) -> str:
-    """A kubeconfig that authenticates with gke-gcloud-auth-plugin (no credential inside)."""
+def render_kubeconfig(*, project: str, location: str, name: str, dns_endpoint: str | None) -> str:
+    """A kubeconfig for the cluster's DNS endpoint that authenticates with gke-gcloud-auth-plugin
+    (no credential inside), as `gcloud container clusters get-credentials --dns-endpoint` writes it:
+    no certificate-authority-data, since the DNS endpoint serves a publicly trusted certificate."""
     context = f"gke_{project}_{location}_{name}"
     return textwrap.dedent(
         f"""\
@@ -292,8 +353,7 @@ def render_kubeconfig(
         clusters:
         - name: {context}
           cluster:
-            server: https://{endpoint}
-            certificate-authority-data: {ca_certificate}
+            server: https://{dns_endpoint}
         contexts:
         - name: {context}
           context:

@@ -323,6 +323,7 @@ def _gke_cluster(settings: Settings) -> GkeCluster:
                 pods_cidr=settings.network.pods_cidr or "",
                 services_cidr=settings.network.services_cidr or "",
                 cloud_nat=cluster.private_nodes,
+                flow_log_sampling=settings.network.flow_log_sampling,
             ),
         )
         network, subnetwork = vpc.network_self_link, vpc.subnetwork_self_link
@@ -340,7 +341,9 @@ def _gke_cluster(settings: Settings) -> GkeCluster:
             services_range_name=services_range,
             release_channel=cluster.release_channel,
             private_nodes=cluster.private_nodes,
+            public_endpoint=cluster.public_endpoint,
             authorized_networks=cluster.authorized_networks,
+            binary_authorization=cluster.binary_authorization,
             deletion_protection=cluster.deletion_protection,
             system_pool=cluster.system_pool,
             managed_dcgm=settings.monitoring.dcgm == "managed",

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pulumi
+import pytest
 import yaml
 
+import tools.offline
 from components.cluster import GkeCluster, GkeClusterArgs, node_service_account_id
 from components.config import AuthorizedNetwork, SystemPool
 from tools.offline import SECRET, run_program
@@ -27,8 +30,13 @@ def declare(*, preview: bool = True, **overrides):
     holder = {}
 
     def program():
-        holder["cluster"] = GkeCluster("gke", GkeClusterArgs(**args))
-        return {"kubeconfig": holder["cluster"].kubeconfig, "plain": holder["cluster"].kubeconfig.apply(str)}
+        cluster = holder["cluster"] = GkeCluster("gke", GkeClusterArgs(**args))
+        return {
+            "kubeconfig": cluster.kubeconfig,
+            "plain": cluster.kubeconfig.apply(str),
+            "unsecret": pulumi.Output.unsecret(cluster.kubeconfig),
+            "dnsEndpoint": cluster.dns_endpoint,
+        }
 
     result = run_program({}, program=program, preview=preview)
     assert result.error is None, result.error
@@ -52,7 +60,6 @@ def test_standard_cluster_is_secure_by_default() -> None:
     assert c["enableShieldedNodes"] is True
     assert c["datapathProvider"] == "ADVANCED_DATAPATH", "Dataplane V2 enforces NetworkPolicy"
     assert c["privateClusterConfig"]["enablePrivateNodes"] is True
-    assert c["privateClusterConfig"]["enablePrivateEndpoint"] is False
     assert c["releaseChannel"] == {"channel": "REGULAR"}
     assert c["deletionProtection"] is True
     assert c["monitoringConfig"]["managedPrometheus"] == {"enabled": True}
@@ -61,6 +68,27 @@ def test_standard_cluster_is_secure_by_default() -> None:
     assert c["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
     assert c["nodeConfig"]["shieldedInstanceConfig"]["enableSecureBoot"] is True
     assert "enableAutopilot" not in c
+    # Same-node Pod traffic through the VPC (flow logs, firewall rules); Calico off, explicitly.
+    assert c["enableIntranodeVisibility"] is True
+    assert c["networkPolicy"] == {"enabled": False}
+
+
+@pytest.mark.parametrize("autopilot", [False, True], ids=["standard", "autopilot"])
+def test_control_plane_is_private_and_reached_through_the_dns_endpoint(autopilot: bool) -> None:
+    c = cluster_inputs(declare(autopilot=autopilot, system_pool=None if autopilot else SYSTEM_POOL))
+    # The IP endpoint's public address is off; the DNS endpoint (IAM-checked) takes outside traffic.
+    assert c["privateClusterConfig"] == {"enablePrivateNodes": True, "enablePrivateEndpoint": True}
+    assert c["controlPlaneEndpointsConfig"] == {"dnsEndpointConfig": {"allowExternalTraffic": True}}
+    assert "ipEndpointsConfig" not in c["controlPlaneEndpointsConfig"], "the private IP endpoint stays"
+    # Authorized networks on with no range: nothing outside the VPC on the IP endpoint.
+    assert c["masterAuthorizedNetworksConfig"] == {"gcpPublicCidrsAccessEnabled": False}
+    assert c["masterAuth"] == {"clientCertificateConfig": {"issueClientCertificate": False}}
+    assert c["binaryAuthorization"] == {"evaluationMode": "DISABLED"}
+
+
+def test_binary_authorization_is_opt_in() -> None:
+    c = cluster_inputs(declare(binary_authorization=True))
+    assert c["binaryAuthorization"] == {"evaluationMode": "PROJECT_SINGLETON_POLICY_ENFORCE"}
 
 
 def test_dedicated_least_privilege_node_service_account() -> None:
@@ -116,12 +144,19 @@ def test_autopilot_cluster_has_no_node_pools_and_uses_the_node_account() -> None
 
 
 def test_authorized_networks_restrict_the_public_endpoint() -> None:
-    c = cluster_inputs(declare(authorized_networks=[AuthorizedNetwork("203.0.113.0/24", "vpn")]))
+    vpn = [AuthorizedNetwork("203.0.113.0/24", "vpn")]
+    c = cluster_inputs(declare(public_endpoint=True, authorized_networks=vpn))
+    assert c["privateClusterConfig"]["enablePrivateEndpoint"] is False
     assert c["masterAuthorizedNetworksConfig"] == {
         "cidrBlocks": [{"cidrBlock": "203.0.113.0/24", "displayName": "vpn"}],
         "gcpPublicCidrsAccessEnabled": False,
     }
-    assert "masterAuthorizedNetworksConfig" not in cluster_inputs(declare())
+    # Only a public endpoint without a list (the stack's explicit opt-in) is open to any address.
+    open_endpoint = cluster_inputs(declare(public_endpoint=True))
+    assert open_endpoint["privateClusterConfig"]["enablePrivateEndpoint"] is False
+    assert "masterAuthorizedNetworksConfig" not in open_endpoint
+    # The DNS endpoint stays on either way.
+    assert open_endpoint["controlPlaneEndpointsConfig"]["dnsEndpointConfig"]["allowExternalTraffic"] is True
 
 
 def test_options_follow_the_args() -> None:
@@ -145,13 +180,35 @@ def test_kubeconfig_content() -> None:
     from components.cluster import render_kubeconfig
 
     text = render_kubeconfig(
-        project="p", location="us-central1", name="c", endpoint="203.0.113.10", ca_certificate="Q0E="
+        project="p", location="us-central1", name="c", dns_endpoint="gke-0123abcd-p.us-central1.gke.goog"
     )
     config = yaml.safe_load(text)
     assert config["current-context"] == "gke_p_us-central1_c"
-    assert config["clusters"][0]["cluster"]["server"] == "https://203.0.113.10"
+    # As `gcloud container clusters get-credentials --dns-endpoint` writes it: the DNS endpoint has a
+    # publicly trusted certificate, so no certificate-authority-data.
+    assert config["clusters"][0]["cluster"] == {"server": "https://gke-0123abcd-p.us-central1.gke.goog"}
     assert config["users"][0]["user"]["exec"]["command"] == "gke-gcloud-auth-plugin"
     assert "token" not in text
+
+
+def test_kubeconfig_uses_the_dns_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    dns = "gke-0123456789abcdef-test-project.us-central1.gke.goog"
+    computed = tools.offline._computed_outputs
+
+    def with_dns_endpoint(args):
+        outputs = computed(args)
+        if args.typ == "gcp:container/cluster:Cluster":
+            outputs["controlPlaneEndpointsConfig"] = {
+                "dnsEndpointConfig": {"allowExternalTraffic": True, "endpoint": dns}
+            }
+        return outputs
+
+    monkeypatch.setattr(tools.offline, "_computed_outputs", with_dns_endpoint)
+    result = declare(preview=False)
+    assert result.outputs["dnsEndpoint"] == dns
+    kubeconfig = yaml.safe_load(result.outputs["unsecret"])
+    assert kubeconfig["clusters"][0]["cluster"]["server"] == f"https://{dns}"
+    assert "203.0.113.10" not in result.outputs["unsecret"], "never the IP endpoint"
 
 
 def test_kubernetes_provider_is_built_from_the_secret_kubeconfig() -> None:

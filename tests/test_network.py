@@ -39,6 +39,22 @@ def test_custom_mode_vpc_with_secondary_ranges_and_private_google_access() -> No
     }
 
 
+def test_flow_logs_on_the_subnet_follow_the_sampling() -> None:
+    subnet = declare().one("gcp:compute/subnetwork:Subnetwork").inputs
+    assert subnet["logConfig"] == {
+        "aggregationInterval": "INTERVAL_5_SEC",
+        "flowSampling": 0.5,
+        "metadata": "INCLUDE_ALL_METADATA",
+    }
+    sampled = declare(flow_log_sampling=0.1).one("gcp:compute/subnetwork:Subnetwork").inputs
+    assert sampled["logConfig"]["flowSampling"] == 0.1
+    # 0 (and None) turn them off: no log_config block, which the provider sends as "disabled".
+    for off in (0, 0.0, None):
+        assert (
+            "logConfig" not in declare(flow_log_sampling=off).one("gcp:compute/subnetwork:Subnetwork").inputs
+        )
+
+
 def test_cloud_nat_for_private_nodes_covers_only_this_subnet() -> None:
     result = declare()
     nat = result.one("gcp:compute/routerNat:RouterNat").inputs
