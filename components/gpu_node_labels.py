@@ -16,26 +16,28 @@ class GpuNodeLabelsArgs:
     nodes: Sequence[str]
     label_key: str
     label_value: str
-    # The server-side-apply field manager that owns the labels and taints: one per stack, so two
-    # stacks (or a second copy of this one) never give up each other's fields.
-    field_manager: str
     taint: bool = True
 
 
 class GpuNodeLabels(pulumi.ComponentResource):
     """One NodePatch per GPU node: the label the device plugin selects, and the GPU taint.
 
-    The patches are server-side applies under the stack's own field manager: the stack owns exactly
-    these fields. Removing a node from the list deletes its patch, which gives the fields up, so the
-    label goes away again; other labels are never touched.
+    A patch is a server-side apply of exactly what the program owns: the node's name (which node),
+    the one label and, unless `taint` is off, `spec.taints` with the GPU taint; no annotation, no
+    other field. Each patch applies under its own field manager, `pulumi-kubernetes-<random>`, that
+    the provider generates once and keeps in the stack's state, so two stacks, or a renamed patch
+    beside the old one, never give up each other's fields. (Stacks created while the patches still
+    carried a `pulumi.com/patchFieldManager` annotation keep the manager it named: the provider takes
+    it from the state, and the next apply removes the annotation from the node.) Removing a node from
+    the list deletes its patch, which gives its fields up, so the label goes away again; other labels
+    are never touched.
 
     Hazard: a node's taints are one atomic list in the Kubernetes API. If another manager (kubectl
     taint, kubeadm) already set taints on the node, the apply stops with a field conflict instead of
     replacing them; resolve it by hand (or set `taintGpuNodes: false`) rather than forcing. And once
     another manager rewrites the list (the node controller adding a not-ready taint, say), it owns
     the whole list: deleting the patch then leaves the GPU taint, which `kubectl taint nodes NODE
-    nvidia.com/gpu-` removes. Renaming the component or stack without an alias has the same effect
-    for labels: keep the resource names stable.
+    nvidia.com/gpu-` removes.
     """
 
     def __init__(
@@ -56,9 +58,7 @@ class GpuNodeLabels(pulumi.ComponentResource):
             self.patches[node] = k8s.core.v1.NodePatch(
                 f"{name}-{node}",
                 metadata=k8s.meta.v1.ObjectMetaPatchArgs(
-                    name=node,
-                    labels={args.label_key: args.label_value},
-                    annotations={"pulumi.com/patchFieldManager": args.field_manager},
+                    name=node, labels={args.label_key: args.label_value}
                 ),
                 spec=spec,
                 opts=pulumi.ResourceOptions(parent=self),

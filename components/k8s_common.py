@@ -10,6 +10,9 @@ PART_OF = "gke-gpu"
 MANAGED_BY = "pulumi"
 # Where the GKE device plugin mounts the GKE-installed driver inside GPU containers.
 GKE_DRIVER_MOUNT = "/usr/local/nvidia"
+# The uid and gid non-root Pods run as: distroless's "nonroot", far from the host's human users
+# (1000 is the first one on most Linux hosts) and from the images' own accounts.
+NONROOT_ID = 65532
 
 
 def app_labels(
@@ -39,8 +42,9 @@ def image_version(image: str) -> str:
     return image.rsplit(":", 1)[-1]
 
 
-def restricted_pod_security_context(user: int = 1000) -> k8s.core.v1.PodSecurityContextArgs:
-    """Pod-level settings of the Kubernetes 'restricted' Pod Security Standard."""
+def restricted_pod_security_context(user: int = NONROOT_ID) -> k8s.core.v1.PodSecurityContextArgs:
+    """Pod-level settings of the Kubernetes 'restricted' Pod Security Standard, as `user` (uid and
+    gid, also the group that owns the Pod's volumes)."""
     return k8s.core.v1.PodSecurityContextArgs(
         run_as_non_root=True,
         run_as_user=user,
@@ -58,6 +62,16 @@ def restricted_container_security_context() -> k8s.core.v1.SecurityContextArgs:
         run_as_non_root=True,
         capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
         seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
+    )
+
+
+def deny_all_network_policy_spec() -> k8s.networking.v1.NetworkPolicySpecArgs:
+    """Every Pod of the namespace (the empty selector), no ingress and no egress rule: all traffic in
+    and out is denied, DNS included. Images are pulled by the kubelet, not the Pod, so they still are.
+    """
+    return k8s.networking.v1.NetworkPolicySpecArgs(
+        pod_selector=k8s.meta.v1.LabelSelectorArgs(),
+        policy_types=["Ingress", "Egress"],
     )
 
 

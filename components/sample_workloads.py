@@ -1,8 +1,10 @@
 """Sample GPU workloads that prove a pool works: nvidia-smi, CUDA vectorAdd, a PyTorch smoke test,
-and a Deployment whose replicas share one GPU."""
+and a sharing demo whose Pods share one GPU. Every one is a bounded Job, so the pool goes back to
+zero nodes when it is done."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,23 +18,50 @@ from components.gpu_scheduling import GPU_RESOURCE
 from components.k8s_common import (
     GKE_DRIVER_MOUNT,
     app_labels,
+    deny_all_network_policy_spec,
     image_version,
     require_node_labels,
     restricted_container_security_context,
     restricted_pod_security_context,
-    selector_labels,
 )
 
-PYTORCH_SCRIPT = Path(__file__).parent / "scripts" / "pytorch_smoke.py"
+SCRIPTS = Path(__file__).parent / "scripts"
+# Read once, at import: the ConfigMap (pytorch-smoke) and the Job's command (sharing-demo) carry
+# them as they are, so `kubectl get configmap -o yaml` and the rendered manifests read as code.
+PYTORCH_SMOKE_SCRIPT = (SCRIPTS / "pytorch_smoke.py").read_text(encoding="utf-8")
+SHARING_DEMO_SCRIPT = (SCRIPTS / "sharing_demo.sh").read_text(encoding="utf-8")
+PYTORCH_SCRIPT_CONFIGMAP = "pytorch-smoke-script"
+# A change of the script replaces the Job (its Pod template carries this hash), so the new script runs.
+SCRIPT_HASH_ANNOTATION = "gke-gpu/script-sha256"
 JOB_TTL_SECONDS = 24 * 3600  # long enough to read the log the morning after
 # Scale-up from zero (or a Spot retry) can take well over ten minutes for large GPUs.
 JOB_DEADLINE_SECONDS = 3600
+# How long each sharing-demo client keeps the shared GPU busy, so that the clients overlap.
+SHARING_DEMO_SECONDS = 60
 # `pulumi up` does not wait for the samples: GPU capacity (Spot, scale-from-zero) must not make
 # a deploy fail. Their results are read with the commands in the stack output `sampleWorkloads`.
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
 # nvidia-smi comes with the driver, not the image: GKE mounts it in /usr/local/nvidia/bin, the NVIDIA
 # container toolkit in /usr/bin. Appending keeps the image's own PATH first.
 NVIDIA_SMI_PATH = f'PATH="$PATH:{GKE_DRIVER_MOUNT}/bin"; '
+# The only writable place in a sample container (an emptyDir; the root filesystem is read-only), and
+# the caches pointed at it: HOME, CUDA's JIT cache (PTX compiled for a GPU newer than the binary),
+# and PyTorch's, Triton's and XDG's caches.
+SCRATCH = "/tmp"
+SCRATCH_ENV = {"HOME": SCRATCH, "CUDA_CACHE_PATH": f"{SCRATCH}/.nv/ComputeCache"}
+PYTORCH_ENV = {
+    "XDG_CACHE_HOME": f"{SCRATCH}/.cache",
+    "TORCH_HOME": f"{SCRATCH}/torch",
+    "TRITON_CACHE_DIR": f"{SCRATCH}/triton",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONUNBUFFERED": "1",
+}
+ARCH_LABEL = "kubernetes.io/arch"
+# Images published for linux/amd64 only (pytorch/pytorch: issues 145716 and 157139). Where the target
+# does not fix the node's architecture (the GPU nodes of an existing cluster), their Pods select amd64.
+AMD64_ONLY_IMAGES = frozenset({images.PYTORCH, images.PYTORCH_BLACKWELL})
+# The NetworkPolicy that denies all traffic to and from the samples' Pods (they need none).
+DENY_ALL_POLICY = "deny-all"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,6 +99,11 @@ class SampleWorkloadsArgs:
     extra_labels: Mapping[str, str] = field(default_factory=dict)
 
 
+def object_name(workload: SampleWorkload) -> str:
+    """The Job's name: the sample and the pool it runs on."""
+    return f"{workload.kind}-{workload.target.name}"
+
+
 def namespace_of(workload: SampleWorkload, base: str) -> str:
     """The namespace a sample runs in: an MPS client needs hostIPC, which only the 'privileged' Pod
     Security level allows, so it gets a namespace of its own and the others stay 'restricted'."""
@@ -78,20 +112,45 @@ def namespace_of(workload: SampleWorkload, base: str) -> str:
     return base
 
 
+def sharing_clients(workload: SampleWorkload) -> int:
+    """How many Pods the sharing demo runs at once (its Job's parallelism and completions)."""
+    return workload.replicas or min(workload.target.shared_clients or 2, 4)
+
+
+def sample_commands(workload: SampleWorkload, base_namespace: str) -> dict[str, str]:
+    """kubectl commands that wait for a sample, print its log and list its Pods."""
+    name = object_name(workload)
+    namespace = namespace_of(workload, base_namespace)
+    selector = f"app.kubernetes.io/instance={name}"
+    if workload.kind == "sharing-demo":
+        # Several Pods: `kubectl logs job/...` would show one of them.
+        logs = f"kubectl logs -n {namespace} -l {selector} --all-containers --prefix --tail=-1"
+    else:
+        logs = f"kubectl logs -n {namespace} job/{name} --all-containers"
+    return {
+        "wait": f"kubectl wait -n {namespace} --for=condition=complete job/{name} --timeout=30m",
+        "logs": logs,
+        "pods": f"kubectl get pods -n {namespace} -l {selector} -o wide",
+    }
+
+
 class SampleWorkloads(pulumi.ComponentResource):
-    """The sample Jobs and Deployment, each pinned to its GPU pool, in a 'restricted' namespace.
+    """The sample Jobs, each pinned to its GPU pool, in a 'restricted' namespace whose traffic is
+    denied both ways.
 
     Every Pod: `nvidia.com/gpu` limits (integers, requests equal), the GPU taint's toleration, the
     pool's node selectors (accelerator, Spot, sharing, MIG partition), the 'restricted' Pod
-    Security settings (non-root, no privilege escalation, no capabilities, RuntimeDefault seccomp)
-    with a read-only root filesystem, CPU and memory requests equal to limits, and a pinned image.
-    Jobs retry once (Spot preemptions do not count, through a Pod failure policy), give up after an
-    hour and are deleted a day after they finish. The MPS sharing demo alone runs in
-    `<namespace>-mps`, which allows the hostIPC its MPS clients need.
+    Security settings (uid/gid 65532, non-root, no privilege escalation, no capabilities,
+    RuntimeDefault seccomp) with a read-only root filesystem and an emptyDir at /tmp for scratch
+    and caches, CPU and memory requests equal to limits, and a pinned image. Every Job retries once
+    (Spot preemptions do not count, through a Pod failure policy), gives up after an hour and is
+    deleted a day after it finishes. The MPS sharing demo alone runs in `<namespace>-mps`, which
+    allows the hostIPC its MPS clients need.
     """
 
     namespaces: dict[str, k8s.core.v1.Namespace]
-    objects: dict[str, pulumi.CustomResource]
+    network_policies: dict[str, k8s.networking.v1.NetworkPolicy]
+    objects: dict[str, k8s.batch.v1.Job]
 
     def __init__(
         self, name: str, args: SampleWorkloadsArgs, opts: pulumi.ResourceOptions | None = None
@@ -100,183 +159,204 @@ class SampleWorkloads(pulumi.ComponentResource):
         self._name = name
         self._args = args
         self.namespaces = {}
+        self.network_policies = {}
         for namespace in sorted({namespace_of(w, args.namespace) for w in args.workloads} | {args.namespace}):
-            enforce = "restricted" if namespace == args.namespace else "privileged"
+            base = namespace == args.namespace
+            suffix = "" if base else "-mps"
             self.namespaces[namespace] = k8s.core.v1.Namespace(
-                f"{name}-namespace" if namespace == args.namespace else f"{name}-namespace-mps",
+                f"{name}-namespace{suffix}",
                 metadata=k8s.meta.v1.ObjectMetaArgs(
                     name=namespace,
                     labels={
                         **app_labels(namespace, component="gpu-samples"),
-                        "pod-security.kubernetes.io/enforce": enforce,
+                        "pod-security.kubernetes.io/enforce": "restricted" if base else "privileged",
+                        # Where 'privileged' is enforced (MPS's hostIPC), what breaks 'restricted'
+                        # is still reported: a warning to the client and an audit log entry.
                         "pod-security.kubernetes.io/warn": "restricted",
                         "pod-security.kubernetes.io/audit": "restricted",
                     },
                 ),
                 opts=pulumi.ResourceOptions(parent=self),
             )
+            self.network_policies[namespace] = k8s.networking.v1.NetworkPolicy(
+                f"{name}-deny-all{suffix}",
+                metadata=self._meta(DENY_ALL_POLICY, "gpu-samples", namespace=namespace),
+                spec=deny_all_network_policy_spec(),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespaces[namespace]]),
+            )
         self.script: k8s.core.v1.ConfigMap | None = None
-        self.objects = {}
         if any(w.kind == "pytorch-smoke" for w in args.workloads):
             self.script = k8s.core.v1.ConfigMap(
                 f"{name}-pytorch-script",
-                metadata=self._meta("pytorch-smoke-script", "pytorch-smoke", namespace=args.namespace),
-                data={"smoke.py": PYTORCH_SCRIPT.read_text(encoding="utf-8")},
+                metadata=self._meta(PYTORCH_SCRIPT_CONFIGMAP, "pytorch-smoke", namespace=args.namespace),
+                data={"smoke.py": PYTORCH_SMOKE_SCRIPT},
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespaces[args.namespace]]),
             )
+        self.objects = {}
         for workload in args.workloads:
-            object_name = f"{workload.kind}-{workload.target.name}"
-            self.objects[object_name] = self._declare(workload, object_name)
+            self.objects[object_name(workload)] = self._declare(workload)
         self.register_outputs({"namespace": args.namespace, "objects": sorted(self.objects)})
 
     # -- builders ---------------------------------------------------------------------------------
 
     def _meta(
         self,
-        object_name: str,
-        kind: str,
+        name: str,
+        component: str,
         *,
         namespace: str,
         image: str | None = None,
         annotations: Mapping[str, str] | None = None,
     ) -> k8s.meta.v1.ObjectMetaArgs:
-        labels = {**app_labels(object_name, component=kind, version=image_version(image) if image else None)}
+        labels = app_labels(name, component=component, version=image_version(image) if image else None)
         labels.update(self._args.extra_labels)
         return k8s.meta.v1.ObjectMetaArgs(
-            name=object_name,
+            name=name,
             namespace=namespace,
             labels=labels,
             annotations=dict(annotations) if annotations else None,
         )
 
-    def _declare(self, workload: SampleWorkload, object_name: str) -> pulumi.CustomResource:
+    def _declare(self, workload: SampleWorkload) -> k8s.batch.v1.Job:
         target = workload.target
         if workload.kind == "nvidia-smi":
             image = images.CUDA_BASE
-            container = self._container(
-                "nvidia-smi",
-                image,
-                target,
-                command=["sh", "-c", NVIDIA_SMI_PATH + "nvidia-smi && nvidia-smi -L"],
-                cpu="100m",
-                memory="256Mi",
-            )
-            return self._job(object_name, workload, image, [container])
+            command = ["sh", "-c", NVIDIA_SMI_PATH + "nvidia-smi && nvidia-smi -L"]
+            container = self._container("nvidia-smi", image, target, command, cpu="100m", memory="256Mi")
+            return self._job(workload, image, container)
         if workload.kind == "cuda-vector-add":
             image = images.CUDA_VECTOR_ADD
-            container = self._container("vector-add", image, target, command=None, cpu="250m", memory="512Mi")
-            return self._job(object_name, workload, image, [container])
+            container = self._container("vector-add", image, target, None, cpu="250m", memory="512Mi")
+            return self._job(workload, image, container)
         if workload.kind == "pytorch-smoke":
             image = images.pytorch_image(target.accelerator)
             container = self._container(
                 "pytorch",
                 image,
                 target,
-                command=["python", "/opt/smoke/smoke.py"],
+                ["python", "/opt/smoke/smoke.py"],
                 cpu="2",
                 memory="8Gi",
-                env={"HOME": "/tmp", "TORCH_HOME": "/tmp/torch", "PYTHONUNBUFFERED": "1"},
-                mounts=[
-                    k8s.core.v1.VolumeMountArgs(name="script", mount_path="/opt/smoke", read_only=True),
-                ],
+                env=PYTORCH_ENV,
+                mounts=[k8s.core.v1.VolumeMountArgs(name="script", mount_path="/opt/smoke", read_only=True)],
             )
-            volumes = [
-                k8s.core.v1.VolumeArgs(
-                    name="script",
-                    config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name="pytorch-smoke-script"),
-                )
-            ]
-            return self._job(object_name, workload, image, [container], volumes=volumes)
+            script = k8s.core.v1.VolumeArgs(
+                name="script",
+                config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name=PYTORCH_SCRIPT_CONFIGMAP),
+            )
+            digest = hashlib.sha256(PYTORCH_SMOKE_SCRIPT.encode()).hexdigest()
+            return self._job(
+                workload, image, container, volumes=[script], pod_annotations={SCRIPT_HASH_ANNOTATION: digest}
+            )
         if workload.kind == "sharing-demo":
-            return self._sharing_demo(object_name, workload)
+            return self._sharing_demo(workload)
         raise ValueError(f"unknown sample workload {workload.kind!r}")
+
+    def _sharing_demo(self, workload: SampleWorkload) -> k8s.batch.v1.Job:
+        """`parallelism = completions = replicas` Pods, each holding one shared `nvidia.com/gpu`:
+        each prints the GPU (or MIG slice) it was given and runs vectorAdd for a minute, so they
+        share the GPU at the same time; `kubectl get pods -o wide` shows them on one node.
+
+        MPS clients run as uid 65532 like every sample: NVIDIA MPS serves one Linux user per GPU at
+        a time, so clients of another user wait (not verified on GKE's MPS daemon); run your MPS
+        workloads under one uid."""
+        clients = sharing_clients(workload)
+        image = images.CUDA_VECTOR_ADD
+        node_name = k8s.core.v1.EnvVarArgs(
+            name="NODE_NAME",
+            value_from=k8s.core.v1.EnvVarSourceArgs(
+                field_ref=k8s.core.v1.ObjectFieldSelectorArgs(field_path="spec.nodeName")
+            ),
+        )
+        container = self._container(
+            "shared-gpu-client",
+            image,
+            workload.target,
+            ["sh", "-c", SHARING_DEMO_SCRIPT],
+            cpu="250m",
+            memory="512Mi",
+            env={"SHARING_DEMO_SECONDS": str(SHARING_DEMO_SECONDS)},
+            extra_env=[node_name],
+        )
+        return self._job(
+            workload,
+            image,
+            container,
+            parallelism=clients,
+            # MPS clients talk to the node's MPS control daemon over IPC.
+            host_ipc=workload.target.sharing == "MPS",
+        )
 
     def _container(
         self,
         name: str,
         image: str,
         target: GpuTarget,
-        *,
         command: list[str] | None,
+        *,
         cpu: str,
         memory: str,
         env: Mapping[str, str] | None = None,
+        extra_env: list[k8s.core.v1.EnvVarArgs] | None = None,
         mounts: list[k8s.core.v1.VolumeMountArgs] | None = None,
     ) -> k8s.core.v1.ContainerArgs:
         # On GKE the device plugin mounts the driver at /usr/local/nvidia; the CUDA and PyTorch images
         # already have /usr/local/nvidia/lib64 in LD_LIBRARY_PATH. PATH is never replaced: it is where
         # the image keeps its own tools (PyTorch's python is in /opt/conda/bin).
-        variables = dict(env or {})
+        variables = {**SCRATCH_ENV, **(env or {})}
         if not target.gke_driver:
             # The NVIDIA container toolkit injects the driver; skip the image's CUDA-version check
             # (NVIDIA_REQUIRE_CUDA), which only guards CUDA runtime use these samples tolerate.
             variables["NVIDIA_DISABLE_REQUIRE"] = "true"
+        gpus = str(target.gpus_per_pod)
         return k8s.core.v1.ContainerArgs(
             name=name,
             image=image,
             image_pull_policy="IfNotPresent",
             command=command,
-            env=[k8s.core.v1.EnvVarArgs(name=k, value=v) for k, v in sorted(variables.items())] or None,
+            env=[k8s.core.v1.EnvVarArgs(name=k, value=v) for k, v in sorted(variables.items())]
+            + list(extra_env or []),
             resources=k8s.core.v1.ResourceRequirementsArgs(
                 # Requests equal limits: Guaranteed QoS, and the only form GPUs allow.
-                limits={"cpu": cpu, "memory": memory, GPU_RESOURCE: str(target.gpus_per_pod)},
-                requests={"cpu": cpu, "memory": memory, GPU_RESOURCE: str(target.gpus_per_pod)},
+                limits={"cpu": cpu, "memory": memory, GPU_RESOURCE: gpus},
+                requests={"cpu": cpu, "memory": memory, GPU_RESOURCE: gpus},
             ),
             security_context=restricted_container_security_context(),
-            volume_mounts=[
-                k8s.core.v1.VolumeMountArgs(name="tmp", mount_path="/tmp"),
-                *(mounts or []),
-            ],
-        )
-
-    def _pod_spec(
-        self,
-        target: GpuTarget,
-        containers: list[k8s.core.v1.ContainerArgs],
-        *,
-        restart_policy: str,
-        volumes: list[k8s.core.v1.VolumeArgs] | None = None,
-        host_ipc: bool = False,
-    ) -> k8s.core.v1.PodSpecArgs:
-        affinity = require_node_labels(target.required_node_labels)
-        return k8s.core.v1.PodSpecArgs(
-            restart_policy=restart_policy,
-            runtime_class_name=target.runtime_class_name,
-            automount_service_account_token=False,
-            enable_service_links=False,
-            host_ipc=True if host_ipc else None,
-            node_selector=dict(target.node_selector) or None,
-            affinity=affinity,
-            tolerations=[k8s.core.v1.TolerationArgs(**_snake(t)) for t in target.tolerations],
-            security_context=restricted_pod_security_context(),
-            termination_grace_period_seconds=10,
-            containers=containers,
-            volumes=[
-                k8s.core.v1.VolumeArgs(
-                    name="tmp", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit="1Gi")
-                ),
-                *(volumes or []),
-            ],
+            volume_mounts=[k8s.core.v1.VolumeMountArgs(name="scratch", mount_path=SCRATCH), *(mounts or [])],
         )
 
     def _job(
         self,
-        object_name: str,
         workload: SampleWorkload,
         image: str,
-        containers: list[k8s.core.v1.ContainerArgs],
+        container: k8s.core.v1.ContainerArgs,
         *,
         volumes: list[k8s.core.v1.VolumeArgs] | None = None,
+        pod_annotations: Mapping[str, str] | None = None,
+        parallelism: int | None = None,
+        host_ipc: bool = False,
     ) -> k8s.batch.v1.Job:
+        name = object_name(workload)
+        target = workload.target
         namespace = namespace_of(workload, self._args.namespace)
-        meta = self._meta(
-            object_name, workload.kind, namespace=namespace, image=image, annotations=SKIP_AWAIT
-        )
-        pod_labels = app_labels(object_name, component=workload.kind, version=image_version(image))
+        node_selector = dict(target.node_selector)
+        if image in AMD64_ONLY_IMAGES and target.accelerator is None:
+            # An existing cluster's GPU nodes may include Arm hosts (GH200, GB200); a GKE pool's
+            # architecture follows from its accelerator, and the config refuses such a sample there.
+            node_selector[ARCH_LABEL] = "amd64"
+        depends_on: list[pulumi.Resource] = [self.namespaces[namespace], self.network_policies[namespace]]
+        if workload.kind == "pytorch-smoke" and self.script is not None:
+            depends_on.append(self.script)
         return k8s.batch.v1.Job(
-            f"{self._name}-{object_name}",
-            metadata=meta,
+            f"{self._name}-{name}",
+            metadata=self._meta(
+                name, workload.kind, namespace=namespace, image=image, annotations=SKIP_AWAIT
+            ),
             spec=k8s.batch.v1.JobSpecArgs(
+                # Indexed: each sharing-demo client knows its number (JOB_COMPLETION_INDEX).
+                completion_mode="Indexed" if parallelism else None,
+                parallelism=parallelism,
+                completions=parallelism,
                 backoff_limit=1,
                 active_deadline_seconds=JOB_DEADLINE_SECONDS,
                 ttl_seconds_after_finished=JOB_TTL_SECONDS,
@@ -294,59 +374,38 @@ class SampleWorkloads(pulumi.ComponentResource):
                     ]
                 ),
                 template=k8s.core.v1.PodTemplateSpecArgs(
-                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=pod_labels),
-                    spec=self._pod_spec(workload.target, containers, restart_policy="Never", volumes=volumes),
+                    metadata=k8s.meta.v1.ObjectMetaArgs(
+                        labels=app_labels(name, component=workload.kind, version=image_version(image)),
+                        annotations=dict(pod_annotations) if pod_annotations else None,
+                    ),
+                    spec=k8s.core.v1.PodSpecArgs(
+                        restart_policy="Never",
+                        runtime_class_name=target.runtime_class_name,
+                        automount_service_account_token=False,
+                        enable_service_links=False,
+                        host_ipc=True if host_ipc else None,
+                        node_selector=node_selector or None,
+                        affinity=require_node_labels(target.required_node_labels),
+                        tolerations=[k8s.core.v1.TolerationArgs(**_snake(t)) for t in target.tolerations],
+                        security_context=restricted_pod_security_context(),
+                        termination_grace_period_seconds=10,
+                        containers=[container],
+                        volumes=[
+                            k8s.core.v1.VolumeArgs(
+                                name="scratch",
+                                empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit="1Gi"),
+                            ),
+                            *(volumes or []),
+                        ],
+                    ),
                 ),
             ),
             opts=pulumi.ResourceOptions(
                 parent=self,
-                depends_on=[self.namespaces[namespace]] + ([self.script] if self.script else []),
+                depends_on=depends_on,
                 # A Job's Pod template is immutable and its name fixed: a change replaces it.
                 delete_before_replace=True,
             ),
-        )
-
-    def _sharing_demo(self, object_name: str, workload: SampleWorkload) -> k8s.apps.v1.Deployment:
-        """Replicas that share one GPU. MPS clients run as uid 1000 like every sample: NVIDIA MPS
-        serves one Linux user per GPU at a time, so clients of other users wait (not verified on
-        GKE's MPS daemon); run your MPS workloads under one uid."""
-        namespace = namespace_of(workload, self._args.namespace)
-        target = workload.target
-        clients = target.shared_clients or 2
-        replicas = workload.replicas or min(clients, 4)
-        image = images.CUDA_BASE
-        # Each replica holds one shared nvidia.com/gpu and reports what it sees every 30 seconds;
-        # `kubectl get pods -o wide` shows several replicas on one node and one physical GPU.
-        script = (
-            NVIDIA_SMI_PATH + "nvidia-smi -L; "
-            "while true; do "
-            "nvidia-smi --query-gpu=index,uuid,utilization.gpu,memory.used --format=csv,noheader; "
-            "sleep 30; done"
-        )
-        container = self._container(
-            "shared-gpu-client", image, target, command=["sh", "-c", script], cpu="100m", memory="128Mi"
-        )
-        labels = app_labels(object_name, component="sharing-demo", version=image_version(image))
-        return k8s.apps.v1.Deployment(
-            f"{self._name}-{object_name}",
-            metadata=self._meta(
-                object_name, "sharing-demo", namespace=namespace, image=image, annotations=SKIP_AWAIT
-            ),
-            spec=k8s.apps.v1.DeploymentSpecArgs(
-                replicas=replicas,
-                selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector_labels(labels)),
-                template=k8s.core.v1.PodTemplateSpecArgs(
-                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
-                    spec=self._pod_spec(
-                        target,
-                        [container],
-                        restart_policy="Always",
-                        # MPS clients talk to the node's MPS control daemon over IPC.
-                        host_ipc=target.sharing == "MPS",
-                    ),
-                ),
-            ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespaces[namespace]]),
         )
 
 

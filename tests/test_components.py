@@ -121,9 +121,7 @@ def test_device_plugin_alone() -> None:
 
 
 def test_node_labels_alone() -> None:
-    args = GpuNodeLabelsArgs(
-        nodes=["a", "b"], label_key="gpus", label_value="true", field_manager="gke-gpu-x", taint=False
-    )
+    args = GpuNodeLabelsArgs(nodes=["a", "b"], label_key="gpus", label_value="true", taint=False)
     result = declare(lambda opts: GpuNodeLabels("nodes", args, opts=opts))
     patches = result.of_type("kubernetes:core/v1:NodePatch")
     assert sorted(p.inputs["metadata"]["name"] for p in patches) == ["a", "b"]

@@ -92,22 +92,23 @@ def test_time_slicing_through_the_plugin_config_map() -> None:
     assert len(pod["metadata"]["annotations"]["gke-gpu/config-sha256"]) == 64, (
         "a config change rolls the Pods"
     )
-    demo = result.one("kubernetes:apps/v1:Deployment").inputs
-    assert demo["spec"]["replicas"] == 4
+    demo = result.one("kubernetes:batch/v1:Job").inputs
+    assert demo["spec"]["parallelism"] == demo["spec"]["completions"] == 4, "a client per time slice"
 
 
-def test_gpu_nodes_are_labelled_and_tainted_by_owned_patches() -> None:
+def test_gpu_nodes_are_labelled_and_tainted_by_minimal_patches() -> None:
+    """A patch is a server-side apply: whatever it carries, the stack owns on the node. It carries
+    the node's name, the one label and the GPU taint; nothing else (no annotation, no other field)."""
     result = render(generic(gpuNodes=["gpu-1", "gpu-2"]))
     patches = {r.inputs["metadata"]["name"]: r.inputs for r in result.of_type("kubernetes:core/v1:NodePatch")}
     assert sorted(patches) == ["gpu-1", "gpu-2"]
-    for patch in patches.values():
-        assert patch["metadata"]["labels"] == {"nvidia.com/gpu.present": "true"}
-        assert patch["spec"]["taints"] == [
-            {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
-        ]
-        assert patch["metadata"]["annotations"]["pulumi.com/patchFieldManager"] == "gke-gpu-test", (
-            "one manager per stack"
-        )
+    for name, patch in patches.items():
+        assert patch == {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {"nvidia.com/gpu.present": "true"}},
+            "spec": {"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]},
+        }
 
 
 def test_removing_a_node_from_the_list_deletes_its_patch() -> None:
@@ -123,7 +124,11 @@ def test_removing_a_node_from_the_list_deletes_its_patch() -> None:
 
 def test_no_taint_on_a_single_node_workstation() -> None:
     result = render(generic(gpuNodes=["workstation"], devicePlugin={"taintGpuNodes": False}))
-    assert "spec" not in result.one("kubernetes:core/v1:NodePatch").inputs
+    assert result.one("kubernetes:core/v1:NodePatch").inputs == {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "workstation", "labels": {"nvidia.com/gpu.present": "true"}},
+    }
 
 
 def test_generic_dcgm_exporter_is_not_privileged_and_scraped_by_a_service_monitor() -> None:
@@ -163,7 +168,7 @@ def test_samples_on_generic_nodes_rely_on_the_container_toolkit() -> None:
         env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
         assert env["NVIDIA_DISABLE_REQUIRE"] == "true"
         assert "LD_LIBRARY_PATH" not in env
-        assert pod["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
+        assert pod["nodeSelector"]["nvidia.com/gpu.present"] == "true"
         assert pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "1"
 
 

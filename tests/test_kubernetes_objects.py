@@ -108,3 +108,11 @@ def test_every_object_has_the_recommended_labels() -> None:
                 "app.kubernetes.io/managed-by",
             ):
                 assert key in labels, f"{obj['kind']} {obj['metadata']['name']} lacks {key}"
+
+
+def test_the_sample_and_node_objects_are_among_those_validated() -> None:
+    """Guards the coverage: the samples' Jobs, their namespace, deny-all policy and script, and the
+    generic cluster's node patches are all in the stack files or configurations validated above."""
+    kinds = {o["kind"] for stack in stacks() for o in _objects(run_stack(stack))}
+    kinds |= {o["kind"] for config in EXTRA_CONFIGS.values() for o in _objects(render(config))}
+    assert {"Job", "Namespace", "NetworkPolicy", "ConfigMap", "Node"} <= kinds

@@ -1,13 +1,20 @@
-"""Sample GPU workloads: each lands on its pool, asks for GPUs the pool can give, and runs hardened."""
+"""Sample GPU workloads: each is a bounded Job that lands on its pool and asks for GPUs the pool can
+give. (Hardening and network policy: tests/test_sample_security.py; the sharing demo's script:
+tests/test_sharing_demo_script.py.)"""
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
 
-from components.sample_workloads import PYTORCH_SCRIPT
+from components import sample_workloads
+from components.sample_workloads import PYTORCH_SMOKE_SCRIPT, SCRIPTS, SHARING_DEMO_SCRIPT
 from tests.conftest import AUTOPILOT_CLUSTER, L4_POOL, STANDARD_CLUSTER, config_error, render, stack_config
 from tools.offline import run_stack
 
+JOB = "kubernetes:batch/v1:Job"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 A100_SHARED = {
     "name": "a100",
     "accelerator": "nvidia-tesla-a100",
@@ -21,15 +28,21 @@ T4_MPS = {
     "maxNodes": 1,
     "sharing": {"strategy": "MPS", "maxClientsPerGpu": 4},
 }
+EVERY_SAMPLE = stack_config(
+    cluster=STANDARD_CLUSTER,
+    gpuPools=[L4_POOL, A100_SHARED, T4_MPS],
+    workloads=[
+        "nvidia-smi",
+        "cuda-vector-add",
+        "pytorch-smoke",
+        {"name": "sharing-demo", "pool": "a100"},
+        {"name": "sharing-demo", "pool": "t4"},
+    ],
+)
 
 
 def workload(result, name: str) -> dict:
-    matches = [
-        r.inputs
-        for r in result.resources
-        if r.type in ("kubernetes:batch/v1:Job", "kubernetes:apps/v1:Deployment")
-        and r.inputs["metadata"]["name"] == name
-    ]
+    matches = [r.inputs for r in result.of_type(JOB) if r.inputs["metadata"]["name"] == name]
     assert len(matches) == 1, [r.name for r in result.resources]
     return matches[0]
 
@@ -54,38 +67,41 @@ def test_dev_samples_target_the_spot_l4_profile() -> None:
         assert gpu_limits(workload(result, name)) == [("1", "1")]
 
 
-def test_jobs_are_hardened_bounded_and_pinned() -> None:
-    result = render(
-        stack_config(
-            cluster=STANDARD_CLUSTER,
-            gpuPools=[L4_POOL],
-            workloads=["nvidia-smi", "cuda-vector-add", "pytorch-smoke"],
-        )
-    )
-    for name in ("nvidia-smi-l4", "cuda-vector-add-l4", "pytorch-smoke-l4"):
-        job = workload(result, name)
+@pytest.mark.parametrize("source", ["every sample", "prod", "onprem"])
+def test_every_sample_is_a_bounded_job(source: str) -> None:
+    """No sample keeps a GPU node up: each is a Job that ends (deadline), is retried at most once
+    (Spot preemptions aside) and is deleted a day later; `pulumi up` does not wait for it."""
+    result = render(EVERY_SAMPLE) if source == "every sample" else run_stack(source)
+    assert result.of_type(DEPLOYMENT) == [], "a Deployment runs (and holds its GPU node) until deleted"
+    jobs = [r.inputs for r in result.of_type(JOB)]
+    assert len(jobs) == len(result.outputs["sampleWorkloads"])
+    for job in jobs:
         spec = job["spec"]
         assert spec["backoffLimit"] == 1
-        assert spec["ttlSecondsAfterFinished"] == 86400
         assert spec["activeDeadlineSeconds"] == 3600
-        assert spec["podFailurePolicy"]["rules"][0]["onPodConditions"][0]["type"] == "DisruptionTarget"
-        p = pod(job)
-        assert p["restartPolicy"] == "Never"
-        assert p["automountServiceAccountToken"] is False
-        assert p["securityContext"]["runAsNonRoot"] is True
-        assert p["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
-        for c in p["containers"]:
-            ctx = c["securityContext"]
-            assert ctx["allowPrivilegeEscalation"] is False
-            assert ctx["readOnlyRootFilesystem"] is True
-            assert ctx["capabilities"] == {"drop": ["ALL"]}
-            _, tag = c["image"].rsplit(":", 1)
-            assert tag and tag != "latest", c["image"]
-            assert c["resources"]["limits"]["cpu"] == c["resources"]["requests"]["cpu"]
-            assert c["resources"]["limits"]["memory"] == c["resources"]["requests"]["memory"]
+        assert spec["ttlSecondsAfterFinished"] == 86400
+        assert spec["podFailurePolicy"] == {
+            "rules": [
+                {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
+            ]
+        }
+        assert pod(job)["restartPolicy"] == "Never"
         assert job["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}
-    namespace = result.one("kubernetes:core/v1:Namespace").inputs["metadata"]
-    assert namespace["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+def test_prod_sharing_demo_is_a_job_of_clients_on_the_mig_pool() -> None:
+    """Prod's sharing demo used to be a Deployment that kept an A100 node up for good."""
+    result = run_stack("prod")
+    demo = workload(result, "sharing-demo-a100-mig")
+    spec = demo["spec"]
+    assert (spec["parallelism"], spec["completions"], spec["completionMode"]) == (2, 2, "Indexed")
+    (container,) = pod(demo)["containers"]
+    assert container["command"] == ["sh", "-c", SHARING_DEMO_SCRIPT]
+    assert container["image"].startswith("nvcr.io/nvidia/k8s/cuda-sample:vectoradd-")
+    env = {e["name"]: e for e in container["env"]}
+    assert env["SHARING_DEMO_SECONDS"]["value"] == "60"
+    assert env["NODE_NAME"]["valueFrom"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}
+    assert gpu_limits(demo) == [("1", "1")]
 
 
 def test_standard_pool_selectors_and_gke_driver_path() -> None:
@@ -101,7 +117,7 @@ def test_standard_pool_selectors_and_gke_driver_path() -> None:
     container = spec["containers"][0]
     # The image's own PATH and LD_LIBRARY_PATH stay (they already name /usr/local/nvidia, where GKE
     # mounts the driver); nvidia-smi is found by appending GKE's driver bin to PATH in the command.
-    assert "env" not in container
+    assert {e["name"] for e in container["env"]} == {"HOME", "CUDA_CACHE_PATH"}
     assert container["command"] == [
         "sh",
         "-c",
@@ -111,14 +127,8 @@ def test_standard_pool_selectors_and_gke_driver_path() -> None:
 
 def test_no_sample_replaces_the_image_path() -> None:
     """pytorch/pytorch keeps python in /opt/conda/bin: a PATH override would hide it."""
-    result = render(
-        stack_config(
-            cluster=STANDARD_CLUSTER,
-            gpuPools=[L4_POOL],
-            workloads=["nvidia-smi", "cuda-vector-add", "pytorch-smoke"],
-        )
-    )
-    for job in result.of_type("kubernetes:batch/v1:Job"):
+    result = render(EVERY_SAMPLE)
+    for job in result.of_type(JOB):
         for container in pod(job.inputs)["containers"]:
             names = {e["name"] for e in container.get("env", [])}
             assert not names & {"PATH", "LD_LIBRARY_PATH"}, job.name
@@ -137,7 +147,7 @@ def test_a_mig_and_time_shared_pool_gets_one_partition_per_pod() -> None:
         assert spec["nodeSelector"]["cloud.google.com/gke-max-shared-clients-per-gpu"] == "2"
         assert gpu_limits(workload(result, name)) == [("1", "1")]
     demo = workload(result, "sharing-demo-a100")
-    assert demo["spec"]["replicas"] == 2
+    assert demo["spec"]["parallelism"] == demo["spec"]["completions"] == 2, "one Pod per client"
     assert "hostIPC" not in pod(demo)
 
 
@@ -148,18 +158,9 @@ def test_mps_sharing_demo_uses_host_ipc_in_a_privileged_namespace() -> None:
         )
     )
     demo = workload(result, "sharing-demo-t4")
-    assert demo["spec"]["replicas"] == 3
+    assert demo["spec"]["parallelism"] == demo["spec"]["completions"] == 3
     assert pod(demo)["hostIPC"] is True
     assert demo["metadata"]["namespace"] == "gpu-samples-mps"
-    namespaces = {
-        r.inputs["metadata"]["name"]: r.inputs["metadata"]["labels"]
-        for r in result.of_type("kubernetes:core/v1:Namespace")
-    }
-    assert namespaces["gpu-samples-mps"]["pod-security.kubernetes.io/enforce"] == "privileged"
-    assert namespaces["gpu-samples-mps"]["pod-security.kubernetes.io/warn"] == "restricted"
-    assert namespaces["gpu-samples"]["pod-security.kubernetes.io/enforce"] == "restricted", (
-        "the others stay restricted"
-    )
     assert "-n gpu-samples-mps " in result.outputs["sampleWorkloads"]["sharing-demo-t4"]["logs"]
 
 
@@ -174,7 +175,7 @@ def test_autopilot_pods_request_the_profile_gpu_count() -> None:
     }
 
 
-def test_pytorch_script_and_image() -> None:
+def test_pytorch_script_ships_in_a_config_map_and_runs_as_a_file() -> None:
     pools = [
         L4_POOL,
         {
@@ -192,16 +193,33 @@ def test_pytorch_script_and_image() -> None:
             workloads=["pytorch-smoke", {"name": "pytorch-smoke", "pool": "b200"}],
         )
     )
-    script = result.one("kubernetes:core/v1:ConfigMap").inputs["data"]["smoke.py"]
-    assert script == PYTORCH_SCRIPT.read_text()
-    assert "cuda12" in pod(workload(result, "pytorch-smoke-l4"))["containers"][0]["image"]
+    config_map = result.one("kubernetes:core/v1:ConfigMap").inputs
+    assert config_map["metadata"]["name"] == "pytorch-smoke-script"
+    assert config_map["data"] == {"smoke.py": (SCRIPTS / "pytorch_smoke.py").read_text()}
+    assert "\n" in config_map["data"]["smoke.py"], "the script as code, not one escaped line"
+    job = workload(result, "pytorch-smoke-l4")
+    (container,) = pod(job)["containers"]
+    assert container["command"] == ["python", "/opt/smoke/smoke.py"]
+    assert {"name": "script", "mountPath": "/opt/smoke", "readOnly": True} in container["volumeMounts"]
+    assert {"name": "script", "configMap": {"name": "pytorch-smoke-script"}} in pod(job)["volumes"]
+    assert "cuda12" in container["image"]
     assert "cuda13" in pod(workload(result, "pytorch-smoke-b200"))["containers"][0]["image"], (
         "Blackwell kernels"
     )
-    assert pod(workload(result, "pytorch-smoke-l4"))["containers"][0]["command"] == [
-        "python",
-        "/opt/smoke/smoke.py",
-    ]
+
+
+def test_a_changed_pytorch_script_replaces_its_job(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Job's Pods never see a new ConfigMap (the Job has finished): the script's hash in the Pod
+    template makes a change replace the Job, so the new script runs."""
+    config = stack_config(cluster=STANDARD_CLUSTER, gpuPools=[L4_POOL], workloads=["pytorch-smoke"])
+
+    def annotation() -> str:
+        job = workload(render(config), "pytorch-smoke-l4")
+        return job["spec"]["template"]["metadata"]["annotations"]["gke-gpu/script-sha256"]
+
+    assert annotation() == hashlib.sha256(PYTORCH_SMOKE_SCRIPT.encode()).hexdigest()
+    monkeypatch.setattr(sample_workloads, "PYTORCH_SMOKE_SCRIPT", PYTORCH_SMOKE_SCRIPT + "\n# changed\n")
+    assert annotation() == hashlib.sha256((PYTORCH_SMOKE_SCRIPT + "\n# changed\n").encode()).hexdigest()
 
 
 def test_extra_pool_taints_are_tolerated() -> None:
@@ -211,13 +229,21 @@ def test_extra_pool_taints_are_tolerated() -> None:
     assert {"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoExecute"} in tolerations
 
 
+def test_amd64_only_images_select_amd64_where_the_target_leaves_the_architecture_open() -> None:
+    """pytorch/pytorch publishes amd64 only: on an existing cluster (GPU nodes of any architecture)
+    the PyTorch Pod selects amd64 nodes; the multi-arch CUDA samples do not. A GKE pool's
+    architecture follows from its accelerator, so its selectors stay the pool's."""
+    existing = run_stack("onprem")
+    assert pod(workload(existing, "pytorch-smoke-gpu-nodes"))["nodeSelector"]["kubernetes.io/arch"] == "amd64"
+    for name in ("nvidia-smi-gpu-nodes", "cuda-vector-add-gpu-nodes", "sharing-demo-gpu-nodes"):
+        assert "kubernetes.io/arch" not in pod(workload(existing, name))["nodeSelector"], name
+    gke = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[L4_POOL], workloads=["pytorch-smoke"]))
+    assert "kubernetes.io/arch" not in pod(workload(gke, "pytorch-smoke-l4"))["nodeSelector"]
+
+
 def test_prod_runs_every_sample_that_fits() -> None:
     result = run_stack("prod")
-    names = {
-        r.inputs["metadata"]["name"]
-        for r in result.resources
-        if r.type in ("kubernetes:batch/v1:Job", "kubernetes:apps/v1:Deployment")
-    }
+    names = {r.inputs["metadata"]["name"] for r in result.of_type(JOB)}
     assert names == {
         "nvidia-smi-l4-serving",
         "cuda-vector-add-l4-serving",
@@ -233,6 +259,15 @@ def test_sample_outputs_give_wait_and_log_commands() -> None:
         summary["nvidia-smi-l4"]["logs"] == "kubectl logs -n gpu-samples job/nvidia-smi-l4 --all-containers"
     )
     assert "--for=condition=complete job/nvidia-smi-l4" in summary["nvidia-smi-l4"]["wait"]
+    demo = run_stack("prod").outputs["sampleWorkloads"]["sharing-demo-a100-mig"]
+    assert demo["wait"] == (
+        "kubectl wait -n gpu-samples --for=condition=complete job/sharing-demo-a100-mig --timeout=30m"
+    )
+    # Every client's log (`kubectl logs job/...` shows one Pod; a selector alone shows 10 lines).
+    assert demo["logs"] == (
+        "kubectl logs -n gpu-samples -l app.kubernetes.io/instance=sharing-demo-a100-mig "
+        "--all-containers --prefix --tail=-1"
+    )
 
 
 # -- Bad input ------------------------------------------------------------------------------------
