@@ -26,7 +26,8 @@ from components.sample_workloads import (
     SampleWorkload,
     SampleWorkloads,
     SampleWorkloadsArgs,
-    namespace_of,
+    object_name,
+    sample_commands,
 )
 
 SAMPLES_NAMESPACE = "gpu-samples"
@@ -158,18 +159,7 @@ def _samples(
         # The GPU pools, ComputeClasses or device plugin first, so no sample waits on nothing.
         opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
     )
-    summary = {}
-    for w in workloads:
-        name = f"{w.kind}-{w.target.name}"
-        namespace = namespace_of(w, SAMPLES_NAMESPACE)
-        kind = "deployment" if w.kind == "sharing-demo" else "job"
-        condition = "--for=condition=available" if kind == "deployment" else "--for=condition=complete"
-        summary[name] = {
-            "wait": f"kubectl wait -n {namespace} {condition} {kind}/{name} --timeout=30m",
-            "logs": f"kubectl logs -n {namespace} {kind}/{name} --all-containers",
-            "pods": f"kubectl get pods -n {namespace} -l app.kubernetes.io/instance={name} -o wide",
-        }
-    return summary
+    return {object_name(w): sample_commands(w, SAMPLES_NAMESPACE) for w in workloads}
 
 
 def gpu_target(pool: GpuPool, *, autopilot: bool) -> GpuTarget:
@@ -218,7 +208,6 @@ def _build_existing(settings: Settings) -> dict[str, Any]:
                         nodes=settings.gpu_nodes,
                         label_key=plugin.node_label_key,
                         label_value=plugin.node_label_value,
-                        field_manager=f"gke-gpu-{settings.stack}",
                         taint=plugin.taint_gpu_nodes,
                     ),
                     opts=kubernetes,
