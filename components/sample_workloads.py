@@ -254,8 +254,8 @@ class SampleWorkloads(pulumi.ComponentResource):
 
     def _sharing_demo(self, workload: SampleWorkload) -> k8s.batch.v1.Job:
         """`parallelism = completions = replicas` Pods, each holding one shared `nvidia.com/gpu`:
-        each prints the GPU (or MIG slice) it was given and runs vectorAdd for a minute, so they
-        share the GPU at the same time; `kubectl get pods -o wide` shows them on one node.
+        each prints the GPU (or MIG slice) it was given and runs vectorAdd for a minute, so that
+        clients on one GPU use it at the same time (`kubectl get pods -o wide` shows each one's node).
 
         MPS clients run as uid 65532 like every sample: NVIDIA MPS serves one Linux user per GPU at
         a time, so clients of another user wait (not verified on GKE's MPS daemon); run your MPS
