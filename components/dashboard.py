@@ -14,13 +14,35 @@ tests, so a misspelt field fails there rather than in the API.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any, Literal
+
+from components.images import DCGM_HOSTNAME_LABEL
 
 COLUMNS = 48
 HALF = COLUMNS // 2
 CHART_HEIGHT = 16
 NODEPOOL_USER_LABEL = "cloud.google.com/gke-nodepool"
+
+# Cloud Monitoring's unit grammar (google.api.MetricDescriptor.unit): a UCUM subset whose only basic
+# units are bit, By, s, min, h, d and 1, with decimal and binary prefixes, `%`, `{annotations}`,
+# `.` and `/`; the notes add numeric factors (`10^2.%`: a 0..1 ratio shown as %, `MiBy/10ms`,
+# `k{page_views}/d`). Watts and degrees Celsius are not in it: those charts carry their unit in the
+# title instead, as Google's own DCGM dashboard does.
+_PREFIX = "(?:Ki|Mi|Gi|Ti|Pi|k|M|G|T|P|E|Z|Y|m|u|n|p|f|a|z|y)"
+_ANNOTATION = r"(?:\{[!-z|~]+\})"
+_FACTOR = r"(?:10\^-?\d+|\d+)"
+_COMPONENT = (
+    rf"(?:{_FACTOR}?{_PREFIX}?(?:(?:bit|By|s|min|h|d|1){_ANNOTATION}?|{_ANNOTATION})"
+    rf"|%{_ANNOTATION}?|{_FACTOR})"
+)
+_UNIT = re.compile(rf"{_COMPONENT}(?:\.{_COMPONENT})*(?:/{_COMPONENT})*")
+
+
+def valid_unit(unit: str) -> bool:
+    """Whether `unit` follows Cloud Monitoring's unit grammar."""
+    return _UNIT.fullmatch(unit) is not None
 
 
 @dataclass(frozen=True)
@@ -31,8 +53,15 @@ class Chart:
     group_by: tuple[str, ...]
     aligner: str = "ALIGN_MEAN"
     reducer: str = "REDUCE_MEAN"
+    # A Cloud Monitoring unit (unitOverride); empty keeps the metric's own.
     unit: str = ""
+    # What the y axis says, for people.
+    axis_label: str = ""
     plot: str = "LINE"
+
+    def __post_init__(self) -> None:
+        if self.unit and not valid_unit(self.unit):
+            raise ValueError(f"chart {self.title!r}: {self.unit!r} is not a Cloud Monitoring unit")
 
 
 def _filter(chart: Chart, cluster: str) -> str:
@@ -73,7 +102,7 @@ def _xy(chart: Chart, cluster: str, *extra: Chart, title: str | None = None) -> 
                 }
                 for c in (chart, *extra)
             ],
-            "yAxis": {"scale": "LINEAR", "label": chart.unit},
+            "yAxis": {"scale": "LINEAR", "label": chart.axis_label},
             "chartOptions": {"mode": "COLOR"},
         },
     }
@@ -98,7 +127,15 @@ def _dcgm(field: str) -> str:
 
 
 NODE_KEYS = ('resource.label."node_name"', 'metric.label."model"', 'metric.label."accelerator_id"')
-DCGM_KEYS = ('metric.label."Hostname"', 'metric.label."gpu"', 'metric.label."modelName"')
+# One series per GPU, and per MIG instance: the exporter reports each instance as its own series
+# (GPU_I_ID; `gpu` stays the parent's index), so averaging a MIG GPU's instances by `gpu` would show
+# a seventh of a full 1g.5gb instance's framebuffer. The node label is renamed upstream (images.py).
+DCGM_KEYS = (
+    f'metric.label."{DCGM_HOSTNAME_LABEL}"',
+    'metric.label."gpu"',
+    'metric.label."GPU_I_ID"',
+    'metric.label."modelName"',
+)
 
 REQUESTED = Chart(
     "GPUs requested by containers",
@@ -115,14 +152,22 @@ PHYSICAL = Chart(
     reducer="REDUCE_COUNT",
 )
 BUILT_IN = [
-    Chart("GPU duty cycle by node (%)", _node("duty_cycle"), "k8s_node", NODE_KEYS, unit="%"),
-    Chart("GPU memory used by node", _node("memory_used"), "k8s_node", NODE_KEYS, unit="By"),
+    Chart("GPU duty cycle by node (%)", _node("duty_cycle"), "k8s_node", NODE_KEYS, unit="%", axis_label="%"),
+    Chart(
+        "GPU memory used by node",
+        _node("memory_used"),
+        "k8s_node",
+        NODE_KEYS,
+        unit="By",
+        axis_label="bytes",
+    ),
     Chart(
         "GPU duty cycle by accelerator model (%)",
         _node("duty_cycle"),
         "k8s_node",
         ('metric.label."model"',),
         unit="%",
+        axis_label="%",
     ),
     Chart(
         "GPU duty cycle by node pool (%)",
@@ -130,16 +175,25 @@ BUILT_IN = [
         "k8s_node",
         (f'metadata.user_labels."{NODEPOOL_USER_LABEL}"',),
         unit="%",
+        axis_label="%",
     ),
 ]
 DCGM = [
-    Chart("GPU utilization (%)", _dcgm("DCGM_FI_DEV_GPU_UTIL"), "prometheus_target", DCGM_KEYS, unit="%"),
+    Chart(
+        "GPU utilization (%)",
+        _dcgm("DCGM_FI_DEV_GPU_UTIL"),
+        "prometheus_target",
+        DCGM_KEYS,
+        unit="%",
+        axis_label="%",
+    ),
     Chart(
         "GPU utilization by accelerator model (%)",
         _dcgm("DCGM_FI_DEV_GPU_UTIL"),
         "prometheus_target",
         ('metric.label."modelName"',),
         unit="%",
+        axis_label="%",
     ),
     Chart(
         "Framebuffer memory used (MiB)",
@@ -147,6 +201,7 @@ DCGM = [
         "prometheus_target",
         DCGM_KEYS,
         unit="MiBy",
+        axis_label="MiB",
     ),
     Chart(
         "Framebuffer memory free (MiB)",
@@ -154,13 +209,30 @@ DCGM = [
         "prometheus_target",
         DCGM_KEYS,
         unit="MiBy",
+        axis_label="MiB",
     ),
-    Chart("SM active (ratio)", _dcgm("DCGM_FI_PROF_SM_ACTIVE"), "prometheus_target", DCGM_KEYS),
+    # The profiling fields are 0..1 ratios: `10^2.%` shows them as percentages.
     Chart(
-        "Tensor core active (ratio)", _dcgm("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"), "prometheus_target", DCGM_KEYS
+        "SM active (%)",
+        _dcgm("DCGM_FI_PROF_SM_ACTIVE"),
+        "prometheus_target",
+        DCGM_KEYS,
+        unit="10^2.%",
+        axis_label="%",
     ),
-    Chart("GPU temperature (°C)", _dcgm("DCGM_FI_DEV_GPU_TEMP"), "prometheus_target", DCGM_KEYS, unit="Cel"),
-    Chart("Power draw (W)", _dcgm("DCGM_FI_DEV_POWER_USAGE"), "prometheus_target", DCGM_KEYS, unit="W"),
+    Chart(
+        "Tensor core active (%)",
+        _dcgm("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"),
+        "prometheus_target",
+        DCGM_KEYS,
+        unit="10^2.%",
+        axis_label="%",
+    ),
+    # No unitOverride: Cloud Monitoring's unit grammar has no watt or degree Celsius.
+    Chart(
+        "GPU temperature (°C)", _dcgm("DCGM_FI_DEV_GPU_TEMP"), "prometheus_target", DCGM_KEYS, axis_label="°C"
+    ),
+    Chart("Power draw (W)", _dcgm("DCGM_FI_DEV_POWER_USAGE"), "prometheus_target", DCGM_KEYS, axis_label="W"),
 ]
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import csv
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import pulumi
@@ -16,6 +19,16 @@ METRICS_PORT = 9400
 # Where GKE installs the NVIDIA driver on COS nodes.
 GKE_DRIVER_HOST_PATH = "/home/kubernetes/bin/nvidia"
 POD_RESOURCES_PATH = "/var/lib/kubelet/pod-resources"
+# The DCGM fields to collect: our own list (the image's default leaves out DCGM_FI_PROF_SM_ACTIVE),
+# from a ConfigMap, passed with --collectors. Its own directory: the image's files stay visible.
+COLLECTORS_FILE = Path(__file__).parent / "data" / "dcgm-collectors.csv"
+COLLECTORS_DIR = "/etc/dcgm-exporter/gke-gpu"
+COLLECTORS_KEY = "counters.csv"
+# The Prometheus types the pinned exporter accepts in that file.
+COLLECTOR_TYPES = frozenset({"gauge", "counter", "histogram", "summary", "label"})
+# Writable paths on an otherwise read-only root filesystem: DCGM's host engine log
+# (/var/log/nv-hostengine.log by default) and the exporter's temporary and debug-dump files (/tmp).
+WRITABLE_PATHS = {"tmp": "/tmp", "var-log": "/var/log"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,10 +46,14 @@ class DcgmExporterArgs:
     scrape: Literal["podMonitoring", "serviceMonitor", "annotations"] = "podMonitoring"
     scrape_interval: str = "30s"
     runtime_class_name: str | None = None
+    # The only namespace whose Pods may reach the metrics port (NetworkPolicy): the scraper's,
+    # e.g. gmp-system for Managed Prometheus' collectors. Required.
+    scraper_namespace: str | None = None
 
 
 class DcgmExporter(pulumi.ComponentResource):
-    """Namespace, ServiceAccount, DaemonSet, headless Service and the scrape object.
+    """Namespace, ServiceAccount, collectors ConfigMap, DaemonSet, headless Service, NetworkPolicy
+    and the scrape object.
 
     Least privilege it can run with:
 
@@ -47,15 +64,22 @@ class DcgmExporter(pulumi.ComponentResource):
       API server).
     * generic: not privileged; root with only ``SYS_ADMIN`` (needed for the ``DCGM_FI_PROF_*``
       profiling metrics) and every other capability dropped, as NVIDIA's own manifest does.
+    * Both: read-only root filesystem (emptyDir for /tmp and /var/log), seccomp ``RuntimeDefault``
+      (containerd runs privileged containers unconfined, so on GKE it only takes effect if the
+      exporter ever stops being privileged), and a NetworkPolicy that admits only the scraper's
+      namespace to the metrics port and lets the exporter open no connection at all.
 
     Do not combine with GKE's managed DCGM (duplicate series): the config refuses it.
     """
 
     daemon_set: k8s.apps.v1.DaemonSet
     service: k8s.core.v1.Service
+    network_policy: k8s.networking.v1.NetworkPolicy
 
     def __init__(self, name: str, args: DcgmExporterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("gke-gpu:monitoring:DcgmExporter", name, None, opts)
+        if not args.scraper_namespace:
+            raise ValueError("DcgmExporterArgs.scraper_namespace is required: the only namespace let in")
         child = pulumi.ResourceOptions(parent=self)
         labels = app_labels(
             "dcgm-exporter", component="gpu-metrics", version=image_version(images.DCGM_EXPORTER)
@@ -69,8 +93,12 @@ class DcgmExporter(pulumi.ComponentResource):
                 name=args.namespace,
                 labels={
                     **app_labels(args.namespace, component="gpu-monitoring"),
-                    # The exporter needs host paths (and privilege on GKE).
+                    # The exporter needs host paths (and privilege on GKE)...
                     "pod-security.kubernetes.io/enforce": "privileged",
+                    # ...an exception kept visible: `kubectl apply` warns and the audit log records
+                    # every Pod here that the baseline standard would refuse.
+                    "pod-security.kubernetes.io/warn": "baseline",
+                    "pod-security.kubernetes.io/audit": "baseline",
                 },
             ),
             opts=child,
@@ -84,6 +112,15 @@ class DcgmExporter(pulumi.ComponentResource):
             automount_service_account_token=False,
             opts=in_namespace,
         )
+        collectors = collectors_csv()
+        self.collectors = k8s.core.v1.ConfigMap(
+            f"{name}-collectors",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name="dcgm-exporter-collectors", namespace=args.namespace, labels=labels
+            ),
+            data={COLLECTORS_KEY: collectors},
+            opts=in_namespace,
+        )
 
         env = {
             "DCGM_EXPORTER_LISTEN": f":{METRICS_PORT}",
@@ -93,10 +130,25 @@ class DcgmExporter(pulumi.ComponentResource):
             k8s.core.v1.VolumeArgs(
                 name="pod-resources",
                 host_path=k8s.core.v1.HostPathVolumeSourceArgs(path=POD_RESOURCES_PATH, type="Directory"),
-            )
+            ),
+            k8s.core.v1.VolumeArgs(
+                name="collectors",
+                config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name="dcgm-exporter-collectors"),
+            ),
+            *(
+                k8s.core.v1.VolumeArgs(
+                    name=volume, empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit="64Mi")
+                )
+                for volume in WRITABLE_PATHS
+            ),
         ]
         mounts = [
-            k8s.core.v1.VolumeMountArgs(name="pod-resources", mount_path=POD_RESOURCES_PATH, read_only=True)
+            k8s.core.v1.VolumeMountArgs(name="pod-resources", mount_path=POD_RESOURCES_PATH, read_only=True),
+            k8s.core.v1.VolumeMountArgs(name="collectors", mount_path=COLLECTORS_DIR, read_only=True),
+            *(
+                k8s.core.v1.VolumeMountArgs(name=volume, mount_path=path)
+                for volume, path in WRITABLE_PATHS.items()
+            ),
         ]
         if gke:
             # GKE's device plugin names devices nvidia0, nvidia0/vgpu1, ...: match Pods by name.
@@ -115,21 +167,23 @@ class DcgmExporter(pulumi.ComponentResource):
                     name="nvidia-driver", mount_path="/usr/local/nvidia", read_only=True
                 )
             )
-            security = k8s.core.v1.SecurityContextArgs(privileged=True)
+            security = k8s.core.v1.SecurityContextArgs(privileged=True, read_only_root_filesystem=True)
         else:
             env["NVIDIA_VISIBLE_DEVICES"] = "all"
             security = k8s.core.v1.SecurityContextArgs(
                 run_as_non_root=False,
                 run_as_user=0,
                 allow_privilege_escalation=False,
+                read_only_root_filesystem=True,
                 capabilities=k8s.core.v1.CapabilitiesArgs(add=["SYS_ADMIN"], drop=["ALL"]),
-                seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
             )
 
         container = k8s.core.v1.ContainerArgs(
             name="dcgm-exporter",
             image=images.DCGM_EXPORTER,
             image_pull_policy="IfNotPresent",
+            # The image's entrypoint passes its arguments on to dcgm-exporter.
+            args=["--collectors", f"{COLLECTORS_DIR}/{COLLECTORS_KEY}"],
             env=[k8s.core.v1.EnvVarArgs(name=k, value=v) for k, v in sorted(env.items())]
             + [
                 k8s.core.v1.EnvVarArgs(
@@ -164,12 +218,21 @@ class DcgmExporter(pulumi.ComponentResource):
                     rolling_update=k8s.apps.v1.RollingUpdateDaemonSetArgs(max_unavailable="25%"),
                 ),
                 template=k8s.core.v1.PodTemplateSpecArgs(
-                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
+                    metadata=k8s.meta.v1.ObjectMetaArgs(
+                        labels=labels,
+                        # The exporter reads its field list only at start: a change rolls the Pods.
+                        annotations={
+                            "gke-gpu/collectors-sha256": hashlib.sha256(collectors.encode()).hexdigest()
+                        },
+                    ),
                     spec=k8s.core.v1.PodSpecArgs(
                         service_account_name="dcgm-exporter",
                         runtime_class_name=args.runtime_class_name,
                         automount_service_account_token=False,
                         enable_service_links=False,
+                        security_context=k8s.core.v1.PodSecurityContextArgs(
+                            seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault")
+                        ),
                         node_selector=dict(args.node_selector) if args.node_selector else None,
                         affinity=affinity,
                         tolerations=[k8s.core.v1.TolerationArgs(**dict(t)) for t in args.tolerations],
@@ -179,7 +242,9 @@ class DcgmExporter(pulumi.ComponentResource):
                     ),
                 ),
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespace, self.service_account]),
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[self.namespace, self.service_account, self.collectors]
+            ),
         )
 
         service_annotations = None
@@ -202,6 +267,35 @@ class DcgmExporter(pulumi.ComponentResource):
             ),
             opts=in_namespace,
         )
+        # Managed Prometheus' collectors are ordinary Pods in gmp-system (not hostNetwork), so a
+        # namespace selector matches them. The kubelet's probes come from the node, which network
+        # policies always admit.
+        self.network_policy = k8s.networking.v1.NetworkPolicy(
+            f"{name}-networkpolicy",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name="dcgm-exporter", namespace=args.namespace, labels=labels
+            ),
+            spec=k8s.networking.v1.NetworkPolicySpecArgs(
+                pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=match),
+                policy_types=["Ingress", "Egress"],
+                ingress=[
+                    k8s.networking.v1.NetworkPolicyIngressRuleArgs(
+                        from_=[
+                            k8s.networking.v1.NetworkPolicyPeerArgs(
+                                namespace_selector=k8s.meta.v1.LabelSelectorArgs(
+                                    match_labels={"kubernetes.io/metadata.name": args.scraper_namespace}
+                                )
+                            )
+                        ],
+                        ports=[k8s.networking.v1.NetworkPolicyPortArgs(port=METRICS_PORT, protocol="TCP")],
+                    )
+                ],
+                # No egress: DCGM runs embedded and the Pod-to-GPU map comes from the kubelet's local
+                # socket; the exporter opens no connection.
+                egress=[],
+            ),
+            opts=in_namespace,
+        )
 
         self.scrape: pulumi.CustomResource | None = None
         if args.scrape == "podMonitoring":
@@ -215,6 +309,10 @@ class DcgmExporter(pulumi.ComponentResource):
                 spec={
                     "selector": {"matchLabels": match},
                     "endpoints": [{"port": "metrics", "interval": args.scrape_interval}],
+                    # As Google's DCGM example: no pod/container target labels, so the exporter's
+                    # own (the GPU's workload) keep their names instead of becoming exported_*.
+                    # (`namespace` stays the target's: the workload's becomes exported_namespace.)
+                    "targetLabels": {"metadata": []},
                 },
                 opts=in_namespace,
             )
@@ -234,6 +332,30 @@ class DcgmExporter(pulumi.ComponentResource):
                 opts=in_namespace,
             )
         self.register_outputs({"namespace": args.namespace, "scrape": args.scrape})
+
+
+def collectors_csv() -> str:
+    """The collectors file, checked as the exporter reads it."""
+    text = COLLECTORS_FILE.read_text()
+    collected_fields(text)
+    return text
+
+
+def collected_fields(text: str) -> dict[str, str]:
+    """DCGM field name -> Prometheus type, read as dcgm-exporter reads its collectors file (CSV,
+    `#` comments, three fields a line); raises ValueError where the exporter would refuse it."""
+    fields: dict[str, str] = {}
+    lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    for record in csv.reader(lines):
+        if len(record) != 3:
+            raise ValueError(f"collectors: expected 3 fields, got {record}")
+        field, kind, _help = (value.strip(" ") for value in record)
+        if not field.startswith("DCGM_FI_") or kind not in COLLECTOR_TYPES:
+            raise ValueError(f"collectors: {field!r} {kind!r} is not a DCGM field and Prometheus type")
+        if field in fields:
+            raise ValueError(f"collectors: {field} listed twice")
+        fields[field] = kind
+    return fields
 
 
 def _health_probe(*, initial_delay: int) -> k8s.core.v1.ProbeArgs:

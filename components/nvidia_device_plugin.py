@@ -33,8 +33,10 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
 
     It runs in kube-system with `system-node-critical` priority (evicted last), tolerates the GPU
     taint, mounts only the kubelet's device-plugin directory, and runs without privilege escalation
-    and with every capability dropped (NVIDIA's default manifest). GPUs reach it through the NVIDIA
-    container toolkit: the node's default containerd runtime, or `runtime_class_name`.
+    and with every capability dropped (NVIDIA's default manifest), plus seccomp `RuntimeDefault` and
+    a read-only root filesystem: the plugin writes only its socket, into the device-plugin
+    directory. GPUs reach it through the NVIDIA container toolkit: the node's default containerd
+    runtime, or `runtime_class_name`.
 
     With time-slicing, its config file comes from a ConfigMap; the config's hash is a Pod template
     annotation, so a change rolls the DaemonSet (the plugin reads its config only at start).
@@ -101,6 +103,9 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
                         runtime_class_name=args.runtime_class_name,
                         automount_service_account_token=False,
                         enable_service_links=False,
+                        security_context=k8s.core.v1.PodSecurityContextArgs(
+                            seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault")
+                        ),
                         tolerations=[
                             k8s.core.v1.TolerationArgs(
                                 key=GPU_RESOURCE, operator="Exists", effect="NoSchedule"
@@ -119,6 +124,7 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
                                 ),
                                 security_context=k8s.core.v1.SecurityContextArgs(
                                     allow_privilege_escalation=False,
+                                    read_only_root_filesystem=True,
                                     capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
                                 ),
                                 volume_mounts=mounts,

@@ -124,6 +124,7 @@ def _monitoring(
             exporter=exporter,
             dashboard=m.dashboard,
             alerts=m.alerts,
+            scraper_namespace=m.scraper_namespace,
         ),
         opts=kubernetes,
     )

@@ -61,8 +61,10 @@ def test_device_plugin_daemonset() -> None:
     assert container["image"] == "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
     assert container["securityContext"] == {
         "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
         "capabilities": {"drop": ["ALL"]},
     }
+    assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
     assert [v["hostPath"]["path"] for v in pod["volumes"]] == ["/var/lib/kubelet/device-plugins"]
     assert "CONFIG_FILE" not in {e["name"] for e in container["env"]}
 
@@ -82,7 +84,7 @@ def test_time_slicing_through_the_plugin_config_map() -> None:
     result = render(
         generic(devicePlugin={"sharing": {"timeSlicing": {"replicas": 4}}}, workloads=["sharing-demo"])
     )
-    config_map = result.one("kubernetes:core/v1:ConfigMap").inputs
+    config_map = result.one("kubernetes:core/v1:ConfigMap", "device-plugin-config").inputs
     config = yaml.safe_load(config_map["data"]["config.yaml"])
     assert config["version"] == "v1"
     assert config["sharing"]["timeSlicing"]["resources"] == [{"name": "nvidia.com/gpu", "replicas": 4}]
@@ -138,6 +140,13 @@ def test_generic_dcgm_exporter_is_not_privileged_and_scraped_by_a_service_monito
     assert "privileged" not in container["securityContext"]
     assert container["securityContext"]["capabilities"] == {"add": ["SYS_ADMIN"], "drop": ["ALL"]}
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert ds["spec"]["template"]["spec"]["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+    policy = result.one("kubernetes:networking.k8s.io/v1:NetworkPolicy").inputs
+    (rule,) = policy["spec"]["ingress"]
+    assert rule["from"] == [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+    ]
     assert not [v for v in ds["spec"]["template"]["spec"]["volumes"] if "nvidia" in v["name"]]
     assert ds["spec"]["template"]["spec"]["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
     monitor = result.one("kubernetes:monitoring.coreos.com/v1:ServiceMonitor").inputs

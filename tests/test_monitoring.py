@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 import warnings
 
 import pytest
 from google.protobuf.json_format import ParseError
 
+from components import images
+from components.dashboard import Chart, valid_unit
+from components.dcgm_exporter import COLLECTORS_FILE, DcgmExporter, DcgmExporterArgs, collected_fields
 from tests.conftest import AUTOPILOT_CLUSTER, L4_POOL, STANDARD_CLUSTER, config_error, render, stack_config
-from tools.offline import run_stack
+from tools.offline import run_program, run_stack
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", FutureWarning)  # google-api-core's Python 3.11 end-of-life notice
@@ -55,9 +59,11 @@ def test_exporter_mode_deploys_the_exporter_and_turns_managed_dcgm_off() -> None
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["DCGM_EXPORTER_KUBERNETES_GPU_ID_TYPE"] == "device-name"
     assert env["LD_LIBRARY_PATH"] == "/usr/local/nvidia/lib64"
-    host_paths = {v["hostPath"]["path"] for v in pod["volumes"]}
-    assert host_paths == {"/home/kubernetes/bin/nvidia", "/var/lib/kubelet/pod-resources"}
-    assert all(m.get("readOnly") for m in container["volumeMounts"])
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    host_paths = {v["hostPath"]["path"]: name for name, v in volumes.items() if "hostPath" in v}
+    assert set(host_paths) == {"/home/kubernetes/bin/nvidia", "/var/lib/kubelet/pod-resources"}
+    assert all(mounts[name].get("readOnly") for name in host_paths.values()), "host paths read-only"
     assert pod["automountServiceAccountToken"] is False
     terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
         "nodeSelectorTerms"
@@ -75,7 +81,75 @@ def test_exporter_mode_deploys_the_exporter_and_turns_managed_dcgm_off() -> None
     monitor = result.one("kubernetes:monitoring.googleapis.com/v1:PodMonitoring").inputs
     assert monitor["spec"]["selector"]["matchLabels"] == ds["spec"]["selector"]["matchLabels"]
     assert monitor["spec"]["endpoints"] == [{"port": "metrics", "interval": "30s"}]
+    assert monitor["spec"]["targetLabels"] == {"metadata": []}, "the exporter's pod/container labels"
     assert monitor["metadata"]["namespace"] == ds["metadata"]["namespace"] == "gpu-monitoring"
+
+
+def exporter_stack(**monitoring):
+    return render(
+        stack_config(
+            cluster=STANDARD_CLUSTER, gpuPools=[L4_POOL], monitoring={"dcgm": "exporter", **monitoring}
+        )
+    )
+
+
+def test_exporter_collects_our_field_list_from_a_config_map() -> None:
+    result = exporter_stack()
+    config_map = result.one("kubernetes:core/v1:ConfigMap").inputs
+    assert config_map["data"] == {"counters.csv": COLLECTORS_FILE.read_text()}
+    template = result.one("kubernetes:apps/v1:DaemonSet").inputs["spec"]["template"]
+    (container,) = template["spec"]["containers"]
+    assert container["args"] == ["--collectors", "/etc/dcgm-exporter/gke-gpu/counters.csv"]
+    (volume,) = [v for v in template["spec"]["volumes"] if "configMap" in v]
+    assert volume["configMap"]["name"] == config_map["metadata"]["name"]
+    (mount,) = [m for m in container["volumeMounts"] if m["name"] == volume["name"]]
+    assert mount == {"name": volume["name"], "mountPath": "/etc/dcgm-exporter/gke-gpu", "readOnly": True}
+    assert len(template["metadata"]["annotations"]["gke-gpu/collectors-sha256"]) == 64, (
+        "a change rolls the Pods"
+    )
+
+
+def test_exporter_runs_with_a_read_only_root_and_runtime_default_seccomp() -> None:
+    pod = exporter_stack().one("kubernetes:apps/v1:DaemonSet").inputs["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["securityContext"] == {"privileged": True, "readOnlyRootFilesystem": True}
+    assert pod["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}}
+    writable = {m["mountPath"] for m in container["volumeMounts"] if not m.get("readOnly")}
+    assert writable == {"/tmp", "/var/log"}
+    for volume in pod["volumes"]:
+        if volume["name"] in ("tmp", "var-log"):
+            assert "emptyDir" in volume
+
+
+def test_exporter_namespace_is_privileged_but_warns_and_audits() -> None:
+    namespace = exporter_stack().one("kubernetes:core/v1:Namespace").inputs["metadata"]
+    labels = namespace["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "privileged"
+    assert labels["pod-security.kubernetes.io/warn"] == "baseline"
+    assert labels["pod-security.kubernetes.io/audit"] == "baseline"
+
+
+@pytest.mark.parametrize(("configured", "allowed"), [(None, "gmp-system"), ("monitoring", "monitoring")])
+def test_only_the_scrapers_namespace_reaches_the_exporter(configured: str | None, allowed: str) -> None:
+    result = exporter_stack(**({"scraperNamespace": configured} if configured else {}))
+    policy = result.one("kubernetes:networking.k8s.io/v1:NetworkPolicy").inputs
+    ds = result.one("kubernetes:apps/v1:DaemonSet").inputs
+    assert policy["metadata"]["namespace"] == ds["metadata"]["namespace"]
+    assert policy["spec"]["podSelector"] == ds["spec"]["selector"]
+    assert policy["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    assert policy["spec"]["ingress"] == [
+        {
+            "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": allowed}}}],
+            "ports": [{"port": 9400, "protocol": "TCP"}],
+        }
+    ]
+    assert not policy["spec"].get("egress"), "the exporter opens no connection"
+
+
+def test_the_exporter_needs_a_scraper_namespace() -> None:
+    result = run_program({}, program=lambda: DcgmExporter("dcgm", DcgmExporterArgs(flavor="gke")))
+    assert isinstance(result.error, ValueError)
+    assert "scraper_namespace is required" in str(result.error)
 
 
 def test_dcgm_none_turns_managed_dcgm_off_and_drops_the_dcgm_section() -> None:
@@ -136,6 +210,79 @@ def test_dashboard_covers_the_gpu_signals_for_this_cluster() -> None:
     tiles = document["mosaicLayout"]["tiles"]
     for tile in tiles:
         assert tile["xPos"] + tile["width"] <= document["mosaicLayout"]["columns"]
+
+
+def dcgm_fields(text: str) -> set[str]:
+    return set(re.findall(r"\bDCGM_FI_[A-Z0-9_]+", text))
+
+
+def test_every_dcgm_field_the_dashboard_or_an_alert_queries_is_collected() -> None:
+    result = exporter_stack(alerts=alerts())
+    queries = [json.dumps(dashboard_document(result))] + [
+        c["conditionPrometheusQueryLanguage"]["query"]
+        for p in result.of_type("gcp:monitoring/alertPolicy:AlertPolicy")
+        for c in p.inputs["conditions"]
+    ]
+    used = set().union(*(dcgm_fields(q) for q in queries))
+    assert {"DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_GPU_UTIL"} <= used
+    collected = {
+        field for field, kind in collected_fields(COLLECTORS_FILE.read_text()).items() if kind != "label"
+    }
+    assert used - collected == set(), "queried but not collected by the exporter"
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization, in %.", "expected 3 fields"),
+        ("DCGM_FI_DEV_GPU_UTIL, gauges, GPU utilization.", "not a DCGM field and Prometheus type"),
+        ("DCGM_FI_DEV_FB_USED, gauge, a.\nDCGM_FI_DEV_FB_USED, gauge, b.", "listed twice"),
+    ],
+)
+def test_collectors_file_is_read_as_the_exporter_reads_it(line: str, problem: str) -> None:
+    assert collected_fields("# comment\n\n" + "DCGM_FI_DEV_GPU_TEMP, gauge, C.\n") == {
+        "DCGM_FI_DEV_GPU_TEMP": "gauge"
+    }
+    with pytest.raises(ValueError, match=problem):
+        collected_fields(line)
+
+
+def test_dcgm_charts_keep_each_mig_instance_apart() -> None:
+    document = dashboard_document(run_stack("prod"))
+    charts = [
+        ds["timeSeriesQuery"]["timeSeriesFilter"]
+        for tile in document["mosaicLayout"]["tiles"]
+        for ds in tile["widget"].get("xyChart", {}).get("dataSets", [])
+    ]
+    framebuffer = [c for c in charts if "DCGM_FI_DEV_FB_USED" in c["filter"]]
+    assert framebuffer
+    for chart in framebuffer:
+        assert chart["aggregation"]["groupByFields"] == [
+            f'metric.label."{images.DCGM_HOSTNAME_LABEL}"',
+            'metric.label."gpu"',
+            'metric.label."GPU_I_ID"',
+            'metric.label."modelName"',
+        ]
+
+
+def test_every_unit_follows_cloud_monitorings_unit_grammar() -> None:
+    document = dashboard_document(run_stack("prod"))
+    units = re.findall(r'"unitOverride": "([^"]*)"', json.dumps(document))
+    assert {"%", "By", "MiBy", "10^2.%"} <= set(units)
+    assert all(valid_unit(u) for u in units), units
+    for wrong in ("W", "Cel", "MiB", "percent", "bytes"):
+        assert not valid_unit(wrong), wrong
+    with pytest.raises(ValueError, match="'W' is not a Cloud Monitoring unit"):
+        Chart("Power", "m", "prometheus_target", (), unit="W")
+
+
+def test_hostname_label_matches_the_pinned_exporter() -> None:
+    # dcgm-exporter renames Hostname to hostname after this tag (commit d5e5f51, PR #655): a bump must
+    # change DCGM_HOSTNAME_LABEL too, which every node-keyed query uses.
+    assert (images.DCGM_EXPORTER.rsplit(":", 1)[1], images.DCGM_HOSTNAME_LABEL) == (
+        "4.5.3-4.8.2-ubuntu22.04",
+        "Hostname",
+    )
 
 
 def test_dashboard_url_is_a_stack_output() -> None:
@@ -215,8 +362,17 @@ def test_xid_alert_only_where_the_metric_exists() -> None:
         for p in exporter.of_type("gcp:monitoring/alertPolicy:AlertPolicy")
         if "XID" in p.inputs["displayName"]
     )
-    xid_query = xid.inputs["conditions"][0]["conditionPrometheusQueryLanguage"]["query"]
-    assert "changes(DCGM_FI_DEV_XID_ERRORS" in xid_query, "the gauge keeps the last code: alert on a change"
+    condition = xid.inputs["conditions"][0]["conditionPrometheusQueryLanguage"]
+    assert condition["query"] == (
+        'max by (cluster, Hostname, gpu, err_code, err_msg) (DCGM_FI_DEV_XID_ERRORS{cluster="gpu-test",'
+        'err_code=~"[1-9][0-9]*"}) unless max by (cluster, Hostname, gpu, err_code, err_msg) '
+        '(DCGM_FI_DEV_XID_ERRORS{cluster="gpu-test",err_code=~"[1-9][0-9]*"} offset 15m)'
+    ), "promtool proves it in tests/test_alert_rules.py"
+    assert (condition["duration"], condition["ruleGroup"], condition["alertRule"]) == (
+        "0s",
+        "gke-gpu",
+        "GpuXidError",
+    )
     managed = render(
         stack_config(cluster=STANDARD_CLUSTER, gpuPools=[L4_POOL], monitoring={"alerts": alerts()})
     )
