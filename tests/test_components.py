@@ -63,7 +63,11 @@ def test_compute_class_prefers_spot_then_on_demand() -> None:
 
 def test_dcgm_exporter_alone_with_annotation_scraping() -> None:
     args = DcgmExporterArgs(
-        flavor="gke", tolerations=[GPU_TOLERATION], scrape="annotations", namespace="metrics"
+        flavor="gke",
+        tolerations=[GPU_TOLERATION],
+        scrape="annotations",
+        namespace="metrics",
+        scraper_namespace="monitoring",
     )
     result = declare(lambda opts: DcgmExporter("dcgm", args, opts=opts))
     assert {r.type for r in result.resources if r.custom} == {
@@ -72,6 +76,8 @@ def test_dcgm_exporter_alone_with_annotation_scraping() -> None:
         "kubernetes:core/v1:ServiceAccount",
         "kubernetes:apps/v1:DaemonSet",
         "kubernetes:core/v1:Service",
+        "kubernetes:core/v1:ConfigMap",
+        "kubernetes:networking.k8s.io/v1:NetworkPolicy",
     }
     assert result.one("kubernetes:apps/v1:DaemonSet").inputs["metadata"]["namespace"] == "metrics"
     assert result.one("kubernetes:core/v1:Service").inputs["spec"]["clusterIP"] == "None"
