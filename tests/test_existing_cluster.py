@@ -310,7 +310,10 @@ def test_alerts_on_a_generic_cluster_are_refused() -> None:
         {
             "cluster": {**GENERIC, "name": "lab"},
             "monitoring": {
-                "alerts": {"enabled": True, "notificationChannels": ["projects/p-1234/notificationChannels/1"]}
+                "alerts": {
+                    "enabled": True,
+                    "notificationChannels": ["projects/p-1234/notificationChannels/1"],
+                }
             },
         },
         region=None,
