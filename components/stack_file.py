@@ -95,7 +95,8 @@ def _clip(text: str, limit: int = _SHOWN) -> str:
 # --------------------------------------------------------------------------------------------------
 # One engine config value (the program's side).
 
-_BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+# A JSON string (to the end of the text if it is not closed: no backtracking, linear time) or a bracket.
+_BRACKETS = re.compile(r'"(?:[^"\\]++|\\.)*+"?|[\[\]{}]', re.DOTALL)
 
 
 def _json_depth_over(text: str, limit: int) -> bool:
@@ -217,14 +218,14 @@ class _Composer:
         if self.nodes > MAX_NODES:
             raise self.error(
                 line,
-                f"{_clip(self._path())}: {what} makes the file hold more than {MAX_NODES:,} values once "
-                "aliases are expanded; a stack file may hold at most that (an alias bomb?)",
+                f"{_clip(self._path())}: {what} makes the file hold more than {MAX_NODES:,} values "
+                "(an alias counts as every value it repeats); a stack file may hold at most that",
             )
         if self.chars > MAX_EXPANDED_CHARS:
             raise self.error(
                 line,
-                f"{_clip(self._path())}: {what} makes the file's text exceed {MAX_EXPANDED_CHARS:,} "
-                "characters once aliases are expanded",
+                f"{_clip(self._path())}: {what} makes the file's values exceed {MAX_EXPANDED_CHARS:,} "
+                "characters (an alias counts as every value it repeats)",
             )
 
     def _depth_check(self, line: int, height: int) -> None:

@@ -4,8 +4,10 @@ json.loads with bounds."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+import signal
 import time
 from pathlib import Path
 
@@ -106,7 +108,16 @@ BAD: dict[str, tuple[str | bytes, int, str]] = {
         f"nested deeper than {MAX_DEPTH} levels",
     ),
     "very-deep": (HEAD + "  gke-gpu:cluster: " + "{a: " * 3000 + "1" + "}" * 3000 + "\n", 4, "nested deeper"),
-    "alias-bomb": (laughs(), 6, f"more than {MAX_NODES:,} values once aliases are expanded"),
+    "alias-bomb": (
+        laughs(),
+        6,
+        f"more than {MAX_NODES:,} values (an alias counts as every value it repeats)",
+    ),
+    "alias-chars": (
+        "config:\n  gke-gpu:a: &s " + "x" * 500_000 + "\n  gke-gpu:b: [" + ", ".join(["*s"] * 10) + "]\n",
+        3,
+        "makes the file's values exceed 4,194,304 characters",
+    ),
     "alias-recursive": (HEAD + "  gke-gpu:cluster: &a [*a]\n", 4, "alias *a is used inside its own anchor"),
     "alias-undefined": (
         HEAD + "  gke-gpu:cluster: *nowhere\n",
@@ -331,3 +342,30 @@ def test_brackets_inside_strings_do_not_count_as_depth() -> None:
     text = json.dumps({"name": "[" * 100})
     assert decode_config_value("k", text) == {"name": "[" * 100}
     assert re.fullmatch(r"\[+", decode_config_value("k", text)["name"])
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['"' + '\\"' * 500_000, '"' * 1_000_000, '["' * 300_000, "a" * MAX_VALUE_CHARS],
+    ids=["escaped-quotes", "quotes", "open-strings", "plain"],
+)
+def test_decode_takes_linear_time_on_a_value_at_the_size_bound(text: str) -> None:
+    def too_slow(signum: int, frame: object) -> None:
+        raise TimeoutError("a quadratic scan takes hours on this value")
+
+    previous = signal.signal(signal.SIGALRM, too_slow)
+    signal.setitimer(signal.ITIMER_REAL, 5)
+    try:
+        with contextlib.suppress(StackFileError):
+            decode_config_value("k", text)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_file_at_the_size_bound_loads_in_bounded_time() -> None:
+    text = "config:\n  gcp:project: |\n" + "    line of text\n" * ((MAX_FILE_BYTES - 100) // 17)
+    start = time.perf_counter()
+    loaded = parse_stack_text(text, "Pulumi.t.yaml")
+    assert time.perf_counter() - start < 15
+    assert loaded.config["gcp:project"].count("\n") == (MAX_FILE_BYTES - 100) // 17
