@@ -325,3 +325,13 @@ def test_a_python_without_the_venv_gets_the_command_to_make_one(tool: str) -> No
     assert "Traceback" not in proc.stderr
     assert "python3 -m venv .venv && .venv/bin/pip install -r requirements-dev.txt" in proc.stderr
     assert f".venv/bin/python tools/{tool} --stack dev" in proc.stderr
+
+
+def test_an_esc_environment_is_named_first_as_not_read_offline(tmp_path: Path, capsys) -> None:
+    stack = "environment:\n  - my-project/gpu-env\n" + NAT_WARNING_STACK
+    assert render.main(_stack(tmp_path, "esc", stack)) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == (
+        "warning: Pulumi.esc.yaml: `environment` (Pulumi ESC) is not read offline: "
+        "its config is not in this render"
+    )

@@ -31,7 +31,7 @@ from pulumi.runtime import settings as pulumi_settings
 
 # Re-exported: the render's marker for a secure value, which the policy pack knows too.
 from components.stack_file import SECRET_NOT_DECRYPTED as SECRET_NOT_DECRYPTED
-from components.stack_file import load_stack_file
+from components.stack_file import StackFile, load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "__main__.py"
@@ -200,11 +200,15 @@ def load_stack_config(stack: str, directory: Path = ROOT) -> tuple[dict[str, str
     Raises FileNotFoundError when there is no such file, StackFileError (naming the file and line)
     when it cannot be read the way the Pulumi engine would read it.
     """
+    loaded = _load(stack, directory)
+    return loaded.config, loaded.secret_keys
+
+
+def _load(stack: str, directory: Path) -> StackFile:
     path = stack_file(stack, directory)
     if not path.exists():
         raise FileNotFoundError(f"no stack file {path.name} in {directory}")
-    loaded = load_stack_file(path)
-    return loaded.config, loaded.secret_keys
+    return load_stack_file(path)
 
 
 def _engine_string(value: Any) -> str:
@@ -310,5 +314,8 @@ async def _resolve(value: Any) -> Any:
 
 def run_stack(stack: str, *, preview: bool = True, directory: Path = ROOT) -> RunResult:
     """Run the program with a stack file's config, as `pulumi preview` on that stack would."""
-    config, secret_keys = load_stack_config(stack, directory)
-    return run_program(config, stack=stack, preview=preview, secret_keys=secret_keys)
+    loaded = _load(stack, directory)
+    result = run_program(loaded.config, stack=stack, preview=preview, secret_keys=loaded.secret_keys)
+    # What the file holds that an offline run cannot use (an ESC environment) comes first.
+    result.warnings[:0] = loaded.notes
+    return result
