@@ -395,14 +395,20 @@ def write_out(document: dict[str, Any], out: Path) -> list[Path]:
     an earlier render wrote there (so a manifest or dashboard that is gone does not linger).
     Raises OutDirError for a path that is a file or a directory of something else."""
     check_out_dir(out)
-    written: list[Path] = []
+    out.mkdir(parents=True, exist_ok=True)
+    # render.json first (replaced, never removed): it marks the directory as a render's, so a run
+    # that stops half-way still leaves a directory the next render may clean.
+    render = out / "render.json"
+    render.write_text(dumps(document), encoding="utf-8")
+    written: list[Path] = [render]
     manifests = out / MANIFESTS
     for name in OWNED_FILES:
-        (out / name).unlink(missing_ok=True)
+        if name != render.name:
+            (out / name).unlink(missing_ok=True)
     if manifests.is_dir():
         for old in manifests.glob("*.yaml"):
             old.unlink()
-    manifests.mkdir(parents=True, exist_ok=True)
+    manifests.mkdir(exist_ok=True)
     for obj in kubernetes_objects(document):
         meta = obj.get("metadata", {})
         scope = meta.get("namespace") or "cluster"
@@ -417,9 +423,6 @@ def write_out(document: dict[str, Any], out: Path) -> list[Path]:
                 json.dumps(json.loads(r["inputs"]["dashboardJson"]), indent=2) + "\n", encoding="utf-8"
             )
             written.append(path)
-    path = out / "render.json"
-    path.write_text(dumps(document), encoding="utf-8")
-    written.append(path)
     return written
 
 
