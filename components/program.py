@@ -92,6 +92,8 @@ def build(settings: Settings) -> dict[str, Any]:
         "region": settings.region,
         "location": cluster.location,
         "endpoint": cluster.endpoint,
+        # The DNS-based control-plane endpoint (IAM-checked): what the kubeconfig and kubectl use.
+        "dnsEndpoint": cluster.dns_endpoint,
         "kubeconfig": cluster.kubeconfig,
         "nodeServiceAccount": cluster.node_service_account_email,
         "gpuPools": [_pool_summary(pool, autopilot=autopilot) for pool in settings.gpu_pools],
@@ -380,7 +382,7 @@ def _checks(settings: Settings) -> dict[str, str]:
     return {
         "getCredentials": (
             f"gcloud container clusters get-credentials {cluster.name} "
-            f"--location {cluster.location} --project {settings.project}"
+            f"--location {cluster.location} --project {settings.project} --dns-endpoint"
         ),
         "allocatableGpus": (
             "kubectl get nodes -l cloud.google.com/gke-accelerator "

@@ -43,9 +43,11 @@ def test_exports(stack_result) -> None:
     if outputs["clusterMode"] == "existing":
         assert outputs["flavor"] in ("gke", "generic")
         return
-    for key in ("clusterName", "location", "endpoint", "kubeconfig", "gpuPools"):
+    for key in ("clusterName", "location", "endpoint", "dnsEndpoint", "kubeconfig", "gpuPools"):
         assert key in outputs
     assert outputs["kubeconfig"] == "[secret]"
+    # The IP endpoint is private: kubectl comes in through the DNS endpoint.
+    assert outputs["checks"]["getCredentials"].endswith("--dns-endpoint")
     for pool in outputs["gpuPools"]:
         assert pool["accelerator"].startswith("nvidia-")
         assert pool["zones"]
