@@ -345,9 +345,17 @@ class _Composer:
         frame.merges.extend(sources)
 
 
+_PLAIN_KEY = re.compile(r"[A-Za-z0-9_@/][A-Za-z0-9_@/:.-]*")
+
+
+def _key_text(key: str) -> str:
+    """A key as it reads in a path: quoted when empty, spaced or odd (`' '`, `'a b'`)."""
+    return key if _PLAIN_KEY.fullmatch(key) else cut(key, 40)
+
+
 def _join(frame: _Frame, key: str) -> str:
     # Top-level keys and config keys stand alone (`config`, `gke-gpu:cluster`); deeper keys are dotted.
-    return key if frame.depth <= 2 else f"{frame.path}.{key}"
+    return _key_text(key) if frame.depth <= 2 else f"{frame.path}.{_key_text(key)}"
 
 
 def _scalar_kind(tag: str) -> str:
@@ -368,7 +376,9 @@ class _Converter:
 
     def plain(self, node: _Node, path: str) -> Any:
         if node.kind == "map":
-            return {key: self.plain(child, f"{path}.{key}") for key, (_, child) in node.value.items()}
+            return {
+                key: self.plain(child, f"{path}.{_key_text(key)}") for key, (_, child) in node.value.items()
+            }
         if node.kind == "seq":
             return [self.plain(child, f"{path}[{i}]") for i, child in enumerate(node.value)]
         return self.scalar(node, path)
@@ -401,10 +411,10 @@ class _Converter:
         """One config entry as the engine passes it: (string, is secret)."""
         if node.kind == "scalar":
             if node.tag not in _JSON_SCALARS and node.tag != f"{_TAG}timestamp":
-                self.scalar(node, key)  # raises: an explicit tag the engine cannot take
+                self.scalar(node, _key_text(key))  # raises: an explicit tag the engine cannot take
             # The engine keeps a scalar's text as written (`0x10` stays "0x10"); null is empty.
             return ("" if node.tag == f"{_TAG}null" else node.value), False
-        value = self.plain(node, key)
+        value = self.plain(node, _key_text(key))
         if _is_secure(value):
             return SECRET_NOT_DECRYPTED, True
         value, secret = _strip_secure(value)

@@ -426,6 +426,7 @@ def check_render(content: bytes) -> str:
 @given(mutated_stack())
 @example(("dev", b"config:\n  gke-gpu:cluster:\n    mode: autopilot\n    ' ': gpu-dev\n"))
 @example(("onprem", b"config:\n  gke-gpu:cluster: {mode: autopilot}\n  'gke-gpu :gpuNodes': [n1]\n"))
+@example(("onprem", b"config:\n  ' ':\n  - " + b"- " * 40 + b"null\n"))
 def test_render_on_mutated_stacks(case: tuple[str, bytes]) -> None:
     event(check_render(case[1]))
 

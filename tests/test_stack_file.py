@@ -137,6 +137,11 @@ BAD: dict[str, tuple[str | bytes, int, str]] = {
         5,
         f"nested deeper than {MAX_DEPTH} levels",
     ),
+    "odd-key-in-path": (
+        HEAD + "  gke-gpu:cluster: {'a b': {'': 2024-01-01}}\n",
+        4,
+        "gke-gpu:cluster.'a b'.'': '2024-01-01'",
+    ),
     "merge-not-a-map": (
         HEAD + "  gke-gpu:cluster: {<<: [1, 2]}\n",
         4,
