@@ -40,6 +40,9 @@ class GkeClusterArgs:
     # Enforce the project's Binary Authorization policy on the Pods of this cluster (opt-in: with
     # the default project policy, which allows every image, it changes nothing).
     binary_authorization: bool = False
+    # Standard only (Autopilot always has it). Turning it on for an existing cluster restarts the
+    # control plane and every node, so it is opt-in rather than forced on by an upgrade.
+    intranode_visibility: bool = False
     deletion_protection: bool = True
     # Standard only: the small non-GPU pool for system Pods.
     system_pool: SystemPool | None = None
@@ -211,7 +214,8 @@ class GkeCluster(pulumi.ComponentResource):
             network_policy=container.ClusterNetworkPolicyArgs(enabled=False),
             # Pod-to-Pod traffic on one node goes through the VPC too, so the subnet's flow logs and
             # firewall rules see it (Autopilot's default; the provider refuses the field there).
-            enable_intranode_visibility=True,
+            # HAZARD: switching it on for an existing cluster restarts the control plane and nodes.
+            enable_intranode_visibility=args.intranode_visibility,
             workload_identity_config=container.ClusterWorkloadIdentityConfigArgs(
                 workload_pool=f"{args.project}.svc.id.goog"
             ),

@@ -158,6 +158,11 @@ class ClusterRules(RuleBase):
                 authorized.append(AuthorizedNetwork(entry.cidr_block, entry.display_name or entry.cidr_block))
         self._check_endpoint(c, authorized, prefix)
 
+        if c.mode == "autopilot" and "intranode_visibility" in c.model_fields_set:
+            self.problems.add(
+                f"{prefix}.intranodeVisibility",
+                "not allowed with mode autopilot: Autopilot clusters always have intranode visibility",
+            )
         system_pool: SystemPool | None = None
         if c.mode == "autopilot":
             if c.system_pool is not None:
@@ -198,6 +203,7 @@ class ClusterRules(RuleBase):
             system_pool=system_pool,
             public_endpoint=c.public_endpoint,
             binary_authorization=c.binary_authorization,
+            intranode_visibility=c.intranode_visibility,
         )
 
     def _check_endpoint(self, c: ClusterConfig, authorized: list[AuthorizedNetwork], prefix: str) -> None:
@@ -257,6 +263,7 @@ class ClusterRules(RuleBase):
             "public_endpoint",
             "public_endpoint_open_to_internet",
             "binary_authorization",
+            "intranode_visibility",
         )
         if c.name is not None:
             # The name is pasted into Monitoring filters and PromQL: it must be a plain name.

@@ -113,6 +113,8 @@ class ClusterConfig(_Model):
     # Explicitly allow a public IP endpoint with no allowlist or with 0.0.0.0/0.
     public_endpoint_open_to_internet: bool = False
     binary_authorization: bool = False
+    # Standard only: opt-in, because turning it on for an existing cluster restarts every node.
+    intranode_visibility: bool = False
     # mode: existing
     kubeconfig: str | None = Field(None, repr=False, max_length=1_000_000)
     context: Annotated[str, Field(max_length=253, pattern=PRINTABLE)] | None = None

@@ -336,6 +336,7 @@ def _gke_cluster(settings: Settings) -> GkeCluster:
             public_endpoint=cluster.public_endpoint,
             authorized_networks=cluster.authorized_networks,
             binary_authorization=cluster.binary_authorization,
+            intranode_visibility=cluster.intranode_visibility,
             deletion_protection=cluster.deletion_protection,
             system_pool=cluster.system_pool,
             managed_dcgm=settings.monitoring.dcgm == "managed",

@@ -138,6 +138,7 @@ class ClusterSettings:
     # authorized_networks (or open to any address when the stack says so explicitly).
     public_endpoint: bool = False
     binary_authorization: bool = False
+    intranode_visibility: bool = False
     # mode: existing
     kubeconfig: str | None = field(default=None, repr=False)
     context: str | None = None

@@ -68,8 +68,9 @@ def test_standard_cluster_is_secure_by_default() -> None:
     assert c["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
     assert c["nodeConfig"]["shieldedInstanceConfig"]["enableSecureBoot"] is True
     assert "enableAutopilot" not in c
-    # Same-node Pod traffic through the VPC (flow logs, firewall rules); Calico off, explicitly.
-    assert c["enableIntranodeVisibility"] is True
+    # Same-node Pod traffic through the VPC is opt-in (switching it on restarts every node);
+    # Calico off, explicitly.
+    assert c["enableIntranodeVisibility"] is False
     assert c["networkPolicy"] == {"enabled": False}
 
 
@@ -223,3 +224,7 @@ def test_every_child_is_parented_to_the_component() -> None:
     component = result.one("gke-gpu:cluster:GkeCluster")
     children = [r for r in result.resources if r is not component]
     assert children and all(r.parent == component.urn for r in children)
+
+
+def test_intranode_visibility_when_asked() -> None:
+    assert cluster_inputs(declare(intranode_visibility=True))["enableIntranodeVisibility"] is True

@@ -444,3 +444,12 @@ def test_the_device_plugin_is_not_capped_at_gke_sharing_limit() -> None:
         project=None,
     )
     assert value.device_plugin.time_slicing_replicas == 100
+
+
+def test_intranode_visibility_is_opt_in_on_standard_only() -> None:
+    assert settings({"cluster": STANDARD_CLUSTER}).cluster.intranode_visibility is False
+    assert settings(
+        {"cluster": {**STANDARD_CLUSTER, "intranodeVisibility": True}}
+    ).cluster.intranode_visibility
+    message = config_error({"cluster": {**AUTOPILOT_CLUSTER, "intranodeVisibility": True}})
+    assert "gke-gpu:cluster.intranodeVisibility: not allowed with mode autopilot" in message
