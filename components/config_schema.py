@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal, get_args, get_origin
 
@@ -241,9 +242,13 @@ def format_path(loc: Iterable[Any]) -> str:
     return text
 
 
+_PLAIN_KEY = re.compile(r"^[A-Za-z0-9_./-]{1,40}$")
+
+
 def cut_key(key: str) -> str:
-    """A user-written key as it appears in a message path: printable and at most ~40 characters."""
-    return key if len(key) <= 40 and key.isprintable() else cut(key, 40)
+    """A user-written key as it appears in a message path: plain keys as written, any other (empty,
+    spaced, long, control characters) quoted and cut to about 40 characters."""
+    return key if _PLAIN_KEY.fullmatch(key) else cut(key, 40)
 
 
 def _model_at(model: type[BaseModel], loc: Sequence[Any]) -> type[BaseModel] | None:

@@ -128,7 +128,7 @@ def test_converted_prod_render_carries_the_secure_defaults() -> None:
         cluster["control_plane_endpoints_config"][0]["dns_endpoint_config"][0]["allow_external_traffic"]
         is True
     )
-    assert cluster["enable_intranode_visibility"] is True
+    assert cluster["enable_intranode_visibility"] is False, "opt-in: turning it on restarts every node"
     assert cluster["network_policy"] == [{"enabled": False}]
     assert cluster["datapath_provider"] == "ADVANCED_DATAPATH"
     subnet = values(document, "google_compute_subnetwork.network-nodes")

@@ -164,9 +164,13 @@ def _computed_outputs(args: pulumi.runtime.MockResourceArgs) -> dict[str, Any]:
         email = f"{args.inputs['accountId']}@{args.inputs.get('project', 'project')}.iam.gserviceaccount.com"
         return {"email": email, "member": f"serviceAccount:{email}"}
     if args.typ == "gcp:container/cluster:Cluster":
+        location = args.inputs.get("location", "us-central1")
         return {
             "endpoint": "203.0.113.10",
             "masterAuth": {"clusterCaCertificate": "Q0EtREFUQQ=="},
+            "controlPlaneEndpointsConfig": {
+                "dnsEndpointConfig": {"endpoint": f"gke-0123456789abcdef-{name}.{location}.gke.goog"}
+            },
         }
     if args.typ in ("gcp:compute/network:Network", "gcp:compute/subnetwork:Subnetwork"):
         kind = "networks" if args.typ.endswith("Network") else "subnetworks"

@@ -36,7 +36,10 @@ REPLACE_ON_CHANGE: dict[str, tuple[str, ...]] = {
         "networkingMode",
         "enableAutopilot",
         "ipAllocationPolicy",
-        "privateClusterConfig.enablePrivateEndpoint",
+        "datapathProvider",
+        # issue_client_certificate is ForceNew; enablePrivateEndpoint is not (an in-place update
+        # since provider v4.80), so the private IP endpoint default does not recreate a cluster.
+        "masterAuth.clientCertificateConfig",
         "privateClusterConfig.masterIpv4CidrBlock",
         "clusterAutoscaling.autoProvisioningDefaults.serviceAccount",
     ),
