@@ -37,9 +37,9 @@ REPLACE_ON_CHANGE: dict[str, tuple[str, ...]] = {
         "enableAutopilot",
         "ipAllocationPolicy",
         "datapathProvider",
-        # issue_client_certificate is ForceNew; enablePrivateEndpoint is not (an in-place update
-        # since provider v4.80), so the private IP endpoint default does not recreate a cluster.
-        "masterAuth.clientCertificateConfig",
+        # Not listed: enablePrivateEndpoint (in place since provider v4.80) and
+        # masterAuth.clientCertificateConfig (ForceNew, but always declared false, which is what the
+        # provider records for every cluster without client certificates: it never changes).
         "privateClusterConfig.masterIpv4CidrBlock",
         "clusterAutoscaling.autoProvisioningDefaults.serviceAccount",
     ),
