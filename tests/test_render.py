@@ -335,3 +335,11 @@ def test_an_esc_environment_is_named_first_as_not_read_offline(tmp_path: Path, c
         "warning: Pulumi.esc.yaml: `environment` (Pulumi ESC) is not read offline: "
         "its config is not in this render"
     )
+
+
+def test_the_tree_shows_how_the_control_plane_is_reached() -> None:
+    from tools import plan
+    from tools.offline import run_stack
+
+    tree = plan.format_tree(plan.to_document(run_stack("prod")))
+    assert "ipEndpoint=private dnsEndpoint=on binaryAuthorization=DISABLED" in tree

@@ -213,6 +213,9 @@ def _node_pool_summary(i: dict[str, Any]) -> list[str]:
     return lines
 
 
+_DNS_EXTERNAL = "controlPlaneEndpointsConfig.dnsEndpointConfig.allowExternalTraffic"
+
+
 def _cluster_summary(i: dict[str, Any]) -> list[str]:
     mode = "autopilot" if i.get("enableAutopilot") else "standard"
     components = ",".join(_get(i, "monitoringConfig.enableComponents", []))
@@ -222,6 +225,9 @@ def _cluster_summary(i: dict[str, Any]) -> list[str]:
         f"privateNodes={_get(i, 'privateClusterConfig.enablePrivateNodes')} "
         f"authorizedNetworks={len(_get(i, 'masterAuthorizedNetworksConfig.cidrBlocks', []))} "
         f"deletionProtection={i.get('deletionProtection')}",
+        f"ipEndpoint={'private' if _get(i, 'privateClusterConfig.enablePrivateEndpoint') else 'public'} "
+        f"dnsEndpoint={'on' if _get(i, _DNS_EXTERNAL) else 'off'} "
+        f"binaryAuthorization={_get(i, 'binaryAuthorization.evaluationMode', 'DISABLED')}",
         f"monitoring={components} managedPrometheus={_get(i, 'monitoringConfig.managedPrometheus.enabled')}",
     ]
     if mode == "standard":
