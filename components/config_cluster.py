@@ -10,6 +10,7 @@ from pydantic.alias_generators import to_camel
 from components.config_common import (
     DEFAULT_REGIONAL_ZONES,
     K8S_NAME,
+    KUBECONFIG_CHECK_LIMIT,
     LABEL_VALUE_PATTERN,
     MAX_AUTHORIZED_NETWORKS_PUBLIC,
     MIN_SUBNET_PREFIX,
@@ -89,8 +90,12 @@ class ClusterRules(RuleBase):
         to (plus a surge node)."""
         if not network.pods_cidr or not network.subnet_cidr or cluster.system_pool is None:
             return
+        try:
+            subnet = ipaddress.IPv4Network(network.subnet_cidr)
+            pods = ipaddress.IPv4Network(network.pods_cidr)
+        except ValueError:
+            return  # a malformed range is reported where it is read; capacity needs both
         nodes = cluster.system_pool.max_nodes + sum(p.max_nodes or 0 for p in pools) + 1
-        subnet = ipaddress.IPv4Network(network.subnet_cidr)
         # Compute Engine reserves four addresses of every primary range.
         usable = subnet.num_addresses - 4
         if subnet.prefixlen <= MIN_SUBNET_PREFIX and usable < nodes:
@@ -100,7 +105,6 @@ class ClusterRules(RuleBase):
                 "and GPU maxNodes, plus one upgrade surge node); use a "
                 f"/{32 - (nodes + 3).bit_length()} or larger",
             )
-        pods = ipaddress.IPv4Network(network.pods_cidr)
         if pods.prefixlen > POD_RANGE_PREFIX_PER_NODE:
             return  # already reported
         capacity = 2 ** (POD_RANGE_PREFIX_PER_NODE - pods.prefixlen)
@@ -128,7 +132,7 @@ class ClusterRules(RuleBase):
             key = "name" if c.name else "name (default <project>-<stack>)"
             self.problems.add(
                 f"{prefix}.{key}",
-                f"{name!r} is not a valid GKE cluster name; use at most 40 lowercase letters, digits "
+                f"{cut(name)} is not a valid GKE cluster name; use at most 40 lowercase letters, digits "
                 "and hyphens, starting with a letter",
             )
 
@@ -141,13 +145,13 @@ class ClusterRules(RuleBase):
                 if c.mode == "autopilot":
                     self.problems.add(
                         f"{prefix}.location",
-                        f"{c.location!r} is a zone; Autopilot clusters are regional, so use "
-                        f"{self.region!r} or leave location out",
+                        f"{cut(c.location)} is a zone; Autopilot clusters are regional, so use "
+                        f"{cut(self.region)} or leave location out",
                     )
             else:
                 self.problems.add(
                     f"{prefix}.location",
-                    f"{c.location!r} is not region {self.region} or one of its zones",
+                    f"{cut(c.location)} is not region {self.region} or one of its zones",
                 )
 
         authorized: list[AuthorizedNetwork] = []
@@ -180,7 +184,7 @@ class ClusterRules(RuleBase):
             if sp.machine_type.split("-", 1)[0] in self.catalog.gpu_series:
                 self.problems.add(
                     f"{prefix}.systemPool.machineType",
-                    f"{sp.machine_type!r} is a GPU machine type; the system pool is for non-GPU "
+                    f"{cut(sp.machine_type)} is a GPU machine type; the system pool is for non-GPU "
                     "system Pods (e.g. e2-standard-4)",
                 )
             zones = 1 if ZONE_PATTERN.fullmatch(location) else DEFAULT_REGIONAL_ZONES
@@ -312,21 +316,26 @@ class ClusterRules(RuleBase):
     def _check_kubeconfig(self, c: ClusterConfig, prefix: str) -> None:
         """A kubeconfig that parses must have the named context (a secret not decrypted offline, or
         one that is not YAML, is left for the Kubernetes provider to judge)."""
-        if not c.kubeconfig:
-            return
+        if not c.kubeconfig or len(c.kubeconfig) > KUBECONFIG_CHECK_LIMIT:
+            return  # a kubeconfig this large is left to the Kubernetes provider (parsing it is slow)
         try:
             document = yaml.safe_load(c.kubeconfig)
-        except yaml.YAMLError:
+        except (yaml.YAMLError, RecursionError, ValueError):
             document = None
         if not isinstance(document, dict):
             return
-        contexts = [ctx.get("name") for ctx in document.get("contexts") or [] if isinstance(ctx, dict)]
+        entries = document.get("contexts")
+        entries = entries if isinstance(entries, list) else []
+        # Only string names count: an alias-expanded structure is not a context name.
+        contexts = [
+            ctx["name"] for ctx in entries if isinstance(ctx, dict) and isinstance(ctx.get("name"), str)
+        ]
         if not contexts:
             self.problems.add(f"{prefix}.kubeconfig", "has no contexts; is it a kubeconfig file?")
         elif c.context is not None and c.context not in contexts:
             self.problems.add(
                 f"{prefix}.context",
-                f"{c.context!r} is not a context of the kubeconfig; allowed: {listing(contexts)}",
+                f"{cut(c.context)} is not a context of the kubeconfig; allowed: {listing(contexts)}",
             )
 
     # -- GPU pools --------------------------------------------------------------------------------

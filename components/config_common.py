@@ -64,16 +64,21 @@ class Problems:
         self.items.append(f"{path}: {message}")
 
 
-def listing(values: Iterable[Any]) -> str:
+def listing(values: Iterable[Any], most: int = 50) -> str:
+    """Allowed values for a message: at most `most` of them, each cut short."""
     values = list(values)
-    return ", ".join(str(v) for v in values) if values else "(none)"
+    if not values:
+        return "(none)"
+    shown = [v if isinstance(v, str) and len(v) <= 80 else cut(v) for v in values[:most]]
+    more = f", ... ({len(values) - most} more)" if len(values) > most else ""
+    return ", ".join(str(v) for v in shown) + more
 
 
 def network_of(text: str, path: str, problems: Problems) -> ipaddress.IPv4Network | None:
     try:
         return ipaddress.IPv4Network(text, strict=True)
     except ValueError as exc:
-        problems.add(path, f"{text!r} is not an IPv4 CIDR block ({exc})")
+        problems.add(path, f"{cut(text)} is not an IPv4 CIDR block ({exc})")
         return None
 
 
@@ -85,7 +90,10 @@ def valid_label_key(key: str) -> bool:
 
 
 def cut(value: Any, limit: int = 80) -> str:
-    """`repr` of a value for a message, cut to about `limit` characters (a 1 MB value stays short)."""
+    """`repr` of a value for a message, cut to about `limit` characters (a 1 MB value stays short).
+    true, false and null are shown as the stack file writes them."""
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
     text = repr(value) if not isinstance(value, str) or len(value) <= limit else repr(value[:limit])
     if isinstance(value, str) and len(value) > limit:
         return f"{text[:-1]}…{text[-1]} ({len(value)} characters)"
@@ -100,4 +108,6 @@ MAX_AUTHORIZED_NETWORKS_PUBLIC = 50  # GKE: authorized networks with a public en
 MAX_AUTHORIZED_NETWORKS_PRIVATE = 100  # GKE: authorized networks with the public endpoint off
 MAX_CHANNELS_PER_POLICY = 16  # Cloud Monitoring: notification channels per alerting policy
 MAX_TIME_SLICING_REPLICAS = 1024
-MIN_SUBNET_PREFIX = 29  # Compute Engine: the smallest IPv4 subnet range is a /29
+MIN_SUBNET_PREFIX = 29
+# Kubeconfigs larger than this are not parsed offline for the context check (PyYAML is slow).
+KUBECONFIG_CHECK_LIMIT = 256 * 1024  # Compute Engine: the smallest IPv4 subnet range is a /29

@@ -61,7 +61,7 @@ def check_config_keys(keys: Iterable[str]) -> list[str]:
                 f"{shown}: namespace {cut(namespace, 30)} is not this program's; did you mean {_ours(name)}?"
             )
         elif name in TOP_LEVEL_KEYS:
-            problems.append(f"{shown}: {name!r} is a setting of this program; write it as {_ours(name)}")
+            problems.append(f"{shown}: {cut(name)} is a setting of this program; write it as {_ours(name)}")
         elif namespace == GCP_NAMESPACE:
             if name not in gcp_provider_keys():
                 close = difflib.get_close_matches(name, sorted(gcp_provider_keys()), n=1)

@@ -63,13 +63,13 @@ class PlacementRules(RuleBase):
             if not match or match.group(1) != region:
                 self.problems.add(
                     f"{path}.zones[{j}]",
-                    f"{zone!r} is not a zone of region {region}; allowed: "
+                    f"{cut(zone)} is not a zone of region {region}; allowed: "
                     f"{listing(offered or [f'{region}-<a..f>'])}",
                 )
             elif known_region and zone not in (offered or ()):
                 self.problems.add(
                     f"{path}.zones[{j}]",
-                    f"{zone!r} does not offer {accelerator.name}; zones of {region} that do: "
+                    f"{cut(zone)} does not offer {accelerator.name}; zones of {region} that do: "
                     f"{listing(offered or ())}",
                 )
         if not known_region and pool.zones:
@@ -123,7 +123,7 @@ class PlacementRules(RuleBase):
             if res.type != "NONE":
                 self.problems.add(
                     f"{path}.reservation.type",
-                    f"{res.type!r} is not allowed with queuedProvisioning; allowed: 'NONE'",
+                    f"{cut(res.type)} is not allowed with queuedProvisioning; allowed: 'NONE'",
                 )
             if pool.min_nodes != 0:
                 self.problems.add(

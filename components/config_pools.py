@@ -13,6 +13,7 @@ from components.config_common import (
     K8S_NAME,
     LABEL_VALUE_PATTERN,
     NAMESPACE,
+    cut,
     listing,
     valid_label_key,
 )
@@ -39,7 +40,7 @@ class PoolRules(PlacementRules):
             if pool.name in seen:
                 self.problems.add(
                     f"{path}.name",
-                    f"{pool.name!r} is already used by gpuPools[{seen[pool.name]}]; pool names must "
+                    f"{cut(pool.name)} is already used by gpuPools[{seen[pool.name]}]; pool names must "
                     "be unique",
                 )
             seen.setdefault(pool.name, i)
@@ -54,7 +55,7 @@ class PoolRules(PlacementRules):
                 if pool.name in reserved:
                     self.problems.add(
                         f"{NAMESPACE}:gpuPools[{i}].name",
-                        f"{pool.name!r} is reserved for the system pool; choose another name",
+                        f"{cut(pool.name)} is reserved for the system pool; choose another name",
                     )
         return tuple(resolved)
 
@@ -63,14 +64,14 @@ class PoolRules(PlacementRules):
         if not (K8S_NAME.fullmatch(pool.name) and len(pool.name) <= 40):
             self.problems.add(
                 f"{path}.name",
-                f"{pool.name!r} is not a valid node pool name; use at most 40 lowercase letters, "
+                f"{cut(pool.name)} is not a valid node pool name; use at most 40 lowercase letters, "
                 "digits and hyphens, starting with a letter",
             )
         accelerator = self.catalog.accelerator(pool.accelerator)
         if accelerator is None:
             self.problems.add(
                 f"{path}.accelerator",
-                f"{pool.accelerator!r} is not a GKE accelerator in the catalog; allowed: "
+                f"{cut(pool.accelerator)} is not a GKE accelerator in the catalog; allowed: "
                 f"{listing(sorted(self.catalog.accelerators))}",
             )
             return None
@@ -114,14 +115,14 @@ class PoolRules(PlacementRules):
         if not accelerator.mig_partitions:
             self.problems.add(
                 f"{path}.migPartitionSize",
-                f"{pool.mig_partition_size!r} is not allowed: {accelerator.name} has no MIG; "
+                f"{cut(pool.mig_partition_size)} is not allowed: {accelerator.name} has no MIG; "
                 "GPUs with MIG: "
                 + listing(sorted(a.name for a in self.catalog.accelerators.values() if a.mig_partitions)),
             )
         elif pool.mig_partition_size not in accelerator.mig_partitions:
             self.problems.add(
                 f"{path}.migPartitionSize",
-                f"{pool.mig_partition_size!r} is not a MIG partition of {accelerator.name}; allowed: "
+                f"{cut(pool.mig_partition_size)} is not a MIG partition of {accelerator.name}; allowed: "
                 f"{listing(accelerator.mig_partitions)}",
             )
 
@@ -130,17 +131,17 @@ class PoolRules(PlacementRules):
             if not valid_label_key(key):
                 self.problems.add(
                     f"{path}.labels",
-                    f"key {key!r} is not a valid Kubernetes label key",
+                    f"key {cut(key)} is not a valid Kubernetes label key",
                 )
             elif key.split("/")[0].endswith(("kubernetes.io", "k8s.io", "cloud.google.com")):
                 self.problems.add(
                     f"{path}.labels",
-                    f"key {key!r} uses a prefix reserved for Kubernetes and GKE",
+                    f"key {cut(key)} uses a prefix reserved for Kubernetes and GKE",
                 )
             if len(value) > 63 or not LABEL_VALUE_PATTERN.fullmatch(value):
                 self.problems.add(
                     f"{path}.labels.{key}",
-                    f"{value!r} is not a valid Kubernetes label value",
+                    f"{cut(value)} is not a valid Kubernetes label value",
                 )
         seen: set[str] = set()
         for j, taint in enumerate(pool.taints):
@@ -148,13 +149,13 @@ class PoolRules(PlacementRules):
             if taint.key == GPU_TAINT_KEY:
                 self.problems.add(
                     f"{tpath}.key",
-                    f"{GPU_TAINT_KEY!r} is declared on every GPU pool already "
+                    f"{cut(GPU_TAINT_KEY)} is declared on every GPU pool already "
                     f"({GPU_TAINT_KEY}={GPU_TAINT_VALUE}:NoSchedule); remove it",
                 )
             elif not valid_label_key(taint.key):
-                self.problems.add(f"{tpath}.key", f"{taint.key!r} is not a valid taint key")
+                self.problems.add(f"{tpath}.key", f"{cut(taint.key)} is not a valid taint key")
             if taint.value and (len(taint.value) > 63 or not LABEL_VALUE_PATTERN.fullmatch(taint.value)):
-                self.problems.add(f"{tpath}.value", f"{taint.value!r} is not a valid taint value")
+                self.problems.add(f"{tpath}.value", f"{cut(taint.value)} is not a valid taint value")
             if (taint.key, taint.effect) in seen:  # type: ignore[comparison-overlap]
                 self.problems.add(f"{tpath}", f"duplicate taint {taint.key}:{taint.effect}")
             seen.add((taint.key, taint.effect))  # type: ignore[arg-type]
@@ -191,7 +192,7 @@ class PoolRules(PlacementRules):
         if not accelerator.autopilot:
             self.problems.add(
                 f"{path}.accelerator",
-                f"{accelerator.name!r} is not offered on Autopilot; Autopilot accelerators: "
+                f"{cut(accelerator.name)} is not offered on Autopilot; Autopilot accelerators: "
                 + listing(sorted(a.name for a in self.catalog.accelerators.values() if a.autopilot)),
             )
             return None
@@ -236,7 +237,7 @@ class PoolRules(PlacementRules):
         if self.region_ok and region in self.catalog.regions and region not in accelerator.zones:
             self.problems.add(
                 path,
-                f"{accelerator.name!r} is not offered in region {region} (catalog); regions with it: "
+                f"{cut(accelerator.name)} is not offered in region {region} (catalog); regions with it: "
                 f"{listing(sorted(accelerator.zones))}",
             )
 
@@ -311,7 +312,7 @@ class PoolRules(PlacementRules):
         if machine is None:
             self.problems.add(
                 f"{path}.machineType",
-                f"{pool.machine_type!r} cannot carry {accelerator.name}; allowed: "
+                f"{cut(pool.machine_type)} cannot carry {accelerator.name}; allowed: "
                 f"{listing(accelerator.machine_type_examples())}",
             )
         return machine
@@ -327,7 +328,7 @@ class PoolRules(PlacementRules):
             )
             self.problems.add(
                 f"{path}.machineType",
-                f"{machine.name!r} ({machine.vcpus} vCPUs, {machine.memory_gb:g} GB) is too large "
+                f"{cut(machine.name)} ({machine.vcpus} vCPUs, {machine.memory_gb:g} GB) is too large "
                 f"for any count of {accelerator.name}; N1 limits: {limits}",
             )
             return pool.gpus_per_node or 0
@@ -368,7 +369,8 @@ class PoolRules(PlacementRules):
         if allowed and pool.disk_type not in allowed:
             self.problems.add(
                 f"{path}.diskType",
-                f"{pool.disk_type!r} is not a boot disk type of {machine.name}; allowed: {listing(allowed)}",
+                f"{cut(pool.disk_type)} is not a boot disk type of {machine.name}; "
+                f"allowed: {listing(allowed)}",
             )
         return pool.disk_type
 

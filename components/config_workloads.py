@@ -9,6 +9,7 @@ from components.config_common import (
     K8S_NAME,
     LABEL_VALUE_PATTERN,
     NAMESPACE,
+    cut,
     listing,
     valid_label_key,
 )
@@ -68,7 +69,7 @@ class WorkloadRules(RuleBase):
             elif not generic and scrape != "podMonitoring":
                 self.problems.add(
                     f"{prefix}.scrape",
-                    f"{scrape!r} is not allowed on GKE, where Managed Prometheus scrapes through a "
+                    f"{cut(scrape)} is not allowed on GKE, where Managed Prometheus scrapes through a "
                     "PodMonitoring; allowed: 'podMonitoring'",
                 )
         elif dcgm == "exporter":
@@ -140,7 +141,7 @@ class WorkloadRules(RuleBase):
                 if not declared and not self.broken.any_pool():
                     self.problems.add(
                         f"{path}",
-                        f"{w.name!r} needs a GPU pool, and gke-gpu:gpuPools is empty",
+                        f"{cut(w.name)} needs a GPU pool, and gke-gpu:gpuPools is empty",
                     )
                     continue
                 if w.pool is None and (self.broken.pool_indexes[:1] != [0]):
@@ -151,14 +152,14 @@ class WorkloadRules(RuleBase):
                 if pool_name not in names:
                     self.problems.add(
                         f"{path}.pool",
-                        f"{pool_name!r} is not a GPU pool of this stack; allowed: {listing(names)}",
+                        f"{cut(pool_name)} is not a GPU pool of this stack; allowed: {listing(names)}",
                     )
                     continue
                 pool_obj = next(p for p in pools if p.name == pool_name)
                 if pool_obj.queued_provisioning:
                     self.problems.add(
                         f"{path}.pool",
-                        f"{pool_name!r} uses queued provisioning, whose nodes come only through a "
+                        f"{cut(pool_name)} uses queued provisioning, whose nodes come only through a "
                         "ProvisioningRequest; choose a pool without queuedProvisioning",
                     )
                     continue
@@ -169,8 +170,8 @@ class WorkloadRules(RuleBase):
                 ):
                     self.problems.add(
                         f"{path}.pool",
-                        f"{pool_name!r} ({pool_obj.accelerator}) runs pytorch-smoke on the CUDA 13 build of "
-                        "PyTorch (Blackwell needs it), which needs an R580+ driver: set the pool's "
+                        f"{cut(pool_name)} ({pool_obj.accelerator}) runs pytorch-smoke on the CUDA 13 "
+                        "build of PyTorch (Blackwell needs it), which needs an R580+ driver: set the pool's "
                         "driverVersion: LATEST",
                     )
                     continue
@@ -178,7 +179,7 @@ class WorkloadRules(RuleBase):
                 if w.name in AMD64_ONLY_WORKLOADS and arch != "amd64":
                     self.problems.add(
                         f"{path}.pool",
-                        f"{pool_name!r} ({pool_obj.accelerator}) has {arch} hosts, and {w.name}'s image "
+                        f"{cut(pool_name)} ({pool_obj.accelerator}) has {arch} hosts, and {w.name}'s image "
                         f"({AMD64_ONLY_WORKLOADS[w.name]}) is published for amd64 only; choose another "
                         "pool or leave this sample out",
                     )
@@ -186,7 +187,7 @@ class WorkloadRules(RuleBase):
                 if w.name == "sharing-demo" and pool_obj.sharing is None:
                     self.problems.add(
                         f"{path}.pool",
-                        f"{pool_name!r} has no sharing; sharing-demo needs a pool with "
+                        f"{cut(pool_name)} has no sharing; sharing-demo needs a pool with "
                         "sharing (TIME_SHARING or MPS); pools with sharing: "
                         + listing(p.name for p in pools if p.sharing),
                     )
@@ -204,7 +205,7 @@ class WorkloadRules(RuleBase):
             if w.replicas is not None and w.name != "sharing-demo":
                 self.problems.add(f"{path}.replicas", "only allowed for sharing-demo")
             if (w.name, pool) in seen:
-                self.problems.add(f"{path}", f"{w.name!r} on pool {pool!r} is listed twice")
+                self.problems.add(f"{path}", f"{cut(w.name)} on pool {cut(pool)} is listed twice")
             seen.add((w.name, pool))
             result.append(Workload(w.name, pool, w.replicas))
         return tuple(result)
@@ -234,20 +235,20 @@ class WorkloadRules(RuleBase):
         ):
             self.problems.add(
                 f"{NAMESPACE}:devicePlugin.gpuNodeLabel",
-                f"{label!r} is not a Kubernetes label selector of the form key=value (e.g. "
+                f"{cut(label)} is not a Kubernetes label selector of the form key=value (e.g. "
                 "nvidia.com/gpu.present=true or gpus=true)",
             )
         nodes = tuple(cfg.gpu_nodes or ())
         for j, node in enumerate(nodes):
             if not DNS_SUBDOMAIN.fullmatch(node) or len(node) > 253:
-                self.problems.add(f"{NAMESPACE}:gpuNodes[{j}]", f"{node!r} is not a Kubernetes node name")
+                self.problems.add(f"{NAMESPACE}:gpuNodes[{j}]", f"{cut(node)} is not a Kubernetes node name")
         if len(set(nodes)) != len(nodes):
             self.problems.add(f"{NAMESPACE}:gpuNodes", "lists a node twice")
         replicas = plugin.sharing.time_slicing.replicas if plugin.sharing else None
         if plugin.runtime_class_name is not None and not K8S_NAME.fullmatch(plugin.runtime_class_name):
             self.problems.add(
                 f"{NAMESPACE}:devicePlugin.runtimeClassName",
-                f"{plugin.runtime_class_name!r} is not a RuntimeClass name (e.g. nvidia)",
+                f"{cut(plugin.runtime_class_name)} is not a RuntimeClass name (e.g. nvidia)",
             )
         settings = DevicePluginSettings(
             key,
