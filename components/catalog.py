@@ -28,6 +28,10 @@ _N1_VCPUS = {
     "highcpu": (2, 4, 8, 16, 32, 64, 96),
 }
 _N1_PATTERN = re.compile(r"^n1-(standard|highmem|highcpu)-(\d+)$")
+# N1 custom machine types (GCE: `custom-<vCPUs>-<MiB>` or `n1-custom-...`, `-ext` for extended memory):
+# 1 or an even number of vCPUs up to 96, memory a multiple of 256 MiB, 0.9-6.5 GB per vCPU unless -ext.
+_N1_CUSTOM_PATTERN = re.compile(r"^(?:n1-)?custom-(\d+)-(\d+)(-ext)?$")
+_N1_CUSTOM_MEMORY_PER_VCPU_GB = (0.9, 6.5)
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,8 @@ class MachineType:
 
     @property
     def series(self) -> str:
-        return self.name.split("-", 1)[0]
+        # `custom-4-16384` is an N1 custom machine type.
+        return "n1" if self.name.startswith("custom-") else self.name.split("-", 1)[0]
 
 
 @dataclass(frozen=True)
@@ -112,6 +117,9 @@ class Accelerator:
         """The machine type by name if it can carry this accelerator, else None."""
         if not self.attachable:
             return self.machine_types.get(name)
+        custom = _N1_CUSTOM_PATTERN.match(name)
+        if custom:
+            return self._n1_custom(name, int(custom.group(1)), int(custom.group(2)), bool(custom.group(3)))
         match = _N1_PATTERN.match(name)
         if not match:
             return None
@@ -124,6 +132,21 @@ class Accelerator:
             gpus=0,
             vcpus=vcpus,
             memory_gb=round(vcpus * _N1_MEMORY_PER_VCPU[family], 2),
+            local_ssd_counts=self.n1_local_ssd_counts,
+        )
+
+    def _n1_custom(self, name: str, vcpus: int, memory_mib: int, extended: bool) -> MachineType | None:
+        if not (vcpus == 1 or (vcpus % 2 == 0 and 2 <= vcpus <= 96)) or memory_mib % 256:
+            return None
+        low, high = _N1_CUSTOM_MEMORY_PER_VCPU_GB
+        per_vcpu = memory_mib / 1024 / vcpus
+        if per_vcpu < low or (per_vcpu > high and not extended):
+            return None
+        return MachineType(
+            name=name,
+            gpus=0,
+            vcpus=vcpus,
+            memory_gb=round(memory_mib / 1024, 2),
             local_ssd_counts=self.n1_local_ssd_counts,
         )
 

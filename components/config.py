@@ -113,9 +113,13 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules):
         cfg = self.config
         mode = cfg.cluster.mode
         self.region_ok = False
-        if mode != "existing" or dashboard_on(cfg) or cfg.monitoring.alerts.enabled:
-            self._require_gcp(needed_for=None if mode != "existing" else "the dashboard or alerts")
         broken = self.broken.sections
+        # An existing cluster without a flavor (reported) or a broken monitoring section leaves the
+        # dashboard and alert defaults unknown: rules that depend on them are skipped.
+        self.flavor_unknown = mode == "existing" and cfg.cluster.flavor is None
+        monitoring_known = "monitoring" not in broken and not self.flavor_unknown
+        if mode != "existing" or (monitoring_known and (dashboard_on(cfg) or cfg.monitoring.alerts.enabled)):
+            self._require_gcp(needed_for=None if mode != "existing" else "the dashboard or alerts")
         cluster = self._cluster()
         if mode == "existing":
             network = self._no_network()
@@ -123,12 +127,12 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules):
             network = None if "network" in broken else self._network()
         pools = self._pools(cluster)
         monitoring = (
-            MonitoringSettings("none", False, None, None)
-            if "monitoring" in broken
-            else self._monitoring(cluster, pools)
+            self._monitoring(cluster, pools)
+            if monitoring_known
+            else MonitoringSettings("none", False, None, None)
         )
         workloads = self._workloads(cluster, pools)
-        if {"devicePlugin", "gpuNodes"} & broken:
+        if {"devicePlugin", "gpuNodes"} & broken or self.flavor_unknown:
             device_plugin, gpu_nodes = None, ()
         else:
             device_plugin, gpu_nodes = self._existing_gpu_layer(cluster)

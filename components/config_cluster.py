@@ -17,6 +17,7 @@ from components.config_common import (
     NAMESPACE,
     POD_RANGE_PREFIX_PER_NODE,
     PRIVATE_RANGES,
+    PROJECT_PATTERN,
     ZONE_PATTERN,
     cut,
     listing,
@@ -128,7 +129,8 @@ class ClusterRules(RuleBase):
                 self.problems.add(f"{prefix}.{key}", f"only allowed with mode existing (mode is {c.mode})")
 
         name = c.name or f"{self.project}-{self.stack}"
-        if (c.name or self.project) and not (K8S_NAME.fullmatch(name) and len(name) <= 40):
+        project_ok = bool(self.project and PROJECT_PATTERN.fullmatch(self.project))
+        if (c.name or project_ok) and not (K8S_NAME.fullmatch(name) and len(name) <= 40):
             key = "name" if c.name else "name (default <project>-<stack>)"
             self.problems.add(
                 f"{prefix}.{key}",
@@ -269,7 +271,7 @@ class ClusterRules(RuleBase):
             "binary_authorization",
             "intranode_visibility",
         )
-        if c.name is not None:
+        if c.name is not None and c.flavor is not None:
             # The name is pasted into Monitoring filters and PromQL: it must be a plain name.
             gke = c.flavor != "generic"
             pattern, most = (K8S_NAME, 40) if gke else (LABEL_VALUE_PATTERN, 63)
@@ -297,7 +299,8 @@ class ClusterRules(RuleBase):
         self._check_kubeconfig(c, prefix)
         name = c.name or ""
         monitoring = self.config.monitoring
-        if (dashboard_on(self.config) or monitoring.alerts.enabled) and not name:
+        monitoring_known = c.flavor is not None and "monitoring" not in self.broken.sections
+        if monitoring_known and (dashboard_on(self.config) or monitoring.alerts.enabled) and not name:
             self.problems.add(
                 f"{prefix}.name",
                 "required when monitoring.dashboard or monitoring.alerts is on: the dashboard and "

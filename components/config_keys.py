@@ -63,7 +63,12 @@ def check_config_keys(keys: Iterable[str]) -> list[str]:
         elif name in TOP_LEVEL_KEYS:
             problems.append(f"{shown}: {cut(name)} is a setting of this program; write it as {_ours(name)}")
         elif namespace == GCP_NAMESPACE:
-            if name not in gcp_provider_keys():
+            if name == "zone":
+                problems.append(
+                    f"{shown}: has no effect here: every resource names its location (gcp:region, and "
+                    f"{_ours('cluster')}.location for a zonal cluster); remove it"
+                )
+            elif name not in gcp_provider_keys():
                 close = difflib.get_close_matches(name, sorted(gcp_provider_keys()), n=1)
                 hint = f"did you mean gcp:{close[0]}? " if close else ""
                 problems.append(

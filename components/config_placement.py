@@ -29,6 +29,12 @@ class PlacementRules(RuleBase):
             if known_region and not offered:
                 self._check_region_offers(accelerator, f"{path}.accelerator")
                 return ()
+            if not known_region and cluster_zone:
+                self.warnings.append(
+                    f"{path}.zones: region {region} is not in the accelerator catalog, so the cluster's "
+                    f"zone {cluster_zone} could not be checked for {accelerator.name}"
+                )
+                return (cluster_zone,)
             if not known_region:
                 self.problems.add(
                     f"{path}.zones",
@@ -80,7 +86,7 @@ class PlacementRules(RuleBase):
         return tuple(pool.zones)
 
     def _check_capacity_options(
-        self, pool: GpuPoolConfig, path: str, machine: MachineType, zones: tuple[str, ...]
+        self, pool: GpuPoolConfig, path: str, machine: MachineType | None, zones: tuple[str, ...]
     ) -> None:
         res = pool.reservation
         if res.type == "SPECIFIC":
@@ -137,13 +143,13 @@ class PlacementRules(RuleBase):
                     "true is not allowed with queuedProvisioning (GKE refuses compact placement "
                     "for queued GPU pools)",
                 )
-            if not machine.queued_provisioning:
+            if machine is not None and not machine.queued_provisioning:
                 self.problems.add(
                     f"{path}.queuedProvisioning",
                     f"true is not allowed: {machine.name} is not offered through queued provisioning",
                 )
         if pool.compact_placement:
-            if machine.series == "n1":
+            if machine is not None and machine.series == "n1":
                 self.problems.add(
                     f"{path}.compactPlacement",
                     "true is not allowed on N1 machine types (compact placement needs A2, A3, A4, G2 or G4)",

@@ -78,7 +78,7 @@ class PoolRules(PlacementRules):
         self._check_mig(pool, path, accelerator)
         self._check_accelerator_limits(pool, path, accelerator)
         self._check_labels_and_taints(pool, path)
-        if pool.on_demand_fallback and not pool.spot:
+        if cluster.autopilot and pool.on_demand_fallback and not pool.spot:
             self.problems.add(
                 f"{path}.onDemandFallback",
                 "true needs spot: true (the fallback is from Spot to on-demand)",
@@ -261,10 +261,12 @@ class PoolRules(PlacementRules):
                 f"{pool.min_nodes} is greater than maxNodes {pool.max_nodes}",
             )
         machine = self._machine(pool, path, accelerator)
+        zones = self._zones(pool, path, accelerator, cluster)
         if machine is None:
+            # The machine is reported; the pool's other keys are still judged, except what needs it.
+            self._check_capacity_options(pool, path, None, zones)
             return None
         count = self._gpu_count(pool, path, accelerator, machine)
-        zones = self._zones(pool, path, accelerator, cluster)
         if zones and pool.min_nodes and pool.max_nodes is not None and pool.min_nodes <= pool.max_nodes:
             # A pool starts with the same number of nodes in every zone (initial_node_count is per zone).
             per_zone = -(-pool.min_nodes // len(zones))

@@ -343,6 +343,8 @@ class RuleBase:
     broken: Broken
     # True once gcp:region is a known Compute Engine region: zone rules run only then.
     region_ok: bool
+    # An existing cluster whose flavor is missing (reported): flavor-dependent rules are skipped.
+    flavor_unknown: bool
 
     def indexed_pools(self) -> list[tuple[int, GpuPoolConfig]]:
         """The shape-valid pools with their index in the stack file (for the key paths)."""

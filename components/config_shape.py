@@ -15,7 +15,13 @@ from pydantic.alias_generators import to_snake
 
 from components.config_broken import Broken
 from components.config_common import NAMESPACE, TOP_LEVEL_KEYS
-from components.config_schema import GpuPoolConfig, StackConfig, WorkloadConfig, describe_pydantic_error
+from components.config_schema import (
+    GpuPoolConfig,
+    StackConfig,
+    WorkloadConfig,
+    cut_key,
+    describe_pydantic_error,
+)
 
 # Sections validated item by item, so one bad entry does not hide the others.
 _ITEM_MODELS: dict[str, type] = {"gpuPools": GpuPoolConfig, "workloads": WorkloadConfig}
@@ -45,7 +51,7 @@ def validate_shape(raw: Mapping[str, Any]) -> Shape:
     valid: dict[str, Any] = {}
     for key in sorted(set(raw) - set(TOP_LEVEL_KEYS)):
         problems.append(
-            f"{NAMESPACE}:{key}: unknown key; allowed keys: "
+            f"{NAMESPACE}:{cut_key(str(key))}: unknown key; allowed keys: "
             + ", ".join(f"{NAMESPACE}:{k}" for k in TOP_LEVEL_KEYS)
         )
     if raw.get("cluster") is None:

@@ -43,7 +43,7 @@ class WorkloadRules(RuleBase):
                     "'exporter' or 'none'",
                 )
             for i, pool in self.indexed_pools():
-                if pool.driver_version == "INSTALLATION_DISABLED":
+                if pool.driver_version == "INSTALLATION_DISABLED" and not cluster.autopilot:
                     self.problems.add(
                         f"{NAMESPACE}:gpuPools[{i}].driverVersion",
                         "'INSTALLATION_DISABLED' is not allowed with monitoring.dcgm managed: GKE's "
@@ -127,6 +127,16 @@ class WorkloadRules(RuleBase):
         result: list[Workload] = []
         names = [p.name for p in pools]
         seen: set[tuple[str, str | None]] = set()
+        if cluster.mode != "existing" and self.config.workloads:
+            if "gpuPools" in self.broken.sections:
+                return ()  # the pools' own problem is reported; which pool a sample lands on is unknown
+            if not self.config.gpu_pools and not self.broken.any_pool():
+                self.problems.add(
+                    f"{NAMESPACE}:workloads",
+                    f"{listing(w.name for w in self.config.workloads)} need a GPU pool, and "
+                    "gke-gpu:gpuPools is empty",
+                )
+                return ()
         for i, w in self.indexed_workloads():
             path = f"{NAMESPACE}:workloads[{i}]"
             if cluster.mode == "existing":
@@ -138,12 +148,6 @@ class WorkloadRules(RuleBase):
                 pool = None
             else:
                 declared = [p.name for p in self.config.gpu_pools]
-                if not declared and not self.broken.any_pool():
-                    self.problems.add(
-                        f"{path}",
-                        f"{cut(w.name)} needs a GPU pool, and gke-gpu:gpuPools is empty",
-                    )
-                    continue
                 if w.pool is None and (self.broken.pool_indexes[:1] != [0]):
                     continue  # the default is the first pool, which failed its own checks
                 pool_name = w.pool or declared[0]
@@ -194,6 +198,8 @@ class WorkloadRules(RuleBase):
                     continue
                 pool = pool_name
             if w.name == "sharing-demo" and cluster.mode == "existing":
+                if self.flavor_unknown or "devicePlugin" in self.broken.sections:
+                    continue  # judged once the flavor and the device plugin's settings are valid
                 plugin = self.config.device_plugin
                 if cluster.flavor != "generic" or not (plugin and plugin.sharing):
                     self.problems.add(

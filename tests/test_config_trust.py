@@ -46,6 +46,7 @@ NEAR_MISSES = {
     "monitoring": "must be of the form <namespace>:<name> (as the Pulumi CLI requires); did you mean "
     "gke-gpu:monitoring?",
     "aws:region": "namespace 'aws' is not read by this program",
+    "gcp:zone": "has no effect here: every resource names its location",
 }
 
 
@@ -64,7 +65,6 @@ def test_provider_and_engine_keys_are_accepted() -> None:
     keys = [
         "gcp:project",
         "gcp:region",
-        "gcp:zone",
         "gcp:impersonateServiceAccount",
         "pulumi:tags",
         "gke-gpu:x",
@@ -453,3 +453,100 @@ def test_intranode_visibility_is_opt_in_on_standard_only() -> None:
     ).cluster.intranode_visibility
     message = config_error({"cluster": {**AUTOPILOT_CLUSTER, "intranodeVisibility": True}})
     assert "gke-gpu:cluster.intranodeVisibility: not allowed with mode autopilot" in message
+
+
+@pytest.mark.parametrize("machine", ["n1-custom-4-16384", "custom-4-16384", "custom-8-65536-ext"])
+def test_n1_custom_machine_types_carry_attachable_gpus(machine: str) -> None:
+    t4 = {"name": "t4", "accelerator": "nvidia-tesla-t4", "maxNodes": 1, "machineType": machine}
+    assert settings(standard(t4)).gpu_pools[0].machine_type == machine
+
+
+def test_an_impossible_n1_custom_shape_is_refused() -> None:
+    t4 = {"name": "t4", "accelerator": "nvidia-tesla-t4", "maxNodes": 1, "machineType": "custom-3-4096"}
+    assert "gke-gpu:gpuPools[0].machineType: 'custom-3-4096' cannot carry nvidia-tesla-t4" in config_error(
+        standard(t4)
+    )
+
+
+def test_a_zonal_cluster_in_a_region_without_zone_data_uses_its_zone() -> None:
+    raw = {"cluster": {**STANDARD_CLUSTER, "location": "us-south1-a"}, "gpuPools": [L4_POOL]}
+    value, warnings = parse_settings(raw, project="test-project", region="us-south1", stack="t")
+    assert value.gpu_pools[0].zones == ("us-south1-a",)
+    assert any("could not be checked" in w for w in warnings)
+
+
+MISTAKES_WITH_ONE_PROBLEM = {
+    "existing cluster without a flavor": (
+        {"cluster": {"mode": "existing", "kubeconfig": "x"}, "devicePlugin": {}},
+        None,
+    ),
+    "broken monitoring on an existing GKE cluster": (
+        {"cluster": {**EXISTING}, "monitoring": {"dashboard": False, "dcgm": "managd"}},
+        None,
+    ),
+    "gpuPools not a list, with workloads": (
+        {"cluster": STANDARD_CLUSTER, "gpuPools": "l4", "workloads": ["nvidia-smi"]},
+        "test-project",
+    ),
+    "broken device plugin with sharing-demo": (
+        {
+            "cluster": {"mode": "existing", "flavor": "generic", "kubeconfig": "x"},
+            "devicePlugin": {"sharing": {"timeSlicing": {"replicas": 1}}},
+            "workloads": ["sharing-demo"],
+        },
+        None,
+    ),
+    "an invalid project": ({"cluster": AUTOPILOT_CLUSTER | {"name": None}}, "123456"),
+    "driver installation disabled on Autopilot": (
+        {
+            "cluster": AUTOPILOT_CLUSTER,
+            "gpuPools": [
+                {"name": "l4", "accelerator": "nvidia-l4", "driverVersion": "INSTALLATION_DISABLED"}
+            ],
+        },
+        "test-project",
+    ),
+    "on-demand fallback on Standard": (standard({**L4_POOL, "onDemandFallback": True}), "test-project"),
+    "no pools and three workloads": (
+        {"cluster": STANDARD_CLUSTER, "workloads": ["nvidia-smi", "cuda-vector-add", "pytorch-smoke"]},
+        "test-project",
+    ),
+    "a malformed CIDR": (
+        {"cluster": STANDARD_CLUSTER, "network": {"subnetCidr": "10.10.0.1/20"}},
+        "test-project",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("raw", "project"), MISTAKES_WITH_ONE_PROBLEM.values(), ids=list(MISTAKES_WITH_ONE_PROBLEM)
+)
+def test_one_mistake_is_one_problem(raw: dict, project: str | None) -> None:
+    raw = {**raw, "cluster": {k: v for k, v in raw["cluster"].items() if v is not None}}
+    problems = problems_of(raw, project=project)
+    assert len(problems) == 1, problems
+
+
+def test_a_bad_machine_type_does_not_hide_the_pools_other_problems() -> None:
+    bad = {
+        **L4_POOL,
+        "machineType": "a2-highgpu-1g",
+        "zones": ["us-east1-b"],
+        "queuedProvisioning": True,
+        "minNodes": 1,
+    }
+    keys = [p.split(":")[1].split(" ")[0] for p in problems_of(standard(bad))]
+    assert keys == ["gpuPools[0].machineType", "gpuPools[0].zones[0]", "gpuPools[0].minNodes"], keys
+
+
+def test_a_kubeconfig_cannot_crash_or_flood_the_context_check() -> None:
+    bomb = (
+        "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n"
+        + "".join(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]\n" for i in range(1, 7))
+        + "contexts: [{name: *a6}]\n"
+    )
+    for kubeconfig in ("[" * 5000 + "]" * 5000, "contexts: 5", bomb):
+        message = config_error(
+            {"cluster": {**EXISTING, "kubeconfig": kubeconfig, "context": "c"}}, project=None
+        )
+        assert len(message) < 2000
