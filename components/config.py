@@ -136,7 +136,8 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules):
             device_plugin, gpu_nodes = None, ()
         else:
             device_plugin, gpu_nodes = self._existing_gpu_layer(cluster)
-        if network is not None and cluster.mode == "standard" and not self.broken.any_pool():
+        capacity_known = not self.broken.any_pool() and "systemPool" not in self.broken.cluster_keys
+        if network is not None and cluster.mode == "standard" and capacity_known:
             self._check_address_capacity(network, cluster, pools)
         if network is not None and network.existing is not None and cluster.private_nodes:
             self.warnings.append(

@@ -15,6 +15,9 @@ class Broken:
     pools: set[str] = field(default_factory=set)
     # gpuPools entries that failed their shape check and have no usable name.
     unnamed_pools: int = 0
+    # Keys of gke-gpu:cluster that failed their shape check while `mode` was valid: the rest of the
+    # cluster section is still judged, and the rules reading these keys are skipped.
+    cluster_keys: set[str] = field(default_factory=set)
     # For the shape-valid pools and workloads kept in the config: their index in the stack file.
     pool_indexes: list[int] = field(default_factory=list)
     workload_indexes: list[int] = field(default_factory=list)

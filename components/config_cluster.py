@@ -130,7 +130,8 @@ class ClusterRules(RuleBase):
 
         name = c.name or f"{self.project}-{self.stack}"
         project_ok = bool(self.project and PROJECT_PATTERN.fullmatch(self.project))
-        if (c.name or project_ok) and not (K8S_NAME.fullmatch(name) and len(name) <= 40):
+        name_known = "name" not in self.broken.cluster_keys
+        if name_known and (c.name or project_ok) and not (K8S_NAME.fullmatch(name) and len(name) <= 40):
             key = "name" if c.name else "name (default <project>-<stack>)"
             self.problems.add(
                 f"{prefix}.{key}",
@@ -162,7 +163,9 @@ class ClusterRules(RuleBase):
             net = network_of(entry.cidr_block, path, self.problems)
             if net is not None:
                 authorized.append(AuthorizedNetwork(entry.cidr_block, entry.display_name or entry.cidr_block))
-        self._check_endpoint(c, authorized, prefix)
+        endpoint_keys = {"publicEndpoint", "publicEndpointOpenToInternet", "masterAuthorizedNetworks"}
+        if not endpoint_keys & self.broken.cluster_keys:
+            self._check_endpoint(c, authorized, prefix)
 
         if c.mode == "autopilot" and "intranode_visibility" in c.model_fields_set:
             self.problems.add(
@@ -288,19 +291,25 @@ class ClusterRules(RuleBase):
                     f"{prefix}.{to_camel(key)}",
                     "not allowed with mode existing: the program does not manage that cluster",
                 )
-        if not c.kubeconfig:
+        if not c.kubeconfig and "kubeconfig" not in self.broken.cluster_keys:
             self.problems.add(
                 f"{prefix}.kubeconfig",
                 "required with mode existing; set it as a secret: "
                 '`pulumi config set --secret --path gke-gpu:cluster.kubeconfig "$(cat kubeconfig)"`',
             )
-        if c.flavor is None:
+        if c.flavor is None and "flavor" not in self.broken.cluster_keys:
             self.problems.add(f"{prefix}.flavor", "required with mode existing; allowed: 'gke', 'generic'")
         self._check_kubeconfig(c, prefix)
         name = c.name or ""
         monitoring = self.config.monitoring
         monitoring_known = c.flavor is not None and "monitoring" not in self.broken.sections
-        if monitoring_known and (dashboard_on(self.config) or monitoring.alerts.enabled) and not name:
+        name_known = "name" not in self.broken.cluster_keys
+        if (
+            name_known
+            and monitoring_known
+            and (dashboard_on(self.config) or monitoring.alerts.enabled)
+            and not name
+        ):
             self.problems.add(
                 f"{prefix}.name",
                 "required when monitoring.dashboard or monitoring.alerts is on: the dashboard and "

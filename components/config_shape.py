@@ -16,6 +16,7 @@ from pydantic.alias_generators import to_snake
 from components.config_broken import Broken
 from components.config_common import NAMESPACE, TOP_LEVEL_KEYS
 from components.config_schema import (
+    ClusterConfig,
     GpuPoolConfig,
     StackConfig,
     WorkloadConfig,
@@ -73,12 +74,38 @@ def validate_shape(raw: Mapping[str, Any]) -> Shape:
             _adapter(key).validate_python(value)
         except ValidationError as exc:
             problems += _errors(exc, (key,))
-            broken.sections.add(key)
+            salvaged = _salvage_cluster(value, broken) if key == "cluster" else None
+            if salvaged is None:
+                broken.sections.add(key)
+            else:
+                valid[key] = salvaged
         else:
             valid[key] = value
     if "cluster" in broken.sections:
         return Shape(None, problems, broken)
     return Shape(StackConfig.model_validate(valid), problems, broken)
+
+
+def _salvage_cluster(value: Any, broken: Broken) -> dict[str, Any] | None:
+    """The keys of a cluster section that are valid on their own, when its `mode` is valid: the
+    other sections' rules need the mode, so one bad cluster key must not hide them."""
+    if not isinstance(value, dict) or "mode" not in value:
+        return None
+    try:
+        ClusterConfig.model_validate({"mode": value["mode"]})
+    except ValidationError:
+        return None
+    kept: dict[str, Any] = {"mode": value["mode"]}
+    for key, item in value.items():
+        if key == "mode":
+            continue
+        try:
+            ClusterConfig.model_validate({"mode": value["mode"], key: item})
+        except ValidationError:
+            broken.cluster_keys.add(str(key))
+        else:
+            kept[key] = item
+    return kept
 
 
 def _validate_items(key: str, value: Any, problems: list[str], broken: Broken) -> list[Any] | None:

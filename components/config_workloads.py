@@ -133,7 +133,8 @@ class WorkloadRules(RuleBase):
             if not self.config.gpu_pools and not self.broken.any_pool():
                 self.problems.add(
                     f"{NAMESPACE}:workloads",
-                    f"{listing(w.name for w in self.config.workloads)} need a GPU pool, and "
+                    f"{listing(w.name for w in self.config.workloads)} "
+                    f"{'needs' if len(self.config.workloads) == 1 else 'need'} a GPU pool, and "
                     "gke-gpu:gpuPools is empty",
                 )
                 return ()

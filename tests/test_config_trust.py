@@ -550,3 +550,25 @@ def test_a_kubeconfig_cannot_crash_or_flood_the_context_check() -> None:
             {"cluster": {**EXISTING, "kubeconfig": kubeconfig, "context": "c"}}, project=None
         )
         assert len(message) < 2000
+
+
+def test_a_bad_cluster_key_does_not_hide_the_other_sections() -> None:
+    raw = {
+        "cluster": {"mode": "standard", "releaseChannel": "stable", "name": "gpu"},
+        "network": {"subnetCidr": "10.16.0.0/20"},
+        "gpuPools": [{"name": "l4", "accelerator": "nvidia-l4-24gb", "maxNodes": 2}],
+        "monitoring": {"alerts": {"enabled": True}},
+    }
+    keys = [p.split(":")[1].split(" ")[0] for p in problems_of(raw)]
+    assert keys == [
+        "cluster.releaseChannel",
+        "network.podsCidr",
+        "gpuPools[0].accelerator",
+        "monitoring.alerts.notificationChannels",
+    ], keys
+
+
+def test_a_bad_existing_cluster_key_gives_no_false_required() -> None:
+    raw = {"cluster": {"mode": "existing", "flavor": "gk", "kubeconfig": 5}}
+    keys = [p.split(":")[1].split(" ")[0] for p in problems_of(raw, project=None)]
+    assert keys == ["cluster.kubeconfig", "cluster.flavor"], keys

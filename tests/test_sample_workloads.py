@@ -298,7 +298,7 @@ def test_sample_outputs_give_wait_and_log_commands() -> None:
         ),
         (
             {"cluster": STANDARD_CLUSTER, "workloads": ["nvidia-smi"]},
-            ["gke-gpu:workloads[0]", "needs a GPU pool, and gke-gpu:gpuPools is empty"],
+            ["gke-gpu:workloads: nvidia-smi needs a GPU pool, and gke-gpu:gpuPools is empty"],
         ),
         (
             {
