@@ -135,3 +135,10 @@ def test_kubernetes_objects_use_the_cluster_provider() -> None:
     for r in result.resources:
         if r.type.startswith("kubernetes:"):
             assert r.provider and r.provider.startswith(provider.urn), r.name
+
+
+def test_the_dns_endpoint_is_known_after_apply_in_a_preview() -> None:
+    from tools.offline import UNKNOWN
+
+    assert run_stack("prod").outputs["dnsEndpoint"] == UNKNOWN
+    assert run_stack("prod", preview=False).outputs["dnsEndpoint"].endswith(".us-central1.gke.goog")

@@ -121,7 +121,7 @@ class _RecordingMocks(pulumi.runtime.Mocks):
             )
         )
         if self.preview:
-            return None, dict(args.inputs)
+            return None, _with_preview_unknowns(args)
         computed = _computed_outputs(args)
         return computed.pop("id", f"{args.name}-id"), {**args.inputs, **computed}
 
@@ -155,6 +155,18 @@ class _RecordingMonitor(pulumi_mocks.MockMonitor):
             # (left open, they fail noisily when the interpreter tears them down).
             with contextlib.suppress(RuntimeError):
                 self.thread_loops.add(asyncio.get_event_loop())
+
+
+def _with_preview_unknowns(args: pulumi.runtime.MockResourceArgs) -> dict[str, Any]:
+    """A preview's outputs: the inputs, plus the nested values the provider computes marked unknown
+    (as `pulumi preview` shows them), where the program reads them."""
+    outputs = dict(args.inputs)
+    if args.typ == "gcp:container/cluster:Cluster":
+        endpoints = dict(outputs.get("controlPlaneEndpointsConfig") or {})
+        dns = dict(endpoints.get("dnsEndpointConfig") or {})
+        dns["endpoint"] = pulumi.runtime.rpc.UNKNOWN
+        outputs["controlPlaneEndpointsConfig"] = {**endpoints, "dnsEndpointConfig": dns}
+    return outputs
 
 
 def _computed_outputs(args: pulumi.runtime.MockResourceArgs) -> dict[str, Any]:
