@@ -65,6 +65,8 @@ class _Model(BaseModel):
         extra="forbid",
         frozen=True,
         str_strip_whitespace=True,
+        # No coercion: `gpusPerNode: true` or `maxNodes: "2"` is a mistake to report, not to guess.
+        strict=True,
     )
 
 

@@ -572,3 +572,16 @@ def test_a_bad_existing_cluster_key_gives_no_false_required() -> None:
     raw = {"cluster": {"mode": "existing", "flavor": "gk", "kubeconfig": 5}}
     keys = [p.split(":")[1].split(" ")[0] for p in problems_of(raw, project=None)]
     assert keys == ["cluster.kubeconfig", "cluster.flavor"], keys
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("gpusPerNode", True, "true is not allowed"),
+        ("maxNodes", "2", "'2' is not allowed"),
+        ("spot", "off", "'off'"),
+    ],
+)
+def test_values_are_not_coerced(field: str, value: object, expected: str) -> None:
+    message = config_error(standard({**L4_POOL, field: value}))
+    assert f"gke-gpu:gpuPools[0].{field}: {expected}" in message
