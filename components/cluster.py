@@ -6,6 +6,7 @@ import hashlib
 import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -43,6 +44,9 @@ class GkeClusterArgs:
     # Standard only (Autopilot always has it). Turning it on for an existing cluster restarts the
     # control plane and every node, so it is opt-in rather than forced on by an upgrade.
     intranode_visibility: bool = False
+    # The endpoint the kubeconfig (and the Kubernetes provider) uses: "dns", or "ip" as stacks
+    # created before the DNS endpoint did (the first step of moving one, see README "Upgrading").
+    kubeconfig_endpoint: Literal["dns", "ip"] = "dns"
     deletion_protection: bool = True
     # Standard only: the small non-GPU pool for system Pods.
     system_pool: SystemPool | None = None
@@ -127,19 +131,33 @@ class GkeCluster(pulumi.ComponentResource):
         self.endpoint = self.cluster.endpoint
         self.dns_endpoint = self.cluster.control_plane_endpoints_config.apply(_dns_endpoint)
         self.node_service_account_email = self.node_service_account.email
-        self.kubeconfig = pulumi.Output.secret(
-            pulumi.Output.all(self.cluster.name, self.dns_endpoint).apply(
+        if args.kubeconfig_endpoint == "dns":
+            kubeconfig = pulumi.Output.all(self.cluster.name, self.dns_endpoint).apply(
                 lambda values: render_kubeconfig(
+                    project=args.project, location=args.location, name=values[0], dns_endpoint=values[1]
+                )
+            )
+        else:
+            kubeconfig = pulumi.Output.all(
+                self.cluster.name, self.cluster.endpoint, self.cluster.master_auth.cluster_ca_certificate
+            ).apply(
+                lambda values: render_ip_kubeconfig(
                     project=args.project,
                     location=args.location,
                     name=values[0],
-                    dns_endpoint=values[1],
+                    endpoint=values[1],
+                    ca_certificate=values[2],
                 )
             )
-        )
+        self.kubeconfig = pulumi.Output.secret(kubeconfig)
         self.provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self.kubeconfig,
+            # HAZARD: without an identifier, pulumi-kubernetes takes a new kubeconfig server (the move
+            # from the IP to the DNS endpoint) for a new cluster and replaces every Kubernetes object.
+            # With a stable identifier, known at preview, a server change is a provider update. It must
+            # be in state before the server changes: see README "Upgrading an existing stack".
+            cluster_identifier=f"gke/{args.project}/{args.location}/{args.name}",
             # Apply conflicts with fields other managers own surface as errors, not silent takeovers.
             enable_server_side_apply=True,
             opts=pulumi.ResourceOptions(
@@ -343,6 +361,39 @@ def node_service_account_id(cluster_name: str) -> str:
         return f"{cluster_name}-nodes"
     digest = hashlib.sha256(cluster_name.encode()).hexdigest()[:4]
     return f"{cluster_name[:19].rstrip('-')}-{digest}-nodes"
+
+
+def render_ip_kubeconfig(
+    *, project: str, location: str, name: str, endpoint: str | None, ca_certificate: str | None
+) -> str:
+    """The kubeconfig for the IP endpoint, byte for byte as stacks created before the DNS endpoint
+    have it in state (so keeping it changes nothing for pulumi-kubernetes)."""
+    context = f"gke_{project}_{location}_{name}"
+    return textwrap.dedent(
+        f"""\
+        apiVersion: v1
+        kind: Config
+        clusters:
+        - name: {context}
+          cluster:
+            server: https://{endpoint}
+            certificate-authority-data: {ca_certificate}
+        contexts:
+        - name: {context}
+          context:
+            cluster: {context}
+            user: {context}
+        current-context: {context}
+        users:
+        - name: {context}
+          user:
+            exec:
+              apiVersion: client.authentication.k8s.io/v1beta1
+              command: gke-gcloud-auth-plugin
+              installHint: Install gke-gcloud-auth-plugin, see https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-access-for-kubectl#install_plugin
+              provideClusterInfo: true
+        """
+    )
 
 
 def render_kubeconfig(*, project: str, location: str, name: str, dns_endpoint: str | None) -> str:

@@ -163,6 +163,11 @@ class ClusterRules(RuleBase):
             net = network_of(entry.cidr_block, path, self.problems)
             if net is not None:
                 authorized.append(AuthorizedNetwork(entry.cidr_block, entry.display_name or entry.cidr_block))
+        if c.kubeconfig_endpoint == "ip" and not c.public_endpoint:
+            self.warnings.append(
+                f"{prefix}.kubeconfigEndpoint: ip with a private IP endpoint: `pulumi up` reaches the "
+                "cluster only from inside its VPC (README 'Upgrading an existing stack')"
+            )
         endpoint_keys = {"publicEndpoint", "publicEndpointOpenToInternet", "masterAuthorizedNetworks"}
         if not endpoint_keys & self.broken.cluster_keys:
             self._check_endpoint(c, authorized, prefix)
@@ -213,6 +218,7 @@ class ClusterRules(RuleBase):
             public_endpoint=c.public_endpoint,
             binary_authorization=c.binary_authorization,
             intranode_visibility=c.intranode_visibility,
+            kubeconfig_endpoint=c.kubeconfig_endpoint,
         )
 
     def _check_endpoint(self, c: ClusterConfig, authorized: list[AuthorizedNetwork], prefix: str) -> None:
@@ -273,6 +279,7 @@ class ClusterRules(RuleBase):
             "public_endpoint_open_to_internet",
             "binary_authorization",
             "intranode_visibility",
+            "kubeconfig_endpoint",
         )
         if c.name is not None and c.flavor is not None:
             # The name is pasted into Monitoring filters and PromQL: it must be a plain name.

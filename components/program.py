@@ -337,6 +337,7 @@ def _gke_cluster(settings: Settings) -> GkeCluster:
             authorized_networks=cluster.authorized_networks,
             binary_authorization=cluster.binary_authorization,
             intranode_visibility=cluster.intranode_visibility,
+            kubeconfig_endpoint=cluster.kubeconfig_endpoint,
             deletion_protection=cluster.deletion_protection,
             system_pool=cluster.system_pool,
             managed_dcgm=settings.monitoring.dcgm == "managed",

@@ -139,6 +139,7 @@ class ClusterSettings:
     public_endpoint: bool = False
     binary_authorization: bool = False
     intranode_visibility: bool = False
+    kubeconfig_endpoint: Literal["dns", "ip"] = "dns"
     # mode: existing
     kubeconfig: str | None = field(default=None, repr=False)
     context: str | None = None

@@ -585,3 +585,26 @@ def test_a_bad_existing_cluster_key_gives_no_false_required() -> None:
 def test_values_are_not_coerced(field: str, value: object, expected: str) -> None:
     message = config_error(standard({**L4_POOL, field: value}))
     assert f"gke-gpu:gpuPools[0].{field}: {expected}" in message
+
+
+def test_kubeconfig_endpoint_ip_for_the_upgrade_path() -> None:
+    raw = {
+        "cluster": {
+            **STANDARD_CLUSTER,
+            "kubeconfigEndpoint": "ip",
+            "publicEndpoint": True,
+            "publicEndpointOpenToInternet": True,
+        }
+    }
+    value, _ = parse_settings(raw, project="test-project", region="us-central1", stack="t")
+    assert value.cluster.kubeconfig_endpoint == "ip"
+    _, warnings = parse_settings(
+        {"cluster": {**STANDARD_CLUSTER, "kubeconfigEndpoint": "ip"}},
+        project="test-project",
+        region="us-central1",
+        stack="t",
+    )
+    assert any("reaches the cluster only from inside its VPC" in w for w in warnings)
+    assert "gke-gpu:cluster.kubeconfigEndpoint: not allowed with mode existing" in config_error(
+        {"cluster": {**EXISTING, "kubeconfigEndpoint": "ip"}}
+    )
