@@ -312,9 +312,13 @@ def control_plane_access(args: GkeClusterArgs) -> dict[str, object]:
             ),
         ),
     }
-    # Authorized networks on, with only the listed ranges and no Google Cloud public IPs. Left out
-    # only for a public endpoint open to any address (no list), which the settings refuse unless
-    # the stack sets cluster.publicEndpointOpenToInternet.
+    # Authorized networks on, with only the listed ranges and no Google Cloud public IPs: they
+    # restrict the public IP endpoint. Not enforced on the private IP endpoint (the provider's
+    # private_endpoint_enforcement_enabled defaults to false; whether nodes keep reaching the control
+    # plane with it on is unverified here), so anything that routes into the VPC reaches that.
+    # Left out only for a public endpoint open to any address (no list), which the settings refuse
+    # unless the stack sets cluster.publicEndpointOpenToInternet. The block is Optional+Computed:
+    # leaving it out keeps an earlier allowlist in place rather than removing it.
     if args.authorized_networks or not args.public_endpoint:
         access["master_authorized_networks_config"] = container.ClusterMasterAuthorizedNetworksConfigArgs(
             # None, not []: the provider's way to say "no external range at all".
@@ -400,6 +404,12 @@ def render_kubeconfig(*, project: str, location: str, name: str, dns_endpoint: s
     """A kubeconfig for the cluster's DNS endpoint that authenticates with gke-gcloud-auth-plugin
     (no credential inside), as `gcloud container clusters get-credentials --dns-endpoint` writes it:
     no certificate-authority-data, since the DNS endpoint serves a publicly trusted certificate."""
+    if not dns_endpoint:
+        # Never a kubeconfig for https://None: the provider would fail later with a worse message.
+        raise pulumi.RunError(
+            f"GKE reported no DNS endpoint for cluster {name}; the Kubernetes objects cannot be created "
+            "through it (cluster.kubeconfigEndpoint: ip uses the IP endpoint instead)"
+        )
     context = f"gke_{project}_{location}_{name}"
     return textwrap.dedent(
         f"""\

@@ -163,6 +163,13 @@ class ClusterRules(RuleBase):
             net = network_of(entry.cidr_block, path, self.problems)
             if net is not None:
                 authorized.append(AuthorizedNetwork(entry.cidr_block, entry.display_name or entry.cidr_block))
+        if not c.private_nodes and not c.public_endpoint:
+            self.problems.add(
+                f"{prefix}.privateNodes",
+                "false needs publicEndpoint: true: a private IP endpoint only exists on a cluster with "
+                "private nodes (the provider cannot validate the combination); keep privateNodes: true "
+                "or set publicEndpoint: true with masterAuthorizedNetworks",
+            )
         if c.kubeconfig_endpoint == "ip" and not c.public_endpoint:
             self.warnings.append(
                 f"{prefix}.kubeconfigEndpoint: ip with a private IP endpoint: `pulumi up` reaches the "

@@ -278,3 +278,12 @@ def test_the_provider_has_a_stable_cluster_identifier() -> None:
     of every Kubernetes object; the identifier is known at preview, so it never forces one either."""
     provider = declare().one("pulumi:providers:kubernetes")
     assert provider.inputs["clusterIdentifier"] == "gke/test-project/us-central1/gpu-test"
+
+
+def test_no_kubeconfig_for_a_missing_dns_endpoint() -> None:
+    import pulumi
+
+    from components.cluster import render_kubeconfig
+
+    with pytest.raises(pulumi.RunError, match="GKE reported no DNS endpoint for cluster c"):
+        render_kubeconfig(project="p", location="us-central1", name="c", dns_endpoint=None)

@@ -608,3 +608,8 @@ def test_kubeconfig_endpoint_ip_for_the_upgrade_path() -> None:
     assert "gke-gpu:cluster.kubeconfigEndpoint: not allowed with mode existing" in config_error(
         {"cluster": {**EXISTING, "kubeconfigEndpoint": "ip"}}
     )
+
+
+def test_public_nodes_need_a_public_ip_endpoint() -> None:
+    message = config_error({"cluster": {**STANDARD_CLUSTER, "privateNodes": False}})
+    assert "gke-gpu:cluster.privateNodes: false needs publicEndpoint: true" in message

@@ -107,7 +107,13 @@ def test_existing_network_is_used_without_creating_one() -> None:
 
 
 def test_public_nodes_get_no_nat() -> None:
-    result = render(stack_config(cluster={**STANDARD_CLUSTER, "privateNodes": False}))
+    public = {
+        **STANDARD_CLUSTER,
+        "privateNodes": False,
+        "publicEndpoint": True,
+        "masterAuthorizedNetworks": [{"cidrBlock": "203.0.113.0/24"}],
+    }
+    result = render(stack_config(cluster=public))
     assert result.of_type("gcp:compute/routerNat:RouterNat") == []
 
 
