@@ -372,32 +372,8 @@ def render_ip_kubeconfig(
 ) -> str:
     """The kubeconfig for the IP endpoint, byte for byte as stacks created before the DNS endpoint
     have it in state (so keeping it changes nothing for pulumi-kubernetes)."""
-    context = f"gke_{project}_{location}_{name}"
-    return textwrap.dedent(
-        f"""\
-        apiVersion: v1
-        kind: Config
-        clusters:
-        - name: {context}
-          cluster:
-            server: https://{endpoint}
-            certificate-authority-data: {ca_certificate}
-        contexts:
-        - name: {context}
-          context:
-            cluster: {context}
-            user: {context}
-        current-context: {context}
-        users:
-        - name: {context}
-          user:
-            exec:
-              apiVersion: client.authentication.k8s.io/v1beta1
-              command: gke-gcloud-auth-plugin
-              installHint: Install gke-gcloud-auth-plugin, see https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-access-for-kubectl#install_plugin
-              provideClusterInfo: true
-        """
-    )
+    cluster = f"server: https://{endpoint}\ncertificate-authority-data: {ca_certificate}"
+    return _kubeconfig(project=project, location=location, name=name, cluster=cluster)
 
 
 def render_kubeconfig(*, project: str, location: str, name: str, dns_endpoint: str | None) -> str:
@@ -410,28 +386,39 @@ def render_kubeconfig(*, project: str, location: str, name: str, dns_endpoint: s
             f"GKE reported no DNS endpoint for cluster {name}; the Kubernetes objects cannot be created "
             "through it (cluster.kubeconfigEndpoint: ip uses the IP endpoint instead)"
         )
+    return _kubeconfig(
+        project=project, location=location, name=name, cluster=f"server: https://{dns_endpoint}"
+    )
+
+
+def _kubeconfig(*, project: str, location: str, name: str, cluster: str) -> str:
+    """A kubeconfig with one context that authenticates with gke-gcloud-auth-plugin; `cluster` is
+    the YAML of its cluster entry (server and, for the IP endpoint, the CA)."""
     context = f"gke_{project}_{location}_{name}"
-    return textwrap.dedent(
-        f"""\
-        apiVersion: v1
-        kind: Config
-        clusters:
-        - name: {context}
-          cluster:
-            server: https://{dns_endpoint}
-        contexts:
-        - name: {context}
-          context:
-            cluster: {context}
-            user: {context}
-        current-context: {context}
-        users:
-        - name: {context}
-          user:
-            exec:
-              apiVersion: client.authentication.k8s.io/v1beta1
-              command: gke-gcloud-auth-plugin
-              installHint: Install gke-gcloud-auth-plugin, see https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-access-for-kubectl#install_plugin
-              provideClusterInfo: true
-        """
+    entry = textwrap.indent(cluster, " " * 4)
+    return (
+        "apiVersion: v1\n"
+        "kind: Config\n"
+        "clusters:\n"
+        f"- name: {context}\n"
+        "  cluster:\n"
+        f"{entry}\n"
+        + textwrap.dedent(
+            f"""\
+            contexts:
+            - name: {context}
+              context:
+                cluster: {context}
+                user: {context}
+            current-context: {context}
+            users:
+            - name: {context}
+              user:
+                exec:
+                  apiVersion: client.authentication.k8s.io/v1beta1
+                  command: gke-gcloud-auth-plugin
+                  installHint: Install gke-gcloud-auth-plugin, see https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-access-for-kubectl#install_plugin
+                  provideClusterInfo: true
+            """
+        )
     )

@@ -26,15 +26,9 @@ try:
     import pulumi  # noqa: F401  (the render needs the venv's packages)
     import yaml
 except ModuleNotFoundError as exc:  # not the project's virtualenv: say how to get it, no traceback
-    if __name__ != "__main__" or (exc.name or "").partition(".")[0] in ("components", "tools", "policy"):
-        raise
-    print(
-        f"error: the Python module {exc.name!r} is missing: run the tools with the project's virtualenv:\n"
-        "  python3 -m venv .venv && .venv/bin/pip install -r requirements-dev.txt\n"
-        f"  .venv/bin/python tools/benchmark.py {' '.join(sys.argv[1:])}",
-        file=sys.stderr,
-    )
-    sys.exit(2)
+    from tools.venv_guard import exit_without_venv
+
+    exit_without_venv(exc, __name__, "tools/benchmark.py")
 
 # 64 valid Standard pools in us-central1, cycling through accelerators and options.
 _POOL_SHAPES = [

@@ -56,15 +56,9 @@ try:
     from tools import plan
     from tools.offline import run_stack, stacks
 except ModuleNotFoundError as exc:  # not the project's virtualenv: say how to get it, no traceback
-    if __name__ != "__main__" or (exc.name or "").partition(".")[0] in ("components", "tools", "policy"):
-        raise
-    print(
-        f"error: the Python module {exc.name!r} is missing: run the tools with the project's virtualenv:\n"
-        "  python3 -m venv .venv && .venv/bin/pip install -r requirements-dev.txt\n"
-        f"  .venv/bin/python tools/check_policies.py {' '.join(sys.argv[1:])}",
-        file=sys.stderr,
-    )
-    sys.exit(2)
+    from tools.venv_guard import exit_without_venv
+
+    exit_without_venv(exc, __name__, "tools/check_policies.py")
 
 EXIT_OK, EXIT_VIOLATIONS, EXIT_INVALID = 0, 1, 2
 STACK_TYPE = "pulumi:pulumi:Stack"

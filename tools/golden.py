@@ -23,15 +23,9 @@ try:
     from tools import plan
     from tools.offline import ROOT, run_stack, stacks
 except ModuleNotFoundError as exc:  # not the project's virtualenv: say how to get it, no traceback
-    if __name__ != "__main__" or (exc.name or "").partition(".")[0] in ("components", "tools", "policy"):
-        raise
-    print(
-        f"error: the Python module {exc.name!r} is missing: run the tools with the project's virtualenv:\n"
-        "  python3 -m venv .venv && .venv/bin/pip install -r requirements-dev.txt\n"
-        f"  .venv/bin/python tools/golden.py {' '.join(sys.argv[1:])}",
-        file=sys.stderr,
-    )
-    sys.exit(2)
+    from tools.venv_guard import exit_without_venv
+
+    exit_without_venv(exc, __name__, "tools/golden.py")
 
 GOLDEN_DIR = ROOT / "tests" / "golden"
 UPDATE_COMMAND = ".venv/bin/python tools/golden.py --update"

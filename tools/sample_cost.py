@@ -143,10 +143,10 @@ def _sample(
     )
     if region is None:
         return {**entry, "reason": "the render names no region, so no price"}
-    node_hourly = node_price(table, region, machine, accelerator, gpus_per_node).hourly[column]
+    price = node_price(table, region, machine, accelerator, gpus_per_node)
+    node_hourly = price.hourly[column]
     if node_hourly is None:
-        reasons = node_price(table, region, machine, accelerator, gpus_per_node).reasons
-        return {**entry, "reason": reasons.get(column, "no price")}
+        return {**entry, "reason": price.reasons.get(column, "no price")}
     hourly = round(nodes * node_hourly, 5)
     entry.update(nodeHourly=node_hourly, hourly=hourly)
     if not is_job:
