@@ -57,6 +57,7 @@ from components.settings import (
     Taint,
     Workload,
 )
+from components.stack_file import StackFileError, decode_config_value
 
 # The public names of the config layer; components import the settings types from here.
 __all__ = [
@@ -239,8 +240,6 @@ def settings_from_config(config: Mapping[str, str], *, stack: str) -> tuple[Sett
     Every key is accounted for (see :mod:`components.config_keys`); `gke-gpu:` values are decoded
     from the engine's JSON with bounds on depth and size; then :func:`parse_settings` runs.
     """
-    from components.stack_file import StackFileError, decode_config_value
-
     problems = check_config_keys(config)
     raw: dict[str, Any] = {}
     for key, text in config.items():
