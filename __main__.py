@@ -2,8 +2,8 @@
 
 import pulumi
 
-from components.config import load_settings
-from components.program import build
+from gke_gpu.config import load_settings
+from gke_gpu.program import build
 
 outputs = build(load_settings())
 for key, value in outputs.items():

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from components.config import AlertSettings
-from components.images import DCGM_HOSTNAME_LABEL
+from .config import AlertSettings
+from .images import DCGM_HOSTNAME_LABEL
 
 # The Prometheus rule group (and Cloud Monitoring's `ruleGroup`) every GPU alert belongs to.
 RULE_GROUP = "gke-gpu"

@@ -12,7 +12,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_gcp import container, projects, serviceaccount
 
-from components.config import AuthorizedNetwork, SystemPool
+from .config import AuthorizedNetwork, SystemPool
+from .package import component_options, component_type
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 # Google's least-privilege role for node service accounts: write logs and metrics, read
@@ -86,7 +87,7 @@ class GkeCluster(pulumi.ComponentResource):
     provider: k8s.Provider
 
     def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gke-gpu:cluster:GkeCluster", name, None, opts)
+        super().__init__(component_type("GkeCluster"), name, None, component_options("GkeCluster", opts))
         child = pulumi.ResourceOptions(parent=self)
 
         self.node_service_account = serviceaccount.Account(

@@ -21,10 +21,10 @@ from typing import Any
 
 import pulumi
 
-from components.catalog import Catalog, load_catalog
-from components.config_broken import Broken
-from components.config_cluster import ClusterRules
-from components.config_common import (
+from .catalog import Catalog, load_catalog
+from .config_broken import Broken
+from .config_cluster import ClusterRules
+from .config_common import (
     GPU_TAINT_KEY,
     GPU_TAINT_VALUE,
     MAX_SHARED_CLIENTS,
@@ -36,12 +36,12 @@ from components.config_common import (
     cut,
     listing,
 )
-from components.config_keys import check_config_keys
-from components.config_pools import PoolRules
-from components.config_schema import StackConfig, dashboard_on
-from components.config_shape import validate_shape
-from components.config_workloads import WorkloadRules
-from components.settings import (
+from .config_keys import check_config_keys
+from .config_pools import PoolRules
+from .config_schema import StackConfig, dashboard_on
+from .config_shape import validate_shape
+from .config_workloads import WorkloadRules
+from .settings import (
     GPU_TAINT,
     AlertSettings,
     AuthorizedNetwork,
@@ -57,7 +57,7 @@ from components.settings import (
     Taint,
     Workload,
 )
-from components.stack_file import StackFileError, decode_config_value
+from .stack_file import StackFileError, decode_config_value
 
 # The public names of the config layer; components import the settings types from here.
 __all__ = [

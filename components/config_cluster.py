@@ -7,7 +7,7 @@ import ipaddress
 import yaml
 from pydantic.alias_generators import to_camel
 
-from components.config_common import (
+from .config_common import (
     DEFAULT_REGIONAL_ZONES,
     K8S_NAME,
     KUBECONFIG_CHECK_LIMIT,
@@ -23,8 +23,8 @@ from components.config_common import (
     listing,
     network_of,
 )
-from components.config_schema import ClusterConfig, NetworkConfig, RuleBase, SystemPoolConfig, dashboard_on
-from components.settings import AuthorizedNetwork, ClusterSettings, GpuPool, NetworkSettings, SystemPool
+from .config_schema import ClusterConfig, NetworkConfig, RuleBase, SystemPoolConfig, dashboard_on
+from .settings import AuthorizedNetwork, ClusterSettings, GpuPool, NetworkSettings, SystemPool
 
 
 class ClusterRules(RuleBase):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from components.config_common import NAMESPACE, TOP_LEVEL_KEYS, cut
+from .config_common import NAMESPACE, TOP_LEVEL_KEYS, cut
 
 PROVIDER_KEYS_PATH = Path(__file__).parent / "data" / "provider_config_keys.yaml"
 # Namespaces whose keys have an effect on this program.

@@ -3,10 +3,10 @@ compact placement."""
 
 from __future__ import annotations
 
-from components.catalog import Accelerator, MachineType
-from components.config_common import RESERVATION_PATTERN, ZONE_PATTERN, cut, listing
-from components.config_schema import GpuPoolConfig, RuleBase
-from components.settings import ClusterSettings
+from .catalog import Accelerator, MachineType
+from .config_common import RESERVATION_PATTERN, ZONE_PATTERN, cut, listing
+from .config_schema import GpuPoolConfig, RuleBase
+from .settings import ClusterSettings
 
 
 class PlacementRules(RuleBase):

@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic.alias_generators import to_camel
 
-from components.catalog import Accelerator, MachineType
-from components.config_common import (
+from .catalog import Accelerator, MachineType
+from .config_common import (
     GPU_TAINT_KEY,
     GPU_TAINT_VALUE,
     K8S_NAME,
@@ -17,9 +17,9 @@ from components.config_common import (
     listing,
     valid_label_key,
 )
-from components.config_placement import PlacementRules
-from components.config_schema import GpuPoolConfig
-from components.settings import ClusterSettings, GpuPool, Reservation, Sharing, Taint
+from .config_placement import PlacementRules
+from .config_schema import GpuPoolConfig
+from .settings import ClusterSettings, GpuPool, Reservation, Sharing, Taint
 
 
 class PoolRules(PlacementRules):

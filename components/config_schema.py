@@ -9,9 +9,9 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
-from components.catalog import Catalog
-from components.config_broken import Broken
-from components.config_common import (
+from .catalog import Catalog
+from .config_broken import Broken
+from .config_common import (
     MAX_AUTHORIZED_NETWORKS_PRIVATE,
     MAX_BOOT_DISK_GB,
     MAX_CHANNELS_PER_POLICY,

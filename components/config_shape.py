@@ -13,9 +13,9 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from pydantic.alias_generators import to_snake
 
-from components.config_broken import Broken
-from components.config_common import NAMESPACE, TOP_LEVEL_KEYS
-from components.config_schema import (
+from .config_broken import Broken
+from .config_common import NAMESPACE, TOP_LEVEL_KEYS
+from .config_schema import (
     ClusterConfig,
     GpuPoolConfig,
     StackConfig,

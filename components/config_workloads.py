@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic.alias_generators import to_camel
 
-from components.config_common import (
+from .config_common import (
     DNS_SUBDOMAIN,
     K8S_NAME,
     LABEL_VALUE_PATTERN,
@@ -13,9 +13,9 @@ from components.config_common import (
     listing,
     valid_label_key,
 )
-from components.config_schema import DevicePluginConfig, RuleBase, dashboard_on
-from components.images import BLACKWELL_ACCELERATORS
-from components.settings import (
+from .config_schema import DevicePluginConfig, RuleBase, dashboard_on
+from .images import BLACKWELL_ACCELERATORS
+from .settings import (
     AlertSettings,
     ClusterSettings,
     DevicePluginSettings,

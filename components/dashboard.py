@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from components.images import DCGM_HOSTNAME_LABEL
+from .images import DCGM_HOSTNAME_LABEL
 
 COLUMNS = 48
 HALF = COLUMNS // 2

@@ -12,8 +12,9 @@ from typing import Any, Literal
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import images
-from components.k8s_common import app_labels, image_version, require_node_labels, selector_labels
+from . import images
+from .k8s_common import app_labels, image_version, require_node_labels, selector_labels
+from .package import component_options, component_type
 
 METRICS_PORT = 9400
 # Where GKE installs the NVIDIA driver on COS nodes.
@@ -77,7 +78,7 @@ class DcgmExporter(pulumi.ComponentResource):
     network_policy: k8s.networking.v1.NetworkPolicy
 
     def __init__(self, name: str, args: DcgmExporterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gke-gpu:monitoring:DcgmExporter", name, None, opts)
+        super().__init__(component_type("DcgmExporter"), name, None, component_options("DcgmExporter", opts))
         if not args.scraper_namespace:
             raise ValueError("DcgmExporterArgs.scraper_namespace is required: the only namespace let in")
         child = pulumi.ResourceOptions(parent=self)

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from .package import component_options, component_type
+
 
 @dataclass(frozen=True, kw_only=True)
 class ExistingClusterArgs:
@@ -26,7 +28,9 @@ class ExistingCluster(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: ExistingClusterArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("gke-gpu:cluster:ExistingCluster", name, None, opts)
+        super().__init__(
+            component_type("ExistingCluster"), name, None, component_options("ExistingCluster", opts)
+        )
         self.provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=pulumi.Output.secret(args.kubeconfig),

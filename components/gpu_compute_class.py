@@ -8,9 +8,10 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config import GpuPool
-from components.gpu_scheduling import compute_class_name
-from components.k8s_common import app_labels
+from .config import GpuPool
+from .gpu_scheduling import compute_class_name
+from .k8s_common import app_labels
+from .package import component_options, component_type
 
 COMPUTE_CLASS_API_VERSION = "cloud.google.com/v1"
 # GKE version that first accepts `priorities[].gpu.gpuSharing`. UNVERIFIED: taken from secondary
@@ -56,7 +57,9 @@ class GpuComputeClass(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: GpuComputeClassArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("gke-gpu:gpu:GpuComputeClass", name, None, opts)
+        super().__init__(
+            component_type("GpuComputeClass"), name, None, component_options("GpuComputeClass", opts)
+        )
         pool = args.pool
         self.class_name = compute_class_name(pool)
         gpu: dict[str, Any] = {

@@ -10,10 +10,11 @@ from typing import Any, Literal
 import pulumi
 from pulumi_gcp import monitoring
 
-from components.alert_rules import EVALUATION_INTERVAL, RULE_GROUP, AlertRule, alert_rules
-from components.config import AlertSettings
-from components.dashboard import gpu_dashboard
-from components.dcgm_exporter import DcgmExporter, DcgmExporterArgs
+from .alert_rules import EVALUATION_INTERVAL, RULE_GROUP, AlertRule, alert_rules
+from .config import AlertSettings
+from .dashboard import gpu_dashboard
+from .dcgm_exporter import DcgmExporter, DcgmExporterArgs
+from .package import component_options, component_type
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,7 +46,9 @@ class GpuMonitoring(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: GpuMonitoringArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("gke-gpu:monitoring:GpuMonitoring", name, None, opts)
+        super().__init__(
+            component_type("GpuMonitoring"), name, None, component_options("GpuMonitoring", opts)
+        )
         child = pulumi.ResourceOptions(parent=self)
 
         self.exporter: DcgmExporter | None = None

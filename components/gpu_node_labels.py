@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.config import GPU_TAINT_KEY, GPU_TAINT_VALUE
+from .config import GPU_TAINT_KEY, GPU_TAINT_VALUE
+from .package import component_options, component_type
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,7 +44,9 @@ class GpuNodeLabels(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: GpuNodeLabelsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("gke-gpu:gpu:GpuNodeLabels", name, None, opts)
+        super().__init__(
+            component_type("GpuNodeLabels"), name, None, component_options("GpuNodeLabels", opts)
+        )
         self.patches: dict[str, k8s.core.v1.NodePatch] = {}
         for node in args.nodes:
             spec = None

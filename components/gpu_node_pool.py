@@ -8,8 +8,9 @@ from dataclasses import dataclass
 import pulumi
 from pulumi_gcp import container
 
-from components.cluster import hardened_node_settings
-from components.config import GpuPool
+from .cluster import hardened_node_settings
+from .config import GpuPool
+from .package import component_options, component_type
 
 # Inputs whose change makes GKE delete and recreate the node pool (ForceNew in the provider),
 # keyed by their camelCase path in the NodePool's inputs. The offline render marks them, and
@@ -72,7 +73,7 @@ class GpuNodePool(pulumi.ComponentResource):
     pool_name: pulumi.Output[str]
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gke-gpu:gpu:GpuNodePool", name, None, opts)
+        super().__init__(component_type("GpuNodePool"), name, None, component_options("GpuNodePool", opts))
         pool = args.pool
         assert pool.machine_type and pool.max_nodes is not None, "a resolved Standard pool"
 

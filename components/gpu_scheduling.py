@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.config import GPU_TAINT_KEY, GpuPool
+from .config import GPU_TAINT_KEY, GpuPool
 
 ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import pulumi
 from pulumi_gcp import compute
 
+from .package import component_options, component_type
+
 PODS_RANGE_NAME = "pods"
 SERVICES_RANGE_NAME = "services"
 
@@ -48,7 +50,7 @@ class GkeNetwork(pulumi.ComponentResource):
     services_range_name: str
 
     def __init__(self, name: str, args: GkeNetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("gke-gpu:network:GkeNetwork", name, None, opts)
+        super().__init__(component_type("GkeNetwork"), name, None, component_options("GkeNetwork", opts))
         child = pulumi.ResourceOptions(parent=self)
 
         self.network = compute.Network(

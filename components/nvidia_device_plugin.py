@@ -10,9 +10,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from components import images
-from components.gpu_scheduling import GPU_RESOURCE
-from components.k8s_common import app_labels, image_version, selector_labels
+from . import images
+from .gpu_scheduling import GPU_RESOURCE
+from .k8s_common import app_labels, image_version, selector_labels
+from .package import component_options, component_type
 
 DEVICE_PLUGIN_PATH = "/var/lib/kubelet/device-plugins"
 CONFIG_DIR = "/etc/nvidia-device-plugin"
@@ -47,7 +48,9 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: NvidiaDevicePluginArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("gke-gpu:gpu:NvidiaDevicePlugin", name, None, opts)
+        super().__init__(
+            component_type("NvidiaDevicePlugin"), name, None, component_options("NvidiaDevicePlugin", opts)
+        )
         labels = app_labels(
             "nvidia-device-plugin", component="device-plugin", version=image_version(images.DEVICE_PLUGIN)
         )

@@ -10,18 +10,18 @@ from typing import Any
 
 import pulumi
 
-from components.cluster import GkeCluster, GkeClusterArgs
-from components.config import GpuPool, Settings
-from components.dcgm_exporter import DcgmExporterArgs
-from components.existing_cluster import ExistingCluster, ExistingClusterArgs
-from components.gpu_compute_class import GpuComputeClass, GpuComputeClassArgs
-from components.gpu_monitoring import GpuMonitoring, GpuMonitoringArgs
-from components.gpu_node_labels import GpuNodeLabels, GpuNodeLabelsArgs
-from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
-from components.gpu_scheduling import GPU_TOLERATION, gpus_per_pod, node_selector, tolerations
-from components.network import GkeNetwork, GkeNetworkArgs
-from components.nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
-from components.sample_workloads import (
+from .cluster import GkeCluster, GkeClusterArgs
+from .config import GpuPool, Settings
+from .dcgm_exporter import DcgmExporterArgs
+from .existing_cluster import ExistingCluster, ExistingClusterArgs
+from .gpu_compute_class import GpuComputeClass, GpuComputeClassArgs
+from .gpu_monitoring import GpuMonitoring, GpuMonitoringArgs
+from .gpu_node_labels import GpuNodeLabels, GpuNodeLabelsArgs
+from .gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from .gpu_scheduling import GPU_TOLERATION, gpus_per_pod, node_selector, tolerations
+from .network import GkeNetwork, GkeNetworkArgs
+from .nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
+from .sample_workloads import (
     GpuTarget,
     SampleWorkload,
     SampleWorkloads,

@@ -13,9 +13,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import images
-from components.gpu_scheduling import GPU_RESOURCE
-from components.k8s_common import (
+from . import images
+from .gpu_scheduling import GPU_RESOURCE
+from .k8s_common import (
     GKE_DRIVER_MOUNT,
     app_labels,
     deny_all_network_policy_spec,
@@ -24,6 +24,7 @@ from components.k8s_common import (
     restricted_container_security_context,
     restricted_pod_security_context,
 )
+from .package import component_options, component_type
 
 SCRIPTS = Path(__file__).parent / "scripts"
 # Read once, at import: the ConfigMap (pytorch-smoke) and the Job's command (sharing-demo) carry
@@ -155,7 +156,9 @@ class SampleWorkloads(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: SampleWorkloadsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        super().__init__("gke-gpu:workloads:SampleWorkloads", name, None, opts)
+        super().__init__(
+            component_type("SampleWorkloads"), name, None, component_options("SampleWorkloads", opts)
+        )
         self._name = name
         self._args = args
         self.namespaces = {}

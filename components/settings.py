@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from components.config_common import GPU_TAINT_KEY, GPU_TAINT_VALUE
-from components.config_schema import ExistingNetworkConfig
+from .config_common import GPU_TAINT_KEY, GPU_TAINT_VALUE
+from .config_schema import ExistingNetworkConfig
 
 # --------------------------------------------------------------------------------------------------
 # The resolved settings handed to the components (every default filled in).

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from components.config import ConfigError, parse_settings
+from gke_gpu.config import ConfigError, parse_settings
 from tools.offline import RunResult, run_program
 
 PROJECT = "test-project"

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.alert_rules import prometheus_rules
+from gke_gpu.alert_rules import prometheus_rules
 from tests.conftest import L4_POOL, STANDARD_CLUSTER, render, stack_config
 from tools.offline import run_stack
 

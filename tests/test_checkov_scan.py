@@ -82,7 +82,7 @@ def test_plan_shape_blocks_maps_and_unknowns() -> None:
                 {"role": "roles/container.defaultNodeServiceAccount"},
             ),
             resource("kubernetes:batch/v1:Job", "samples-job", {"kind": "Job"}),
-            {"type": "gke-gpu:cluster:GkeCluster", "name": "gke", "inputs": {}, "component": True},
+            {"type": "gke-gpu:index:GkeCluster", "name": "gke", "inputs": {}, "component": True},
         )
     )
     # What checkov's terraform_plan parser requires to take the file as a plan.

@@ -7,8 +7,8 @@ import pytest
 import yaml
 
 import tools.offline
-from components.cluster import GkeCluster, GkeClusterArgs, node_service_account_id
-from components.config import AuthorizedNetwork, SystemPool
+from gke_gpu.cluster import GkeCluster, GkeClusterArgs, node_service_account_id
+from gke_gpu.config import AuthorizedNetwork, SystemPool
 from tools.offline import SECRET, run_program
 
 SYSTEM_POOL = SystemPool("e2-standard-4", 1, 3, False, 100)
@@ -178,7 +178,7 @@ def test_kubeconfig_is_a_secret_using_the_gke_auth_plugin() -> None:
 
 
 def test_kubeconfig_content() -> None:
-    from components.cluster import render_kubeconfig
+    from gke_gpu.cluster import render_kubeconfig
 
     text = render_kubeconfig(
         project="p", location="us-central1", name="c", dns_endpoint="gke-0123abcd-p.us-central1.gke.goog"
@@ -216,12 +216,12 @@ def test_kubernetes_provider_is_built_from_the_secret_kubeconfig() -> None:
     result = declare()
     provider = result.one("pulumi:providers:kubernetes")
     assert provider.inputs["kubeconfig"] == SECRET
-    assert provider.parent == result.one("gke-gpu:cluster:GkeCluster").urn
+    assert provider.parent == result.one("gke-gpu:index:GkeCluster").urn
 
 
 def test_every_child_is_parented_to_the_component() -> None:
     result = declare()
-    component = result.one("gke-gpu:cluster:GkeCluster")
+    component = result.one("gke-gpu:index:GkeCluster")
     children = [r for r in result.resources if r is not component]
     assert children and all(r.parent == component.urn for r in children)
 
@@ -259,7 +259,7 @@ users:
 
 
 def test_the_ip_kubeconfig_is_the_one_existing_stacks_hold() -> None:
-    from components.cluster import render_ip_kubeconfig
+    from gke_gpu.cluster import render_ip_kubeconfig
 
     text = render_ip_kubeconfig(
         project="p", location="us-central1", name="c", endpoint="203.0.113.10", ca_certificate="Q0E="
@@ -283,7 +283,7 @@ def test_the_provider_has_a_stable_cluster_identifier() -> None:
 def test_no_kubeconfig_for_a_missing_dns_endpoint() -> None:
     import pulumi
 
-    from components.cluster import render_kubeconfig
+    from gke_gpu.cluster import render_kubeconfig
 
     with pytest.raises(pulumi.RunError, match="GKE reported no DNS endpoint for cluster c"):
         render_kubeconfig(project="p", location="us-central1", name="c", dns_endpoint=None)

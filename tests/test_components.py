@@ -8,15 +8,15 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.config import AlertSettings
-from components.dcgm_exporter import DcgmExporter, DcgmExporterArgs
-from components.existing_cluster import ExistingCluster, ExistingClusterArgs
-from components.gpu_compute_class import GpuComputeClass, GpuComputeClassArgs
-from components.gpu_monitoring import GpuMonitoring, GpuMonitoringArgs
-from components.gpu_node_labels import GpuNodeLabels, GpuNodeLabelsArgs
-from components.gpu_scheduling import GPU_TOLERATION
-from components.nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
-from components.sample_workloads import GpuTarget, SampleWorkload, SampleWorkloads, SampleWorkloadsArgs
+from gke_gpu.config import AlertSettings
+from gke_gpu.dcgm_exporter import DcgmExporter, DcgmExporterArgs
+from gke_gpu.existing_cluster import ExistingCluster, ExistingClusterArgs
+from gke_gpu.gpu_compute_class import GpuComputeClass, GpuComputeClassArgs
+from gke_gpu.gpu_monitoring import GpuMonitoring, GpuMonitoringArgs
+from gke_gpu.gpu_node_labels import GpuNodeLabels, GpuNodeLabelsArgs
+from gke_gpu.gpu_scheduling import GPU_TOLERATION
+from gke_gpu.nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
+from gke_gpu.sample_workloads import GpuTarget, SampleWorkload, SampleWorkloads, SampleWorkloadsArgs
 from tests.conftest import AUTOPILOT_CLUSTER, settings
 from tests.kubernetes_schemas import validate
 from tools.offline import SECRET, RunResult, run_program

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from components.config import parse_settings
-from components.gpu_compute_class import GPU_SHARING_MIN_VERSION, GpuComputeClass, GpuComputeClassArgs
+from gke_gpu.config import parse_settings
+from gke_gpu.gpu_compute_class import GPU_SHARING_MIN_VERSION, GpuComputeClass, GpuComputeClassArgs
 from tests.conftest import AUTOPILOT_CLUSTER, render, settings, stack_config
 from tests.kubernetes_schemas import CRD_SCHEMAS, SCHEMAS, validate
 from tests.test_components import declare

@@ -185,7 +185,7 @@ def test_gke_flavor_uses_gkes_device_plugin_and_dcgm() -> None:
     result = render(
         stack_config(region=None, cluster=GKE, workloads=["nvidia-smi"], monitoring={"dcgm": "none"})
     )
-    assert result.of_type("gke-gpu:gpu:NvidiaDevicePlugin") == []
+    assert result.of_type("gke-gpu:index:NvidiaDevicePlugin") == []
     job = result.one("kubernetes:batch/v1:Job").inputs
     terms = job["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
         "requiredDuringSchedulingIgnoredDuringExecution"
@@ -200,7 +200,7 @@ def test_gke_flavor_uses_gkes_device_plugin_and_dcgm() -> None:
 
 def test_gke_flavor_defaults_to_managed_dcgm_and_a_dashboard() -> None:
     result = render(stack_config(region=None, cluster=GKE))
-    assert result.of_type("gke-gpu:monitoring:DcgmExporter") == []
+    assert result.of_type("gke-gpu:index:DcgmExporter") == []
     assert result.outputs["monitoring"]["dcgm"] == "managed"
     assert result.of_type("gcp:monitoring/dashboard:Dashboard")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from gke_gpu.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from tests.conftest import L4_POOL, STANDARD_CLUSTER, settings
 from tools.offline import run_program
 
@@ -24,7 +24,7 @@ def node_pool(preview: bool = True, **fields: object) -> dict:
 
     result = run_program({}, program=program, preview=preview)
     assert result.error is None, result.error
-    component = result.one("gke-gpu:gpu:GpuNodePool")
+    component = result.one("gke-gpu:index:GpuNodePool")
     (child,) = result.children_of(component)
     assert child.type == "gcp:container/nodePool:NodePool"
     return child.inputs

@@ -9,9 +9,9 @@ import warnings
 import pytest
 from google.protobuf.json_format import ParseError
 
-from components import images
-from components.dashboard import Chart, valid_unit
-from components.dcgm_exporter import COLLECTORS_FILE, DcgmExporter, DcgmExporterArgs, collected_fields
+from gke_gpu import images
+from gke_gpu.dashboard import Chart, valid_unit
+from gke_gpu.dcgm_exporter import COLLECTORS_FILE, DcgmExporter, DcgmExporterArgs, collected_fields
 from tests.conftest import AUTOPILOT_CLUSTER, L4_POOL, STANDARD_CLUSTER, config_error, render, stack_config
 from tools.offline import run_program, run_stack
 
@@ -39,7 +39,7 @@ def test_managed_dcgm_is_switched_on_in_the_cluster() -> None:
     result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[L4_POOL]))
     components = result.one("gcp:container/cluster:Cluster").inputs["monitoringConfig"]["enableComponents"]
     assert "DCGM" in components
-    assert result.of_type("gke-gpu:monitoring:DcgmExporter") == []
+    assert result.of_type("gke-gpu:index:DcgmExporter") == []
 
 
 def test_exporter_mode_deploys_the_exporter_and_turns_managed_dcgm_off() -> None:

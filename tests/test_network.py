@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.network import GkeNetwork, GkeNetworkArgs
+from gke_gpu.network import GkeNetwork, GkeNetworkArgs
 from tools.offline import run_program
 
 ARGS = dict(
@@ -73,7 +73,7 @@ def test_no_nat_without_private_nodes_and_no_firewall_rules() -> None:
 
 def test_children_are_parented_to_the_component() -> None:
     result = declare()
-    component = result.one("gke-gpu:network:GkeNetwork")
+    component = result.one("gke-gpu:index:GkeNetwork")
     children = {r.type for r in result.children_of(component)}
     assert children == {
         "gcp:compute/network:Network",

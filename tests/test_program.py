@@ -96,7 +96,7 @@ def test_existing_network_is_used_without_creating_one() -> None:
         stack_config(cluster=STANDARD_CLUSTER, network={"existing": existing}, gpuPools=[L4_POOL])
     )
     assert result.of_type("gcp:compute/network:Network") == []
-    assert result.of_type("gke-gpu:network:GkeNetwork") == []
+    assert result.of_type("gke-gpu:index:GkeNetwork") == []
     cluster = result.one("gcp:container/cluster:Cluster").inputs
     assert cluster["network"] == "shared-vpc"
     assert cluster["subnetwork"] == "gke-subnet"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from components.sample_workloads import SHARING_DEMO_SCRIPT
+from gke_gpu.sample_workloads import SHARING_DEMO_SCRIPT
 
 
 def _executable(path: Path, body: str) -> Path:

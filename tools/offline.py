@@ -30,8 +30,8 @@ from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import settings as pulumi_settings
 
 # Re-exported: the render's marker for a secure value, which the policy pack knows too.
-from components.stack_file import SECRET_NOT_DECRYPTED as SECRET_NOT_DECRYPTED
-from components.stack_file import StackFile, load_stack_file
+from gke_gpu.stack_file import SECRET_NOT_DECRYPTED as SECRET_NOT_DECRYPTED
+from gke_gpu.stack_file import StackFile, load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "__main__.py"
@@ -52,6 +52,8 @@ class Resource:
     parent: str | None
     provider: str | None
     inputs: dict[str, Any]
+    # The type tokens this resource was known by before (its `aliases=[Alias(type_=...)]`).
+    alias_types: tuple[str, ...] = ()
 
     @property
     def is_component(self) -> bool:
@@ -118,6 +120,7 @@ class _RecordingMocks(pulumi.runtime.Mocks):
                 parent=parent,
                 provider=(args.provider or None),
                 inputs=normalise(args.inputs),
+                alias_types=getattr(self.current, "alias_types", ()),
             )
         )
         if self.preview:
@@ -147,10 +150,14 @@ class _RecordingMonitor(pulumi_mocks.MockMonitor):
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC method name)
         self._recorder.current.parent = request.parent
+        self._recorder.current.alias_types = tuple(
+            alias.spec.type for alias in request.aliases if alias.HasField("spec") and alias.spec.type
+        )
         try:
             return super().RegisterResource(request)
         finally:
             self._recorder.current.parent = None
+            self._recorder.current.alias_types = ()
             # The SDK gives each RPC worker thread its own event loop; close them after the run
             # (left open, they fail noisily when the interpreter tears them down).
             with contextlib.suppress(RuntimeError):

@@ -33,7 +33,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 try:
-    from components.stack_file import StackFileError
+    from gke_gpu.stack_file import StackFileError
     from tools import plan
     from tools.offline import ROOT, run_stack, stacks
 except ModuleNotFoundError as exc:  # not the project's virtualenv: say how to get it, no traceback
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         return _error(str(exc))
     error = result.error
     if error is not None:
-        from components.config import ConfigError
+        from gke_gpu.config import ConfigError
 
         if isinstance(error, (ConfigError, StackFileError)):
             return _error(f"stack {args.stack}: {error}")
