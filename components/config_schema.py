@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -256,8 +256,8 @@ def cut_key(key: str) -> str:
     return key if _PLAIN_KEY.fullmatch(key) else cut(key, 40)
 
 
-def _model_at(model: type[BaseModel], loc: Sequence[Any]) -> type[BaseModel] | None:
-    """The pydantic model class found by walking `loc` (aliases and list indexes) from `model`."""
+def _model_at(model: type[BaseModel], loc: Sequence[Any], *, by_name: bool = False) -> type[BaseModel] | None:
+    """The pydantic model class found by walking `loc` (aliases, or field names, and list indexes)."""
     current: Any = model
     for part in loc:
         if isinstance(part, int):
@@ -265,7 +265,7 @@ def _model_at(model: type[BaseModel], loc: Sequence[Any]) -> type[BaseModel] | N
         if not (isinstance(current, type) and issubclass(current, BaseModel)):
             return None
         match = next(
-            (f for f in current.model_fields.values() if f.alias == part),
+            (f for n, f in current.model_fields.items() if (n if by_name else f.alias) == part),
             None,
         )
         if match is None:
@@ -305,34 +305,44 @@ _TYPE_NAMES = {
 }
 
 
-def describe_pydantic_error(error: Mapping[str, Any]) -> str:
-    """One line for one pydantic error: the key's path, the bad value (cut short), what is allowed."""
+def describe_pydantic_error(
+    error: Mapping[str, Any],
+    *,
+    root: type[BaseModel] | None = None,
+    path: Callable[[Sequence[Any]], str] | None = None,
+    by_name: bool = False,
+) -> str:
+    """One line for one pydantic error: the key's path, the bad value (cut short), what is allowed.
+
+    The stack file's keys by default (`gke-gpu:gpuPools[0].gpusPerNode`, against StackConfig); a
+    component's args with `root`, `path` and `by_name` (`sharing.max_clients_per_gpu`)."""
     loc = list(error["loc"])
-    path = format_path(loc)
+    where = (path or format_path)(loc)
     kind = error["type"]
     value = error.get("input")
     ctx = error.get("ctx") or {}
     if kind == "extra_forbidden":
-        parent = _model_at(StackConfig, loc[:-1])
-        allowed = sorted(f.alias or n for n, f in parent.model_fields.items()) if parent else []
-        return f"{path}: unknown key; allowed keys here: {', '.join(allowed)}"
+        parent = _model_at(root or StackConfig, loc[:-1], by_name=by_name)
+        names = parent.model_fields.items() if parent else []
+        allowed = sorted(n if by_name else (f.alias or n) for n, f in names)
+        return f"{where}: unknown key; allowed keys here: {', '.join(allowed)}"
     if kind == "missing":
-        return f"{path}: required"
+        return f"{where}: required"
     if kind == "literal_error":
-        return f"{path}: {cut(value)} is not allowed; allowed: {ctx['expected']}"
+        return f"{where}: {cut(value)} is not allowed; allowed: {ctx['expected']}"
     if kind in _BOUNDS:
         limit = next(iter(ctx.values()))
-        return f"{path}: {cut(value)} is not allowed; must be {_BOUNDS[kind]} {limit}"
+        return f"{where}: {cut(value)} is not allowed; must be {_BOUNDS[kind]} {limit}"
     if kind == "string_pattern_mismatch":
         meaning = PATTERN_MEANINGS.get(ctx.get("pattern", ""), "the expected format")
-        return f"{path}: {cut(value)} is not allowed; expected {meaning}"
+        return f"{where}: {cut(value)} is not allowed; expected {meaning}"
     if kind == "string_too_long":
-        return f"{path}: {cut(value, 40)} is too long; at most {ctx.get('max_length')} characters"
+        return f"{where}: {cut(value, 40)} is too long; at most {ctx.get('max_length')} characters"
     if kind == "too_long":
-        return f"{path}: has {len(value)} entries; at most {ctx.get('max_length')}"
+        return f"{where}: has {len(value)} entries; at most {ctx.get('max_length')}"
     if kind in _TYPE_NAMES:
-        return f"{path}: {cut(value)} is not allowed; expected {_TYPE_NAMES[kind]}"
-    return f"{path}: {cut(value)} is not allowed: {error['msg']}"
+        return f"{where}: {cut(value)} is not allowed; expected {_TYPE_NAMES[kind]}"
+    return f"{where}: {cut(value)} is not allowed: {error['msg']}"
 
 
 class RuleBase:

@@ -1,0 +1,129 @@
+"""Validation at a component's boundary: the args dict checked before any child is declared.
+
+Every public component reads its args as a dict (a ``TypedDict``): the same code path serves Python
+programs that import the library and the multi-language provider, which always hands the
+constructor a dict with snake_case keys. ``validate_args`` checks that dict against a pydantic
+model of the component (unknown keys refused, values strict) and raises one
+:class:`InvalidArgsError` naming every bad arg, before the component declares anything.
+
+Two facts of the wire shape the checks:
+
+* Integers arrive as floats through the provider (protobuf ``Struct`` numbers): ``2.0`` is taken as
+  ``2``; ``2.5`` stays a float and is refused where a whole number is expected.
+* Values may be Outputs (``pulumi.Input[T]``). They are unknown at construction time, so a field
+  that only forwards a value accepts an Output (``Deferred``); a field the component branches on
+  (it decides which resources exist) is plain and checked here.
+"""
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, TypeVar
+
+import pulumi
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
+
+from .config_common import cut
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class InvalidArgsError(pulumi.RunError, ValueError):
+    """A component's args are invalid: the CLI prints the message only (RunError), and it is a
+    ValueError for programs that catch it."""
+
+    def __init__(self, component: str, name: str, problems: Sequence[str]) -> None:
+        self.component = component
+        self.resource_name = name
+        self.problems = list(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(f"{component} {name!r}: invalid args ({len(self.problems)} problem(s)):\n{lines}")
+
+
+class Unknown:
+    """Stands in for an Output (or any awaitable) while the args are validated."""
+
+    def __repr__(self) -> str:
+        return "<output>"
+
+
+UNKNOWN = Unknown()
+T = TypeVar("T")
+
+
+def _keep_unknown(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    return value if isinstance(value, Unknown) else handler(value)
+
+
+# A field that may be an Output (`Deferrable[str]`): an Output passes unchecked, a value is checked.
+Deferrable = Annotated[T, WrapValidator(_keep_unknown)]
+
+
+class ArgsModel(BaseModel):
+    """Base of the pydantic models that check a component's args (snake_case keys, as the TypedDict)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, arbitrary_types_allowed=True)
+
+
+def known(value: Any) -> Any:
+    """Args as plain data: Outputs and awaitables become UNKNOWN; integral floats become ints."""
+    if isinstance(value, pulumi.Output) or inspect.isawaitable(value):
+        return UNKNOWN
+    if isinstance(value, Mapping):
+        return {k: known(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [known(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if hasattr(value, "value") and type(value).__module__ != "builtins" and isinstance(value.value, str):
+        return value.value  # an enum member: its wire value
+    return value
+
+
+def arg_path(loc: Sequence[Any]) -> str:
+    """`('sharing', 'max_clients_per_gpu')` -> `sharing.max_clients_per_gpu`; list indexes in brackets."""
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+def describe_args_error(error: Mapping[str, Any], model: type[BaseModel]) -> str:
+    """One line for one pydantic error, keyed by the arg's path (snake_case, as the TypedDict)."""
+    from .config_schema import describe_pydantic_error
+
+    return describe_pydantic_error(error, root=model, path=arg_path, by_name=True)
+
+
+def validate_args(
+    component: str,
+    name: str,
+    model: type[M],
+    args: Mapping[str, Any] | None,
+    *,
+    rules: Callable[[M], list[str]] | None = None,
+) -> M:
+    """Check `args` against `model`, then `rules` (cross-field and catalog checks that return
+    problem lines); raise one InvalidArgsError with every problem, or return the validated model."""
+    if args is None or not isinstance(args, Mapping):
+        raise InvalidArgsError(component, name, [f"args: {cut(args)} is not allowed; expected a dict"])
+    try:
+        spec = model.model_validate(known(args))
+    except ValidationError as exc:
+        lines = [describe_args_error(e, model) for e in exc.errors()]
+        raise InvalidArgsError(component, name, _unique(lines)) from None
+    problems = rules(spec) if rules else []
+    if problems:
+        raise InvalidArgsError(component, name, problems)
+    return spec
+
+
+def pick(checked: Any, raw: Any) -> Any:
+    """The validated value, or the raw Output where validation saw only UNKNOWN."""
+    return raw if isinstance(checked, Unknown) else checked
+
+
+def _unique(lines: list[str]) -> list[str]:
+    return list(dict.fromkeys(lines))
