@@ -1,0 +1,73 @@
+"""gke-gpu: Pulumi components for NVIDIA GPUs on Google Kubernetes Engine.
+
+The public components and their args are importable from the package itself::
+
+    from gke_gpu import GpuNodePool, GpuNodePoolArgs, InvalidArgsError
+
+They are imported on first use (module ``__getattr__``), not when ``gke_gpu`` is: importing
+``gke_gpu.config`` (the stack-file reader) or ``gke_gpu.catalog`` does not load pulumi_gcp and
+pulumi_kubernetes, and the component modules, which import each other through the package, never
+see it half-initialised.
+"""
+
+import importlib
+from importlib.metadata import version
+from typing import TYPE_CHECKING, Any
+
+from .package import PUBLIC_COMPONENTS
+
+if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
+    from .cluster import GkeCluster, GkeClusterArgs
+    from .dcgm_exporter import DcgmExporter, DcgmExporterArgs
+    from .gpu_compute_class import GpuComputeClass, GpuComputeClassArgs
+    from .gpu_monitoring import GpuMonitoring, GpuMonitoringArgs
+    from .gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+    from .network import GkeNetwork, GkeNetworkArgs
+    from .nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
+    from .sample_workloads import SampleWorkloads, SampleWorkloadsArgs
+    from .validation import InvalidArgsError
+
+__version__: str = version("gke-gpu")
+
+# Exported name -> the module (of this package) that defines it.
+_LAZY: dict[str, str] = {"InvalidArgsError": "validation"}
+for _cls, _module in PUBLIC_COMPONENTS.items():
+    _LAZY[_cls] = _module
+    _LAZY[f"{_cls}Args"] = _module
+del _cls, _module
+
+# Written out for type checkers and `import *`; tests/test_package_exports.py checks it against _LAZY.
+__all__ = [
+    "DcgmExporter",
+    "DcgmExporterArgs",
+    "GkeCluster",
+    "GkeClusterArgs",
+    "GkeNetwork",
+    "GkeNetworkArgs",
+    "GpuComputeClass",
+    "GpuComputeClassArgs",
+    "GpuMonitoring",
+    "GpuMonitoringArgs",
+    "GpuNodePool",
+    "GpuNodePoolArgs",
+    "InvalidArgsError",
+    "NvidiaDevicePlugin",
+    "NvidiaDevicePluginArgs",
+    "SampleWorkloads",
+    "SampleWorkloadsArgs",
+    "__version__",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        # AttributeError (not ImportError) so that `from . import images` falls through to the submodule.
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

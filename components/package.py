@@ -36,3 +36,29 @@ def component_options(class_name: str, opts: pulumi.ResourceOptions | None) -> p
     if legacy is None:
         return opts or pulumi.ResourceOptions()
     return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=[pulumi.Alias(type_=legacy)]))
+
+
+# The public components, by class name, with the module (of this package) that defines each and
+# its args TypedDict `<Class>Args`. One list for the package's exports (__init__.py), the
+# multi-language plugin (provider/__main__.py), the schema tool (tools/schema.py) and the tests.
+PUBLIC_COMPONENTS: dict[str, str] = {
+    "GkeNetwork": "network",
+    "GkeCluster": "cluster",
+    "GpuNodePool": "gpu_node_pool",
+    "GpuComputeClass": "gpu_compute_class",
+    "GpuMonitoring": "gpu_monitoring",
+    "DcgmExporter": "dcgm_exporter",
+    "NvidiaDevicePlugin": "nvidia_device_plugin",
+    "SampleWorkloads": "sample_workloads",
+}
+
+
+def public_components() -> list[type[pulumi.ComponentResource]]:
+    """The public component classes, in PUBLIC_COMPONENTS order (imported on first call: the
+    component modules import this one)."""
+    import importlib
+
+    return [
+        getattr(importlib.import_module(f".{module}", __package__), cls)
+        for cls, module in PUBLIC_COMPONENTS.items()
+    ]

@@ -1,0 +1,81 @@
+"""What `import gke_gpu` offers a program outside this repository: the components, their args, the
+error type and the version, from the package itself, without import cycles."""
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pulumi
+import pytest
+
+import gke_gpu
+from gke_gpu.package import PACKAGE, PUBLIC_COMPONENTS, component_type, public_components
+from gke_gpu.validation import InvalidArgsError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_all_names_the_components_their_args_the_error_and_the_version() -> None:
+    expected = {"__version__", "InvalidArgsError"}
+    for cls in PUBLIC_COMPONENTS:
+        expected |= {cls, f"{cls}Args"}
+    assert sorted(gke_gpu.__all__) == sorted(expected)
+
+
+@pytest.mark.parametrize("name", sorted(PUBLIC_COMPONENTS))
+def test_each_component_and_its_args_import_from_the_package(name: str) -> None:
+    cls = getattr(gke_gpu, name)
+    assert issubclass(cls, pulumi.ComponentResource)
+    assert cls.__name__ == name, "the provider finds a class by the type token's last part"
+    assert cls.__module__ == f"gke_gpu.{PUBLIC_COMPONENTS[name]}"
+    assert getattr(gke_gpu, f"{name}Args").__module__ == cls.__module__
+
+
+def test_public_components_are_the_listed_classes_in_order() -> None:
+    classes = public_components()
+    assert [c.__name__ for c in classes] == list(PUBLIC_COMPONENTS)
+    assert [c for c in classes] == [getattr(gke_gpu, n) for n in PUBLIC_COMPONENTS]
+    assert component_type("GpuNodePool") == f"{PACKAGE}:index:GpuNodePool"
+
+
+def test_the_error_type_is_the_one_components_raise() -> None:
+    assert gke_gpu.InvalidArgsError is InvalidArgsError
+    assert issubclass(InvalidArgsError, ValueError)
+
+
+def test_the_version_is_the_installed_distributions_and_pyprojects() -> None:
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        declared = tomllib.load(f)["project"]["version"]
+    assert gke_gpu.__version__ == declared, (
+        "the installed gke-gpu metadata is stale: .venv/bin/pip install -e . (after a version bump)"
+    )
+
+
+def test_an_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        _ = gke_gpu.Nope
+
+
+def _fresh_python(code: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_from_gke_gpu_import_every_public_name_in_a_fresh_interpreter() -> None:
+    # First import of the package in the process: no cycle between __init__ and the component modules.
+    names = ", ".join(gke_gpu.__all__)
+    out = _fresh_python(f"from gke_gpu import {names}; print(GpuNodePool.__name__, __version__)")
+    assert out.split() == ["GpuNodePool", gke_gpu.__version__]
+
+
+def test_the_config_reader_imports_without_the_cloud_sdks() -> None:
+    # The exports are lazy: the stack-file reader does not pay for pulumi_gcp and pulumi_kubernetes.
+    out = _fresh_python(
+        "import sys, gke_gpu.config; "
+        "print(sorted(m for m in ('pulumi_gcp', 'pulumi_kubernetes') if m in sys.modules))"
+    )
+    assert out.strip() == "[]"
