@@ -41,20 +41,16 @@ from .config_pools import PoolRules
 from .config_schema import StackConfig, dashboard_on
 from .config_shape import validate_shape
 from .config_workloads import WorkloadRules
+from .gpu_pool import GPU_TAINT, GpuPool, ReservationConfig, SharingConfig, TaintConfig
 from .settings import (
-    GPU_TAINT,
     AlertSettings,
     AuthorizedNetwork,
     ClusterSettings,
     DevicePluginSettings,
-    GpuPool,
     MonitoringSettings,
     NetworkSettings,
-    Reservation,
     Settings,
-    Sharing,
     SystemPool,
-    Taint,
     Workload,
 )
 from .stack_file import StackFileError, decode_config_value
@@ -75,11 +71,11 @@ __all__ = [
     "GpuPool",
     "MonitoringSettings",
     "NetworkSettings",
-    "Reservation",
+    "ReservationConfig",
     "Settings",
-    "Sharing",
+    "SharingConfig",
     "SystemPool",
-    "Taint",
+    "TaintConfig",
     "Workload",
     "load_settings",
     "parse_settings",

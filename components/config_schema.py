@@ -6,8 +6,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-from pydantic.alias_generators import to_camel
+from pydantic import BaseModel, Field, field_validator
 
 from .catalog import Catalog
 from .config_broken import Broken
@@ -26,48 +25,21 @@ from .config_common import (
 
 # --------------------------------------------------------------------------------------------------
 # Pass 1: the shape of the stack file (camelCase keys, unknown keys forbidden).
-
-
-# Patterns for strings that reach GCP, a Monitoring filter or PromQL: validated, never escaped later.
-GCE_NAME = r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"
-_PROJECT = r"[a-z][-a-z0-9]{4,28}[a-z0-9]"
-NETWORK_REF = rf"^(projects/{_PROJECT}/global/networks/)?[a-z]([-a-z0-9]{{0,61}}[a-z0-9])?$"
-SUBNETWORK_REF = (
-    rf"^(projects/{_PROJECT}/regions/[a-z]+-[a-z]+[0-9]+/subnetworks/)?[a-z]([-a-z0-9]{{0,61}}[a-z0-9])?$"
+from .gpu_pool import GpuPool
+from .model_base import (
+    CHANNEL,
+    DNS_LABEL,
+    NETWORK_REF,
+    PATTERN_MEANINGS,
+    PRINTABLE,
+    SUBNETWORK_REF,
+    Cidr,
+    GceName,
+    MachineTypeName,
+    StackModel,
 )
-MACHINE_TYPE = r"^[a-z][a-z0-9]*(-[a-z0-9]+){1,4}$"
-PRINTABLE = r"^[^\x00-\x1f\x7f]*$"
-DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
-CHANNEL = rf"^projects/({_PROJECT}|[0-9]{{1,20}})/notificationChannels/[0-9]{{1,30}}$"
-CIDR = r"^[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}$"
-# What each pattern means, for the error message.
-PATTERN_MEANINGS = {
-    GCE_NAME: "a GCE name: 1-63 lowercase letters, digits and hyphens, starting with a letter",
-    NETWORK_REF: "a VPC name, or projects/<project>/global/networks/<name> (Shared VPC)",
-    SUBNETWORK_REF: "a subnet name, or projects/<project>/regions/<region>/subnetworks/<name> (Shared VPC)",
-    MACHINE_TYPE: "a GCE machine type such as e2-standard-4 or n1-highmem-8",
-    PRINTABLE: "printable text without control characters",
-    DNS_LABEL: "a Kubernetes namespace name: lowercase letters, digits and hyphens",
-    CHANNEL: "projects/<project>/notificationChannels/<numeric id>",
-    CIDR: "an IPv4 CIDR block such as 10.0.0.0/16",
-}
-GceName = Annotated[str, Field(max_length=63, pattern=GCE_NAME)]
-MachineTypeName = Annotated[str, Field(max_length=63, pattern=MACHINE_TYPE)]
-Cidr = Annotated[str, Field(max_length=18, pattern=CIDR)]
-LabelKey = Annotated[str, Field(max_length=317)]
-LabelValue = Annotated[str, Field(max_length=63)]
 
-
-class _Model(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel,
-        populate_by_name=False,
-        extra="forbid",
-        frozen=True,
-        str_strip_whitespace=True,
-        # No coercion: `gpusPerNode: true` or `maxNodes: "2"` is a mistake to report, not to guess.
-        strict=True,
-    )
+_Model = StackModel
 
 
 class ExistingNetworkConfig(_Model):
@@ -127,45 +99,6 @@ class ClusterConfig(_Model):
     flavor: Literal["gke", "generic"] | None = None
 
 
-class SharingConfig(_Model):
-    strategy: Literal["TIME_SHARING", "MPS"]
-    max_clients_per_gpu: int = Field(ge=2, le=MAX_SHARED_CLIENTS)
-
-
-class ReservationConfig(_Model):
-    type: Literal["NONE", "ANY", "SPECIFIC"] = "NONE"
-    name: Annotated[str, Field(max_length=300)] | None = None
-
-
-class TaintConfig(_Model):
-    key: LabelKey
-    value: LabelValue = ""
-    effect: Literal["NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE"] = "NO_SCHEDULE"
-
-
-class GpuPoolConfig(_Model):
-    name: Annotated[str, Field(max_length=100)]
-    accelerator: Annotated[str, Field(max_length=100)]
-    gpus_per_node: int | None = Field(None, ge=1, le=16)
-    machine_type: MachineTypeName | None = None
-    spot: bool = False
-    on_demand_fallback: bool | None = None
-    min_nodes: int = Field(0, ge=0, le=MAX_NODES_PER_POOL)
-    max_nodes: int | None = Field(None, ge=1, le=MAX_NODES_PER_POOL)
-    zones: Annotated[list[Annotated[str, Field(max_length=40)]], Field(max_length=26)] | None = None
-    driver_version: Literal["DEFAULT", "LATEST", "INSTALLATION_DISABLED"] = "DEFAULT"
-    sharing: SharingConfig | None = None
-    mig_partition_size: Annotated[str, Field(max_length=40)] | None = None
-    reservation: ReservationConfig = ReservationConfig()
-    queued_provisioning: bool = False
-    compact_placement: bool = False
-    local_ssd_count: int | None = Field(None, ge=0, le=32)
-    disk_size_gb: int = Field(200, ge=10, le=MAX_BOOT_DISK_GB)
-    disk_type: Annotated[str, Field(max_length=40)] | None = None
-    labels: Annotated[dict[LabelKey, LabelValue], Field(max_length=64)] = {}
-    taints: Annotated[list[TaintConfig], Field(max_length=32)] = []
-
-
 class AlertsConfig(_Model):
     enabled: bool = False
     notification_channels: Annotated[
@@ -220,7 +153,7 @@ class StackConfig(_Model):
 
     network: NetworkConfig | None = None
     cluster: ClusterConfig
-    gpu_pools: Annotated[list[GpuPoolConfig], Field(max_length=MAX_POOLS)] = []
+    gpu_pools: Annotated[list[GpuPool], Field(max_length=MAX_POOLS)] = []
     monitoring: MonitoringConfig = MonitoringConfig()
     workloads: Annotated[list[WorkloadConfig], Field(max_length=64)] = []
     device_plugin: DevicePluginConfig | None = None
@@ -361,7 +294,7 @@ class RuleBase:
     # An existing cluster whose flavor is missing (reported): flavor-dependent rules are skipped.
     flavor_unknown: bool
 
-    def indexed_pools(self) -> list[tuple[int, GpuPoolConfig]]:
+    def indexed_pools(self) -> list[tuple[int, GpuPool]]:
         """The shape-valid pools with their index in the stack file (for the key paths)."""
         return list(zip(self.broken.pool_indexes, self.config.gpu_pools, strict=True))
 

@@ -17,7 +17,7 @@ from .config_broken import Broken
 from .config_common import NAMESPACE, TOP_LEVEL_KEYS
 from .config_schema import (
     ClusterConfig,
-    GpuPoolConfig,
+    GpuPool,
     StackConfig,
     WorkloadConfig,
     cut_key,
@@ -25,7 +25,7 @@ from .config_schema import (
 )
 
 # Sections validated item by item, so one bad entry does not hide the others.
-_ITEM_MODELS: dict[str, type] = {"gpuPools": GpuPoolConfig, "workloads": WorkloadConfig}
+_ITEM_MODELS: dict[str, type] = {"gpuPools": GpuPool, "workloads": WorkloadConfig}
 
 
 @dataclass

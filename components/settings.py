@@ -2,99 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .config_common import GPU_TAINT_KEY, GPU_TAINT_VALUE
 from .config_schema import ExistingNetworkConfig
+from .gpu_pool import GpuPool
 
 # --------------------------------------------------------------------------------------------------
 # The resolved settings handed to the components (every default filled in).
-
-
-@dataclass(frozen=True)
-class Sharing:
-    strategy: Literal["TIME_SHARING", "MPS"]
-    max_clients_per_gpu: int
-
-    @property
-    def label_value(self) -> str:
-        """Value of the node label `cloud.google.com/gke-gpu-sharing-strategy`."""
-        return {"TIME_SHARING": "time-sharing", "MPS": "mps"}[self.strategy]
-
-
-@dataclass(frozen=True)
-class Reservation:
-    type: Literal["NONE", "ANY", "SPECIFIC"] = "NONE"
-    name: str | None = None
-
-    @property
-    def api_type(self) -> str:
-        return {
-            "NONE": "NO_RESERVATION",
-            "ANY": "ANY_RESERVATION",
-            "SPECIFIC": "SPECIFIC_RESERVATION",
-        }[self.type]
-
-
-@dataclass(frozen=True)
-class Taint:
-    key: str
-    value: str
-    effect: Literal["NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE"]
-
-    @property
-    def kubernetes_effect(self) -> str:
-        return {
-            "NO_SCHEDULE": "NoSchedule",
-            "PREFER_NO_SCHEDULE": "PreferNoSchedule",
-            "NO_EXECUTE": "NoExecute",
-        }[self.effect]
-
-
-GPU_TAINT = Taint(GPU_TAINT_KEY, GPU_TAINT_VALUE, "NO_SCHEDULE")
-
-
-@dataclass(frozen=True)
-class GpuPool:
-    """One GPU node pool (Standard) or GPU profile (Autopilot), every default resolved."""
-
-    name: str
-    accelerator: str
-    gpus_per_node: int
-    gpu_memory_gb: int
-    spot: bool
-    driver_version: Literal["DEFAULT", "LATEST", "INSTALLATION_DISABLED"]
-    sharing: Sharing | None = None
-    mig_partition_size: str | None = None
-    # Standard only (None / empty on Autopilot).
-    machine_type: str | None = None
-    min_nodes: int = 0
-    max_nodes: int | None = None
-    zones: tuple[str, ...] = ()
-    reservation: Reservation = Reservation()
-    queued_provisioning: bool = False
-    compact_placement: bool = False
-    local_ssd_count: int = 0
-    disk_size_gb: int = 200
-    disk_type: str | None = None
-    labels: Mapping[str, str] = field(default_factory=dict)
-    taints: tuple[Taint, ...] = ()
-    # Autopilot only: Spot first, on-demand when Spot capacity is out (through a ComputeClass).
-    on_demand_fallback: bool = False
-    mig_partitions_per_gpu: int = 1
-
-    @property
-    def all_taints(self) -> tuple[Taint, ...]:
-        """The GPU taint the program always declares, then the pool's own."""
-        return (GPU_TAINT, *self.taints)
-
-    @property
-    def schedulable_gpus_per_node(self) -> int:
-        """`nvidia.com/gpu` a node advertises: GPUs x MIG partitions x sharing clients."""
-        clients = self.sharing.max_clients_per_gpu if self.sharing else 1
-        return self.gpus_per_node * self.mig_partitions_per_gpu * clients
 
 
 @dataclass(frozen=True)

@@ -271,7 +271,7 @@ def test_machine_type_and_zones_are_derived_from_the_catalog() -> None:
     s = settings(standard(pool(gpusPerNode=4)))
     (l4,) = s.gpu_pools
     assert l4.machine_type == "g2-standard-48"
-    assert l4.zones == ("us-central1-a", "us-central1-b", "us-central1-c")
+    assert l4.zones == ["us-central1-a", "us-central1-b", "us-central1-c"]
     assert l4.min_nodes == 0, "scale to zero by default"
     assert l4.driver_version == "DEFAULT"
     assert l4.disk_type == "pd-balanced"
@@ -292,7 +292,7 @@ def test_hyperdisk_only_machines_default_to_hyperdisk() -> None:
 def test_zonal_cluster_defaults_pool_zones_to_its_zone() -> None:
     s = settings({"cluster": {**STANDARD_CLUSTER, "location": "us-central1-c"}, "gpuPools": [pool()]})
     assert s.cluster.location == "us-central1-c"
-    assert s.gpu_pools[0].zones == ("us-central1-c",)
+    assert s.gpu_pools[0].zones == ["us-central1-c"]
 
 
 def test_cluster_name_defaults_to_project_and_stack() -> None:
@@ -386,7 +386,7 @@ def test_specific_reservation_over_several_zones_needs_one_per_zone() -> None:
 
     raw = standard(pool(reservation={"type": "SPECIFIC", "name": "r1"}))
     value, warnings = parse_settings(raw, project="test-project", region="us-central1", stack="t")
-    assert value.gpu_pools[0].zones == ("us-central1-a", "us-central1-b", "us-central1-c")
+    assert value.gpu_pools[0].zones == ["us-central1-a", "us-central1-b", "us-central1-c"]
     assert (
         "gke-gpu:gpuPools[0].reservation.name: r1 is consumed in 3 zones (us-central1-a, us-central1-b, "
         "us-central1-c); each of them must hold a reservation of that name"

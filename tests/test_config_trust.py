@@ -122,7 +122,7 @@ def test_a_region_without_zone_data_needs_zones_but_is_accepted() -> None:
     value, warnings = parse_settings(
         standard({**L4_POOL, "zones": ["me-west1-a"]}), project="test-project", region="me-west1", stack="t"
     )
-    assert value.gpu_pools[0].zones == ("me-west1-a",)
+    assert value.gpu_pools[0].zones == ["me-west1-a"]
     assert any("could not be checked" in w for w in warnings)
 
 
@@ -412,7 +412,7 @@ def test_h100_small_shapes_on_autopilot_carry_their_version_gate() -> None:
 def test_gb200_is_in_the_catalog() -> None:
     gb200 = {"name": "gb", "accelerator": "nvidia-gb200", "maxNodes": 2, "driverVersion": "LATEST"}
     pool = settings(standard(gb200)).gpu_pools[0]
-    assert (pool.machine_type, pool.gpus_per_node, pool.zones) == ("a4x-highgpu-4g", 4, ("us-central1-a",))
+    assert (pool.machine_type, pool.gpus_per_node, pool.zones) == ("a4x-highgpu-4g", 4, ["us-central1-a"])
     assert pool.disk_type == "hyperdisk-balanced"
     assert "true is not allowed: nvidia-gb200 machine types are not sold as Spot VMs" in config_error(
         standard({**gb200, "spot": True})
@@ -471,7 +471,7 @@ def test_an_impossible_n1_custom_shape_is_refused() -> None:
 def test_a_zonal_cluster_in_a_region_without_zone_data_uses_its_zone() -> None:
     raw = {"cluster": {**STANDARD_CLUSTER, "location": "us-south1-a"}, "gpuPools": [L4_POOL]}
     value, warnings = parse_settings(raw, project="test-project", region="us-south1", stack="t")
-    assert value.gpu_pools[0].zones == ("us-south1-a",)
+    assert value.gpu_pools[0].zones == ["us-south1-a"]
     assert any("could not be checked" in w for w in warnings)
 
 

@@ -1,43 +1,44 @@
-"""Pass 2 rules for where a GPU pool's nodes come from: zones, reservations, Spot, queued provisioning,
+"""GPU pool rules for where the nodes come from: zones, reservations, Spot, queued provisioning,
 compact placement."""
 
 from __future__ import annotations
 
 from .catalog import Accelerator, MachineType
 from .config_common import RESERVATION_PATTERN, ZONE_PATTERN, cut, listing
-from .config_schema import GpuPoolConfig, RuleBase
-from .settings import ClusterSettings
+from .gpu_pool import GpuPool
+from .gpu_pool_base import PoolRuleBase
 
 
-class PlacementRules(RuleBase):
-    def _zones(
-        self, pool: GpuPoolConfig, path: str, accelerator: Accelerator, cluster: ClusterSettings
-    ) -> tuple[str, ...]:
+class PlacementRules(PoolRuleBase):
+    def _zones(self, pool: GpuPool, path: str, accelerator: Accelerator) -> tuple[str, ...]:
         region = self.region or ""
         if not self.region_ok:
             # gcp:region is missing or unknown (reported once, there): check only the zones' form.
             for j, zone in enumerate(pool.zones or ()):
                 if not ZONE_PATTERN.fullmatch(zone):
                     self.problems.add(
-                        f"{path}.zones[{j}]", f"{cut(zone)} is not a zone name (e.g. us-central1-a)"
+                        f"{self.at(path, 'zones')}[{j}]",
+                        f"{cut(zone)} is not a zone name (e.g. us-central1-a)",
                     )
             return tuple(pool.zones or ())
         offered = accelerator.zones.get(region)
         known_region = region in self.catalog.regions
-        cluster_zone = cluster.location if ZONE_PATTERN.fullmatch(cluster.location) else None
+        location = self.cluster_location
+        cluster_zone = location if ZONE_PATTERN.fullmatch(location) else None
         if pool.zones is None:
             if known_region and not offered:
-                self._check_region_offers(accelerator, f"{path}.accelerator")
+                self._check_region_offers(accelerator, self.at(path, "accelerator"))
                 return ()
             if not known_region and cluster_zone:
                 self.warnings.append(
-                    f"{path}.zones: region {region} is not in the accelerator catalog, so the cluster's "
+                    f"{self.at(path, 'zones')}: region {region} is not in the accelerator catalog, so the "
+                    "cluster's "
                     f"zone {cluster_zone} could not be checked for {accelerator.name}"
                 )
                 return (cluster_zone,)
             if not known_region:
                 self.problems.add(
-                    f"{path}.zones",
+                    self.at(path, "zones"),
                     f"required: the catalog has no zone data for region {region}, so it cannot pick "
                     f"zones with {accelerator.name}; catalog regions: "
                     f"{listing(self.catalog.regions)}",
@@ -47,7 +48,7 @@ class PlacementRules(RuleBase):
             if cluster_zone:
                 if cluster_zone not in offered:
                     self.problems.add(
-                        f"{path}.zones",
+                        self.at(path, "zones"),
                         f"required: the cluster's zone {cluster_zone} does not offer "
                         f"{accelerator.name}; zones of {region} that do: {listing(offered)}",
                     )
@@ -55,107 +56,109 @@ class PlacementRules(RuleBase):
                 return (cluster_zone,)
             if pool.compact_placement:
                 self.problems.add(
-                    f"{path}.zones",
-                    "required with compactPlacement: compact placement needs exactly one zone; "
+                    self.at(path, "zones"),
+                    f"required with {self.key('compact_placement')}: compact placement needs exactly one "
+                    "zone; "
                     f"zones with {accelerator.name}: {listing(offered)}",
                 )
             return tuple(offered)
         if not pool.zones:
-            self.problems.add(f"{path}.zones", "must not be empty; leave it out to use the catalog")
+            self.problems.add(self.at(path, "zones"), "must not be empty; leave it out to use the catalog")
         if len(set(pool.zones)) != len(pool.zones):
-            self.problems.add(f"{path}.zones", f"{pool.zones} lists a zone twice")
+            self.problems.add(self.at(path, "zones"), f"{pool.zones} lists a zone twice")
         for j, zone in enumerate(pool.zones):
             match = ZONE_PATTERN.fullmatch(zone)
             if not match or match.group(1) != region:
                 self.problems.add(
-                    f"{path}.zones[{j}]",
+                    f"{self.at(path, 'zones')}[{j}]",
                     f"{cut(zone)} is not a zone of region {region}; allowed: "
                     f"{listing(offered or [f'{region}-<a..f>'])}",
                 )
             elif known_region and zone not in (offered or ()):
                 self.problems.add(
-                    f"{path}.zones[{j}]",
+                    f"{self.at(path, 'zones')}[{j}]",
                     f"{cut(zone)} does not offer {accelerator.name}; zones of {region} that do: "
                     f"{listing(offered or ())}",
                 )
         if not known_region and pool.zones:
             self.warnings.append(
-                f"{path}.zones: region {region} is not in the accelerator catalog, so "
+                f"{self.at(path, 'zones')}: region {region} is not in the accelerator catalog, so "
                 f"{listing(pool.zones)} could not be checked for {accelerator.name}"
             )
         return tuple(pool.zones)
 
     def _check_capacity_options(
-        self, pool: GpuPoolConfig, path: str, machine: MachineType | None, zones: tuple[str, ...]
+        self, pool: GpuPool, path: str, machine: MachineType | None, zones: tuple[str, ...]
     ) -> None:
         res = pool.reservation
         if res.type == "SPECIFIC":
             if not res.name:
                 self.problems.add(
-                    f"{path}.reservation.name",
-                    "required with reservation.type SPECIFIC (the reservation's name, or "
+                    self.at(path, "reservation.name"),
+                    f"required with {self.key('reservation.type')} SPECIFIC (the reservation's name, or "
                     "projects/<project>/reservations/<name> for a shared one)",
                 )
             elif not RESERVATION_PATTERN.fullmatch(res.name):
                 self.problems.add(
-                    f"{path}.reservation.name",
+                    self.at(path, "reservation.name"),
                     f"{cut(res.name)} is not a reservation: <name>, <name>/reservationBlocks/<block>, or "
                     "projects/<project>/reservations/<name>[/reservationBlocks/<block>]",
                 )
         elif res.name is not None:
             self.problems.add(
-                f"{path}.reservation.name",
-                f"only allowed with reservation.type SPECIFIC (type is {res.type})",
+                self.at(path, "reservation.name"),
+                f"only allowed with {self.key('reservation.type')} SPECIFIC (type is {res.type})",
             )
         if res.type == "SPECIFIC" and res.name and len(zones) > 1:
             # GKE (and cluster-toolkit) accept several zones when each holds a reservation of that name.
             self.warnings.append(
-                f"{path}.reservation.name: {res.name} is consumed in {len(zones)} zones "
+                f"{self.at(path, 'reservation.name')}: {res.name} is consumed in {len(zones)} zones "
                 f"({listing(zones)}); each of them must hold a reservation of that name"
             )
         if pool.spot and res.type != "NONE":
             self.problems.add(
-                f"{path}.spot",
-                f"true is not allowed with reservation.type {res.type}: Spot VMs do not consume "
-                "reservations; use spot: false or reservation.type NONE",
+                self.at(path, "spot"),
+                f"true is not allowed with {self.key('reservation.type')} {res.type}: Spot VMs do not "
+                f"consume reservations; use spot: false or {self.key('reservation.type')} NONE",
             )
         if pool.queued_provisioning:
             if pool.spot:
                 self.problems.add(
-                    f"{path}.spot",
-                    "true is not allowed with queuedProvisioning: queued provisioning obtains "
-                    "on-demand capacity through ProvisioningRequests",
+                    self.at(path, "spot"),
+                    f"true is not allowed with {self.key('queued_provisioning')}: queued provisioning "
+                    "obtains on-demand capacity through ProvisioningRequests",
                 )
             if res.type != "NONE":
                 self.problems.add(
-                    f"{path}.reservation.type",
-                    f"{cut(res.type)} is not allowed with queuedProvisioning; allowed: 'NONE'",
+                    self.at(path, "reservation.type"),
+                    f"{cut(res.type)} is not allowed with {self.key('queued_provisioning')}; allowed: 'NONE'",
                 )
             if pool.min_nodes != 0:
                 self.problems.add(
-                    f"{path}.minNodes",
-                    f"{pool.min_nodes} is not allowed with queuedProvisioning; allowed: 0 (nodes "
-                    "exist only while a ProvisioningRequest holds them)",
+                    self.at(path, "min_nodes"),
+                    f"{pool.min_nodes} is not allowed with {self.key('queued_provisioning')}; allowed: 0 "
+                    "(nodes exist only while a ProvisioningRequest holds them)",
                 )
             if pool.compact_placement:
                 self.problems.add(
-                    f"{path}.compactPlacement",
-                    "true is not allowed with queuedProvisioning (GKE refuses compact placement "
-                    "for queued GPU pools)",
+                    self.at(path, "compact_placement"),
+                    f"true is not allowed with {self.key('queued_provisioning')} (GKE refuses compact "
+                    "placement for queued GPU pools)",
                 )
             if machine is not None and not machine.queued_provisioning:
                 self.problems.add(
-                    f"{path}.queuedProvisioning",
+                    self.at(path, "queued_provisioning"),
                     f"true is not allowed: {machine.name} is not offered through queued provisioning",
                 )
         if pool.compact_placement:
             if machine is not None and machine.series == "n1":
                 self.problems.add(
-                    f"{path}.compactPlacement",
+                    self.at(path, "compact_placement"),
                     "true is not allowed on N1 machine types (compact placement needs A2, A3, A4, G2 or G4)",
                 )
             if pool.zones is not None and len(zones) != 1:
                 self.problems.add(
-                    f"{path}.zones",
-                    f"{list(zones)} has {len(zones)} zones; compactPlacement needs exactly one",
+                    self.at(path, "zones"),
+                    f"{list(zones)} has {len(zones)} zones; {self.key('compact_placement')} needs exactly "
+                    "one",
                 )

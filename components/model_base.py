@@ -1,0 +1,48 @@
+"""The pydantic base and constrained types shared by the stack file's models and the components' args
+(one definition of each pattern and limit, so both paths say the same thing)."""
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+# Patterns for strings that reach GCP, a Monitoring filter or PromQL: validated, never escaped later.
+GCE_NAME = r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"
+_PROJECT = r"[a-z][-a-z0-9]{4,28}[a-z0-9]"
+NETWORK_REF = rf"^(projects/{_PROJECT}/global/networks/)?[a-z]([-a-z0-9]{{0,61}}[a-z0-9])?$"
+SUBNETWORK_REF = (
+    rf"^(projects/{_PROJECT}/regions/[a-z]+-[a-z]+[0-9]+/subnetworks/)?[a-z]([-a-z0-9]{{0,61}}[a-z0-9])?$"
+)
+MACHINE_TYPE = r"^[a-z][a-z0-9]*(-[a-z0-9]+){1,4}$"
+PRINTABLE = r"^[^\x00-\x1f\x7f]*$"
+DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+CHANNEL = rf"^projects/({_PROJECT}|[0-9]{{1,20}})/notificationChannels/[0-9]{{1,30}}$"
+CIDR = r"^[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}$"
+# What each pattern means, for the error message.
+PATTERN_MEANINGS = {
+    GCE_NAME: "a GCE name: 1-63 lowercase letters, digits and hyphens, starting with a letter",
+    NETWORK_REF: "a VPC name, or projects/<project>/global/networks/<name> (Shared VPC)",
+    SUBNETWORK_REF: "a subnet name, or projects/<project>/regions/<region>/subnetworks/<name> (Shared VPC)",
+    MACHINE_TYPE: "a GCE machine type such as e2-standard-4 or n1-highmem-8",
+    PRINTABLE: "printable text without control characters",
+    DNS_LABEL: "a Kubernetes namespace name: lowercase letters, digits and hyphens",
+    CHANNEL: "projects/<project>/notificationChannels/<numeric id>",
+    CIDR: "an IPv4 CIDR block such as 10.0.0.0/16",
+}
+GceName = Annotated[str, Field(max_length=63, pattern=GCE_NAME)]
+MachineTypeName = Annotated[str, Field(max_length=63, pattern=MACHINE_TYPE)]
+Cidr = Annotated[str, Field(max_length=18, pattern=CIDR)]
+LabelKey = Annotated[str, Field(max_length=317)]
+LabelValue = Annotated[str, Field(max_length=63)]
+
+
+class StackModel(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=False,
+        extra="forbid",
+        frozen=True,
+        str_strip_whitespace=True,
+        # No coercion: `gpusPerNode: true` or `maxNodes: "2"` is a mistake to report, not to guess.
+        strict=True,
+    )
