@@ -162,6 +162,96 @@ def plugin_schema(python: str | Path, plugin_dir: Path, timeout: float = 60) -> 
 
 
 # ---------------------------------------------------------------------------------------------------
+# Inputs checked against the schema (the examples in docs/ and the tests' wire data).
+
+
+class Output:
+    """Stands for a value that is another resource's output (unknown when the program runs)."""
+
+
+class Opaque:
+    """Stands for an expression whose value is known when the program runs but not read here."""
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def input_problems(schema: Mapping[str, Any], token: str, inputs: Any) -> list[str]:
+    """How `inputs` (camelCase, as YAML, TypeScript or the engine give them) break the schema of the
+    component `token`: unknown properties at any depth, missing required inputs, wrong literal types,
+    outputs given to plain properties. Empty: it fits."""
+    resource = schema["resources"].get(token)
+    if resource is None:
+        return [f"{token}: no such component in the schema"]
+    props, required = resource.get("inputProperties", {}), resource.get("requiredInputs", [])
+    return _object_problems(schema, props, required, inputs, "")
+
+
+def _object_problems(
+    schema: Mapping[str, Any], props: Mapping[str, Any], required: Sequence[str], value: Any, path: str
+) -> list[str]:
+    if isinstance(value, (Output, Opaque)):
+        return []
+    if not isinstance(value, Mapping):
+        return [f"{path or '(inputs)'}: expected an object, got {value!r}"]
+    problems = [f"{_join(path, k)}: required, missing" for k in required if k not in value]
+    for key, item in value.items():
+        if key not in props:
+            problems.append(f"{_join(path, key)}: no such property (known: {', '.join(sorted(props))})")
+        else:
+            problems += _value_problems(schema, props[key], item, _join(path, key))
+    return problems
+
+
+_LITERAL_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "boolean": (bool,),
+    "integer": (int, float),
+    "number": (int, float),
+}
+
+
+def _value_problems(schema: Mapping[str, Any], prop: Mapping[str, Any], value: Any, path: str) -> list[str]:
+    if isinstance(value, Output):
+        return (
+            [f"{path}: plain, so it takes a value, not another resource's output"]
+            if prop.get("plain")
+            else []
+        )
+    if isinstance(value, Opaque):
+        return []
+    ref = prop.get("$ref", "")
+    if ref.startswith("#/types/"):
+        spec = schema["types"][ref.removeprefix("#/types/")]
+        if "enum" in spec:
+            allowed = [e["value"] for e in spec["enum"]]
+            return [] if value in allowed else [f"{path}: {value!r} is not one of {allowed}"]
+        return _object_problems(schema, spec.get("properties", {}), spec.get("required", []), value, path)
+    if ref:  # pulumi.json#/Any, an asset, a resource of another provider
+        return []
+    kind = prop.get("type")
+    if kind == "array":
+        if not isinstance(value, list):
+            return [f"{path}: expected a list, got {value!r}"]
+        return [
+            p for i, v in enumerate(value) for p in _value_problems(schema, prop["items"], v, f"{path}[{i}]")
+        ]
+    if kind == "object":
+        if not isinstance(value, Mapping):
+            return [f"{path}: expected a map, got {value!r}"]
+        inner = prop.get("additionalProperties", {})
+        return [p for k, v in value.items() for p in _value_problems(schema, inner, v, f"{path}.{k}")]
+    expected = _LITERAL_TYPES.get(str(kind))
+    if expected is None:
+        return []
+    wrong = not isinstance(value, expected) or (kind != "boolean" and isinstance(value, bool))
+    if kind == "integer" and not wrong and not float(value).is_integer():
+        wrong = True
+    return [f"{path}: expected {kind}, got {value!r}"] if wrong else []
+
+
+# ---------------------------------------------------------------------------------------------------
 # Pulumi's metaschema.
 
 

@@ -1,0 +1,292 @@
+"""Every public component constructed through the multi-language provider, as another language would.
+
+`ComponentProvider.construct` is what the plugin runs for a `Construct` call: it maps the engine's
+camelCase inputs to the snake_case args dict, checks required inputs, calls the constructor, and
+reads the state back. Here it runs in-process under the SDK's mocks (tools/offline.py), with inputs
+shaped as they arrive over the wire: camelCase keys, and every number a float (protobuf `Struct`).
+
+The data per component is in CASES, one entry each: the wire inputs, the children the component
+must register, values some children's inputs must have, the state it must return, and one bad
+input with the arg its error must name. When a component's args change, change its entry.
+"""
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pytest
+from pulumi.errors import InputPropertyError
+from pulumi.provider.server import ComponentInitError
+
+from gke_gpu import InvalidArgsError
+from gke_gpu.package import PACKAGE, PUBLIC_COMPONENTS, component_type, public_components
+from tools import schema as package_schema
+from tools.offline import Resource, RunResult, run_program
+
+NAME = "remote"
+PROJECT = "p-123456"
+
+
+@dataclass(frozen=True)
+class Case:
+    # The inputs as the engine sends them: camelCase keys, numbers as floats.
+    wire: dict[str, Any]
+    # Every direct child: name -> type token.
+    children: dict[str, str]
+    # (child name, dotted camelCase path in its inputs) -> value.
+    child_inputs: dict[tuple[str, str], Any] = field(default_factory=dict)
+    # State values the component returns (camelCase, as the schema's outputs), where known offline.
+    state: dict[str, Any] = field(default_factory=dict)
+    # A wire change (dotted camelCase path -> value) the component must refuse, and the arg its
+    # error names: snake_case when the component refuses it (InvalidArgsError), camelCase when the
+    # provider does (InputPropertyError: a missing input, a value outside an enum).
+    bad: tuple[dict[str, Any], str] = ({}, "")
+
+
+L4_TARGET = {
+    "name": "l4",
+    "accelerator": "nvidia-l4",
+    "nodeSelector": {"cloud.google.com/gke-accelerator": "nvidia-l4"},
+    "gpusPerPod": 1.0,
+}
+
+CASES: dict[str, Case] = {
+    "GkeNetwork": Case(
+        wire={
+            "project": PROJECT,
+            "region": "us-central1",
+            "namePrefix": "gpu",
+            "subnetCidr": "10.0.0.0/20",
+            "podsCidr": "10.4.0.0/14",
+            "servicesCidr": "10.8.0.0/20",
+            "flowLogSampling": 1.0,
+        },
+        children={
+            f"{NAME}-vpc": "gcp:compute/network:Network",
+            f"{NAME}-nodes": "gcp:compute/subnetwork:Subnetwork",
+            f"{NAME}-router": "gcp:compute/router:Router",
+            f"{NAME}-nat": "gcp:compute/routerNat:RouterNat",
+        },
+        child_inputs={
+            (f"{NAME}-vpc", "name"): "gpu-vpc",
+            (f"{NAME}-nodes", "ipCidrRange"): "10.0.0.0/20",
+            (f"{NAME}-nodes", "logConfig.flowSampling"): 1,
+        },
+        state={"podsRangeName": "pods", "servicesRangeName": "services", "networkName": "gpu-vpc"},
+        bad=({"flowLogSampling": 2.0}, "flow_log_sampling"),
+    ),
+    "GkeCluster": Case(
+        wire={
+            "project": PROJECT,
+            "name": "gpu",
+            "location": "us-central1",
+            "autopilot": False,
+            "network": "gpu-vpc",
+            "subnetwork": "gpu-nodes",
+            "podsRangeName": "pods",
+            "servicesRangeName": "services",
+        },
+        children={
+            f"{NAME}-nodes": "gcp:serviceaccount/account:Account",
+            f"{NAME}-cluster": "gcp:container/cluster:Cluster",
+            f"{NAME}-k8s": "pulumi:providers:kubernetes",
+        },
+        child_inputs={(f"{NAME}-cluster", "name"): "gpu", (f"{NAME}-cluster", "location"): "us-central1"},
+        state={"clusterName": "gpu", "location": "us-central1"},
+        bad=({"releaseChannel": "NIGHTLY"}, "release_channel"),
+    ),
+    "GpuNodePool": Case(
+        wire={
+            "project": PROJECT,
+            "location": "us-central1",
+            "clusterName": "gpu",
+            "accelerator": "nvidia-l4",
+            "gpusPerNode": 2.0,
+            "maxNodes": 4.0,
+        },
+        children={f"{NAME}-pool": "gcp:container/nodePool:NodePool"},
+        child_inputs={
+            (f"{NAME}-pool", "cluster"): "gpu",
+            (f"{NAME}-pool", "nodeConfig.machineType"): "g2-standard-24",
+            (f"{NAME}-pool", "nodeConfig.guestAccelerators[0].type"): "nvidia-l4",
+            (f"{NAME}-pool", "nodeConfig.guestAccelerators[0].count"): 2,
+            (f"{NAME}-pool", "nodeConfig.taints[0]"): {
+                "key": "nvidia.com/gpu",
+                "value": "present",
+                "effect": "NO_SCHEDULE",
+            },
+            (f"{NAME}-pool", "autoscaling.totalMaxNodeCount"): 4,
+        },
+        bad=({"gpusPerNode": 3.0}, "gpus_per_node"),
+    ),
+    "GpuComputeClass": Case(
+        wire={"name": "l4", "accelerator": "nvidia-l4", "gpusPerNode": 1.0},
+        children={f"{NAME}-class": "kubernetes:cloud.google.com/v1:ComputeClass"},
+        child_inputs={(f"{NAME}-class", "spec.priorities[0].gpu.type"): "nvidia-l4"},
+        bad=({"gpusPerNode": 3.0}, "gpus_per_node"),
+    ),
+    "GpuMonitoring": Case(
+        wire={"project": PROJECT, "clusterName": "gpu", "dcgm": "managed"},
+        children={f"{NAME}-dashboard": "gcp:monitoring/dashboard:Dashboard"},
+        bad=({"dcgm": "sometimes"}, "dcgm"),
+    ),
+    "DcgmExporter": Case(
+        wire={"flavor": "gke", "scraperNamespace": "gmp-system"},
+        children={
+            f"{NAME}-namespace": "kubernetes:core/v1:Namespace",
+            f"{NAME}-sa": "kubernetes:core/v1:ServiceAccount",
+            f"{NAME}-collectors": "kubernetes:core/v1:ConfigMap",
+            f"{NAME}-daemonset": "kubernetes:apps/v1:DaemonSet",
+            f"{NAME}-service": "kubernetes:core/v1:Service",
+            f"{NAME}-networkpolicy": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+            f"{NAME}-podmonitoring": "kubernetes:monitoring.googleapis.com/v1:PodMonitoring",
+        },
+        child_inputs={(f"{NAME}-namespace", "metadata.name"): "gpu-monitoring"},
+        bad=({"flavor": "bare-metal"}, "flavor"),
+    ),
+    "NvidiaDevicePlugin": Case(
+        wire={"nodeSelector": {"nvidia.com/gpu.present": "true"}, "timeSlicingReplicas": 4.0},
+        children={
+            f"{NAME}-config": "kubernetes:core/v1:ConfigMap",
+            f"{NAME}-daemonset": "kubernetes:apps/v1:DaemonSet",
+        },
+        child_inputs={(f"{NAME}-daemonset", "metadata.namespace"): "kube-system"},
+        bad=({"timeSlicingReplicas": 1.5}, "time_slicing_replicas"),
+    ),
+    "SampleWorkloads": Case(
+        wire={"workloads": [{"kind": "nvidia-smi", "target": L4_TARGET}]},
+        children={
+            f"{NAME}-namespace": "kubernetes:core/v1:Namespace",
+            f"{NAME}-deny-all": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+            f"{NAME}-nvidia-smi-l4": "kubernetes:batch/v1:Job",
+        },
+        child_inputs={(f"{NAME}-nvidia-smi-l4", "metadata.namespace"): "gpu-samples"},
+        bad=({"workloads[0].kind": "mine-bitcoin"}, "workloads[0].kind"),
+    ),
+}
+
+
+def test_every_public_component_has_a_case() -> None:
+    assert sorted(CASES) == sorted(PUBLIC_COMPONENTS)
+
+
+# ---------------------------------------------------------------------------------------------------
+
+
+def _class(name: str) -> type[pulumi.ComponentResource]:
+    return next(c for c in public_components() if c.__name__ == name)
+
+
+def _provider(name: str) -> Any:
+    # One component per provider, so that each component's case stands on its own.
+    return package_schema.provider([_class(name)])
+
+
+def _schema(name: str) -> dict[str, Any]:
+    return package_schema.generate([_class(name)])
+
+
+def _construct(component: str, wire: dict[str, Any]) -> RunResult:
+    provider = _provider(component)
+
+    def program() -> dict[str, Any]:
+        result = provider.construct(
+            NAME, component_type(component), copy.deepcopy(wire), pulumi.ResourceOptions()
+        )
+        return {"urn": result.urn, "state": result.state}
+
+    return run_program({}, preview=False, program=program)
+
+
+def _at(value: Any, path: str) -> Any:
+    for part in path.replace("[", ".[").split("."):
+        value = value[int(part[1:-1])] if part.startswith("[") else value[part]
+    return value
+
+
+def _set(wire: dict[str, Any], path: str, new: Any) -> dict[str, Any]:
+    wire = copy.deepcopy(wire)
+    *parents, last = path.replace("[", ".[").split(".")
+    target: Any = wire
+    for part in parents:
+        target = target[int(part[1:-1])] if part.startswith("[") else target[part]
+    if last.startswith("["):
+        target[int(last[1:-1])] = new
+    else:
+        target[last] = new
+    return wire
+
+
+def _component(result: RunResult, component: str) -> Resource:
+    return result.one(component_type(component), NAME)
+
+
+@pytest.mark.parametrize("component", sorted(CASES))
+def test_the_wire_data_fits_the_schema(component: str) -> None:
+    # Keys the schema does not know would be dropped by the provider without a word.
+    problems = package_schema.input_problems(
+        _schema(component), component_type(component), CASES[component].wire
+    )
+    assert problems == []
+
+
+@pytest.mark.parametrize("component", sorted(CASES))
+def test_construct_registers_the_component_and_its_children(component: str) -> None:
+    case = CASES[component]
+    result = _construct(component, case.wire)
+    assert result.error is None, f"{type(result.error).__name__}: {result.error}"
+    me = _component(result, component)
+    children = {r.name: r.type for r in result.children_of(me)}
+    assert children == case.children
+    for (child, path), expected in case.child_inputs.items():
+        inputs = next(r.inputs for r in result.children_of(me) if r.name == child)
+        assert _at(inputs, path) == expected, f"{child}: {path}"
+
+
+@pytest.mark.parametrize("component", sorted(CASES))
+def test_construct_returns_the_schemas_outputs_as_state(component: str) -> None:
+    case = CASES[component]
+    result = _construct(component, case.wire)
+    assert result.error is None, f"{type(result.error).__name__}: {result.error}"
+    assert result.outputs["urn"] == _component(result, component).urn
+    state = result.outputs["state"]
+    resource = _schema(component)["resources"][component_type(component)]
+    outputs = resource.get("properties", {})
+    assert set(resource.get("required", [])) <= set(state) <= set(outputs)
+    for key, expected in case.state.items():
+        assert state[key] == expected, key
+
+
+@pytest.mark.parametrize("component", sorted(CASES))
+def test_a_bad_input_is_refused_naming_the_arg_before_any_child(component: str) -> None:
+    patch, arg = CASES[component].bad
+    wire = CASES[component].wire
+    for path, value in patch.items():
+        wire = _set(wire, path, value)
+    result = _construct(component, wire)
+    assert isinstance(result.error, (ComponentInitError, InputPropertyError)), repr(result.error)
+    if isinstance(result.error, ComponentInitError):
+        # The component's own check: InvalidArgsError, its problems keyed by snake_case arg paths.
+        assert isinstance(result.error.inner, InvalidArgsError), repr(result.error.inner)
+        assert any(p.startswith(f"{arg}:") or f" {arg}" in p for p in result.error.inner.problems), (
+            result.error.inner.problems
+        )
+    else:
+        # The provider's check against the schema (a missing input, a bad enum value): camelCase.
+        assert arg in result.error.property_path, (result.error.property_path, result.error.reason)
+    assert [r.type for r in result.resources if r.type != component_type(component)] == []
+
+
+@pytest.mark.parametrize("component", sorted(CASES))
+def test_each_missing_required_input_is_named_by_the_provider(component: str) -> None:
+    required = _schema(component)["resources"][component_type(component)].get("requiredInputs", [])
+    for key in required:
+        wire = {k: v for k, v in CASES[component].wire.items() if k != key}
+        with pytest.raises(InputPropertyError) as info:
+            _provider(component).construct("x", component_type(component), wire, pulumi.ResourceOptions())
+        assert info.value.reason == f"Missing required input '{key}' on '{component}'"
+
+
+def test_the_package_token_is_the_providers() -> None:
+    assert {component_type(c).split(":")[0] for c in CASES} == {PACKAGE}
