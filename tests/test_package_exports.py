@@ -1,6 +1,7 @@
 """What `import gke_gpu` offers a program outside this repository: the components, their args, the
 error type and the version, from the package itself, without import cycles."""
 
+import inspect
 import subprocess
 import sys
 import tomllib
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pulumi
 import pytest
+from typing_extensions import is_typeddict
 
 import gke_gpu
 from gke_gpu.package import PACKAGE, PUBLIC_COMPONENTS, component_type, public_components
@@ -29,7 +31,10 @@ def test_each_component_and_its_args_import_from_the_package(name: str) -> None:
     assert issubclass(cls, pulumi.ComponentResource)
     assert cls.__name__ == name, "the provider finds a class by the type token's last part"
     assert cls.__module__ == f"gke_gpu.{PUBLIC_COMPONENTS[name]}"
-    assert getattr(gke_gpu, f"{name}Args").__module__ == cls.__module__
+    # The exported Args is what the constructor takes (the analyzer reads the schema from it).
+    args = getattr(gke_gpu, f"{name}Args")
+    assert inspect.signature(cls.__init__).parameters["args"].annotation is args
+    assert is_typeddict(args), f"{name}Args must be a TypedDict: the provider passes a dict"
 
 
 def test_public_components_are_the_listed_classes_in_order() -> None:
