@@ -4,7 +4,10 @@ import pulumi
 
 from gke_gpu.config import load_settings
 from gke_gpu.program import build
+from gke_gpu.validation import stack_notes_reported
 
-outputs = build(load_settings())
+settings = load_settings()  # every problem of the stack file, or its notes, before anything is declared
+with stack_notes_reported():  # so the components do not repeat those notes
+    outputs = build(settings)
 for key, value in outputs.items():
     pulumi.export(key, value)

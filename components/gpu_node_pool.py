@@ -1,16 +1,29 @@
-"""A GKE Standard node pool of NVIDIA GPUs."""
-
-from __future__ import annotations
+"""A GKE Standard node pool of NVIDIA GPUs, from args checked against the accelerator catalog."""
 
 import math
-from dataclasses import dataclass
+from typing import Annotated
 
 import pulumi
 from pulumi_gcp import container
+from pydantic import Field
 
+from .catalog import load_catalog
 from .cluster import hardened_node_settings
-from .config import GpuPool
+from .config_common import PROJECT_PATTERN, REGION_PATTERN, ZONE_PATTERN, cut
+from .gpu_pool import GpuPool
+from .gpu_pool_args import GpuNodePoolArgs
+from .gpu_pool_rules import GpuPoolRules
 from .package import component_options, component_type
+from .validation import Deferrable, pick, report_notes, validate_args
+
+__all__ = [
+    "REPLACE_ON_CHANGE",
+    "GpuNodePool",
+    "GpuNodePoolArgs",
+    "GpuNodePoolSpec",
+    "check_gpu_node_pool",
+    "node_pool_args",
+]
 
 # Inputs whose change makes GKE delete and recreate the node pool (ForceNew in the provider),
 # keyed by their camelCase path in the NodePool's inputs. The offline render marks them, and
@@ -37,14 +50,54 @@ REPLACE_ON_CHANGE = (
 )
 
 
-@dataclass(frozen=True, kw_only=True)
-class GpuNodePoolArgs:
-    project: str
-    # Cluster location: the region, or a zone for a zonal cluster.
-    location: str
-    cluster_name: pulumi.Input[str]
-    service_account_email: pulumi.Input[str]
-    pool: GpuPool
+class GpuNodePoolSpec(GpuPool):
+    """GpuNodePool's args as checked: a GPU pool (the same model as a stack file's `gpuPools` entry, read
+    with snake_case names) plus where it goes. The GPU count and the node limit are required here."""
+
+    name: Annotated[str, Field(max_length=100)]
+    gpus_per_node: int = Field(ge=1, le=16)
+    max_nodes: int = Field(ge=1, le=1000)
+    project: Annotated[str, Field(max_length=30, pattern=PROJECT_PATTERN.pattern)]
+    location: Annotated[str, Field(max_length=40)]
+    cluster_name: Deferrable[Annotated[str, Field(max_length=40)]]
+    node_service_account_email: Deferrable[Annotated[str, Field(max_length=254)]] | None = None
+
+
+def _region_of(location: str) -> str | None:
+    zone = ZONE_PATTERN.fullmatch(location)
+    if zone:
+        return zone.group(1)
+    return location if REGION_PATTERN.fullmatch(location) else None
+
+
+def check_gpu_node_pool(spec: GpuNodePoolSpec) -> tuple[GpuNodePoolSpec | None, list[str], list[str]]:
+    """The catalog rules for a node pool's args: (the pool with every default resolved, or None;
+    problems; notes). Problems name the args in snake_case."""
+    catalog = load_catalog()
+    region = _region_of(spec.location)
+    if region is None or region not in catalog.gcp_regions:
+        return (
+            None,
+            [
+                f"location: {cut(spec.location)} is not a Compute Engine region or zone (for example "
+                "us-central1 or us-central1-a)"
+            ],
+            [],
+        )
+    rules = GpuPoolRules(
+        catalog,
+        autopilot=False,
+        region=region,
+        region_known=True,
+        cluster_location=spec.location,
+        release_channel=None,
+        camel_keys=False,
+    )
+    pool = rules.check(spec)
+    if rules.problems.items:
+        return None, rules.problems.items, rules.warnings
+    assert isinstance(pool, GpuNodePoolSpec)
+    return pool, [], rules.warnings
 
 
 class GpuNodePool(pulumi.ComponentResource):
@@ -69,23 +122,44 @@ class GpuNodePool(pulumi.ComponentResource):
     offline render's ``--diff`` marks it.
     """
 
-    node_pool: container.NodePool
     pool_name: pulumi.Output[str]
+    """The GKE node pool's name."""
+    machine_type: pulumi.Output[str]
+    """The nodes' machine type (derived from the accelerator and GPU count unless given)."""
+    zones: pulumi.Output[list[str]]
+    """The zones of the nodes."""
+    schedulable_gpus_per_node: pulumi.Output[int]
+    """`nvidia.com/gpu` each node advertises: GPUs x MIG partitions x sharing clients."""
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        # Every problem is raised before anything is declared, the component itself included.
+        notes: list[str] = []
+        checked: list[GpuNodePoolSpec] = []
+
+        def catalog_rules(spec: GpuNodePoolSpec) -> list[str]:
+            pool, problems, found = check_gpu_node_pool(spec)
+            notes.extend(found)
+            checked.extend([pool] if pool else [])
+            return problems
+
+        given = dict(args) if isinstance(args, dict) else args
+        if isinstance(given, dict):
+            given.setdefault("name", name)
+        validate_args("GpuNodePool", name, GpuNodePoolSpec, given, rules=catalog_rules, by_name=True)
+        (pool,) = checked
+        assert pool.machine_type and pool.max_nodes is not None
         super().__init__(component_type("GpuNodePool"), name, None, component_options("GpuNodePool", opts))
-        pool = args.pool
-        assert pool.machine_type and pool.max_nodes is not None, "a resolved Standard pool"
+        report_notes("GpuNodePool", name, notes, resource=self)
 
         # initial_node_count is per zone and ForceNew; it only seeds the pool (see ignore_changes).
-        initial_per_zone = math.ceil(pool.min_nodes / max(len(pool.zones), 1))
+        initial_per_zone = math.ceil(pool.min_nodes / max(len(pool.zones or []), 1))
         self.node_pool = container.NodePool(
             f"{name}-pool",
             name=pool.name,
-            project=args.project,
-            location=args.location,
-            cluster=args.cluster_name,
-            node_locations=list(pool.zones),
+            project=pool.project,
+            location=pool.location,
+            cluster=pick(pool.cluster_name, args["cluster_name"]),
+            node_locations=list(pool.zones or []),
             initial_node_count=initial_per_zone,
             autoscaling=container.NodePoolAutoscalingArgs(
                 total_min_node_count=pool.min_nodes,
@@ -108,7 +182,7 @@ class GpuNodePool(pulumi.ComponentResource):
             placement_policy=(
                 container.NodePoolPlacementPolicyArgs(type="COMPACT") if pool.compact_placement else None
             ),
-            node_config=self._node_config(args),
+            node_config=self._node_config(pool, args.get("node_service_account_email")),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 ignore_changes=["initialNodeCount"],
@@ -117,18 +191,22 @@ class GpuNodePool(pulumi.ComponentResource):
             ),
         )
         self.pool_name = self.node_pool.name
+        self.machine_type = pulumi.Output.from_input(pool.machine_type)
+        self.zones = pulumi.Output.from_input(list(pool.zones or []))
+        self.schedulable_gpus_per_node = pulumi.Output.from_input(pool.schedulable_gpus_per_node)
         self.register_outputs(
             {
                 "poolName": self.pool_name,
-                "accelerator": pool.accelerator,
-                "gpusPerNode": pool.gpus_per_node,
-                "zones": list(pool.zones),
+                "machineType": self.machine_type,
+                "zones": self.zones,
+                "schedulableGpusPerNode": self.schedulable_gpus_per_node,
             }
         )
 
     @staticmethod
-    def _node_config(args: GpuNodePoolArgs) -> container.NodePoolNodeConfigArgs:
-        pool = args.pool
+    def _node_config(
+        pool: GpuNodePoolSpec, service_account_email: pulumi.Input[str] | None
+    ) -> container.NodePoolNodeConfigArgs:
         sharing = (
             container.NodePoolNodeConfigGuestAcceleratorGpuSharingConfigArgs(
                 gpu_sharing_strategy=pool.sharing.strategy,
@@ -173,9 +251,30 @@ class GpuNodePool(pulumi.ComponentResource):
             gcfs_config=container.NodePoolNodeConfigGcfsConfigArgs(enabled=True),
             gvnic=container.NodePoolNodeConfigGvnicArgs(enabled=True),
             labels=labels,
-            **hardened_node_settings(args.service_account_email),
+            **hardened_node_settings(service_account_email),
             taints=[
                 container.NodePoolNodeConfigTaintArgs(key=t.key, value=t.value, effect=t.effect)
                 for t in pool.all_taints
             ],
         )
+
+
+def node_pool_args(
+    pool: GpuPool,
+    *,
+    project: str,
+    location: str,
+    cluster_name: pulumi.Input[str],
+    node_service_account_email: pulumi.Input[str] | None = None,
+) -> GpuNodePoolArgs:
+    """GpuNodePool's args for a pool of a stack file (checked and resolved by the same rules)."""
+    values = pool.model_dump(exclude_none=True, exclude={"on_demand_fallback"})
+    args: dict[str, object] = {
+        **values,
+        "project": project,
+        "location": location,
+        "cluster_name": cluster_name,
+    }
+    if node_service_account_email is not None:
+        args["node_service_account_email"] = node_service_account_email
+    return args  # type: ignore[return-value]

@@ -15,8 +15,11 @@ Two facts of the wire shape the checks:
   (it decides which resources exist) is plain and checked here.
 """
 
+import enum
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Annotated, Any, TypeVar
 
 import pulumi
@@ -74,8 +77,8 @@ def known(value: Any) -> Any:
         return [known(v) for v in value]
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if hasattr(value, "value") and type(value).__module__ != "builtins" and isinstance(value.value, str):
-        return value.value  # an enum member: its wire value
+    if isinstance(value, enum.Enum):
+        return value.value  # the wire value (the provider decodes schema enums into members)
     return value
 
 
@@ -104,13 +107,17 @@ def validate_args(
     args: Mapping[str, Any] | None,
     *,
     rules: Callable[[M], list[str]] | None = None,
+    by_name: bool = False,
 ) -> M:
     """Check `args` against `model`, then `rules` (cross-field and catalog checks that return
     problem lines); raise one InvalidArgsError with every problem, or return the validated model."""
     if args is None or not isinstance(args, Mapping):
         raise InvalidArgsError(component, name, [f"args: {cut(args)} is not allowed; expected a dict"])
     try:
-        spec = model.model_validate(known(args))
+        if by_name:  # a model whose fields also have camelCase aliases (the stack file's): args use names
+            spec = model.model_validate(known(args), by_alias=False, by_name=True)
+        else:
+            spec = model.model_validate(known(args))
     except ValidationError as exc:
         lines = [describe_args_error(e, model) for e in exc.errors()]
         raise InvalidArgsError(component, name, _unique(lines)) from None
@@ -118,6 +125,29 @@ def validate_args(
     if problems:
         raise InvalidArgsError(component, name, problems)
     return spec
+
+
+# True while the stack program declares its components: it has reported every note of its stack file
+# already (keyed by the stack file's paths), so components do not repeat them.
+_NOTES_REPORTED_BY_STACK: ContextVar[bool] = ContextVar("notes_reported_by_stack", default=False)
+
+
+@contextmanager
+def stack_notes_reported() -> Iterator[None]:
+    """Within this block, components leave their notes to the stack program, which reported them."""
+    token = _NOTES_REPORTED_BY_STACK.set(True)
+    try:
+        yield
+    finally:
+        _NOTES_REPORTED_BY_STACK.reset(token)
+
+
+def report_notes(component: str, name: str, notes: Sequence[str], *, resource: pulumi.Resource) -> None:
+    """Log a component's notes (what its args leave for the user to check) as warnings on it."""
+    if _NOTES_REPORTED_BY_STACK.get():
+        return
+    for note in notes:
+        pulumi.log.warn(f"{component} {name!r}: {note}", resource=resource)
 
 
 def pick(checked: Any, raw: Any) -> Any:

@@ -1,8 +1,9 @@
-"""The GPU node pool component alone, from resolved settings."""
+"""The GPU node pool component alone, from a stack file's resolved pool (tests/test_gpu_node_pool_args.py:
+from a program's args)."""
 
 from __future__ import annotations
 
-from gke_gpu.gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from gke_gpu.gpu_node_pool import GpuNodePool, node_pool_args
 from tests.conftest import L4_POOL, STANDARD_CLUSTER, settings
 from tools.offline import run_program
 
@@ -13,12 +14,12 @@ def node_pool(preview: bool = True, **fields: object) -> dict:
     def program():
         GpuNodePool(
             f"gpu-{pool.name}",
-            GpuNodePoolArgs(
+            node_pool_args(
+                pool,
                 project="test-project",
                 location="us-central1",
                 cluster_name="gpu-test",
-                service_account_email="nodes@test-project.iam.gserviceaccount.com",
-                pool=pool,
+                node_service_account_email="nodes@test-project.iam.gserviceaccount.com",
             ),
         )
 

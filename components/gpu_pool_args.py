@@ -1,0 +1,154 @@
+"""The args of GpuNodePool and GpuComputeClass: what a program (in any Pulumi language) writes.
+
+These TypedDicts are the package schema's inputs (the Pulumi analyzer reads them, with each field's
+docstring as its description), so this module must not use `from __future__ import annotations`,
+`Literal` or unions other than `X | None`. The shape checks are the pydantic models in gpu_pool.py
+(the same ones a stack file's `gpuPools` entry goes through) and the catalog rules in
+gpu_pool_rules.py.
+"""
+
+from enum import StrEnum
+from typing import NotRequired, TypedDict
+
+import pulumi
+
+
+class GpuDriverVersion(StrEnum):
+    """Which NVIDIA driver GKE installs on the nodes."""
+
+    DEFAULT = "DEFAULT"
+    """The default driver of the node's GKE version."""
+    LATEST = "LATEST"
+    """The latest driver available for the node's GKE version."""
+    INSTALLATION_DISABLED = "INSTALLATION_DISABLED"
+    """No driver: install one yourself (Standard only)."""
+
+
+class GpuSharingStrategy(StrEnum):
+    """How containers share one physical GPU."""
+
+    TIME_SHARING = "TIME_SHARING"
+    """Containers take turns on the whole GPU (no memory isolation)."""
+    MPS = "MPS"
+    """NVIDIA Multi-Process Service: concurrent kernels, memory limits per client (Standard only)."""
+
+
+class ReservationType(StrEnum):
+    """Which Compute Engine reservations the nodes consume."""
+
+    NONE = "NONE"
+    """None: on-demand (or Spot) capacity only."""
+    ANY = "ANY"
+    """Any matching reservation of the project, then on-demand."""
+    SPECIFIC = "SPECIFIC"
+    """Only the named reservation (it must exist in every zone of the pool)."""
+
+
+class TaintEffect(StrEnum):
+    """The effect of a node taint."""
+
+    NO_SCHEDULE = "NO_SCHEDULE"
+    PREFER_NO_SCHEDULE = "PREFER_NO_SCHEDULE"
+    NO_EXECUTE = "NO_EXECUTE"
+
+
+class GpuSharing(TypedDict):
+    """GPU sharing: several containers on one physical GPU."""
+
+    strategy: GpuSharingStrategy
+    """TIME_SHARING or MPS (MPS on Standard only)."""
+    max_clients_per_gpu: int
+    """Containers per physical GPU: 2 to 48 (MPS: at most 16 before Volta)."""
+
+
+class GpuReservation(TypedDict):
+    """The Compute Engine reservation the nodes consume."""
+
+    type: ReservationType
+    """NONE, ANY or SPECIFIC. Spot and queued provisioning need NONE."""
+    name: NotRequired[str]
+    """With SPECIFIC: `<name>`, `<name>/reservationBlocks/<block>`, or
+    `projects/<project>/reservations/<name>` for a shared reservation."""
+
+
+class NodeTaint(TypedDict):
+    """A taint on every node of the pool, in addition to `nvidia.com/gpu=present:NoSchedule`."""
+
+    key: str
+    """The taint's key (a Kubernetes label key)."""
+    value: NotRequired[str]
+    """The taint's value. Defaults to empty."""
+    effect: NotRequired[TaintEffect]
+    """Defaults to NO_SCHEDULE."""
+
+
+class GpuNodePoolArgs(TypedDict):
+    project: str
+    """The GCP project of the cluster."""
+    location: str
+    """The cluster's location: its region (regional cluster) or zone (zonal cluster). The pool's zones
+    are chosen in it."""
+    cluster_name: pulumi.Input[str]
+    """The GKE Standard cluster the pool belongs to."""
+    accelerator: str
+    """A GKE accelerator type, for example `nvidia-l4`, `nvidia-h100-80gb` or `nvidia-tesla-a100`."""
+    gpus_per_node: int
+    """GPUs per node: a count the machine type takes (for example 1, 2, 4 or 8 for nvidia-l4)."""
+    max_nodes: int
+    """The most nodes the pool autoscales to, over all its zones (it bounds the bill; it must fit your GPU
+    quota)."""
+    name: NotRequired[str]
+    """The GKE node pool's name (at most 40 characters). Defaults to the resource name."""
+    min_nodes: NotRequired[int]
+    """Nodes kept when idle, over all zones. Defaults to 0: an idle pool costs nothing."""
+    machine_type: NotRequired[str]
+    """A machine type that carries the accelerator. Defaults to the catalog's machine for the GPU count
+    (for example g2-standard-8 for one nvidia-l4)."""
+    zones: NotRequired[list[str]]
+    """Zones of the location for the nodes. Defaults to the zones that offer the accelerator (the
+    cluster's zone for a zonal cluster)."""
+    spot: NotRequired[bool]
+    """Spot VMs: much cheaper, preemptible. Defaults to false."""
+    driver_version: NotRequired[GpuDriverVersion]
+    """The driver GKE installs. Defaults to DEFAULT."""
+    sharing: NotRequired[GpuSharing]
+    """Time-sharing or MPS. Defaults to none (one container per GPU)."""
+    mig_partition_size: NotRequired[str]
+    """A MIG profile of the accelerator, for example `1g.10gb` on nvidia-tesla-a100. Defaults to none."""
+    reservation: NotRequired[GpuReservation]
+    """The reservation the nodes consume. Defaults to type NONE."""
+    queued_provisioning: NotRequired[bool]
+    """Nodes only through ProvisioningRequests (Dynamic Workload Scheduler). Defaults to false."""
+    compact_placement: NotRequired[bool]
+    """A compact placement policy (needs exactly one zone). Defaults to false."""
+    local_ssd_count: NotRequired[int]
+    """Local SSDs as ephemeral storage. Defaults to the machine's bundled SSDs, or none."""
+    disk_size_gb: NotRequired[int]
+    """Boot disk size in GB. Defaults to 200."""
+    disk_type: NotRequired[str]
+    """Boot disk type. Defaults to the machine's first supported type (pd-balanced or
+    hyperdisk-balanced)."""
+    labels: NotRequired[dict[str, str]]
+    """Kubernetes labels on every node (not under kubernetes.io, k8s.io or cloud.google.com)."""
+    taints: NotRequired[list[NodeTaint]]
+    """Taints on every node, after `nvidia.com/gpu=present:NoSchedule`, which is always declared."""
+    node_service_account_email: NotRequired[pulumi.Input[str]]
+    """The nodes' service account (GkeCluster's `node_service_account_email`). Defaults to the
+    project's Compute Engine default service account, which has far more access than nodes need."""
+
+
+class GpuComputeClassArgs(TypedDict):
+    accelerator: str
+    """A GKE accelerator offered on Autopilot, for example `nvidia-l4`."""
+    gpus_per_node: int
+    """GPUs per node: a count Autopilot offers for the accelerator."""
+    name: NotRequired[str]
+    """The profile's name; the ComputeClass is `gpu-<name>`. Defaults to the resource name."""
+    region: NotRequired[str]
+    """The cluster's region: checks that the accelerator is offered there. Defaults to unchecked."""
+    driver_version: NotRequired[GpuDriverVersion]
+    """DEFAULT or LATEST. Defaults to DEFAULT."""
+    sharing: NotRequired[GpuSharing]
+    """Time-sharing (MPS is Standard only). Defaults to none."""
+    mig_partition_size: NotRequired[str]
+    """A MIG profile of the accelerator. Defaults to none."""
