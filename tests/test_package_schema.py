@@ -51,6 +51,18 @@ def test_the_metaschema_check_finds_what_pulumi_would_refuse(current: dict[str, 
     assert any(e.startswith(f"resources/{token}/inputProperties/x") for e in errors), errors
 
 
+def test_a_null_description_is_read_as_pulumi_reads_it(current: dict[str, Any]) -> None:
+    # The SDK writes `"description": null` for an enum member without a docstring; Pulumi's Go
+    # reader makes it "" and omits it before validating. Any other non-string is still refused.
+    token = next(iter(current["resources"]))
+    with_null = copy.deepcopy(current)
+    with_null["resources"][token]["description"] = None
+    assert package_schema.metaschema_errors(with_null) == []
+    with_number = copy.deepcopy(current)
+    with_number["resources"][token]["description"] = 5
+    assert package_schema.metaschema_errors(with_number) != []
+
+
 def test_the_vendored_metaschema_is_the_recorded_file() -> None:
     data = package_schema.METASCHEMA_PATH.read_bytes()
     blob = hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()

@@ -118,6 +118,7 @@ CASES: dict[str, Case] = {
             },
             (f"{NAME}-pool", "autoscaling.totalMaxNodeCount"): 4,
         },
+        state={"poolName": NAME, "machineType": "g2-standard-24", "schedulableGpusPerNode": 2},
         bad=({"gpusPerNode": 3.0}, "gpus_per_node"),
     ),
     "GpuComputeClass": Case(

@@ -262,13 +262,26 @@ def metaschema() -> dict[str, Any]:
     return json.loads(re.sub(r"\(\?<(?=[A-Za-z_])", "(?P<", text))
 
 
+def as_pulumi_reads_it(value: Any) -> Any:
+    """The schema as Pulumi validates it: the CLI unmarshals it into Go structs and validates them
+    marshalled again (`validateSpec`, pkg/codegen/schema/bind.go), so a `"description": null` (the
+    SDK writes one for an enum member without a docstring) becomes "" and is omitted (`omitempty`)."""
+    if isinstance(value, Mapping):
+        return {k: as_pulumi_reads_it(v) for k, v in value.items() if not (k == "description" and v is None)}
+    if isinstance(value, list):
+        return [as_pulumi_reads_it(v) for v in value]
+    return value
+
+
 def metaschema_errors(schema: Mapping[str, Any]) -> list[str]:
     """Every way `schema` breaks Pulumi's metaschema, as `path: message` lines (empty: valid)."""
     meta = metaschema()
     validator_class = jsonschema.validators.validator_for(meta)
     validator_class.check_schema(meta)
     validator = validator_class(meta, format_checker=validator_class.FORMAT_CHECKER)
-    errors = sorted(validator.iter_errors(schema), key=lambda e: list(map(str, e.absolute_path)))
+    errors = sorted(
+        validator.iter_errors(as_pulumi_reads_it(schema)), key=lambda e: list(map(str, e.absolute_path))
+    )
     return [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in errors]
 
 
