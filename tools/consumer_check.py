@@ -98,12 +98,16 @@ def declare():
     return pool.urn.apply(lambda _: None)
 
 
+refused = []
+
+
 @test
 def refuse():
     try:
         GpuNodePool("bad", {**ARGS, "gpus_per_node": 3})
     except InvalidArgsError as exc:
-        return str(exc)
+        refused.append(str(exc))
+        return
     raise AssertionError("gpus_per_node: 3 was accepted for nvidia-l4")
 
 
@@ -131,7 +135,8 @@ assert GPU_TAINT in node["taints"], node["taints"]
 assert inputs["autoscaling"]["totalMaxNodeCount"] == 2, inputs["autoscaling"]
 assert inputs["autoscaling"].get("totalMinNodeCount", 0) == 0, inputs["autoscaling"]
 
-message = refuse()
+refuse()
+message = refused[0]
 assert "gpus_per_node" in message, message
 assert len(node_pools()) == 1, "a NodePool was declared for refused args"
 checks["refused"] = message
