@@ -1,17 +1,29 @@
 """An Autopilot GPU profile that prefers Spot and falls back to on-demand: a GKE ComputeClass."""
 
-from __future__ import annotations
-
-from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import pulumi
 import pulumi_kubernetes as k8s
+from pydantic import Field
 
-from .config import GpuPool
+from .catalog import load_catalog
+from .config_common import REGION_PATTERN
+from .gpu_pool import GpuPool
+from .gpu_pool_args import GpuComputeClassArgs
+from .gpu_pool_rules import GpuPoolRules
 from .gpu_scheduling import compute_class_name
 from .k8s_common import app_labels
 from .package import component_options, component_type
+from .validation import report_notes, validate_args
+
+__all__ = [
+    "GPU_SHARING_MIN_VERSION",
+    "GpuComputeClass",
+    "GpuComputeClassArgs",
+    "compute_class_args",
+    "gpu_sharing",
+    "validate_compute_class_args",
+]
 
 COMPUTE_CLASS_API_VERSION = "cloud.google.com/v1"
 # GKE version that first accepts `priorities[].gpu.gpuSharing`. UNVERIFIED: taken from secondary
@@ -20,9 +32,75 @@ COMPUTE_CLASS_API_VERSION = "cloud.google.com/v1"
 GPU_SHARING_MIN_VERSION = "1.35.2-gke.1485000"
 
 
-@dataclass(frozen=True, kw_only=True)
-class GpuComputeClassArgs:
-    pool: GpuPool
+class GpuComputeClassSpec(GpuPool):
+    """GpuComputeClass's args as checked: an Autopilot GPU profile (the stack file's pool model, read
+    with snake_case names) that prefers Spot and falls back to on-demand."""
+
+    gpus_per_node: int = Field(ge=1, le=16)
+    region: Annotated[str, Field(max_length=40, pattern=REGION_PATTERN.pattern)] | None = None
+
+
+def check_compute_class(spec: GpuComputeClassSpec) -> tuple[GpuPool | None, list[str], list[str]]:
+    """The Autopilot catalog rules for the profile: (the resolved profile or None, problems, notes)."""
+    catalog = load_catalog()
+    region = spec.region
+    rules = GpuPoolRules(
+        catalog,
+        autopilot=True,
+        region=region,
+        region_known=region in catalog.gcp_regions if region else False,
+        cluster_location=region,
+        release_channel=None,
+        camel_keys=False,
+    )
+    if region and region not in catalog.gcp_regions:
+        rules.problems.add("region", f"{region!r} is not a Compute Engine region")
+    profile = spec.model_copy(update={"spot": True, "on_demand_fallback": True})
+    resolved = rules.check(profile)
+    return (None if rules.problems.items else resolved), rules.problems.items, rules.warnings
+
+
+def validate_compute_class_args(name: str, args: GpuComputeClassArgs) -> tuple[GpuPool, list[str]]:
+    """GpuComputeClass's boundary check: the resolved profile and its notes; raises InvalidArgsError
+    naming every bad arg."""
+    notes: list[str] = []
+    checked: list[GpuPool] = []
+
+    def catalog_rules(spec: GpuComputeClassSpec) -> list[str]:
+        profile, problems, found = check_compute_class(spec)
+        notes.extend(found)
+        checked.extend([profile] if profile else [])
+        return problems
+
+    given = {"name": name, **args} if isinstance(args, dict) else args
+    validate_args(
+        "GpuComputeClass",
+        name,
+        GpuComputeClassSpec,
+        given,
+        rules=catalog_rules,
+        by_name=True,
+        args_type=GpuComputeClassArgs,
+    )
+    (pool,) = checked
+    return pool, notes
+
+
+def compute_class_args(pool: GpuPool, *, region: str | None) -> GpuComputeClassArgs:
+    """GpuComputeClass's args for an Autopilot profile of a stack file (resolved by the same rules)."""
+    args: dict[str, Any] = {
+        "name": pool.name,
+        "accelerator": pool.accelerator,
+        "gpus_per_node": pool.gpus_per_node,
+        "driver_version": pool.driver_version,
+    }
+    if region:
+        args["region"] = region
+    if pool.sharing:
+        args["sharing"] = pool.sharing.model_dump()
+    if pool.mig_partition_size:
+        args["mig_partition_size"] = pool.mig_partition_size
+    return args  # type: ignore[return-value]
 
 
 def gpu_sharing(pool: GpuPool) -> dict[str, Any] | None:
@@ -51,17 +129,20 @@ class GpuComputeClass(pulumi.ComponentResource):
     that version is UNVERIFIED against Google's own documentation (see GPU_SHARING_MIN_VERSION).
     """
 
-    compute_class: k8s.apiextensions.CustomResource
-    class_name: str
+    class_name: pulumi.Output[str]
+    """The ComputeClass's name, `gpu-<name>`: Pods select it with the node selector
+    `cloud.google.com/compute-class`."""
 
     def __init__(
         self, name: str, args: GpuComputeClassArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
+        pool, notes = validate_compute_class_args(name, args)
         super().__init__(
             component_type("GpuComputeClass"), name, None, component_options("GpuComputeClass", opts)
         )
-        pool = args.pool
-        self.class_name = compute_class_name(pool)
+        report_notes("GpuComputeClass", name, notes, resource=self)
+        class_name = compute_class_name(pool)
+        self.class_name = pulumi.Output.from_input(class_name)
         gpu: dict[str, Any] = {
             "type": pool.accelerator,
             "count": pool.gpus_per_node,
@@ -75,8 +156,8 @@ class GpuComputeClass(pulumi.ComponentResource):
             api_version=COMPUTE_CLASS_API_VERSION,
             kind="ComputeClass",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=self.class_name,
-                labels=app_labels(self.class_name, component="gpu-compute-class"),
+                name=class_name,
+                labels=app_labels(class_name, component="gpu-compute-class"),
             ),
             spec={
                 "priorities": [{"gpu": gpu, "spot": True}, {"gpu": gpu, "spot": False}],

@@ -23,6 +23,7 @@ __all__ = [
     "GpuNodePoolSpec",
     "check_gpu_node_pool",
     "node_pool_args",
+    "validate_gpu_node_pool_args",
 ]
 
 # Inputs whose change makes GKE delete and recreate the node pool (ForceNew in the provider),
@@ -133,21 +134,7 @@ class GpuNodePool(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         # Every problem is raised before anything is declared, the component itself included.
-        notes: list[str] = []
-        checked: list[GpuNodePoolSpec] = []
-
-        def catalog_rules(spec: GpuNodePoolSpec) -> list[str]:
-            pool, problems, found = check_gpu_node_pool(spec)
-            notes.extend(found)
-            checked.extend([pool] if pool else [])
-            return problems
-
-        given = dict(args) if isinstance(args, dict) else args
-        if isinstance(given, dict):
-            given.setdefault("name", name)
-        validate_args("GpuNodePool", name, GpuNodePoolSpec, given, rules=catalog_rules, by_name=True)
-        (pool,) = checked
-        assert pool.machine_type and pool.max_nodes is not None
+        pool, notes = validate_gpu_node_pool_args(name, args)
         super().__init__(component_type("GpuNodePool"), name, None, component_options("GpuNodePool", opts))
         report_notes("GpuNodePool", name, notes, resource=self)
 
@@ -257,6 +244,33 @@ class GpuNodePool(pulumi.ComponentResource):
                 for t in pool.all_taints
             ],
         )
+
+
+def validate_gpu_node_pool_args(name: str, args: GpuNodePoolArgs) -> tuple[GpuNodePoolSpec, list[str]]:
+    """GpuNodePool's boundary check: the pool with every default resolved, and its notes; raises
+    InvalidArgsError naming every bad arg."""
+    notes: list[str] = []
+    checked: list[GpuNodePoolSpec] = []
+
+    def catalog_rules(spec: GpuNodePoolSpec) -> list[str]:
+        pool, problems, found = check_gpu_node_pool(spec)
+        notes.extend(found)
+        checked.extend([pool] if pool else [])
+        return problems
+
+    given = {"name": name, **args} if isinstance(args, dict) else args
+    validate_args(
+        "GpuNodePool",
+        name,
+        GpuNodePoolSpec,
+        given,
+        rules=catalog_rules,
+        by_name=True,
+        args_type=GpuNodePoolArgs,
+    )
+    (pool,) = checked
+    assert pool.machine_type and pool.max_nodes is not None
+    return pool, notes
 
 
 def node_pool_args(

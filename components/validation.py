@@ -83,13 +83,17 @@ def known(value: Any) -> Any:
 
 
 def arg_path(loc: Sequence[Any]) -> str:
-    """`('sharing', 'max_clients_per_gpu')` -> `sharing.max_clients_per_gpu`; list indexes in brackets."""
+    """`('sharing', 'max_clients_per_gpu')` -> `sharing.max_clients_per_gpu`; list indexes in brackets;
+    a key that is not plain (empty, spaced, long) quoted and cut short."""
+    from .config_schema import cut_key
+
     text = ""
     for part in loc:
         if isinstance(part, int):
             text += f"[{part}]"
         else:
-            text += f".{part}" if text else str(part)
+            key = cut_key(str(part))
+            text += f".{key}" if text else key
     return text
 
 
@@ -108,11 +112,23 @@ def validate_args(
     *,
     rules: Callable[[M], list[str]] | None = None,
     by_name: bool = False,
+    args_type: type | None = None,
 ) -> M:
     """Check `args` against `model`, then `rules` (cross-field and catalog checks that return
-    problem lines); raise one InvalidArgsError with every problem, or return the validated model."""
+    problem lines); raise one InvalidArgsError with every problem, or return the validated model.
+
+    `args_type`, the component's TypedDict, is what a caller may write: a key outside it is unknown
+    even where the model (shared with the stack file) has a field of that name."""
     if args is None or not isinstance(args, Mapping):
         raise InvalidArgsError(component, name, [f"args: {cut(args)} is not allowed; expected a dict"])
+    unknown: list[str] = []
+    if args_type is not None:
+        allowed = sorted(args_type.__required_keys__ | args_type.__optional_keys__)  # type: ignore[attr-defined]
+        extra = [key for key in args if key not in allowed]
+        unknown = [
+            f"{arg_path([key])}: unknown key; allowed keys here: {', '.join(allowed)}" for key in extra
+        ]
+        args = {key: value for key, value in args.items() if key in allowed}
     try:
         if by_name:  # a model whose fields also have camelCase aliases (the stack file's): args use names
             spec = model.model_validate(known(args), by_alias=False, by_name=True)
@@ -120,7 +136,9 @@ def validate_args(
             spec = model.model_validate(known(args))
     except ValidationError as exc:
         lines = [describe_args_error(e, model) for e in exc.errors()]
-        raise InvalidArgsError(component, name, _unique(lines)) from None
+        raise InvalidArgsError(component, name, _unique([*unknown, *lines])) from None
+    if unknown:
+        raise InvalidArgsError(component, name, unknown)
     problems = rules(spec) if rules else []
     if problems:
         raise InvalidArgsError(component, name, problems)

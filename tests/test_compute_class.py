@@ -9,13 +9,16 @@ import hashlib
 import json
 from typing import Any
 
+import pulumi
+import pulumi_kubernetes as k8s
 import pytest
 
 from gke_gpu.config import parse_settings
-from gke_gpu.gpu_compute_class import GPU_SHARING_MIN_VERSION, GpuComputeClass, GpuComputeClassArgs
+from gke_gpu.gpu_compute_class import GPU_SHARING_MIN_VERSION, GpuComputeClass, compute_class_args
 from tests.conftest import AUTOPILOT_CLUSTER, render, settings, stack_config
 from tests.kubernetes_schemas import CRD_SCHEMAS, SCHEMAS, validate
 from tests.test_components import declare
+from tools.offline import run_program
 
 KIND = "kubernetes:cloud.google.com/v1:ComputeClass"
 VENDORED, OURS = CRD_SCHEMAS[("cloud.google.com/v1", "ComputeClass")]
@@ -40,7 +43,9 @@ def profile(pool: dict[str, Any]):
 
 
 def compute_class_spec(pool: dict[str, Any]) -> dict[str, Any]:
-    result = declare(lambda opts: GpuComputeClass("cc", GpuComputeClassArgs(pool=profile(pool)), opts=opts))
+    result = declare(
+        lambda opts: GpuComputeClass("cc", compute_class_args(profile(pool), region="us-central1"), opts=opts)
+    )
     return result.one(KIND).inputs["spec"]
 
 
@@ -195,3 +200,53 @@ def test_time_shared_spot_profile_renders_a_compute_class_its_pods_select() -> N
     } in pod["tolerations"]
     (container,) = pod["containers"]
     assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
+
+
+# -- the component as a library user declares it -------------------------------------------------
+
+
+def _declared(args: dict[str, Any]):
+    def program():
+        provider = k8s.Provider("k8s", kubeconfig="apiVersion: v1")
+        GpuComputeClass("l4", args, opts=pulumi.ResourceOptions(provider=provider))
+
+    return run_program({}, program=program)
+
+
+def test_library_args_need_only_the_accelerator_and_the_count() -> None:
+    result = declare(
+        lambda opts: GpuComputeClass("l4", {"accelerator": "nvidia-l4", "gpus_per_node": 1.0}, opts=opts)
+    )
+    cc = result.one(KIND).inputs
+    assert cc["metadata"]["name"] == "gpu-l4"
+    assert [p["spot"] for p in cc["spec"]["priorities"]] == [True, False]
+    assert cc["spec"]["priorities"][0]["gpu"] == {"type": "nvidia-l4", "count": 1, "driverVersion": "default"}
+
+
+@pytest.mark.parametrize(
+    ("bad", "expected"),
+    [
+        (
+            {"sharing": {"strategy": "MPS", "max_clients_per_gpu": 4}},
+            "sharing.strategy: 'MPS' is not allowed on Autopilot",
+        ),
+        ({"zones": ["us-central1-a"]}, "zones: unknown key; allowed keys here: accelerator, driver_version"),
+        ({"accelerator": "nvidia-tesla-p4"}, "accelerator: 'nvidia-tesla-p4' is not offered on Autopilot"),
+        ({"gpus_per_node": 3}, "gpus_per_node: 3 is not offered for nvidia-l4 on Autopilot"),
+        (
+            {"driver_version": "INSTALLATION_DISABLED"},
+            "driver_version: 'INSTALLATION_DISABLED' is not allowed on Autopilot",
+        ),
+        ({"region": "us-centrall1"}, "region: 'us-centrall1' is not a Compute Engine region"),
+        ({"colour": "red"}, "colour: unknown key"),
+    ],
+)
+def test_bad_library_args_are_refused_by_name_before_anything_is_declared(
+    bad: dict[str, Any], expected: str
+) -> None:
+    from gke_gpu.validation import InvalidArgsError
+
+    result = _declared({"accelerator": "nvidia-l4", "gpus_per_node": 1, **bad})
+    assert isinstance(result.error, InvalidArgsError), result.error
+    assert any(p.startswith(expected) for p in result.error.problems), result.error.problems
+    assert not [r for r in result.resources if r.type.startswith("gke-gpu:") or r.type == KIND]

@@ -81,8 +81,12 @@ def test_integers_that_arrive_as_floats_are_taken_as_integers() -> None:
 
 
 def test_an_output_for_the_cluster_name_is_forwarded_unchecked() -> None:
-    inputs = node_pool({**REQUIRED, "cluster_name": pulumi.Output.from_input("from-a-cluster")})
-    assert inputs["cluster"] == "from-a-cluster"
+    def program() -> None:
+        GpuNodePool("train", {**REQUIRED, "cluster_name": pulumi.Output.from_input("from-a-cluster")})
+
+    result = run_program({}, program=program)
+    assert result.error is None, result.error
+    assert result.one("gcp:container/nodePool:NodePool").inputs["cluster"] == "from-a-cluster"
 
 
 def test_enum_members_and_their_strings_are_the_same_arg() -> None:
@@ -117,7 +121,7 @@ def test_enum_members_and_their_strings_are_the_same_arg() -> None:
         ({"location": "us-centrall1"}, "location: 'us-centrall1' is not a Compute Engine region or zone"),
         ({"project": "Bad_Project"}, "project: 'Bad_Project' is not allowed"),
         ({"min_nodes": 3}, "min_nodes: 3 is greater than max_nodes 2"),
-        ({"on_demand_fallback": True}, "on_demand_fallback: only allowed on Autopilot"),
+        ({"on_demand_fallback": True}, "on_demand_fallback: unknown key; allowed keys here: accelerator,"),
     ],
 )
 def test_bad_args_are_refused_by_name_and_nothing_is_declared(bad: dict, expected: str) -> None:
