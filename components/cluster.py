@@ -1,59 +1,20 @@
 """A secure-by-default GKE cluster (Autopilot or Standard) and the Kubernetes provider for it."""
 
-from __future__ import annotations
-
 import hashlib
 import textwrap
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Literal
 
 import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_gcp import container, projects, serviceaccount
 
-from .config import AuthorizedNetwork, SystemPool
+from .cluster_args import GkeClusterArgs, GkeClusterSpec, SystemPoolSpec, cluster_rules
 from .package import component_options, component_type
+from .validation import pick, validate_args
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 # Google's least-privilege role for node service accounts: write logs and metrics, read
 # monitoring config, nothing else (no Compute or Storage admin as the default compute account has).
 NODE_SERVICE_ACCOUNT_ROLES = ("roles/container.defaultNodeServiceAccount",)
-
-
-@dataclass(frozen=True, kw_only=True)
-class GkeClusterArgs:
-    project: str
-    name: str
-    # The region (regional cluster) or one of its zones (zonal, Standard only).
-    location: str
-    autopilot: bool
-    network: pulumi.Input[str]
-    subnetwork: pulumi.Input[str]
-    pods_range_name: pulumi.Input[str]
-    services_range_name: pulumi.Input[str]
-    release_channel: str = "REGULAR"
-    private_nodes: bool = True
-    # False: the control plane's IP endpoint is private (reachable from the VPC only); True: public,
-    # limited to authorized_networks (open to any address when that is empty: the settings only
-    # allow that when the stack opts in explicitly). The DNS endpoint is on either way.
-    public_endpoint: bool = False
-    authorized_networks: Sequence[AuthorizedNetwork] = ()
-    # Enforce the project's Binary Authorization policy on the Pods of this cluster (opt-in: with
-    # the default project policy, which allows every image, it changes nothing).
-    binary_authorization: bool = False
-    # Standard only (Autopilot always has it). Turning it on for an existing cluster restarts the
-    # control plane and every node, so it is opt-in rather than forced on by an upgrade.
-    intranode_visibility: bool = False
-    # The endpoint the kubeconfig (and the Kubernetes provider) uses: "dns", or "ip" as stacks
-    # created before the DNS endpoint did (the first step of moving one, see README "Upgrading").
-    kubeconfig_endpoint: Literal["dns", "ip"] = "dns"
-    deletion_protection: bool = True
-    # Standard only: the small non-GPU pool for system Pods.
-    system_pool: SystemPool | None = None
-    # GKE's managed DCGM metrics (installs DCGM and a ClusterPodMonitoring).
-    managed_dcgm: bool = True
-    resource_labels: Mapping[str, str] = field(default_factory=dict)
 
 
 class GkeCluster(pulumi.ComponentResource):
@@ -78,30 +39,35 @@ class GkeCluster(pulumi.ComponentResource):
     """
 
     cluster_name: pulumi.Output[str]
+    """The cluster's name."""
     location: pulumi.Output[str]
-    # The IP endpoint (private unless public_endpoint) and the DNS endpoint (gke-....gke.goog).
+    """The cluster's region or zone."""
     endpoint: pulumi.Output[str]
+    """The control plane's IP endpoint (private unless `public_endpoint`)."""
     dns_endpoint: pulumi.Output[str | None]
+    """The control plane's DNS endpoint (gke-....gke.goog), checked by IAM."""
     kubeconfig: pulumi.Output[str]
+    """A kubeconfig (secret) that authenticates with gke-gcloud-auth-plugin; no credential inside."""
     node_service_account_email: pulumi.Output[str]
-    provider: k8s.Provider
+    """The email of the nodes' dedicated service account."""
 
     def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        spec = validate_args("GkeCluster", name, GkeClusterSpec, args, rules=cluster_rules)
         super().__init__(component_type("GkeCluster"), name, None, component_options("GkeCluster", opts))
         child = pulumi.ResourceOptions(parent=self)
 
         self.node_service_account = serviceaccount.Account(
             f"{name}-nodes",
-            project=args.project,
-            account_id=node_service_account_id(args.name),
-            display_name=f"GKE nodes of {args.name}",
+            project=spec.project,
+            account_id=node_service_account_id(spec.name),
+            display_name=f"GKE nodes of {spec.name}",
             description="Least-privilege node service account (gke-gpu Pulumi program)",
             opts=child,
         )
         self.node_service_account_roles = [
             projects.IAMMember(
                 f"{name}-nodes-{role.split('/')[-1]}",
-                project=args.project,
+                project=spec.project,
                 role=role,
                 member=self.node_service_account.member,
                 opts=child,
@@ -111,31 +77,30 @@ class GkeCluster(pulumi.ComponentResource):
 
         self.cluster = container.Cluster(
             f"{name}-cluster",
-            **self._cluster_inputs(args),
+            **self._cluster_inputs(spec, network_inputs(spec, args)),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 depends_on=self.node_service_account_roles,
                 # Standard: node_config and initial_node_count describe GKE's default pool, which is
                 # removed right after creation; both are ForceNew, so a later difference (the API
                 # reports the removed pool differently) must never replace the cluster.
-                ignore_changes=[] if args.autopilot else ["nodeConfig", "initialNodeCount"],
+                ignore_changes=[] if spec.autopilot else ["nodeConfig", "initialNodeCount"],
             ),
         )
 
         self.system_pool: container.NodePool | None = None
-        if not args.autopilot:
-            assert args.system_pool is not None, "Standard clusters need a system pool"
-            self.system_pool = self._system_pool(name, args, args.system_pool)
+        if not spec.autopilot:
+            self.system_pool = self._system_pool(name, spec, spec.system_pool or SystemPoolSpec())
 
         self.cluster_name = self.cluster.name
         self.location = self.cluster.location
         self.endpoint = self.cluster.endpoint
         self.dns_endpoint = self.cluster.control_plane_endpoints_config.apply(_dns_endpoint)
         self.node_service_account_email = self.node_service_account.email
-        if args.kubeconfig_endpoint == "dns":
+        if spec.kubeconfig_endpoint == "dns":
             kubeconfig = pulumi.Output.all(self.cluster.name, self.dns_endpoint).apply(
                 lambda values: render_kubeconfig(
-                    project=args.project, location=args.location, name=values[0], dns_endpoint=values[1]
+                    project=spec.project, location=spec.location, name=values[0], dns_endpoint=values[1]
                 )
             )
         else:
@@ -143,22 +108,24 @@ class GkeCluster(pulumi.ComponentResource):
                 self.cluster.name, self.cluster.endpoint, self.cluster.master_auth.cluster_ca_certificate
             ).apply(
                 lambda values: render_ip_kubeconfig(
-                    project=args.project,
-                    location=args.location,
+                    project=spec.project,
+                    location=spec.location,
                     name=values[0],
                     endpoint=values[1],
                     ca_certificate=values[2],
                 )
             )
         self.kubeconfig = pulumi.Output.secret(kubeconfig)
-        self.provider = k8s.Provider(
+        # A resource, not an output (the schema would reference the kubernetes package): Python callers
+        # pass it to the Kubernetes layer's components.
+        self.provider: k8s.Provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=self.kubeconfig,
             # HAZARD: without an identifier, pulumi-kubernetes takes a new kubeconfig server (the move
             # from the IP to the DNS endpoint) for a new cluster and replaces every Kubernetes object.
             # With a stable identifier, known at preview, a server change is a provider update. It must
             # be in state before the server changes: see README "Upgrading an existing stack".
-            cluster_identifier=f"gke/{args.project}/{args.location}/{args.name}",
+            cluster_identifier=f"gke/{spec.project}/{spec.location}/{spec.name}",
             # Apply conflicts with fields other managers own surface as errors, not silent takeovers.
             enable_server_side_apply=True,
             opts=pulumi.ResourceOptions(
@@ -174,43 +141,43 @@ class GkeCluster(pulumi.ComponentResource):
                 "endpoint": self.endpoint,
                 "dnsEndpoint": self.dns_endpoint,
                 "kubeconfig": self.kubeconfig,
-                "nodeServiceAccount": self.node_service_account_email,
+                "nodeServiceAccountEmail": self.node_service_account_email,
             }
         )
 
-    def _cluster_inputs(self, args: GkeClusterArgs) -> dict[str, object]:
+    def _cluster_inputs(self, spec: GkeClusterSpec, network: dict[str, object]) -> dict[str, object]:
         components = ["SYSTEM_COMPONENTS"]
-        if args.managed_dcgm:
+        if spec.managed_dcgm:
             components.append("DCGM")
         inputs: dict[str, object] = {
-            "name": args.name,
-            "project": args.project,
-            "location": args.location,
-            "network": args.network,
-            "subnetwork": args.subnetwork,
+            "name": spec.name,
+            "project": spec.project,
+            "location": spec.location,
+            "network": network["network"],
+            "subnetwork": network["subnetwork"],
             "networking_mode": "VPC_NATIVE",
             "ip_allocation_policy": container.ClusterIpAllocationPolicyArgs(
-                cluster_secondary_range_name=args.pods_range_name,
-                services_secondary_range_name=args.services_range_name,
+                cluster_secondary_range_name=network["pods_range_name"],
+                services_secondary_range_name=network["services_range_name"],
             ),
-            "release_channel": container.ClusterReleaseChannelArgs(channel=args.release_channel),
-            **control_plane_access(args),
+            "release_channel": container.ClusterReleaseChannelArgs(channel=spec.release_channel),
+            **control_plane_access(spec),
             # The list replaces GKE's default set, so SYSTEM_COMPONENTS must stay in it. Without
             # DCGM here, clusters created on 1.32.1-gke.1357000+ would otherwise get it by default.
             "monitoring_config": container.ClusterMonitoringConfigArgs(
                 enable_components=components,
                 managed_prometheus=container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
             ),
-            "deletion_protection": args.deletion_protection,
-            "resource_labels": dict(args.resource_labels),
+            "deletion_protection": spec.deletion_protection,
+            "resource_labels": dict(spec.resource_labels),
             # Declared either way, so turning it off again really sends DISABLED. An in-place update.
             "binary_authorization": container.ClusterBinaryAuthorizationArgs(
                 evaluation_mode="PROJECT_SINGLETON_POLICY_ENFORCE"
-                if args.binary_authorization
+                if spec.binary_authorization
                 else "DISABLED"
             ),
         }
-        if args.autopilot:
+        if spec.autopilot:
             # Autopilot always runs Workload Identity and Shielded nodes; it only needs to know
             # which service account its nodes use.
             inputs["enable_autopilot"] = True
@@ -234,9 +201,9 @@ class GkeCluster(pulumi.ComponentResource):
             # Pod-to-Pod traffic on one node goes through the VPC too, so the subnet's flow logs and
             # firewall rules see it (Autopilot's default; the provider refuses the field there).
             # HAZARD: switching it on for an existing cluster restarts the control plane and nodes.
-            enable_intranode_visibility=args.intranode_visibility,
+            enable_intranode_visibility=spec.intranode_visibility,
             workload_identity_config=container.ClusterWorkloadIdentityConfigArgs(
-                workload_pool=f"{args.project}.svc.id.goog"
+                workload_pool=f"{spec.project}.svc.id.goog"
             ),
             # The default pool lives for a minute; it still must not use the default compute account.
             node_config=container.ClusterNodeConfigArgs(
@@ -252,12 +219,12 @@ class GkeCluster(pulumi.ComponentResource):
         )
         return inputs
 
-    def _system_pool(self, name: str, args: GkeClusterArgs, pool: SystemPool) -> container.NodePool:
+    def _system_pool(self, name: str, spec: GkeClusterSpec, pool: SystemPoolSpec) -> container.NodePool:
         return container.NodePool(
             f"{name}-system",
             name="system",
-            project=args.project,
-            location=args.location,
+            project=spec.project,
+            location=spec.location,
             cluster=self.cluster.name,
             initial_node_count=1,
             autoscaling=container.NodePoolAutoscalingArgs(
@@ -284,7 +251,13 @@ class GkeCluster(pulumi.ComponentResource):
         )
 
 
-def control_plane_access(args: GkeClusterArgs) -> dict[str, object]:
+def network_inputs(spec: GkeClusterSpec, args: GkeClusterArgs) -> dict[str, object]:
+    """The network args as the cluster takes them: checked values, or the caller's Outputs."""
+    keys = ("network", "subnetwork", "pods_range_name", "services_range_name")
+    return {key: pick(getattr(spec, key), args[key]) for key in keys}
+
+
+def control_plane_access(spec: GkeClusterSpec) -> dict[str, object]:
     """Cluster inputs that decide who reaches the control plane, and how. Every one is an in-place
     update of an existing cluster (terraform-provider-google: none is ForceNew except
     ``client_certificate_config``, whose value, false, is what the state of a cluster created
@@ -295,8 +268,8 @@ def control_plane_access(args: GkeClusterArgs) -> dict[str, object]:
         # controlPlaneEndpointsConfig.ipEndpointsConfig.enablePublicEndpoint, negated); the
         # private address stays, for the nodes and anything in the VPC.
         "private_cluster_config": container.ClusterPrivateClusterConfigArgs(
-            enable_private_nodes=args.private_nodes,
-            enable_private_endpoint=not args.public_endpoint,
+            enable_private_nodes=spec.private_nodes,
+            enable_private_endpoint=not spec.public_endpoint,
         ),
         # The DNS endpoint: reachable from anywhere, every request authorised by IAM first, so CI
         # and people reach the cluster without an IP allowlist (the kubeconfig uses it).
@@ -320,14 +293,14 @@ def control_plane_access(args: GkeClusterArgs) -> dict[str, object]:
     # Left out only for a public endpoint open to any address (no list), which the settings refuse
     # unless the stack sets cluster.publicEndpointOpenToInternet. The block is Optional+Computed:
     # leaving it out keeps an earlier allowlist in place rather than removing it.
-    if args.authorized_networks or not args.public_endpoint:
+    if spec.authorized_networks or not spec.public_endpoint:
         access["master_authorized_networks_config"] = container.ClusterMasterAuthorizedNetworksConfigArgs(
             # None, not []: the provider's way to say "no external range at all".
             cidr_blocks=[
                 container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
-                    cidr_block=n.cidr_block, display_name=n.display_name
+                    cidr_block=n.cidr_block, display_name=n.display_name or n.cidr_block
                 )
-                for n in args.authorized_networks
+                for n in spec.authorized_networks
             ]
             or None,
             gcp_public_cidrs_access_enabled=False,

@@ -1,31 +1,82 @@
 """A VPC built for a VPC-native GKE cluster with private nodes."""
 
-from __future__ import annotations
-
-from dataclasses import dataclass
+from typing import Annotated, NotRequired, TypedDict
 
 import pulumi
 from pulumi_gcp import compute
+from pydantic import Field
 
+from .arg_types import ProjectId, RegionName, matching
+from .config_common import K8S_NAME, MIN_SUBNET_PREFIX, POD_RANGE_PREFIX_PER_NODE, Problems, network_of
+from .config_schema import Cidr
 from .package import component_options, component_type
+from .validation import ArgsModel, Deferrable, pick, validate_args
 
 PODS_RANGE_NAME = "pods"
 SERVICES_RANGE_NAME = "services"
+# The longest suffix a resource name gets (`<prefix>-router`): the prefix leaves room for it in 63.
+MAX_NAME_PREFIX = 63 - len("-router")
 
 
-@dataclass(frozen=True, kw_only=True)
-class GkeNetworkArgs:
-    project: str
-    region: str
-    # Prefix of the GCP resource names (the cluster name): `<prefix>-vpc`, `<prefix>-nodes`, ...
+class GkeNetworkArgs(TypedDict):
+    """The VPC's project, region, name and address ranges."""
+
+    project: pulumi.Input[str]
+    """The GCP project of the VPC."""
+    region: pulumi.Input[str]
+    """The region of the subnet, the router and Cloud NAT, e.g. us-central1."""
     name_prefix: str
-    subnet_cidr: str
-    pods_cidr: str
-    services_cidr: str
-    # Private nodes have no external IP: Cloud NAT gives them egress (image pulls from outside Google).
+    """Prefix of the GCP resource names (the cluster's name): `<prefix>-vpc`, `<prefix>-nodes`,
+    `<prefix>-router`, `<prefix>-nat`. Lowercase letters, digits and hyphens, at most 56 characters."""
+    subnet_cidr: pulumi.Input[str]
+    """The subnet's primary range, the nodes' addresses (a /29 or larger), e.g. 10.10.0.0/20."""
+    pods_cidr: pulumi.Input[str]
+    """The Pods' secondary range (a /24 or larger: GKE gives each node a /24), e.g. 10.16.0.0/14."""
+    services_cidr: pulumi.Input[str]
+    """The Services' secondary range, e.g. 10.20.0.0/20."""
+    cloud_nat: NotRequired[bool]
+    """Cloud NAT for the subnet: egress for private nodes, which have no external IP (image pulls from
+    outside Google). Defaults to true."""
+    flow_log_sampling: NotRequired[float]
+    """VPC flow logs on the subnet: the fraction of flows logged, 0 to 1; 0 turns them off. Defaults
+    to 0.5."""
+
+
+class _GkeNetworkSpec(ArgsModel):
+    project: Deferrable[ProjectId]
+    region: Deferrable[RegionName]
+    name_prefix: matching(  # type: ignore[valid-type]
+        K8S_NAME,
+        "lowercase letters, digits and hyphens, starting with a letter (a cluster name)",
+        max_length=MAX_NAME_PREFIX,
+    )
+    subnet_cidr: Deferrable[Cidr]
+    pods_cidr: Deferrable[Cidr]
+    services_cidr: Deferrable[Cidr]
     cloud_nat: bool = True
-    # VPC flow logs on the subnet: the fraction of flows logged (0 < x <= 1); 0 or None: off.
-    flow_log_sampling: float | None = 0.5
+    flow_log_sampling: Annotated[float, Field(ge=0, le=1)] = 0.5
+
+
+def _network_rules(spec: _GkeNetworkSpec) -> list[str]:
+    """Each known range is a network address; no two overlap; the subnet and Pod ranges are big
+    enough for GKE (the stack file's capacity checks stay in the config layer)."""
+    problems = Problems()
+    named = [
+        (key, network_of(value, key, problems))
+        for key in ("subnet_cidr", "pods_cidr", "services_cidr")
+        if isinstance(value := getattr(spec, key), str)
+    ]
+    for i, (key_a, net_a) in enumerate(named):
+        for key_b, net_b in named[i + 1 :]:
+            if net_a and net_b and net_a.overlaps(net_b):
+                problems.add(key_b, f"{net_b} overlaps {key_a} {net_a}; the ranges must not overlap")
+    ranges = dict(named)
+    subnet, pods = ranges.get("subnet_cidr"), ranges.get("pods_cidr")
+    if subnet and subnet.prefixlen > MIN_SUBNET_PREFIX:
+        problems.add("subnet_cidr", f"{subnet} is too small; a subnet is at least a /{MIN_SUBNET_PREFIX}")
+    if pods and pods.prefixlen > POD_RANGE_PREFIX_PER_NODE:
+        problems.add("pods_cidr", f"{pods} is too small; GKE gives each node a /24 of Pod addresses")
+    return problems.items
 
 
 class GkeNetwork(pulumi.ComponentResource):
@@ -43,20 +94,30 @@ class GkeNetwork(pulumi.ComponentResource):
     """
 
     network_name: pulumi.Output[str]
+    """The VPC's name."""
     network_self_link: pulumi.Output[str]
+    """The VPC's self link (the cluster's `network`)."""
     subnetwork_name: pulumi.Output[str]
+    """The subnet's name."""
     subnetwork_self_link: pulumi.Output[str]
-    pods_range_name: str
-    services_range_name: str
+    """The subnet's self link (the cluster's `subnetwork`)."""
+    pods_range_name: pulumi.Output[str]
+    """The name of the subnet's secondary range for Pods."""
+    services_range_name: pulumi.Output[str]
+    """The name of the subnet's secondary range for Services."""
 
     def __init__(self, name: str, args: GkeNetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        spec = validate_args("GkeNetwork", name, _GkeNetworkSpec, args, rules=_network_rules)
         super().__init__(component_type("GkeNetwork"), name, None, component_options("GkeNetwork", opts))
         child = pulumi.ResourceOptions(parent=self)
+        project = pick(spec.project, args["project"])
+        region = pick(spec.region, args["region"])
+        prefix = spec.name_prefix
 
         self.network = compute.Network(
             f"{name}-vpc",
-            name=f"{args.name_prefix}-vpc",
-            project=args.project,
+            name=f"{prefix}-vpc",
+            project=project,
             auto_create_subnetworks=False,
             routing_mode="REGIONAL",
             description="VPC for a GPU GKE cluster, managed by the gke-gpu Pulumi program",
@@ -64,37 +125,38 @@ class GkeNetwork(pulumi.ComponentResource):
         )
         self.subnetwork = compute.Subnetwork(
             f"{name}-nodes",
-            name=f"{args.name_prefix}-nodes",
-            project=args.project,
-            region=args.region,
+            name=f"{prefix}-nodes",
+            project=project,
+            region=region,
             network=self.network.id,
-            ip_cidr_range=args.subnet_cidr,
+            ip_cidr_range=pick(spec.subnet_cidr, args["subnet_cidr"]),
             private_ip_google_access=True,
             secondary_ip_ranges=[
                 compute.SubnetworkSecondaryIpRangeArgs(
-                    range_name=PODS_RANGE_NAME, ip_cidr_range=args.pods_cidr
+                    range_name=PODS_RANGE_NAME, ip_cidr_range=pick(spec.pods_cidr, args["pods_cidr"])
                 ),
                 compute.SubnetworkSecondaryIpRangeArgs(
-                    range_name=SERVICES_RANGE_NAME, ip_cidr_range=args.services_cidr
+                    range_name=SERVICES_RANGE_NAME,
+                    ip_cidr_range=pick(spec.services_cidr, args["services_cidr"]),
                 ),
             ],
-            log_config=flow_log_config(args.flow_log_sampling),
+            log_config=flow_log_config(spec.flow_log_sampling),
             opts=child,
         )
-        if args.cloud_nat:
+        if spec.cloud_nat:
             self.router = compute.Router(
                 f"{name}-router",
-                name=f"{args.name_prefix}-router",
-                project=args.project,
-                region=args.region,
+                name=f"{prefix}-router",
+                project=project,
+                region=region,
                 network=self.network.id,
                 opts=child,
             )
             self.nat = compute.RouterNat(
                 f"{name}-nat",
-                name=f"{args.name_prefix}-nat",
-                project=args.project,
-                region=args.region,
+                name=f"{prefix}-nat",
+                project=project,
+                region=region,
                 router=self.router.name,
                 nat_ip_allocate_option="AUTO_ONLY",
                 # Only this subnet (nodes and Pods), not every subnet a shared VPC may grow.
@@ -113,12 +175,14 @@ class GkeNetwork(pulumi.ComponentResource):
         self.network_self_link = self.network.self_link
         self.subnetwork_name = self.subnetwork.name
         self.subnetwork_self_link = self.subnetwork.self_link
-        self.pods_range_name = PODS_RANGE_NAME
-        self.services_range_name = SERVICES_RANGE_NAME
+        self.pods_range_name = pulumi.Output.from_input(PODS_RANGE_NAME)
+        self.services_range_name = pulumi.Output.from_input(SERVICES_RANGE_NAME)
         self.register_outputs(
             {
                 "networkName": self.network_name,
+                "networkSelfLink": self.network_self_link,
                 "subnetworkName": self.subnetwork_name,
+                "subnetworkSelfLink": self.subnetwork_self_link,
                 "podsRangeName": self.pods_range_name,
                 "servicesRangeName": self.services_range_name,
             }

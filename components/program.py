@@ -10,7 +10,8 @@ from typing import Any
 
 import pulumi
 
-from .cluster import GkeCluster, GkeClusterArgs
+from .cluster import GkeCluster
+from .cluster_args import GkeClusterArgs, KubeconfigEndpoint, ReleaseChannel
 from .config import GpuPool, Settings
 from .dcgm_exporter import DcgmExporterArgs
 from .existing_cluster import ExistingCluster, ExistingClusterArgs
@@ -19,7 +20,7 @@ from .gpu_monitoring import GpuMonitoring, GpuMonitoringArgs
 from .gpu_node_labels import GpuNodeLabels, GpuNodeLabelsArgs
 from .gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from .gpu_scheduling import GPU_TOLERATION, gpus_per_pod, node_selector, tolerations
-from .network import GkeNetwork, GkeNetworkArgs
+from .network import GkeNetwork
 from .nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
 from .sample_workloads import (
     GpuTarget,
@@ -307,43 +308,53 @@ def _gke_cluster(settings: Settings) -> GkeCluster:
         assert settings.network and settings.network.subnet_cidr
         vpc = GkeNetwork(
             "network",
-            GkeNetworkArgs(
-                project=project,
-                region=region,
-                name_prefix=cluster.name,
-                subnet_cidr=settings.network.subnet_cidr,
-                pods_cidr=settings.network.pods_cidr or "",
-                services_cidr=settings.network.services_cidr or "",
-                cloud_nat=cluster.private_nodes,
-                flow_log_sampling=settings.network.flow_log_sampling,
-            ),
+            {
+                "project": project,
+                "region": region,
+                "name_prefix": cluster.name,
+                "subnet_cidr": settings.network.subnet_cidr,
+                "pods_cidr": settings.network.pods_cidr or "",
+                "services_cidr": settings.network.services_cidr or "",
+                "cloud_nat": cluster.private_nodes,
+                "flow_log_sampling": settings.network.flow_log_sampling or 0,
+            },
         )
         network, subnetwork = vpc.network_self_link, vpc.subnetwork_self_link
         pods_range, services_range = vpc.pods_range_name, vpc.services_range_name
-    return GkeCluster(
-        "gke",
-        GkeClusterArgs(
-            project=project,
-            name=cluster.name,
-            location=cluster.location,
-            autopilot=cluster.autopilot,
-            network=network,
-            subnetwork=subnetwork,
-            pods_range_name=pods_range,
-            services_range_name=services_range,
-            release_channel=cluster.release_channel,
-            private_nodes=cluster.private_nodes,
-            public_endpoint=cluster.public_endpoint,
-            authorized_networks=cluster.authorized_networks,
-            binary_authorization=cluster.binary_authorization,
-            intranode_visibility=cluster.intranode_visibility,
-            kubeconfig_endpoint=cluster.kubeconfig_endpoint,
-            deletion_protection=cluster.deletion_protection,
-            system_pool=cluster.system_pool,
-            managed_dcgm=settings.monitoring.dcgm == "managed",
-            resource_labels={"managed-by": "pulumi", "pulumi-stack": _label_value(settings.stack)},
-        ),
-    )
+    args: GkeClusterArgs = {
+        "project": project,
+        "name": cluster.name,
+        "location": cluster.location,
+        "autopilot": cluster.autopilot,
+        "network": network,
+        "subnetwork": subnetwork,
+        "pods_range_name": pods_range,
+        "services_range_name": services_range,
+        "release_channel": ReleaseChannel(cluster.release_channel),
+        "private_nodes": cluster.private_nodes,
+        "public_endpoint": cluster.public_endpoint,
+        "authorized_networks": [
+            {"cidr_block": n.cidr_block, "display_name": n.display_name} for n in cluster.authorized_networks
+        ],
+        "binary_authorization": cluster.binary_authorization,
+        "kubeconfig_endpoint": KubeconfigEndpoint(cluster.kubeconfig_endpoint),
+        "deletion_protection": cluster.deletion_protection,
+        "managed_dcgm": settings.monitoring.dcgm == "managed",
+        "resource_labels": {"managed-by": "pulumi", "pulumi-stack": _label_value(settings.stack)},
+    }
+    if not cluster.autopilot:
+        # Standard only: the config refuses both on Autopilot.
+        args["intranode_visibility"] = cluster.intranode_visibility
+        if cluster.system_pool is not None:
+            pool = cluster.system_pool
+            args["system_pool"] = {
+                "machine_type": pool.machine_type,
+                "min_nodes": pool.min_nodes,
+                "max_nodes": pool.max_nodes,
+                "spot": pool.spot,
+                "disk_size_gb": pool.disk_size_gb,
+            }
+    return GkeCluster("gke", args)
 
 
 def _pool_summary(pool: GpuPool, *, autopilot: bool) -> dict[str, Any]:

@@ -7,11 +7,17 @@ import pytest
 import yaml
 
 import tools.offline
-from gke_gpu.cluster import GkeCluster, GkeClusterArgs, node_service_account_id
-from gke_gpu.config import AuthorizedNetwork, SystemPool
+from gke_gpu.cluster import GkeCluster, node_service_account_id
+from gke_gpu.cluster_args import ReleaseChannel
 from tools.offline import SECRET, run_program
 
-SYSTEM_POOL = SystemPool("e2-standard-4", 1, 3, False, 100)
+SYSTEM_POOL = {
+    "machine_type": "e2-standard-4",
+    "min_nodes": 1,
+    "max_nodes": 3,
+    "spot": False,
+    "disk_size_gb": 100,
+}
 
 
 def declare(*, preview: bool = True, **overrides):
@@ -27,10 +33,11 @@ def declare(*, preview: bool = True, **overrides):
         system_pool=SYSTEM_POOL,
     )
     args.update(overrides)
+    args = {k: v for k, v in args.items() if v is not None}  # None: leave the key out
     holder = {}
 
     def program():
-        cluster = holder["cluster"] = GkeCluster("gke", GkeClusterArgs(**args))
+        cluster = holder["cluster"] = GkeCluster("gke", args)
         return {
             "kubeconfig": cluster.kubeconfig,
             "plain": cluster.kubeconfig.apply(str),
@@ -145,7 +152,7 @@ def test_autopilot_cluster_has_no_node_pools_and_uses_the_node_account() -> None
 
 
 def test_authorized_networks_restrict_the_public_endpoint() -> None:
-    vpn = [AuthorizedNetwork("203.0.113.0/24", "vpn")]
+    vpn = [{"cidr_block": "203.0.113.0/24", "display_name": "vpn"}]
     c = cluster_inputs(declare(public_endpoint=True, authorized_networks=vpn))
     assert c["privateClusterConfig"]["enablePrivateEndpoint"] is False
     assert c["masterAuthorizedNetworksConfig"] == {
@@ -162,7 +169,13 @@ def test_authorized_networks_restrict_the_public_endpoint() -> None:
 
 def test_options_follow_the_args() -> None:
     c = cluster_inputs(
-        declare(deletion_protection=False, private_nodes=False, release_channel="STABLE", managed_dcgm=False)
+        declare(
+            deletion_protection=False,
+            private_nodes=False,
+            public_endpoint=True,
+            release_channel=ReleaseChannel.STABLE,
+            managed_dcgm=False,
+        )
     )
     assert c["deletionProtection"] is False
     assert c["privateClusterConfig"]["enablePrivateNodes"] is False

@@ -5,19 +5,19 @@ from __future__ import annotations
 from gke_gpu.network import GkeNetwork, GkeNetworkArgs
 from tools.offline import run_program
 
-ARGS = dict(
-    project="test-project",
-    region="us-central1",
-    name_prefix="gpu-test",
-    subnet_cidr="10.10.0.0/20",
-    pods_cidr="10.16.0.0/14",
-    services_cidr="10.20.0.0/20",
-)
+ARGS: GkeNetworkArgs = {
+    "project": "test-project",
+    "region": "us-central1",
+    "name_prefix": "gpu-test",
+    "subnet_cidr": "10.10.0.0/20",
+    "pods_cidr": "10.16.0.0/14",
+    "services_cidr": "10.20.0.0/20",
+}
 
 
 def declare(**overrides):
     def program():
-        GkeNetwork("network", GkeNetworkArgs(**{**ARGS, **overrides}))
+        GkeNetwork("network", {**ARGS, **overrides})
 
     result = run_program({}, program=program)
     assert result.error is None, result.error
@@ -48,8 +48,8 @@ def test_flow_logs_on_the_subnet_follow_the_sampling() -> None:
     }
     sampled = declare(flow_log_sampling=0.1).one("gcp:compute/subnetwork:Subnetwork").inputs
     assert sampled["logConfig"]["flowSampling"] == 0.1
-    # 0 (and None) turn them off: no log_config block, which the provider sends as "disabled".
-    for off in (0, 0.0, None):
+    # 0 turns them off: no log_config block, which the provider sends as "disabled".
+    for off in (0, 0.0):
         assert (
             "logConfig" not in declare(flow_log_sampling=off).one("gcp:compute/subnetwork:Subnetwork").inputs
         )
