@@ -18,9 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
-from .config import AlertSettings
 from .images import DCGM_HOSTNAME_LABEL
 
 # The Prometheus rule group (and Cloud Monitoring's `ruleGroup`) every GPU alert belongs to.
@@ -36,6 +35,17 @@ XID_WINDOW = "15m"
 
 DCGM_GPU_KEYS = ("cluster", DCGM_HOSTNAME_LABEL, "gpu")
 GKE_GPU_KEYS = ("cluster_name", "node_name", "accelerator_id")
+
+
+class AlertThresholds(Protocol):
+    """What the rules read of the alert settings (the stack's AlertSettings, GpuMonitoring's args)."""
+
+    @property
+    def idle_gpu_minutes(self) -> int: ...
+    @property
+    def idle_gpu_utilization_percent(self) -> float: ...
+    @property
+    def xid_errors(self) -> bool: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,7 +101,7 @@ def xid_query(cluster: str) -> str:
     return f"max by ({keys}) ({selector}) unless max by ({keys}) ({selector} offset {XID_WINDOW})"
 
 
-def alert_rules(cluster: str, dcgm: str, alerts: AlertSettings) -> list[AlertRule]:
+def alert_rules(cluster: str, dcgm: str, alerts: AlertThresholds) -> list[AlertRule]:
     """The GPU alerts for one cluster: idle GPUs always, XID errors where DCGM exports them."""
     minutes = alerts.idle_gpu_minutes
     threshold = f"{alerts.idle_gpu_utilization_percent:g}"

@@ -1,20 +1,17 @@
 """NVIDIA's DCGM exporter as a DaemonSet on the GPU nodes, with a Service and a scrape config."""
 
-from __future__ import annotations
-
 import csv
 import hashlib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from . import images
-from .k8s_common import app_labels, image_version, require_node_labels, selector_labels
+from .dcgm_exporter_args import DcgmExporterArgs, DcgmExporterSpec, exporter_rules
+from .k8s_common import app_labels, image_version, require_node_labels, selector_labels, toleration_args
 from .package import component_options, component_type
+from .validation import validate_args
 
 METRICS_PORT = 9400
 # Where GKE installs the NVIDIA driver on COS nodes.
@@ -30,26 +27,6 @@ COLLECTOR_TYPES = frozenset({"gauge", "counter", "histogram", "summary", "label"
 # Writable paths on an otherwise read-only root filesystem: DCGM's host engine log
 # (/var/log/nv-hostengine.log by default) and the exporter's temporary and debug-dump files (/tmp).
 WRITABLE_PATHS = {"tmp": "/tmp", "var-log": "/var/log"}
-
-
-@dataclass(frozen=True, kw_only=True)
-class DcgmExporterArgs:
-    # gke: GKE-installed driver from the host path, privileged (no NVIDIA container runtime).
-    # generic: the NVIDIA container toolkit injects the GPUs; root with SYS_ADMIN, not privileged.
-    flavor: Literal["gke", "generic"]
-    namespace: str = "gpu-monitoring"
-    # Node label selecting the GPU nodes (generic), or label keys that must exist (gke).
-    node_selector: Mapping[str, str] | None = None
-    required_node_labels: Sequence[str] = ("cloud.google.com/gke-accelerator",)
-    tolerations: Sequence[Mapping[str, Any]] = ()
-    # podMonitoring: Google Managed Prometheus; serviceMonitor: Prometheus Operator;
-    # annotations: prometheus.io/* on the Service for annotation-based scrapers.
-    scrape: Literal["podMonitoring", "serviceMonitor", "annotations"] = "podMonitoring"
-    scrape_interval: str = "30s"
-    runtime_class_name: str | None = None
-    # The only namespace whose Pods may reach the metrics port (NetworkPolicy): the scraper's,
-    # e.g. gmp-system for Managed Prometheus' collectors. Required.
-    scraper_namespace: str | None = None
 
 
 class DcgmExporter(pulumi.ComponentResource):
@@ -73,27 +50,33 @@ class DcgmExporter(pulumi.ComponentResource):
     Do not combine with GKE's managed DCGM (duplicate series): the config refuses it.
     """
 
-    daemon_set: k8s.apps.v1.DaemonSet
-    service: k8s.core.v1.Service
-    network_policy: k8s.networking.v1.NetworkPolicy
+    namespace: pulumi.Output[str]
+    """The exporter's namespace."""
+    scrape: pulumi.Output[str]
+    """What scrapes the metrics: podMonitoring, serviceMonitor or annotations."""
 
     def __init__(self, name: str, args: DcgmExporterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        spec = validate_args("DcgmExporter", name, DcgmExporterSpec, args, rules=exporter_rules)
         super().__init__(component_type("DcgmExporter"), name, None, component_options("DcgmExporter", opts))
-        if not args.scraper_namespace:
-            raise ValueError("DcgmExporterArgs.scraper_namespace is required: the only namespace let in")
+        self._declare(name, spec)
+        self.namespace = pulumi.Output.from_input(spec.namespace)
+        self.scrape = pulumi.Output.from_input(spec.scrape)
+        self.register_outputs({"namespace": self.namespace, "scrape": self.scrape})
+
+    def _declare(self, name: str, spec: DcgmExporterSpec) -> None:
         child = pulumi.ResourceOptions(parent=self)
         labels = app_labels(
             "dcgm-exporter", component="gpu-metrics", version=image_version(images.DCGM_EXPORTER)
         )
         match = selector_labels(labels)
-        gke = args.flavor == "gke"
+        gke = spec.flavor == "gke"
 
-        self.namespace = k8s.core.v1.Namespace(
+        self.k8s_namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=args.namespace,
+                name=spec.namespace,
                 labels={
-                    **app_labels(args.namespace, component="gpu-monitoring"),
+                    **app_labels(spec.namespace, component="gpu-monitoring"),
                     # The exporter needs host paths (and privilege on GKE)...
                     "pod-security.kubernetes.io/enforce": "privileged",
                     # ...an exception kept visible: `kubectl apply` warns and the audit log records
@@ -104,11 +87,11 @@ class DcgmExporter(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        in_namespace = pulumi.ResourceOptions(parent=self, depends_on=[self.namespace])
+        in_namespace = pulumi.ResourceOptions(parent=self, depends_on=[self.k8s_namespace])
         self.service_account = k8s.core.v1.ServiceAccount(
             f"{name}-sa",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name="dcgm-exporter", namespace=args.namespace, labels=labels
+                name="dcgm-exporter", namespace=spec.namespace, labels=labels
             ),
             automount_service_account_token=False,
             opts=in_namespace,
@@ -117,7 +100,7 @@ class DcgmExporter(pulumi.ComponentResource):
         self.collectors = k8s.core.v1.ConfigMap(
             f"{name}-collectors",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name="dcgm-exporter-collectors", namespace=args.namespace, labels=labels
+                name="dcgm-exporter-collectors", namespace=spec.namespace, labels=labels
             ),
             data={COLLECTORS_KEY: collectors},
             opts=in_namespace,
@@ -206,11 +189,11 @@ class DcgmExporter(pulumi.ComponentResource):
             liveness_probe=_health_probe(initial_delay=45),
             readiness_probe=_health_probe(initial_delay=15),
         )
-        affinity = require_node_labels(args.required_node_labels)
-        self.daemon_set = k8s.apps.v1.DaemonSet(
+        affinity = require_node_labels(spec.required_node_labels)
+        self.daemon_set: k8s.apps.v1.DaemonSet = k8s.apps.v1.DaemonSet(
             f"{name}-daemonset",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name="dcgm-exporter", namespace=args.namespace, labels=labels
+                name="dcgm-exporter", namespace=spec.namespace, labels=labels
             ),
             spec=k8s.apps.v1.DaemonSetSpecArgs(
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=match),
@@ -228,15 +211,15 @@ class DcgmExporter(pulumi.ComponentResource):
                     ),
                     spec=k8s.core.v1.PodSpecArgs(
                         service_account_name="dcgm-exporter",
-                        runtime_class_name=args.runtime_class_name,
+                        runtime_class_name=spec.runtime_class_name,
                         automount_service_account_token=False,
                         enable_service_links=False,
                         security_context=k8s.core.v1.PodSecurityContextArgs(
                             seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault")
                         ),
-                        node_selector=dict(args.node_selector) if args.node_selector else None,
+                        node_selector=dict(spec.node_selector) if spec.node_selector else None,
                         affinity=affinity,
-                        tolerations=[k8s.core.v1.TolerationArgs(**dict(t)) for t in args.tolerations],
+                        tolerations=[toleration_args(t) for t in spec.tolerations],
                         containers=[container],
                         volumes=volumes,
                         termination_grace_period_seconds=10,
@@ -244,21 +227,21 @@ class DcgmExporter(pulumi.ComponentResource):
                 ),
             ),
             opts=pulumi.ResourceOptions(
-                parent=self, depends_on=[self.namespace, self.service_account, self.collectors]
+                parent=self, depends_on=[self.k8s_namespace, self.service_account, self.collectors]
             ),
         )
 
         service_annotations = None
-        if args.scrape == "annotations":
+        if spec.scrape == "annotations":
             service_annotations = {
                 "prometheus.io/scrape": "true",
                 "prometheus.io/port": str(METRICS_PORT),
                 "prometheus.io/path": "/metrics",
             }
-        self.service = k8s.core.v1.Service(
+        self.service: k8s.core.v1.Service = k8s.core.v1.Service(
             f"{name}-service",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name="dcgm-exporter", namespace=args.namespace, labels=labels, annotations=service_annotations
+                name="dcgm-exporter", namespace=spec.namespace, labels=labels, annotations=service_annotations
             ),
             spec=k8s.core.v1.ServiceSpecArgs(
                 # Headless: one DNS record per exporter Pod; scrapers want each node, not a balance.
@@ -271,10 +254,10 @@ class DcgmExporter(pulumi.ComponentResource):
         # Managed Prometheus' collectors are ordinary Pods in gmp-system (not hostNetwork), so a
         # namespace selector matches them. The kubelet's probes come from the node, which network
         # policies always admit.
-        self.network_policy = k8s.networking.v1.NetworkPolicy(
+        self.network_policy: k8s.networking.v1.NetworkPolicy = k8s.networking.v1.NetworkPolicy(
             f"{name}-networkpolicy",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name="dcgm-exporter", namespace=args.namespace, labels=labels
+                name="dcgm-exporter", namespace=spec.namespace, labels=labels
             ),
             spec=k8s.networking.v1.NetworkPolicySpecArgs(
                 pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=match),
@@ -284,7 +267,7 @@ class DcgmExporter(pulumi.ComponentResource):
                         from_=[
                             k8s.networking.v1.NetworkPolicyPeerArgs(
                                 namespace_selector=k8s.meta.v1.LabelSelectorArgs(
-                                    match_labels={"kubernetes.io/metadata.name": args.scraper_namespace}
+                                    match_labels={"kubernetes.io/metadata.name": spec.scraper_namespace}
                                 )
                             )
                         ],
@@ -298,18 +281,18 @@ class DcgmExporter(pulumi.ComponentResource):
             opts=in_namespace,
         )
 
-        self.scrape: pulumi.CustomResource | None = None
-        if args.scrape == "podMonitoring":
-            self.scrape = k8s.apiextensions.CustomResource(
+        self.scrape_config: pulumi.CustomResource | None = None
+        if spec.scrape == "podMonitoring":
+            self.scrape_config = k8s.apiextensions.CustomResource(
                 f"{name}-podmonitoring",
                 api_version="monitoring.googleapis.com/v1",
                 kind="PodMonitoring",
                 metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name="dcgm-exporter", namespace=args.namespace, labels=labels
+                    name="dcgm-exporter", namespace=spec.namespace, labels=labels
                 ),
                 spec={
                     "selector": {"matchLabels": match},
-                    "endpoints": [{"port": "metrics", "interval": args.scrape_interval}],
+                    "endpoints": [{"port": "metrics", "interval": spec.scrape_interval}],
                     # As Google's DCGM example: no pod/container target labels, so the exporter's
                     # own (the GPU's workload) keep their names instead of becoming exported_*.
                     # (`namespace` stays the target's: the workload's becomes exported_namespace.)
@@ -317,22 +300,21 @@ class DcgmExporter(pulumi.ComponentResource):
                 },
                 opts=in_namespace,
             )
-        elif args.scrape == "serviceMonitor":
-            self.scrape = k8s.apiextensions.CustomResource(
+        elif spec.scrape == "serviceMonitor":
+            self.scrape_config = k8s.apiextensions.CustomResource(
                 f"{name}-servicemonitor",
                 api_version="monitoring.coreos.com/v1",
                 kind="ServiceMonitor",
                 metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name="dcgm-exporter", namespace=args.namespace, labels=labels
+                    name="dcgm-exporter", namespace=spec.namespace, labels=labels
                 ),
                 spec={
                     "selector": {"matchLabels": match},
-                    "namespaceSelector": {"matchNames": [args.namespace]},
-                    "endpoints": [{"port": "metrics", "path": "/metrics", "interval": args.scrape_interval}],
+                    "namespaceSelector": {"matchNames": [spec.namespace]},
+                    "endpoints": [{"port": "metrics", "path": "/metrics", "interval": spec.scrape_interval}],
                 },
                 opts=in_namespace,
             )
-        self.register_outputs({"namespace": args.namespace, "scrape": args.scrape})
 
 
 def collectors_csv() -> str:

@@ -1,21 +1,28 @@
 """A Kubernetes cluster this program does not manage: only a provider for the GPU layer."""
 
-from __future__ import annotations
-
-from dataclasses import dataclass
+from typing import Annotated, NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
+from pydantic import Field
 
+from .config_schema import PRINTABLE
 from .package import component_options, component_type
+from .validation import ArgsModel, Deferrable, pick, validate_args
 
 
-@dataclass(frozen=True, kw_only=True)
-class ExistingClusterArgs:
-    # The kubeconfig, from a Pulumi secret; it stays a secret output.
+class ExistingClusterArgs(TypedDict):
+    """How to reach a cluster someone else owns."""
+
     kubeconfig: pulumi.Input[str]
-    # A context of the kubeconfig; None means its current-context.
-    context: str | None = None
+    """The kubeconfig, from a Pulumi secret; it stays a secret output."""
+    context: NotRequired[str]
+    """A context of the kubeconfig. Defaults to its current-context."""
+
+
+class _ExistingClusterSpec(ArgsModel):
+    kubeconfig: Deferrable[Annotated[str, Field(min_length=1, max_length=1_000_000)]]
+    context: Annotated[str, Field(min_length=1, max_length=253, pattern=PRINTABLE)] | None = None
 
 
 class ExistingCluster(pulumi.ComponentResource):
@@ -23,19 +30,23 @@ class ExistingCluster(pulumi.ComponentResource):
     cluster of another team). Nothing in GCP is declared; deleting the stack leaves the cluster.
     """
 
-    provider: k8s.Provider
+    context: pulumi.Output[str] | None
+    """The kubeconfig context the provider uses; none for the kubeconfig's current-context."""
 
     def __init__(
         self, name: str, args: ExistingClusterArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
+        spec = validate_args("ExistingCluster", name, _ExistingClusterSpec, args)
         super().__init__(
             component_type("ExistingCluster"), name, None, component_options("ExistingCluster", opts)
         )
-        self.provider = k8s.Provider(
+        # A resource, not an output: the Kubernetes layer's components take it as their provider.
+        self.provider: k8s.Provider = k8s.Provider(
             f"{name}-k8s",
-            kubeconfig=pulumi.Output.secret(args.kubeconfig),
-            context=args.context,
+            kubeconfig=pulumi.Output.secret(pick(spec.kubeconfig, args["kubeconfig"])),
+            context=spec.context,
             enable_server_side_apply=True,
             opts=pulumi.ResourceOptions(parent=self),
         )
-        self.register_outputs({"context": args.context})
+        self.context = None if spec.context is None else pulumi.Output.from_input(spec.context)
+        self.register_outputs({"context": self.context})

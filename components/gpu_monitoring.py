@@ -1,34 +1,108 @@
 """GPU monitoring: the DCGM exporter when self-managed, a Cloud Monitoring dashboard, alert policies."""
 
-from __future__ import annotations
-
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Literal
+from enum import StrEnum
+from typing import Annotated, Any, NotRequired, TypedDict
 
 import pulumi
 from pulumi_gcp import monitoring
+from pydantic import Field
 
-from .alert_rules import EVALUATION_INTERVAL, RULE_GROUP, AlertRule, alert_rules
-from .config import AlertSettings
+from .alert_rules import EVALUATION_INTERVAL, RULE_GROUP, AlertRule, AlertThresholds, alert_rules
+from .arg_types import LabelValue, ProjectId, enum_values
+from .config_common import MAX_CHANNELS_PER_POLICY, Problems
+from .config_schema import CHANNEL
 from .dashboard import gpu_dashboard
-from .dcgm_exporter import DcgmExporter, DcgmExporterArgs
+from .dcgm_exporter import DcgmExporter
+from .dcgm_exporter_args import DcgmExporterSettings, DcgmExporterSpec, exporter_problems
 from .package import component_options, component_type
+from .validation import ArgsModel, validate_args
 
 
-@dataclass(frozen=True, kw_only=True)
-class GpuMonitoringArgs:
-    project: str | None
-    cluster_name: str
-    dcgm: Literal["managed", "exporter", "none"]
-    # Where the self-managed exporter runs (dcgm: exporter).
-    exporter: DcgmExporterArgs | None = None
+class DcgmSource(StrEnum):
+    """Where the DCGM metrics come from."""
+
+    MANAGED = "managed"
+    """GKE's managed DCGM (switched on in the cluster: GkeCluster's `managed_dcgm`)."""
+    EXPORTER = "exporter"
+    """The self-managed DCGM exporter this component declares (`exporter`)."""
+    NONE = "none"
+    """No DCGM: GKE's built-in accelerator metrics only."""
+
+
+class AlertPolicies(TypedDict):
+    """The GPU alert policies: an idle GPU always, XID errors with the exporter."""
+
+    notification_channels: NotRequired[list[str]]
+    """Channels every policy notifies: projects/<project>/notificationChannels/<id> (at most 16).
+    Defaults to none (incidents show in the console only)."""
+    idle_gpu_minutes: NotRequired[int]
+    """How long a GPU must stay under the threshold before the idle alert fires (5 to 1440).
+    Defaults to 120."""
+    idle_gpu_utilization_percent: NotRequired[float]
+    """The idle threshold, percent of GPU utilization (0 to 100). Defaults to 5."""
+    xid_errors: NotRequired[bool]
+    """An alert on any new XID error (dcgm exporter only: GKE's managed DCGM exports no XID field).
+    Defaults to true with the exporter."""
+
+
+class GpuMonitoringArgs(TypedDict):
+    """The DCGM source, the dashboard and the alert policies of one cluster."""
+
+    dcgm: DcgmSource
+    """Where the DCGM metrics come from: managed, exporter or none."""
+    project: NotRequired[str]
+    """The GCP project of the dashboard and alert policies. Defaults to the provider's project."""
+    cluster_name: NotRequired[str]
+    """The cluster's name: every chart and alert query filters on it. Required with a dashboard or
+    alerts."""
+    exporter: NotRequired[DcgmExporterSettings]
+    """The self-managed DCGM exporter. Required with dcgm exporter, and only then."""
+    dashboard: NotRequired[bool]
+    """A Cloud Monitoring dashboard of the cluster's GPUs. Defaults to true."""
+    alerts: NotRequired[AlertPolicies]
+    """Alert policies. Defaults to none."""
+
+
+class _AlertPoliciesSpec(ArgsModel):
+    notification_channels: Annotated[
+        list[Annotated[str, Field(max_length=200, pattern=CHANNEL)]],
+        Field(default_factory=list, max_length=MAX_CHANNELS_PER_POLICY),
+    ]
+    idle_gpu_minutes: int = Field(120, ge=5, le=1440)
+    idle_gpu_utilization_percent: float = Field(5, ge=0, le=100)
+    xid_errors: bool = True
+
+
+class _GpuMonitoringSpec(ArgsModel):
+    dcgm: enum_values(DcgmSource)  # type: ignore[valid-type]
+    project: ProjectId | None = None  # type: ignore[valid-type]
+    cluster_name: Annotated[LabelValue, Field(min_length=1)] | None = None  # type: ignore[valid-type]
+    exporter: DcgmExporterSpec | None = None
     dashboard: bool = True
-    alerts: AlertSettings | None = None
-    # The namespace whose Pods may scrape the exporter (settings.monitoring.scraper_namespace);
-    # overrides the exporter args' own when set.
-    scraper_namespace: str | None = None
+    alerts: _AlertPoliciesSpec | None = None
+
+
+def _monitoring_rules(spec: _GpuMonitoringSpec) -> list[str]:
+    problems = Problems()
+    if spec.dcgm == "exporter" and spec.exporter is None:
+        problems.add("exporter", "required with dcgm exporter")
+    if spec.dcgm != "exporter" and spec.exporter is not None:
+        problems.add("exporter", f"only allowed with dcgm exporter (dcgm is {spec.dcgm})")
+    if (spec.dashboard or spec.alerts is not None) and spec.cluster_name is None:
+        problems.add("cluster_name", "required with a dashboard or alerts: they filter on the cluster's name")
+    alerts = spec.alerts
+    explicit_xid = alerts is not None and "xid_errors" in alerts.model_fields_set and alerts.xid_errors
+    if explicit_xid and spec.dcgm != "exporter":
+        problems.add(
+            "alerts.xid_errors",
+            f"true is not allowed with dcgm {spec.dcgm}: XID errors come only from the exporter",
+        )
+    items = problems.items
+    if spec.exporter is not None:
+        items += exporter_problems(spec.exporter, "exporter.")
+    return items
 
 
 class GpuMonitoring(pulumi.ComponentResource):
@@ -41,39 +115,37 @@ class GpuMonitoring(pulumi.ComponentResource):
     """
 
     dashboard_url: pulumi.Output[str] | None
-    alert_policies: list[monitoring.AlertPolicy]
+    """The dashboard in the Cloud Console; none without a dashboard."""
+    alert_policy_names: pulumi.Output[list[str]]
+    """The alert policies' resource names (projects/<project>/alertPolicies/<id>)."""
 
     def __init__(
         self, name: str, args: GpuMonitoringArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
+        spec = validate_args("GpuMonitoring", name, _GpuMonitoringSpec, args, rules=_monitoring_rules)
         super().__init__(
             component_type("GpuMonitoring"), name, None, component_options("GpuMonitoring", opts)
         )
         child = pulumi.ResourceOptions(parent=self)
 
         self.exporter: DcgmExporter | None = None
-        if args.dcgm == "exporter":
-            assert args.exporter is not None, "dcgm: exporter needs exporter args"
-            exporter = args.exporter
-            if args.scraper_namespace is not None:
-                exporter = replace(exporter, scraper_namespace=args.scraper_namespace)
-            self.exporter = DcgmExporter(f"{name}-dcgm", exporter, opts=child)
+        if spec.dcgm == "exporter":
+            self.exporter = DcgmExporter(f"{name}-dcgm", args["exporter"], opts=child)
 
         self.dashboard: monitoring.Dashboard | None = None
         self.dashboard_url = None
-        if args.dashboard:
+        cluster = spec.cluster_name or ""
+        if spec.dashboard:
             document = gpu_dashboard(
-                cluster=args.cluster_name,
-                display_name=f"GPUs: {args.cluster_name}",
-                dcgm=args.dcgm != "none",
+                cluster=cluster, display_name=f"GPUs: {cluster}", dcgm=spec.dcgm != "none"
             )
             self.dashboard = monitoring.Dashboard(
                 f"{name}-dashboard",
-                project=args.project,
+                project=spec.project,
                 dashboard_json=json.dumps(document, sort_keys=True),
                 opts=child,
             )
-            project = args.project
+            project = spec.project
             self.dashboard_url = self.dashboard.id.apply(
                 lambda dashboard_id: (
                     "https://console.cloud.google.com/monitoring/dashboards/builder/"
@@ -81,30 +153,30 @@ class GpuMonitoring(pulumi.ComponentResource):
                 )
             )
 
-        self.alert_policies = []
-        if args.alerts is not None:
-            for key, policy in alert_policies(args.cluster_name, args.dcgm, args.alerts).items():
+        # Resources, not outputs (the schema would reference the gcp package): the program reads
+        # their display names.
+        self.alert_policies: list[monitoring.AlertPolicy] = []
+        if spec.alerts is not None:
+            channels = spec.alerts.notification_channels
+            for key, policy in alert_policies(cluster, spec.dcgm, spec.alerts, channels).items():
                 self.alert_policies.append(
-                    monitoring.AlertPolicy(f"{name}-{key}", project=args.project, **policy, opts=child)
+                    monitoring.AlertPolicy(f"{name}-{key}", project=spec.project, **policy, opts=child)
                 )
+        self.alert_policy_names = pulumi.Output.all(*[p.name for p in self.alert_policies])
         self.register_outputs(
-            {
-                "dashboardUrl": self.dashboard_url,
-                "alertPolicies": [p.name for p in self.alert_policies],
-            }
+            {"dashboardUrl": self.dashboard_url, "alertPolicyNames": self.alert_policy_names}
         )
 
 
-def alert_policies(cluster: str, dcgm: str, alerts: AlertSettings) -> dict[str, dict[str, Any]]:
+def alert_policies(
+    cluster: str, dcgm: str, alerts: AlertThresholds, channels: Sequence[str]
+) -> dict[str, dict[str, Any]]:
     """Alert policy arguments keyed by a short name; PromQL over Managed Service for Prometheus.
 
     The rules themselves (query, duration, words) live in components.alert_rules, which the tests
     also turn into a Prometheus rules file and run through promtool.
     """
-    return {
-        rule.key: _policy(rule, channels=alerts.notification_channels)
-        for rule in alert_rules(cluster, dcgm, alerts)
-    }
+    return {rule.key: _policy(rule, channels=channels) for rule in alert_rules(cluster, dcgm, alerts)}
 
 
 def _policy(rule: AlertRule, *, channels: Sequence[str]) -> dict[str, Any]:

@@ -1,23 +1,43 @@
 """Labels and taints on named GPU nodes, owned by this stack through server-side apply."""
 
-from __future__ import annotations
-
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections import Counter
+from typing import Annotated, NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
+from pydantic import Field
 
-from .config import GPU_TAINT_KEY, GPU_TAINT_VALUE
+from .arg_types import LabelKey, LabelValue, NodeName
+from .config_common import GPU_TAINT_KEY, GPU_TAINT_VALUE
 from .package import component_options, component_type
+from .validation import ArgsModel, validate_args
+
+MAX_NODES = 5000  # the config's bound for gpuNodes (Kubernetes supports 5000 nodes per cluster)
 
 
-@dataclass(frozen=True, kw_only=True)
-class GpuNodeLabelsArgs:
-    nodes: Sequence[str]
+class GpuNodeLabelsArgs(TypedDict):
+    """The GPU nodes and the label that marks them."""
+
+    nodes: list[str]
+    """The names of the GPU nodes, each once."""
     label_key: str
+    """The label key the device plugin selects, e.g. nvidia.com/gpu.present."""
     label_value: str
+    """The label's value, e.g. true."""
+    taint: NotRequired[bool]
+    """Taint each node nvidia.com/gpu=present:NoSchedule. Defaults to true."""
+
+
+class _GpuNodeLabelsSpec(ArgsModel):
+    nodes: Annotated[list[NodeName], Field(max_length=MAX_NODES)]  # type: ignore[valid-type]
+    label_key: LabelKey
+    label_value: LabelValue  # type: ignore[valid-type]
     taint: bool = True
+
+
+def _node_rules(spec: _GpuNodeLabelsSpec) -> list[str]:
+    counts = Counter(spec.nodes)
+    return [f"nodes: lists {node!r} {n} times" for node, n in sorted(counts.items()) if n > 1]
 
 
 class GpuNodeLabels(pulumi.ComponentResource):
@@ -41,17 +61,21 @@ class GpuNodeLabels(pulumi.ComponentResource):
     nvidia.com/gpu-` removes.
     """
 
+    nodes: pulumi.Output[list[str]]
+    """The nodes labelled (and tainted)."""
+
     def __init__(
         self, name: str, args: GpuNodeLabelsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
+        spec = validate_args("GpuNodeLabels", name, _GpuNodeLabelsSpec, args, rules=_node_rules)
         super().__init__(
             component_type("GpuNodeLabels"), name, None, component_options("GpuNodeLabels", opts)
         )
         self.patches: dict[str, k8s.core.v1.NodePatch] = {}
-        for node in args.nodes:
-            spec = None
-            if args.taint:
-                spec = k8s.core.v1.NodeSpecPatchArgs(
+        for node in spec.nodes:
+            taints = None
+            if spec.taint:
+                taints = k8s.core.v1.NodeSpecPatchArgs(
                     taints=[
                         k8s.core.v1.TaintPatchArgs(
                             key=GPU_TAINT_KEY, value=GPU_TAINT_VALUE, effect="NoSchedule"
@@ -61,9 +85,10 @@ class GpuNodeLabels(pulumi.ComponentResource):
             self.patches[node] = k8s.core.v1.NodePatch(
                 f"{name}-{node}",
                 metadata=k8s.meta.v1.ObjectMetaPatchArgs(
-                    name=node, labels={args.label_key: args.label_value}
+                    name=node, labels={spec.label_key: spec.label_value}
                 ),
-                spec=spec,
+                spec=taints,
                 opts=pulumi.ResourceOptions(parent=self),
             )
-        self.register_outputs({"nodes": list(args.nodes)})
+        self.nodes = pulumi.Output.from_input(list(spec.nodes))
+        self.register_outputs({"nodes": self.nodes})

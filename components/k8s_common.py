@@ -1,10 +1,14 @@
-"""Conventions shared by every Kubernetes object the program declares."""
-
-from __future__ import annotations
+"""Conventions shared by every Kubernetes object the program declares, and the toleration type the
+components' args share."""
 
 from collections.abc import Sequence
+from enum import StrEnum
+from typing import NotRequired, TypedDict
 
 import pulumi_kubernetes as k8s
+
+from .arg_types import LabelKey, LabelValue, enum_values
+from .validation import ArgsModel
 
 PART_OF = "gke-gpu"
 MANAGED_BY = "pulumi"
@@ -93,3 +97,67 @@ def require_node_labels(keys: Sequence[str]) -> k8s.core.v1.AffinityArgs | None:
             )
         )
     )
+
+
+# --------------------------------------------------------------------------------------------------
+# Tolerations in the components' args (DcgmExporter, SampleWorkloads): Kubernetes' own fields.
+
+
+class TolerationOperator(StrEnum):
+    """How a toleration matches a taint."""
+
+    EXISTS = "Exists"
+    """Any value of the key (leave `value` out)."""
+    EQUAL = "Equal"
+    """The taint's value equals `value`."""
+
+
+class TolerationEffect(StrEnum):
+    """The taint effect a toleration tolerates (Kubernetes' names)."""
+
+    NO_SCHEDULE = "NoSchedule"
+    """New Pods are not scheduled on the node."""
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"
+    """The scheduler avoids the node."""
+    NO_EXECUTE = "NoExecute"
+    """Running Pods are evicted too."""
+
+
+class Toleration(TypedDict):
+    """A Kubernetes toleration (core/v1 Toleration) with snake_case keys."""
+
+    key: NotRequired[str]
+    """The taint key, e.g. nvidia.com/gpu. Left out with operator Exists: every taint."""
+    operator: NotRequired[TolerationOperator]
+    """Exists or Equal. Defaults to Equal, as in Kubernetes."""
+    value: NotRequired[str]
+    """The taint value to match (operator Equal only). Defaults to empty."""
+    effect: NotRequired[TolerationEffect]
+    """The effect to tolerate. Left out: every effect."""
+    toleration_seconds: NotRequired[int]
+    """How long a Pod stays bound after a NoExecute taint appears. Left out: forever."""
+
+
+class TolerationSpec(ArgsModel):
+    key: LabelKey | None = None
+    operator: enum_values(TolerationOperator) | None = None  # type: ignore[valid-type]
+    value: LabelValue | None = None
+    effect: enum_values(TolerationEffect) | None = None  # type: ignore[valid-type]
+    toleration_seconds: int | None = None
+
+
+def toleration_problems(path: str, toleration: TolerationSpec) -> list[str]:
+    """What the Kubernetes API would refuse in a toleration (problem lines under `path`)."""
+    problems = []
+    if toleration.operator == "Exists" and toleration.value:
+        problems.append(f"{path}.value: not allowed with operator Exists")
+    if not toleration.key and toleration.operator != "Exists":
+        problems.append(f"{path}.key: required unless operator is Exists")
+    if toleration.toleration_seconds is not None and toleration.effect != "NoExecute":
+        problems.append(f"{path}.toleration_seconds: only allowed with effect NoExecute")
+    return problems
+
+
+def toleration_args(toleration: TolerationSpec) -> k8s.core.v1.TolerationArgs:
+    """The Kubernetes toleration, with only the fields that were given."""
+    return k8s.core.v1.TolerationArgs(**toleration.model_dump(exclude_none=True))

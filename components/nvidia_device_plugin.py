@@ -1,32 +1,47 @@
 """NVIDIA's Kubernetes device plugin, for clusters that are not GKE (GKE ships its own)."""
 
-from __future__ import annotations
-
 import hashlib
-from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import Annotated, NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
 import yaml
+from pydantic import Field
 
 from . import images
+from .arg_types import K8sName, LabelKey, LabelValue
+from .config_common import MAX_TIME_SLICING_REPLICAS
+from .config_schema import DNS_LABEL
 from .gpu_scheduling import GPU_RESOURCE
 from .k8s_common import app_labels, image_version, selector_labels
 from .package import component_options, component_type
+from .validation import ArgsModel, validate_args
 
 DEVICE_PLUGIN_PATH = "/var/lib/kubelet/device-plugins"
 CONFIG_DIR = "/etc/nvidia-device-plugin"
 
 
-@dataclass(frozen=True, kw_only=True)
-class NvidiaDevicePluginArgs:
-    # The GPU nodes: the plugin runs only there (on any other node it would crash-loop).
-    node_selector: Mapping[str, str]
-    # N virtual nvidia.com/gpu per physical GPU through time-slicing; None for whole GPUs.
-    time_slicing_replicas: int | None = None
-    runtime_class_name: str | None = None
-    namespace: str = "kube-system"
+class NvidiaDevicePluginArgs(TypedDict):
+    """Where the device plugin runs and how it shares the GPUs."""
+
+    node_selector: dict[str, str]
+    """Labels of the GPU nodes (at least one): the plugin runs only there (on any other node it would
+    crash-loop)."""
+    time_slicing_replicas: NotRequired[int]
+    """Advertise each GPU as this many nvidia.com/gpu through time-slicing (2 to 1024). Defaults to
+    whole GPUs."""
+    runtime_class_name: NotRequired[str]
+    """The RuntimeClass of the NVIDIA container runtime, where it is not containerd's default.
+    Defaults to none."""
+    namespace: NotRequired[str]
+    """The namespace of the DaemonSet. Defaults to kube-system."""
+
+
+class _NvidiaDevicePluginSpec(ArgsModel):
+    node_selector: Annotated[dict[LabelKey, LabelValue], Field(min_length=1, max_length=64)]  # type: ignore[valid-type]
+    time_slicing_replicas: Annotated[int, Field(ge=2, le=MAX_TIME_SLICING_REPLICAS)] | None = None
+    runtime_class_name: K8sName | None = None  # type: ignore[valid-type]
+    namespace: Annotated[str, Field(max_length=63, pattern=DNS_LABEL)] = "kube-system"
 
 
 class NvidiaDevicePlugin(pulumi.ComponentResource):
@@ -43,11 +58,15 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
     annotation, so a change rolls the DaemonSet (the plugin reads its config only at start).
     """
 
-    daemon_set: k8s.apps.v1.DaemonSet
+    namespace: pulumi.Output[str]
+    """The namespace of the DaemonSet."""
+    time_slicing_replicas: pulumi.Output[int] | None
+    """nvidia.com/gpu advertised per GPU with time-slicing; none for whole GPUs."""
 
     def __init__(
         self, name: str, args: NvidiaDevicePluginArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
+        spec = validate_args("NvidiaDevicePlugin", name, _NvidiaDevicePluginSpec, args)
         super().__init__(
             component_type("NvidiaDevicePlugin"), name, None, component_options("NvidiaDevicePlugin", opts)
         )
@@ -69,12 +88,12 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
         ]
         depends_on: list[pulumi.Resource] = []
         self.config_map: k8s.core.v1.ConfigMap | None = None
-        if args.time_slicing_replicas:
-            config_text = time_slicing_config(args.time_slicing_replicas)
+        if spec.time_slicing_replicas:
+            config_text = time_slicing_config(spec.time_slicing_replicas)
             self.config_map = k8s.core.v1.ConfigMap(
                 f"{name}-config",
                 metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name="nvidia-device-plugin-config", namespace=args.namespace, labels=labels
+                    name="nvidia-device-plugin-config", namespace=spec.namespace, labels=labels
                 ),
                 data={"config.yaml": config_text},
                 opts=pulumi.ResourceOptions(parent=self),
@@ -90,10 +109,10 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
             mounts.append(k8s.core.v1.VolumeMountArgs(name="config", mount_path=CONFIG_DIR, read_only=True))
             env.append(k8s.core.v1.EnvVarArgs(name="CONFIG_FILE", value=f"{CONFIG_DIR}/config.yaml"))
 
-        self.daemon_set = k8s.apps.v1.DaemonSet(
+        self.daemon_set: k8s.apps.v1.DaemonSet = k8s.apps.v1.DaemonSet(
             f"{name}-daemonset",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name="nvidia-device-plugin-daemonset", namespace=args.namespace, labels=labels
+                name="nvidia-device-plugin-daemonset", namespace=spec.namespace, labels=labels
             ),
             spec=k8s.apps.v1.DaemonSetSpecArgs(
                 selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector_labels(labels)),
@@ -102,8 +121,8 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
                     metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels, annotations=pod_annotations or None),
                     spec=k8s.core.v1.PodSpecArgs(
                         priority_class_name="system-node-critical",
-                        node_selector=dict(args.node_selector),
-                        runtime_class_name=args.runtime_class_name,
+                        node_selector=dict(spec.node_selector),
+                        runtime_class_name=spec.runtime_class_name,
                         automount_service_account_token=False,
                         enable_service_links=False,
                         security_context=k8s.core.v1.PodSecurityContextArgs(
@@ -139,7 +158,12 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=depends_on),
         )
-        self.register_outputs({"timeSlicingReplicas": args.time_slicing_replicas})
+        self.namespace = pulumi.Output.from_input(spec.namespace)
+        replicas = spec.time_slicing_replicas
+        self.time_slicing_replicas = None if replicas is None else pulumi.Output.from_input(replicas)
+        self.register_outputs(
+            {"namespace": self.namespace, "timeSlicingReplicas": self.time_slicing_replicas}
+        )
 
 
 def time_slicing_config(replicas: int) -> str:

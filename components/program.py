@@ -13,23 +13,17 @@ import pulumi
 from .cluster import GkeCluster
 from .cluster_args import GkeClusterArgs, KubeconfigEndpoint, ReleaseChannel
 from .config import GpuPool, Settings
-from .dcgm_exporter import DcgmExporterArgs
+from .dcgm_exporter_args import DcgmExporterSettings, DcgmFlavor, ScrapeMode
 from .existing_cluster import ExistingCluster, ExistingClusterArgs
 from .gpu_compute_class import GpuComputeClass, GpuComputeClassArgs
-from .gpu_monitoring import GpuMonitoring, GpuMonitoringArgs
-from .gpu_node_labels import GpuNodeLabels, GpuNodeLabelsArgs
+from .gpu_monitoring import AlertPolicies, DcgmSource, GpuMonitoring, GpuMonitoringArgs
+from .gpu_node_labels import GpuNodeLabels
 from .gpu_node_pool import GpuNodePool, GpuNodePoolArgs
 from .gpu_scheduling import GPU_TOLERATION, gpus_per_pod, node_selector, tolerations
 from .network import GkeNetwork
 from .nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
-from .sample_workloads import (
-    GpuTarget,
-    SampleWorkload,
-    SampleWorkloads,
-    SampleWorkloadsArgs,
-    object_name,
-    sample_commands,
-)
+from .sample_workloads import SampleWorkloads
+from .sample_workloads_args import GpuTarget, SampleKind, SampleWorkload, TargetSharing
 
 SAMPLES_NAMESPACE = "gpu-samples"
 GKE_DEVICE_PLUGIN_PODS = "kubectl get pods -n kube-system -l k8s-app=nvidia-gpu-device-plugin -o wide"
@@ -105,32 +99,36 @@ def build(settings: Settings) -> dict[str, Any]:
 
 
 def _monitoring(
-    settings: Settings, kubernetes: pulumi.ResourceOptions, exporter: DcgmExporterArgs | None = None
+    settings: Settings, kubernetes: pulumi.ResourceOptions, exporter: DcgmExporterSettings | None = None
 ) -> GpuMonitoring | None:
+    """The monitoring component; `exporter` says where the exporter runs (default: the GKE pools)."""
     m = settings.monitoring
     if m.dcgm != "exporter" and not m.dashboard and m.alerts is None:
         return None
-    if m.dcgm == "exporter" and exporter is None:
-        exporter = DcgmExporterArgs(
-            flavor="gke",
-            tolerations=_union(
+    args: GpuMonitoringArgs = {"dcgm": DcgmSource(m.dcgm), "dashboard": m.dashboard}
+    if settings.project:
+        args["project"] = settings.project
+    if settings.cluster.name:
+        args["cluster_name"] = settings.cluster.name
+    if m.dcgm == "exporter":
+        assert m.scraper_namespace is not None, "the settings name the scraper's namespace"
+        args["exporter"] = exporter or {
+            "flavor": DcgmFlavor.GKE,
+            "tolerations": _union(
                 tolerations(pool, autopilot=settings.cluster.autopilot) for pool in settings.gpu_pools
             ),
-            scrape=m.scrape or "podMonitoring",
-        )
-    return GpuMonitoring(
-        "monitoring",
-        GpuMonitoringArgs(
-            project=settings.project,
-            cluster_name=settings.cluster.name,
-            dcgm=m.dcgm,
-            exporter=exporter,
-            dashboard=m.dashboard,
-            alerts=m.alerts,
-            scraper_namespace=m.scraper_namespace,
-        ),
-        opts=kubernetes,
-    )
+            "scrape": ScrapeMode(m.scrape or "podMonitoring"),
+            "scraper_namespace": m.scraper_namespace,
+        }
+    if m.alerts is not None:
+        alerts: AlertPolicies = {
+            "notification_channels": list(m.alerts.notification_channels),
+            "idle_gpu_minutes": m.alerts.idle_gpu_minutes,
+            "idle_gpu_utilization_percent": m.alerts.idle_gpu_utilization_percent,
+            "xid_errors": m.alerts.xid_errors,
+        }
+        args["alerts"] = alerts
+    return GpuMonitoring("monitoring", args, opts=kubernetes)
 
 
 def _union(groups: Any) -> list[dict[str, Any]]:
@@ -153,17 +151,21 @@ def _samples(
     if not settings.workloads:
         return {}
     default = next(iter(targets))
-    workloads = [
-        SampleWorkload(kind=w.name, target=targets[w.pool or default], replicas=w.replicas)
-        for w in settings.workloads
-    ]
-    SampleWorkloads(
+    workloads: list[SampleWorkload] = []
+    for w in settings.workloads:
+        # A target's optional keys are left out rather than None (gpu_target writes None for them).
+        target: Any = {k: v for k, v in targets[w.pool or default].items() if v is not None}
+        workload: SampleWorkload = {"kind": SampleKind(w.name), "target": target}
+        if w.replicas is not None:
+            workload["replicas"] = w.replicas
+        workloads.append(workload)
+    samples = SampleWorkloads(
         "samples",
-        SampleWorkloadsArgs(workloads=workloads, namespace=SAMPLES_NAMESPACE),
+        {"workloads": workloads, "namespace": SAMPLES_NAMESPACE},
         # The GPU pools, ComputeClasses or device plugin first, so no sample waits on nothing.
         opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
     )
-    return {object_name(w): sample_commands(w, SAMPLES_NAMESPACE) for w in workloads}
+    return samples.commands
 
 
 def gpu_target(pool: GpuPool, *, autopilot: bool) -> GpuTarget:
@@ -193,13 +195,15 @@ def _build_existing(settings: Settings) -> dict[str, Any]:
     """The GPU layer on a cluster the program does not manage (GKE of another team, or generic)."""
     cluster = settings.cluster
     assert cluster.kubeconfig is not None
-    existing = ExistingCluster(
-        "cluster", ExistingClusterArgs(kubeconfig=cluster.kubeconfig, context=cluster.context)
-    )
+    existing_args: ExistingClusterArgs = {"kubeconfig": cluster.kubeconfig}
+    if cluster.context is not None:
+        existing_args["context"] = cluster.context
+    existing = ExistingCluster("cluster", existing_args)
     kubernetes = pulumi.ResourceOptions(providers={"kubernetes": existing.provider})
-    gpu_taint = dict(GPU_TOLERATION)
+    gpu_taint: Any = dict(GPU_TOLERATION)
     layer: list[pulumi.Resource] = []
     checks = {"allocatableGpus": f"kubectl get nodes -o custom-columns={ALLOCATABLE_GPUS_COLUMNS_GENERIC}"}
+    scraper_namespace = settings.monitoring.scraper_namespace or ""
     if cluster.flavor == "generic":
         plugin = settings.device_plugin
         assert plugin is not None
@@ -208,48 +212,51 @@ def _build_existing(settings: Settings) -> dict[str, Any]:
             layer.append(
                 GpuNodeLabels(
                     "gpu-nodes",
-                    GpuNodeLabelsArgs(
-                        nodes=settings.gpu_nodes,
-                        label_key=plugin.node_label_key,
-                        label_value=plugin.node_label_value,
-                        taint=plugin.taint_gpu_nodes,
-                    ),
+                    {
+                        "nodes": list(settings.gpu_nodes),
+                        "label_key": plugin.node_label_key,
+                        "label_value": plugin.node_label_value,
+                        "taint": plugin.taint_gpu_nodes,
+                    },
                     opts=kubernetes,
                 )
             )
+        plugin_args: NvidiaDevicePluginArgs = {"node_selector": node_selector}
+        if plugin.time_slicing_replicas is not None:
+            plugin_args["time_slicing_replicas"] = plugin.time_slicing_replicas
+        if plugin.runtime_class_name is not None:
+            plugin_args["runtime_class_name"] = plugin.runtime_class_name
         layer.append(
             NvidiaDevicePlugin(
                 "device-plugin",
-                NvidiaDevicePluginArgs(
-                    node_selector=node_selector,
-                    time_slicing_replicas=plugin.time_slicing_replicas,
-                    runtime_class_name=plugin.runtime_class_name,
-                ),
+                plugin_args,
                 # After the labels: the plugin's Pods only land on labelled nodes.
                 opts=pulumi.ResourceOptions(
                     providers={"kubernetes": existing.provider}, depends_on=list(layer)
                 ),
             )
         )
-        target = GpuTarget(
-            name=EXISTING_TARGET,
-            accelerator=None,
-            node_selector=node_selector,
-            tolerations=[gpu_taint],
-            gpus_per_pod=1,
-            sharing="TIME_SLICING" if plugin.time_slicing_replicas else None,
-            shared_clients=plugin.time_slicing_replicas,
-            gke_driver=False,
-            runtime_class_name=plugin.runtime_class_name,
-        )
-        exporter = DcgmExporterArgs(
-            flavor="generic",
-            node_selector=node_selector,
-            required_node_labels=(),
-            tolerations=[gpu_taint],
-            scrape=settings.monitoring.scrape or "serviceMonitor",
-            runtime_class_name=plugin.runtime_class_name,
-        )
+        target: GpuTarget = {
+            "name": EXISTING_TARGET,
+            "node_selector": node_selector,
+            "tolerations": [gpu_taint],
+            "gpus_per_pod": 1,
+            "gke_driver": False,
+        }
+        if plugin.time_slicing_replicas:
+            target["sharing"] = TargetSharing.TIME_SLICING
+            target["shared_clients"] = plugin.time_slicing_replicas
+        exporter: DcgmExporterSettings = {
+            "flavor": DcgmFlavor.GENERIC,
+            "node_selector": node_selector,
+            "required_node_labels": [],
+            "tolerations": [gpu_taint],
+            "scrape": ScrapeMode(settings.monitoring.scrape or "serviceMonitor"),
+            "scraper_namespace": scraper_namespace,
+        }
+        if plugin.runtime_class_name is not None:
+            target["runtime_class_name"] = plugin.runtime_class_name
+            exporter["runtime_class_name"] = plugin.runtime_class_name
         checks.update(
             gpuNodesByLabel=f"kubectl get nodes -l {plugin.node_label_key}={plugin.node_label_value}",
             devicePluginPods=(
@@ -259,18 +266,20 @@ def _build_existing(settings: Settings) -> dict[str, Any]:
         )
     else:
         # GKE: its own device plugin and labels; any node with a GKE accelerator label is a GPU node.
-        target = GpuTarget(
-            name=EXISTING_TARGET,
-            accelerator=None,
-            node_selector={},
-            required_node_labels=("cloud.google.com/gke-accelerator",),
-            tolerations=[gpu_taint],
-            gpus_per_pod=1,
-            gke_driver=True,
-        )
-        exporter = DcgmExporterArgs(
-            flavor="gke", tolerations=[gpu_taint], scrape=settings.monitoring.scrape or "podMonitoring"
-        )
+        target = {
+            "name": EXISTING_TARGET,
+            "node_selector": {},
+            "required_node_labels": ["cloud.google.com/gke-accelerator"],
+            "tolerations": [gpu_taint],
+            "gpus_per_pod": 1,
+            "gke_driver": True,
+        }
+        exporter = {
+            "flavor": DcgmFlavor.GKE,
+            "tolerations": [gpu_taint],
+            "scrape": ScrapeMode(settings.monitoring.scrape or "podMonitoring"),
+            "scraper_namespace": scraper_namespace,
+        }
         checks.update(
             devicePluginPods=GKE_DEVICE_PLUGIN_PODS,
             managedDcgm=(
@@ -286,7 +295,8 @@ def _build_existing(settings: Settings) -> dict[str, Any]:
         "clusterName": cluster.name or None,
         "project": settings.project,
         "gpuNodes": list(settings.gpu_nodes),
-        "gpuNodeSelector": dict(target.node_selector) or {"exists": list(target.required_node_labels)},
+        "gpuNodeSelector": dict(target.get("node_selector", {}))
+        or {"exists": list(target.get("required_node_labels", []))},
         "devicePluginHealthyLogLines": DEVICE_PLUGIN_HEALTHY_LINES if cluster.flavor == "generic" else [],
         "monitoring": _monitoring_summary(settings, monitoring),
         "sampleWorkloads": samples,

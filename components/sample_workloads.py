@@ -2,13 +2,9 @@
 and a sharing demo whose Pods share one GPU. Every one is a bounded Job, so the pool goes back to
 zero nodes when it is done."""
 
-from __future__ import annotations
-
 import hashlib
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -23,8 +19,21 @@ from .k8s_common import (
     require_node_labels,
     restricted_container_security_context,
     restricted_pod_security_context,
+    toleration_args,
 )
 from .package import component_options, component_type
+from .sample_workloads_args import (
+    GpuTargetSpec,
+    SampleWorkloadsArgs,
+    SampleWorkloadSpec,
+    SampleWorkloadsSpec,
+    namespace_of,
+    object_name,
+    sample_commands,
+    sample_rules,
+    sharing_clients,
+)
+from .validation import validate_args
 
 SCRIPTS = Path(__file__).parent / "scripts"
 # Read once, at import: the ConfigMap (pytorch-smoke) and the Job's command (sharing-demo) carry
@@ -65,76 +74,6 @@ AMD64_ONLY_IMAGES = frozenset({images.PYTORCH, images.PYTORCH_BLACKWELL})
 DENY_ALL_POLICY = "deny-all"
 
 
-@dataclass(frozen=True, kw_only=True)
-class GpuTarget:
-    """Where a sample Pod runs and how it asks for its GPU."""
-
-    # The GPU pool or profile name (or a short label for an existing cluster's GPU nodes).
-    name: str
-    accelerator: str | None
-    node_selector: Mapping[str, str]
-    tolerations: Sequence[Mapping[str, Any]]
-    gpus_per_pod: int
-    # "TIME_SHARING", "MPS" (GKE) or "TIME_SLICING" (NVIDIA device plugin), None when not shared.
-    sharing: str | None = None
-    shared_clients: int | None = None
-    # Node label keys that must exist (an existing GKE cluster: any GPU node).
-    required_node_labels: Sequence[str] = ()
-    # True on GKE: the driver and nvidia-smi are mounted at /usr/local/nvidia.
-    gke_driver: bool = True
-    # Generic clusters whose NVIDIA runtime is a RuntimeClass rather than containerd's default.
-    runtime_class_name: str | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class SampleWorkload:
-    kind: str  # nvidia-smi | cuda-vector-add | pytorch-smoke | sharing-demo
-    target: GpuTarget
-    replicas: int | None = None
-
-
-@dataclass(frozen=True, kw_only=True)
-class SampleWorkloadsArgs:
-    workloads: Sequence[SampleWorkload]
-    namespace: str = "gpu-samples"
-    extra_labels: Mapping[str, str] = field(default_factory=dict)
-
-
-def object_name(workload: SampleWorkload) -> str:
-    """The Job's name: the sample and the pool it runs on."""
-    return f"{workload.kind}-{workload.target.name}"
-
-
-def namespace_of(workload: SampleWorkload, base: str) -> str:
-    """The namespace a sample runs in: an MPS client needs hostIPC, which only the 'privileged' Pod
-    Security level allows, so it gets a namespace of its own and the others stay 'restricted'."""
-    if workload.kind == "sharing-demo" and workload.target.sharing == "MPS":
-        return f"{base}-mps"
-    return base
-
-
-def sharing_clients(workload: SampleWorkload) -> int:
-    """How many Pods the sharing demo runs at once (its Job's parallelism and completions)."""
-    return workload.replicas or min(workload.target.shared_clients or 2, 4)
-
-
-def sample_commands(workload: SampleWorkload, base_namespace: str) -> dict[str, str]:
-    """kubectl commands that wait for a sample, print its log and list its Pods."""
-    name = object_name(workload)
-    namespace = namespace_of(workload, base_namespace)
-    selector = f"app.kubernetes.io/instance={name}"
-    if workload.kind == "sharing-demo":
-        # Several Pods: `kubectl logs job/...` would show one of them.
-        logs = f"kubectl logs -n {namespace} -l {selector} --all-containers --prefix --tail=-1"
-    else:
-        logs = f"kubectl logs -n {namespace} job/{name} --all-containers"
-    return {
-        "wait": f"kubectl wait -n {namespace} --for=condition=complete job/{name} --timeout=30m",
-        "logs": logs,
-        "pods": f"kubectl get pods -n {namespace} -l {selector} -o wide",
-    }
-
-
 class SampleWorkloads(pulumi.ComponentResource):
     """The sample Jobs, each pinned to its GPU pool, in a 'restricted' namespace whose traffic is
     denied both ways.
@@ -149,22 +88,26 @@ class SampleWorkloads(pulumi.ComponentResource):
     allows the hostIPC its MPS clients need.
     """
 
-    namespaces: dict[str, k8s.core.v1.Namespace]
-    network_policies: dict[str, k8s.networking.v1.NetworkPolicy]
-    objects: dict[str, k8s.batch.v1.Job]
+    namespace: pulumi.Output[str]
+    """The samples' namespace (the MPS sharing demo's is `<namespace>-mps`)."""
+    job_names: pulumi.Output[list[str]]
+    """The samples' Job names, sorted: `<kind>-<target name>`."""
 
     def __init__(
         self, name: str, args: SampleWorkloadsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
+        spec = validate_args("SampleWorkloads", name, SampleWorkloadsSpec, args, rules=sample_rules)
         super().__init__(
             component_type("SampleWorkloads"), name, None, component_options("SampleWorkloads", opts)
         )
         self._name = name
-        self._args = args
-        self.namespaces = {}
-        self.network_policies = {}
-        for namespace in sorted({namespace_of(w, args.namespace) for w in args.workloads} | {args.namespace}):
-            base = namespace == args.namespace
+        self._args = spec
+        # Resources by namespace or Job name (not outputs: the schema would reference kubernetes').
+        self.namespaces: dict[str, k8s.core.v1.Namespace] = {}
+        self.network_policies: dict[str, k8s.networking.v1.NetworkPolicy] = {}
+        base_namespace = spec.namespace
+        for namespace in sorted({namespace_of(w, base_namespace) for w in spec.workloads} | {base_namespace}):
+            base = namespace == base_namespace
             suffix = "" if base else "-mps"
             self.namespaces[namespace] = k8s.core.v1.Namespace(
                 f"{name}-namespace{suffix}",
@@ -188,17 +131,22 @@ class SampleWorkloads(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespaces[namespace]]),
             )
         self.script: k8s.core.v1.ConfigMap | None = None
-        if any(w.kind == "pytorch-smoke" for w in args.workloads):
+        if any(w.kind == "pytorch-smoke" for w in spec.workloads):
             self.script = k8s.core.v1.ConfigMap(
                 f"{name}-pytorch-script",
-                metadata=self._meta(PYTORCH_SCRIPT_CONFIGMAP, "pytorch-smoke", namespace=args.namespace),
+                metadata=self._meta(PYTORCH_SCRIPT_CONFIGMAP, "pytorch-smoke", namespace=base_namespace),
                 data={"smoke.py": PYTORCH_SMOKE_SCRIPT},
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespaces[args.namespace]]),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespaces[base_namespace]]),
             )
-        self.objects = {}
-        for workload in args.workloads:
+        self.objects: dict[str, k8s.batch.v1.Job] = {}
+        # Per Job: kubectl commands that wait for it, print its log and list its Pods.
+        self.commands: dict[str, dict[str, str]] = {}
+        for workload in spec.workloads:
             self.objects[object_name(workload)] = self._declare(workload)
-        self.register_outputs({"namespace": args.namespace, "objects": sorted(self.objects)})
+            self.commands[object_name(workload)] = sample_commands(workload, base_namespace)
+        self.namespace = pulumi.Output.from_input(base_namespace)
+        self.job_names = pulumi.Output.from_input(sorted(self.objects))
+        self.register_outputs({"namespace": self.namespace, "jobNames": self.job_names})
 
     # -- builders ---------------------------------------------------------------------------------
 
@@ -220,7 +168,7 @@ class SampleWorkloads(pulumi.ComponentResource):
             annotations=dict(annotations) if annotations else None,
         )
 
-    def _declare(self, workload: SampleWorkload) -> k8s.batch.v1.Job:
+    def _declare(self, workload: SampleWorkloadSpec) -> k8s.batch.v1.Job:
         target = workload.target
         if workload.kind == "nvidia-smi":
             image = images.CUDA_BASE
@@ -255,7 +203,7 @@ class SampleWorkloads(pulumi.ComponentResource):
             return self._sharing_demo(workload)
         raise ValueError(f"unknown sample workload {workload.kind!r}")
 
-    def _sharing_demo(self, workload: SampleWorkload) -> k8s.batch.v1.Job:
+    def _sharing_demo(self, workload: SampleWorkloadSpec) -> k8s.batch.v1.Job:
         """`parallelism = completions = replicas` Pods, each holding one shared `nvidia.com/gpu`:
         each prints the GPU (or MIG slice) it was given and runs vectorAdd for a minute, so that
         clients on one GPU use it at the same time (`kubectl get pods -o wide` shows each one's node).
@@ -294,7 +242,7 @@ class SampleWorkloads(pulumi.ComponentResource):
         self,
         name: str,
         image: str,
-        target: GpuTarget,
+        target: GpuTargetSpec,
         command: list[str] | None,
         *,
         cpu: str,
@@ -330,7 +278,7 @@ class SampleWorkloads(pulumi.ComponentResource):
 
     def _job(
         self,
-        workload: SampleWorkload,
+        workload: SampleWorkloadSpec,
         image: str,
         container: k8s.core.v1.ContainerArgs,
         *,
@@ -389,7 +337,7 @@ class SampleWorkloads(pulumi.ComponentResource):
                         host_ipc=True if host_ipc else None,
                         node_selector=node_selector or None,
                         affinity=require_node_labels(target.required_node_labels),
-                        tolerations=[k8s.core.v1.TolerationArgs(**_snake(t)) for t in target.tolerations],
+                        tolerations=[toleration_args(t) for t in target.tolerations],
                         security_context=restricted_pod_security_context(),
                         termination_grace_period_seconds=10,
                         containers=[container],
@@ -410,8 +358,3 @@ class SampleWorkloads(pulumi.ComponentResource):
                 delete_before_replace=True,
             ),
         )
-
-
-def _snake(toleration: Mapping[str, Any]) -> dict[str, Any]:
-    names = {"tolerationSeconds": "toleration_seconds"}
-    return {names.get(k, k): v for k, v in toleration.items()}

@@ -8,15 +8,16 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from gke_gpu.config import AlertSettings
 from gke_gpu.dcgm_exporter import DcgmExporter, DcgmExporterArgs
-from gke_gpu.existing_cluster import ExistingCluster, ExistingClusterArgs
-from gke_gpu.gpu_compute_class import GpuComputeClass, GpuComputeClassArgs
-from gke_gpu.gpu_monitoring import GpuMonitoring, GpuMonitoringArgs
+from gke_gpu.dcgm_exporter_args import DcgmFlavor, ScrapeMode
+from gke_gpu.existing_cluster import ExistingCluster
+from gke_gpu.gpu_compute_class import GpuComputeClass, compute_class_args
+from gke_gpu.gpu_monitoring import DcgmSource, GpuMonitoring, GpuMonitoringArgs
 from gke_gpu.gpu_node_labels import GpuNodeLabels, GpuNodeLabelsArgs
 from gke_gpu.gpu_scheduling import GPU_TOLERATION
 from gke_gpu.nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
-from gke_gpu.sample_workloads import GpuTarget, SampleWorkload, SampleWorkloads, SampleWorkloadsArgs
+from gke_gpu.sample_workloads import SampleWorkloads
+from gke_gpu.sample_workloads_args import GpuTarget, SampleKind, SampleWorkloadsArgs
 from tests.conftest import AUTOPILOT_CLUSTER, settings
 from tests.kubernetes_schemas import validate
 from tools.offline import SECRET, RunResult, run_program
@@ -52,7 +53,9 @@ def test_compute_class_prefers_spot_then_on_demand() -> None:
             "gpuPools": [{"name": "h100", "accelerator": "nvidia-h100-80gb", "spot": True, "gpusPerNode": 2}],
         }
     ).gpu_pools
-    result = declare(lambda opts: GpuComputeClass("cc", GpuComputeClassArgs(pool=profile), opts=opts))
+    result = declare(
+        lambda opts: GpuComputeClass("cc", compute_class_args(profile, region="us-central1"), opts=opts)
+    )
     spec = result.one("kubernetes:cloud.google.com/v1:ComputeClass").inputs["spec"]
     assert spec["priorities"] == [
         {"gpu": {"type": "nvidia-h100-80gb", "count": 2, "driverVersion": "default"}, "spot": True},
@@ -62,13 +65,13 @@ def test_compute_class_prefers_spot_then_on_demand() -> None:
 
 
 def test_dcgm_exporter_alone_with_annotation_scraping() -> None:
-    args = DcgmExporterArgs(
-        flavor="gke",
-        tolerations=[GPU_TOLERATION],
-        scrape="annotations",
-        namespace="metrics",
-        scraper_namespace="monitoring",
-    )
+    args: DcgmExporterArgs = {
+        "flavor": DcgmFlavor.GKE,
+        "tolerations": [GPU_TOLERATION],
+        "scrape": ScrapeMode.ANNOTATIONS,
+        "namespace": "metrics",
+        "scraper_namespace": "monitoring",
+    }
     result = declare(lambda opts: DcgmExporter("dcgm", args, opts=opts))
     assert {r.type for r in result.resources if r.custom} == {
         "pulumi:providers:kubernetes",
@@ -84,29 +87,37 @@ def test_dcgm_exporter_alone_with_annotation_scraping() -> None:
 
 
 def test_gpu_monitoring_alone_without_dashboard_or_exporter() -> None:
-    alerts = AlertSettings(("projects/p/notificationChannels/1",), 30, 10.0, True)
-    args = GpuMonitoringArgs(project="p", cluster_name="c", dcgm="managed", dashboard=False, alerts=alerts)
+    args: GpuMonitoringArgs = {
+        "project": "p-123456",
+        "cluster_name": "c",
+        "dcgm": DcgmSource.MANAGED,
+        "dashboard": False,
+        "alerts": {
+            "notification_channels": ["projects/p-123456/notificationChannels/1"],
+            "idle_gpu_minutes": 30,
+            "idle_gpu_utilization_percent": 10.0,
+        },
+    }
     result = declare(lambda opts: GpuMonitoring("mon", args, opts=opts))
     assert result.of_type("gcp:monitoring/dashboard:Dashboard") == []
     (policy,) = result.of_type("gcp:monitoring/alertPolicy:AlertPolicy")
-    assert policy.inputs["project"] == "p"
+    assert policy.inputs["project"] == "p-123456"
     assert policy.inputs["severity"] == "WARNING"
 
 
 def test_sample_workloads_alone_on_a_bare_target() -> None:
-    target = GpuTarget(
-        name="any",
-        accelerator=None,
-        node_selector={"gpus": "true"},
-        tolerations=[GPU_TOLERATION],
-        gpus_per_pod=1,
-        gke_driver=False,
-    )
-    args = SampleWorkloadsArgs(
-        workloads=[SampleWorkload(kind="cuda-vector-add", target=target)],
-        namespace="smoke",
-        extra_labels={"team": "ml"},
-    )
+    target: GpuTarget = {
+        "name": "any",
+        "node_selector": {"gpus": "true"},
+        "tolerations": [GPU_TOLERATION],
+        "gpus_per_pod": 1,
+        "gke_driver": False,
+    }
+    args: SampleWorkloadsArgs = {
+        "workloads": [{"kind": SampleKind.CUDA_VECTOR_ADD, "target": target}],
+        "namespace": "smoke",
+        "extra_labels": {"team": "ml"},
+    }
     result = declare(lambda opts: SampleWorkloads("s", args, opts=opts))
     job = result.one("kubernetes:batch/v1:Job").inputs
     assert job["metadata"]["namespace"] == "smoke"
@@ -115,9 +126,11 @@ def test_sample_workloads_alone_on_a_bare_target() -> None:
 
 
 def test_device_plugin_alone() -> None:
-    args = NvidiaDevicePluginArgs(
-        node_selector={"gpus": "true"}, time_slicing_replicas=8, runtime_class_name="nvidia"
-    )
+    args: NvidiaDevicePluginArgs = {
+        "node_selector": {"gpus": "true"},
+        "time_slicing_replicas": 8,
+        "runtime_class_name": "nvidia",
+    }
     result = declare(lambda opts: NvidiaDevicePlugin("dp", args, opts=opts))
     config = yaml.safe_load(result.one("kubernetes:core/v1:ConfigMap").inputs["data"]["config.yaml"])
     assert config["sharing"]["timeSlicing"]["resources"][0]["replicas"] == 8
@@ -127,7 +140,12 @@ def test_device_plugin_alone() -> None:
 
 
 def test_node_labels_alone() -> None:
-    args = GpuNodeLabelsArgs(nodes=["a", "b"], label_key="gpus", label_value="true", taint=False)
+    args: GpuNodeLabelsArgs = {
+        "nodes": ["a", "b"],
+        "label_key": "gpus",
+        "label_value": "true",
+        "taint": False,
+    }
     result = declare(lambda opts: GpuNodeLabels("nodes", args, opts=opts))
     patches = result.of_type("kubernetes:core/v1:NodePatch")
     assert sorted(p.inputs["metadata"]["name"] for p in patches) == ["a", "b"]
@@ -136,7 +154,7 @@ def test_node_labels_alone() -> None:
 
 def test_existing_cluster_keeps_the_kubeconfig_secret() -> None:
     def program():
-        ExistingCluster("c", ExistingClusterArgs(kubeconfig="apiVersion: v1\nkind: Config", context="lab"))
+        ExistingCluster("c", {"kubeconfig": "apiVersion: v1\nkind: Config", "context": "lab"})
 
     result = run_program({}, program=program)
     assert result.error is None

@@ -12,6 +12,8 @@ from google.protobuf.json_format import ParseError
 from gke_gpu import images
 from gke_gpu.dashboard import Chart, valid_unit
 from gke_gpu.dcgm_exporter import COLLECTORS_FILE, DcgmExporter, DcgmExporterArgs, collected_fields
+from gke_gpu.dcgm_exporter_args import DcgmFlavor
+from gke_gpu.validation import InvalidArgsError
 from tests.conftest import AUTOPILOT_CLUSTER, L4_POOL, STANDARD_CLUSTER, config_error, render, stack_config
 from tools.offline import run_program, run_stack
 
@@ -147,9 +149,11 @@ def test_only_the_scrapers_namespace_reaches_the_exporter(configured: str | None
 
 
 def test_the_exporter_needs_a_scraper_namespace() -> None:
-    result = run_program({}, program=lambda: DcgmExporter("dcgm", DcgmExporterArgs(flavor="gke")))
-    assert isinstance(result.error, ValueError)
-    assert "scraper_namespace is required" in str(result.error)
+    args: DcgmExporterArgs = {"flavor": DcgmFlavor.GKE}  # type: ignore[typeddict-item]
+    result = run_program({}, program=lambda: DcgmExporter("dcgm", args))
+    assert isinstance(result.error, InvalidArgsError)
+    assert result.error.problems == ["scraper_namespace: required"]
+    assert result.resources == [], "nothing is declared"
 
 
 def test_dcgm_none_turns_managed_dcgm_off_and_drops_the_dcgm_section() -> None:
