@@ -246,8 +246,9 @@ def test_the_readme_python_example_runs_under_mocks() -> None:
     types = [r.type for r in result.resources]
     assert types.count(f"{PACKAGE}:index:GkeNetwork") == 1
     assert types.count(f"{PACKAGE}:index:GkeCluster") == 1
-    pools = result.of_type("gcp:container/nodePool:NodePool")
-    assert sorted(p.inputs["nodeConfig"]["guestAccelerators"][0]["type"] for p in pools) == [
-        "nvidia-h100-80gb",
-        "nvidia-l4",
+    pools = result.of_type("gcp:container/nodePool:NodePool")  # the cluster's system pool, two GPU pools
+    gpus = [p.inputs["nodeConfig"].get("guestAccelerators") for p in pools]
+    assert sorted((g[0]["type"], g[0]["count"]) for g in gpus if g) == [
+        ("nvidia-h100-80gb", 8),
+        ("nvidia-l4", 1),
     ]

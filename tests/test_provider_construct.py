@@ -22,7 +22,7 @@ from pulumi.provider.server import ComponentInitError
 from gke_gpu import InvalidArgsError
 from gke_gpu.package import PACKAGE, PUBLIC_COMPONENTS, component_type, public_components
 from tools import schema as package_schema
-from tools.offline import Resource, RunResult, run_program
+from tools.offline import SECRET, Resource, RunResult, run_program
 
 NAME = "remote"
 PROJECT = "p-123456"
@@ -38,10 +38,10 @@ class Case:
     child_inputs: dict[tuple[str, str], Any] = field(default_factory=dict)
     # State values the component returns (camelCase, as the schema's outputs), where known offline.
     state: dict[str, Any] = field(default_factory=dict)
-    # A wire change (dotted camelCase path -> value) the component must refuse, and the arg its
-    # error names: snake_case when the component refuses it (InvalidArgsError), camelCase when the
+    # Wire changes (dotted camelCase path -> value) that must be refused, each with the arg its error
+    # names: snake_case when the component refuses it (InvalidArgsError), camelCase when the
     # provider does (InputPropertyError: a missing input, a value outside an enum).
-    bad: tuple[dict[str, Any], str] = ({}, "")
+    bad: tuple[tuple[dict[str, Any], str], ...] = ()
 
 
 L4_TARGET = {
@@ -74,7 +74,7 @@ CASES: dict[str, Case] = {
             (f"{NAME}-nodes", "logConfig.flowSampling"): 1,
         },
         state={"podsRangeName": "pods", "servicesRangeName": "services", "networkName": "gpu-vpc"},
-        bad=({"flowLogSampling": 2.0}, "flow_log_sampling"),
+        bad=(({"flowLogSampling": 2.0}, "flow_log_sampling"),),
     ),
     "GkeCluster": Case(
         wire={
@@ -89,12 +89,14 @@ CASES: dict[str, Case] = {
         },
         children={
             f"{NAME}-nodes": "gcp:serviceaccount/account:Account",
+            f"{NAME}-nodes-container.defaultNodeServiceAccount": "gcp:projects/iAMMember:IAMMember",
             f"{NAME}-cluster": "gcp:container/cluster:Cluster",
+            f"{NAME}-system": "gcp:container/nodePool:NodePool",
             f"{NAME}-k8s": "pulumi:providers:kubernetes",
         },
         child_inputs={(f"{NAME}-cluster", "name"): "gpu", (f"{NAME}-cluster", "location"): "us-central1"},
-        state={"clusterName": "gpu", "location": "us-central1"},
-        bad=({"releaseChannel": "NIGHTLY"}, "release_channel"),
+        state={"clusterName": "gpu", "location": "us-central1", "kubeconfig": SECRET},
+        bad=(({"privateNodes": False}, "private_nodes"), ({"releaseChannel": "NIGHTLY"}, "releaseChannel")),
     ),
     "GpuNodePool": Case(
         wire={
@@ -119,18 +121,20 @@ CASES: dict[str, Case] = {
             (f"{NAME}-pool", "autoscaling.totalMaxNodeCount"): 4,
         },
         state={"poolName": NAME, "machineType": "g2-standard-24", "schedulableGpusPerNode": 2},
-        bad=({"gpusPerNode": 3.0}, "gpus_per_node"),
+        bad=(({"gpusPerNode": 3.0}, "gpus_per_node"),),
     ),
     "GpuComputeClass": Case(
         wire={"name": "l4", "accelerator": "nvidia-l4", "gpusPerNode": 1.0},
         children={f"{NAME}-class": "kubernetes:cloud.google.com/v1:ComputeClass"},
         child_inputs={(f"{NAME}-class", "spec.priorities[0].gpu.type"): "nvidia-l4"},
-        bad=({"gpusPerNode": 3.0}, "gpus_per_node"),
+        state={"className": "gpu-l4"},
+        bad=(({"gpusPerNode": 3.0}, "gpus_per_node"),),
     ),
     "GpuMonitoring": Case(
         wire={"project": PROJECT, "clusterName": "gpu", "dcgm": "managed"},
         children={f"{NAME}-dashboard": "gcp:monitoring/dashboard:Dashboard"},
-        bad=({"dcgm": "sometimes"}, "dcgm"),
+        state={"alertPolicyNames": []},
+        bad=(({"dcgm": "exporter"}, "exporter"), ({"dcgm": "sometimes"}, "dcgm")),
     ),
     "DcgmExporter": Case(
         wire={"flavor": "gke", "scraperNamespace": "gmp-system"},
@@ -144,7 +148,8 @@ CASES: dict[str, Case] = {
             f"{NAME}-podmonitoring": "kubernetes:monitoring.googleapis.com/v1:PodMonitoring",
         },
         child_inputs={(f"{NAME}-namespace", "metadata.name"): "gpu-monitoring"},
-        bad=({"flavor": "bare-metal"}, "flavor"),
+        state={"namespace": "gpu-monitoring", "scrape": "podMonitoring"},
+        bad=(({"scrapeInterval": "soon"}, "scrape_interval"), ({"flavor": "bare-metal"}, "flavor")),
     ),
     "NvidiaDevicePlugin": Case(
         wire={"nodeSelector": {"nvidia.com/gpu.present": "true"}, "timeSlicingReplicas": 4.0},
@@ -153,7 +158,8 @@ CASES: dict[str, Case] = {
             f"{NAME}-daemonset": "kubernetes:apps/v1:DaemonSet",
         },
         child_inputs={(f"{NAME}-daemonset", "metadata.namespace"): "kube-system"},
-        bad=({"timeSlicingReplicas": 1.5}, "time_slicing_replicas"),
+        state={"namespace": "kube-system", "timeSlicingReplicas": 4},
+        bad=(({"timeSlicingReplicas": 1.5}, "time_slicing_replicas"),),
     ),
     "SampleWorkloads": Case(
         wire={"workloads": [{"kind": "nvidia-smi", "target": L4_TARGET}]},
@@ -163,13 +169,18 @@ CASES: dict[str, Case] = {
             f"{NAME}-nvidia-smi-l4": "kubernetes:batch/v1:Job",
         },
         child_inputs={(f"{NAME}-nvidia-smi-l4", "metadata.namespace"): "gpu-samples"},
-        bad=({"workloads[0].kind": "mine-bitcoin"}, "workloads[0].kind"),
+        state={"namespace": "gpu-samples", "jobNames": ["nvidia-smi-l4"]},
+        bad=(
+            ({"workloads[0].target.gpusPerPod": 0.0}, "workloads[0].target.gpus_per_pod"),
+            ({"workloads[0].kind": "mine-bitcoin"}, "workloads[0].kind"),
+        ),
     ),
 }
 
 
 def test_every_public_component_has_a_case() -> None:
     assert sorted(CASES) == sorted(PUBLIC_COMPONENTS)
+    assert all(case.bad for case in CASES.values()), "each component refuses at least one bad input"
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -259,9 +270,13 @@ def test_construct_returns_the_schemas_outputs_as_state(component: str) -> None:
         assert state[key] == expected, key
 
 
-@pytest.mark.parametrize("component", sorted(CASES))
-def test_a_bad_input_is_refused_naming_the_arg_before_any_child(component: str) -> None:
-    patch, arg = CASES[component].bad
+BAD = [(c, patch, arg) for c in sorted(CASES) for patch, arg in CASES[c].bad]
+
+
+@pytest.mark.parametrize(("component", "patch", "arg"), BAD, ids=[f"{c}-{a}" for c, _, a in BAD])
+def test_a_bad_input_is_refused_naming_the_arg_before_any_child(
+    component: str, patch: dict[str, Any], arg: str
+) -> None:
     wire = CASES[component].wire
     for path, value in patch.items():
         wire = _set(wire, path, value)

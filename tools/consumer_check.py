@@ -16,9 +16,11 @@ What it does, each step timed, everything in a temporary directory outside the r
    machine type derived from the accelerator, the GPU taint, autoscaling), then checks that
    `gpus_per_node: 3` is refused with an InvalidArgsError naming the arg before any NodePool exists.
 4. (unless --no-plugin) The plugin as `pulumi package add <git-url>/provider@v<version>` would run
-   it: a second fresh venv, `pip install -r requirements.txt` with the clone's provider/ as the
-   working directory (as the Pulumi language host does), then `python provider/ <engine address>`
-   asked over gRPC for its version and schema, which must be the clone's provider/schema.json.
+   it: `pip install -r requirements.txt` with the clone's provider/ as the working directory (as
+   the Pulumi language host does), which must reinstall gke-gpu from the clone's root (its `..`;
+   into the same venv, `--force-reinstall --no-deps`: the dependencies are those of step 2), then
+   `python provider/ <engine address>` asked over gRPC for its version and schema, which must be
+   the clone's provider/schema.json.
 
 Not covered (needs the Pulumi CLI): `pulumi package add` itself, the SDKs it generates, and the
 `pip install --upgrade pip setuptools wheel` the language host runs before the requirements.
@@ -144,6 +146,13 @@ print(json.dumps(checks, indent=2, default=str))
 """
 
 
+# Where pip installed gke-gpu from (PEP 610's direct_url.json).
+DIRECT_URL = (
+    "import json, importlib.metadata as m; "
+    "print(json.loads(m.distribution('gke-gpu').read_text('direct_url.json'))['url'])"
+)
+
+
 class CheckError(Exception):
     """A step failed; the message says which and why."""
 
@@ -151,7 +160,10 @@ class CheckError(Exception):
 class Steps:
     """Runs commands and times each step."""
 
-    def __init__(self) -> None:
+    def __init__(self, cwd: Path) -> None:
+        # Commands run outside the repository by default: from inside it, `python -c` would find
+        # the repository's gke_gpu.egg-info (sys.path[0] is the working directory).
+        self.cwd = cwd
         self.timings: list[tuple[str, float]] = []
         # Nothing from the caller's Python set-up leaks into the consumer's.
         self.env = {
@@ -172,11 +184,16 @@ class Steps:
 
     def run(self, args: Sequence[str | Path], cwd: Path | None = None, quiet: bool = False) -> str:
         done = subprocess.run(
-            [str(a) for a in args], cwd=cwd, env=self.env, capture_output=True, text=True, check=False
+            [str(a) for a in args],
+            cwd=cwd or self.cwd,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         if done.returncode != 0:
             raise CheckError(
-                f"{' '.join(map(str, args))} (in {cwd or os.getcwd()}) failed:\n{done.stdout}{done.stderr}"
+                f"{' '.join(map(str, args))} (in {cwd or self.cwd}) failed:\n{done.stdout}{done.stderr}"
             )
         if not quiet and done.stdout.strip():
             print("   " + done.stdout.strip().replace("\n", "\n   "), flush=True)
@@ -223,9 +240,9 @@ def new_venv(steps: Steps, where: Path) -> Path:
 
 
 def check(repo: Path, keep: bool, plugin: bool) -> None:
-    steps = Steps()
     total = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="gke-gpu-consumer-")).resolve()
+    steps = Steps(work)
     if work.is_relative_to(repo):
         raise CheckError(f"the temporary directory {work} is inside the repository")
     try:
@@ -237,7 +254,8 @@ def check(repo: Path, keep: bool, plugin: bool) -> None:
             python = new_venv(steps, work / "venv")
             requirement = f"gke-gpu @ git+file://localhost{clone}@v{version}"
             print(f"   {requirement}")
-            steps.run([python, "-m", "pip", "install", "-q", requirement, "-c", pins])
+            # --no-compile: pulumi_gcp's bytecode is most of an install's time; imports compile what they use.
+            steps.run([python, "-m", "pip", "install", "-q", "--no-compile", requirement, "-c", pins])
             steps.run([python, "-m", "pip", "show", "gke-gpu"], quiet=True)
 
         with steps.step("consumer", "a program under mocks declares GpuNodePool with the six required args"):
@@ -247,14 +265,17 @@ def check(repo: Path, keep: bool, plugin: bool) -> None:
             steps.run([python, "-I", "main.py"], cwd=consumer)
 
         if plugin:
-            with steps.step("plugin install", "a fresh venv; pip install -r requirements.txt in provider/"):
-                plugin_python = new_venv(steps, work / "plugin-venv")
-                steps.run(
-                    [plugin_python, "-m", "pip", "install", "-q", "-r", "requirements.txt", "-c", pins],
-                    cwd=clone / "provider",
-                )
+            with steps.step("plugin install", "pip install -r requirements.txt in provider/"):
+                reinstall = ["install", "-q", "--force-reinstall", "--no-deps", "-r", "requirements.txt"]
+                steps.run([python, "-m", "pip", *reinstall], cwd=clone / "provider")
+                source = steps.run([python, "-I", "-c", DIRECT_URL], quiet=True).strip()
+                if source != clone.as_uri():
+                    raise CheckError(
+                        f"provider/requirements.txt installed gke-gpu from {source}, not {clone}"
+                    )
+                print(f"   gke-gpu installed from {source} (the clone's root)")
             with steps.step("plugin run", "python provider/ <engine>; GetPluginInfo and GetSchema over gRPC"):
-                served_version, served = plugin_schema(plugin_python, clone / "provider")
+                served_version, served = plugin_schema(python, clone / "provider")
                 committed = json.loads((clone / "provider" / "schema.json").read_text(encoding="utf-8"))
                 if served_version != version:
                     raise CheckError(f"the plugin reports version {served_version}, not {version}")
