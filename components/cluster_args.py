@@ -10,6 +10,7 @@ from pydantic_core import PydanticCustomError
 
 from .arg_types import ClusterName, LocationName, ProjectId, enum_values
 from .config_common import (
+    DEFAULT_REGIONAL_ZONES,
     MAX_AUTHORIZED_NETWORKS_PRIVATE,
     MAX_AUTHORIZED_NETWORKS_PUBLIC,
     MAX_BOOT_DISK_GB,
@@ -198,6 +199,13 @@ def cluster_rules(spec: GkeClusterSpec) -> list[str]:
     pool = spec.system_pool
     if pool is not None and pool.min_nodes > pool.max_nodes:
         problems.add("system_pool.min_nodes", f"{pool.min_nodes} is greater than max_nodes {pool.max_nodes}")
+    zones = 1 if ZONE_PATTERN.fullmatch(spec.location) else DEFAULT_REGIONAL_ZONES
+    if pool is not None and pool.max_nodes < zones:
+        problems.add(
+            "system_pool.max_nodes",
+            f"{pool.max_nodes} is too small: the system pool of a regional cluster starts with one node in "
+            f"each of its {zones} zones",
+        )
     for i, entry in enumerate(spec.authorized_networks):
         network_of(entry.cidr_block, f"authorized_networks[{i}].cidr_block", problems)
     if spec.public_endpoint and len(spec.authorized_networks) > MAX_AUTHORIZED_NETWORKS_PUBLIC:

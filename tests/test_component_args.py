@@ -284,6 +284,10 @@ def test_network_flow_logs_take_a_whole_number_as_a_fraction() -> None:
         ({"autopilot": True, "location": "us-central1-a"}, "location: 'us-central1-a' is a zone"),
         ({"system_pool": {"min_nodes": 4}}, "system_pool.min_nodes: 4 is greater than max_nodes 3"),
         (
+            {"system_pool": {"max_nodes": 2}},
+            "system_pool.max_nodes: 2 is too small: the system pool of a regional",
+        ),
+        (
             {"authorized_networks": [{"cidr_block": "203.0.113.1/24"}]},
             "authorized_networks[0].cidr_block: '203.0.113.1/24' is not an IPv4 CIDR block",
         ),
@@ -319,6 +323,13 @@ def test_a_standard_cluster_without_a_system_pool_gets_the_default_one() -> None
     pool = result.one("gcp:container/nodePool:NodePool").inputs
     assert pool["nodeConfig"]["machineType"] == "e2-standard-4"
     assert pool["autoscaling"]["totalMinNodeCount"] == 1 and pool["autoscaling"]["totalMaxNodeCount"] == 3
+
+
+def test_a_zonal_system_pool_may_have_one_node() -> None:
+    args = {**CLUSTER, "location": "us-central1-a", "system_pool": {"max_nodes": 1}}
+    result = construct("GkeCluster", args)
+    assert result.error is None, result.error
+    assert result.one("gcp:container/nodePool:NodePool").inputs["autoscaling"]["totalMaxNodeCount"] == 1
 
 
 def test_an_authorized_network_is_named_after_its_range_by_default() -> None:
