@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-import warnings
+import subprocess
+import sys
 
 import pytest
-from google.protobuf.json_format import ParseError
 
 from gke_gpu import images
 from gke_gpu.dashboard import Chart, valid_unit
@@ -17,9 +17,23 @@ from gke_gpu.validation import InvalidArgsError
 from tests.conftest import AUTOPILOT_CLUSTER, L4_POOL, STANDARD_CLUSTER, config_error, render, stack_config
 from tools.offline import run_program, run_stack
 
+# Google's dashboard types run in a child interpreter: googleapis-common-protos and pulumi.provider
+# (which other test modules import, and pytest-xdist collects every module in every worker) both
+# register google.rpc.Status in protobuf's one default descriptor pool, so one process cannot load
+# both.
+PARSE_WITH_GOOGLE_TYPES = """
+import json, sys, warnings
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", FutureWarning)  # google-api-core's Python 3.11 end-of-life notice
-    from google.cloud.monitoring_dashboard_v1 import types as dashboard_types
+    from google.cloud.monitoring_dashboard_v1 import types
+from google.protobuf.json_format import ParseError
+try:
+    board = types.Dashboard.from_json(sys.stdin.read(), ignore_unknown_fields=False)
+except ParseError as exc:
+    print(json.dumps({"error": str(exc)}))
+else:
+    print(json.dumps({"display_name": board.display_name, "tiles": len(board.mosaic_layout.tiles)}))
+"""
 
 CHANNEL = "projects/test-project/notificationChannels/42"
 
@@ -29,9 +43,25 @@ def dashboard_document(result) -> dict:
     return json.loads(board.inputs["dashboardJson"])
 
 
-def parse_with_google_types(document: dict):
-    """Google's own dashboard types: an unknown or misspelt field raises."""
-    return dashboard_types.Dashboard.from_json(json.dumps(document), ignore_unknown_fields=False)
+class ParseError(ValueError):
+    """Google's types refused the dashboard document."""
+
+
+def parse_with_google_types(document: dict) -> dict:
+    """Google's own dashboard types: an unknown or misspelt field raises ParseError. Returns the
+    parsed dashboard's display name and tile count."""
+    child = subprocess.run(
+        [sys.executable, "-c", PARSE_WITH_GOOGLE_TYPES],
+        input=json.dumps(document),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    parsed = json.loads(child.stdout)
+    if "error" in parsed:
+        raise ParseError(parsed["error"])
+    return parsed
 
 
 # -- DCGM modes -----------------------------------------------------------------------------------
@@ -173,8 +203,8 @@ def test_dcgm_none_turns_managed_dcgm_off_and_drops_the_dcgm_section() -> None:
 def test_stack_dashboards_parse_with_googles_types(stack: str) -> None:
     document = dashboard_document(run_stack(stack))
     parsed = parse_with_google_types(document)
-    assert parsed.display_name.startswith("GPUs: ")
-    assert len(parsed.mosaic_layout.tiles) == len(document["mosaicLayout"]["tiles"])
+    assert parsed["display_name"].startswith("GPUs: ")
+    assert parsed["tiles"] == len(document["mosaicLayout"]["tiles"])
 
 
 def test_the_google_types_catch_a_typo() -> None:
