@@ -15,10 +15,10 @@ from .cluster_args import GkeClusterArgs, KubeconfigEndpoint, ReleaseChannel
 from .config import GpuPool, Settings
 from .dcgm_exporter_args import DcgmExporterSettings, DcgmFlavor, ScrapeMode
 from .existing_cluster import ExistingCluster, ExistingClusterArgs
-from .gpu_compute_class import GpuComputeClass, GpuComputeClassArgs
+from .gpu_compute_class import GpuComputeClass, compute_class_args
 from .gpu_monitoring import AlertPolicies, DcgmSource, GpuMonitoring, GpuMonitoringArgs
 from .gpu_node_labels import GpuNodeLabels
-from .gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+from .gpu_node_pool import GpuNodePool, node_pool_args
 from .gpu_scheduling import GPU_TOLERATION, gpus_per_pod, node_selector, tolerations
 from .network import GkeNetwork
 from .nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
@@ -60,18 +60,18 @@ def build(settings: Settings) -> dict[str, Any]:
         if not autopilot:
             pools[pool.name] = GpuNodePool(
                 f"gpu-{pool.name}",
-                GpuNodePoolArgs(
+                node_pool_args(
+                    pool,
                     project=settings.project or "",
                     location=settings.cluster.location,
                     cluster_name=cluster.cluster_name,
-                    service_account_email=cluster.node_service_account_email,
-                    pool=pool,
+                    node_service_account_email=cluster.node_service_account_email,
                 ),
             )
         elif pool.on_demand_fallback:
             pools[pool.name] = GpuComputeClass(
                 f"gpu-{pool.name}",
-                GpuComputeClassArgs(pool=pool),
+                compute_class_args(pool, region=settings.region),
                 opts=pulumi.ResourceOptions(provider=cluster.provider),
             )
 
