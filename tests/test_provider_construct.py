@@ -11,18 +11,20 @@ input with the arg its error must name. When a component's args change, change i
 """
 
 import copy
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
 import pytest
 from pulumi.errors import InputPropertyError
-from pulumi.provider.server import ComponentInitError
 
 from gke_gpu import InvalidArgsError
 from gke_gpu.package import PACKAGE, PUBLIC_COMPONENTS, component_type, public_components
 from tools import schema as package_schema
 from tools.offline import SECRET, Resource, RunResult, run_program
+from tools.pulumi_provider import ComponentInitError
 
 NAME = "remote"
 PROJECT = "p-123456"
@@ -302,6 +304,19 @@ def test_each_missing_required_input_is_named_by_the_provider(component: str) ->
         with pytest.raises(InputPropertyError) as info:
             _provider(component).construct("x", component_type(component), wire, pulumi.ResourceOptions())
         assert info.value.reason == f"Missing required input '{key}' on '{component}'"
+
+
+def test_the_provider_and_googles_protos_load_in_one_process_in_either_order() -> None:
+    # The SDK's copy of google.rpc.Status clashes with googleapis-common-protos' (tools/pulumi_provider.py).
+    first = ["from tools.pulumi_provider import ComponentProvider", "from google.rpc import status_pb2"]
+    for order in (first, first[::-1]):
+        code = "; ".join(
+            [*order, "import pulumi.provider.server as s; assert s.status_pb2.Status is status_pb2.Status"]
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+        )
+        assert done.returncode == 0, done.stderr
 
 
 def test_the_package_token_is_the_providers() -> None:

@@ -35,9 +35,9 @@ if __package__ in (None, ""):
 try:
     import jsonschema
     import pulumi
-    from pulumi.provider.experimental.component import ComponentProvider
 
     from gke_gpu.package import PACKAGE, public_components
+    from tools.pulumi_provider import ComponentProvider
 except ModuleNotFoundError as exc:  # not the project's virtualenv: say how to get it, no traceback
     from tools.venv_guard import exit_without_venv
 
