@@ -16,7 +16,7 @@ import yaml
 
 from gke_gpu.package import PACKAGE
 from tools import schema as package_schema
-from tools.offline import run_program
+from tools.offline import UNKNOWN, run_program
 
 ROOT = Path(__file__).resolve().parent.parent
 YAML_EXAMPLE = ROOT / "docs" / "examples" / "yaml" / "Pulumi.yaml"
@@ -252,3 +252,6 @@ def test_the_readme_python_example_runs_under_mocks() -> None:
         ("nvidia-h100-80gb", 8),
         ("nvidia-l4", 1),
     ]
+    # Every pool runs as the cluster's service account (an output: unknown in a preview), none as
+    # Compute Engine's default one (no serviceAccount at all).
+    assert [p.inputs["nodeConfig"].get("serviceAccount") for p in pools] == [UNKNOWN] * 3

@@ -107,7 +107,7 @@ def test_the_reference_lists_every_input_and_output_of_every_component() -> None
     committed = package_schema.load_committed()
     section = package_schema.markdown(committed)
     for token, resource in committed["resources"].items():
-        block = section.split(f"### {token.rsplit(':', 1)[-1]}\n", 1)[1].split("\n### ", 1)[0]
+        block = section.split(f"\n#### {token.rsplit(':', 1)[-1]}\n", 1)[1].split("\n#### ", 1)[0]
         for name in [*resource.get("inputProperties", {}), *resource.get("properties", {})]:
             assert f"| `{name}` |" in block, f"{token}: {name} missing from the reference"
 

@@ -32,11 +32,13 @@ const cluster = new gkegpu.GkeCluster("gke", {
     servicesRangeName: net.servicesRangeName,
 });
 
-// One L4 per node, up to 4 nodes; the machine type (g2-standard-8) and zones are derived.
+// One L4 per node, up to 4 nodes; the machine type (g2-standard-8) and zones are derived. The nodes
+// run as the cluster's dedicated service account, not Compute Engine's default one.
 const l4 = new gkegpu.GpuNodePool("l4", {
     project: project,
     location: region,
     clusterName: cluster.clusterName,
+    nodeServiceAccountEmail: cluster.nodeServiceAccountEmail,
     accelerator: "nvidia-l4",
     gpusPerNode: 1,
     maxNodes: 4,
@@ -47,6 +49,7 @@ const h100 = new gkegpu.GpuNodePool("h100", {
     project: project,
     location: region,
     clusterName: cluster.clusterName,
+    nodeServiceAccountEmail: cluster.nodeServiceAccountEmail,
     accelerator: "nvidia-h100-80gb",
     gpusPerNode: 8,
     maxNodes: 2,
