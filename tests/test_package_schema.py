@@ -112,6 +112,16 @@ def test_the_reference_lists_every_input_and_output_of_every_component() -> None
             assert f"| `{name}` |" in block, f"{token}: {name} missing from the reference"
 
 
+def _pins(path: Path) -> dict[str, str]:
+    lines = [line.split("#")[0].strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    return dict(line.split("==", 1) for line in lines if "==" in line)
+
+
+def test_the_plugin_runs_the_sdk_the_program_pins() -> None:
+    plugin = _pins(ROOT / "provider" / "requirements.txt")
+    assert plugin == {"pulumi": _pins(ROOT / "requirements.txt")["pulumi"]}
+
+
 def test_the_plugin_process_serves_the_golden_schema_and_the_version() -> None:
     # As the Pulumi CLI runs it: `python provider/ <engine address>`, then GetPluginInfo and GetSchema.
     version, served = package_schema.plugin_schema(sys.executable, ROOT / "provider")
