@@ -23,6 +23,8 @@ import json
 import re
 import subprocess
 import sys
+import tempfile
+import threading
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -129,30 +131,39 @@ def plugin_schema(python: str | Path, plugin_dir: Path, timeout: float = 60) -> 
     and ask it over gRPC for its version (GetPluginInfo) and schema (GetSchema).
 
     The engine address is a dummy: neither call reaches the engine. Raises RuntimeError with the
-    plugin's stderr if it exits before printing its port."""
+    plugin's stderr if it exits, or is silent for `timeout` seconds, before printing its port."""
     import grpc
     from google.protobuf import empty_pb2
     from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 
-    with subprocess.Popen(
-        [str(python), str(plugin_dir), "127.0.0.1:1"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=plugin_dir.parent,
-    ) as proc:
+    with (
+        tempfile.TemporaryFile(mode="w+") as stderr,
+        subprocess.Popen(
+            [str(python), str(plugin_dir), "127.0.0.1:1"],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            cwd=plugin_dir.parent,
+        ) as proc,
+    ):
+        watchdog = threading.Timer(timeout, proc.kill)
         try:
-            assert proc.stdout is not None and proc.stderr is not None
+            assert proc.stdout is not None
+            watchdog.start()
             first = proc.stdout.readline().strip()
+            watchdog.cancel()
             if not first.isdigit():
                 proc.kill()
-                raise RuntimeError(f"the plugin printed {first!r}, not its port:\n{proc.stderr.read()}")
+                proc.wait()
+                stderr.seek(0)
+                raise RuntimeError(f"the plugin printed {first!r}, not its port:\n{stderr.read()}")
             with grpc.insecure_channel(f"127.0.0.1:{first}") as channel:
                 stub = provider_pb2_grpc.ResourceProviderStub(channel)
                 info = stub.GetPluginInfo(empty_pb2.Empty(), timeout=timeout)
                 reply = stub.GetSchema(provider_pb2.GetSchemaRequest(), timeout=timeout)
             return info.version, json.loads(reply.schema)
         finally:
+            watchdog.cancel()
             if proc.poll() is None:
                 proc.terminate()
                 try:
