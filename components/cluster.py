@@ -51,8 +51,14 @@ class GkeCluster(pulumi.ComponentResource):
     node_service_account_email: pulumi.Output[str]
     """The email of the nodes' dedicated service account."""
 
+    @staticmethod
+    def check_args(name: str, args: GkeClusterArgs) -> GkeClusterSpec:
+        """The constructor's check of its args, declaring nothing: the checked args, or an
+        InvalidArgsError naming every bad arg."""
+        return validate_args("GkeCluster", name, GkeClusterSpec, args, rules=cluster_rules)
+
     def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        spec = validate_args("GkeCluster", name, GkeClusterSpec, args, rules=cluster_rules)
+        spec = self.check_args(name, args)
         super().__init__(component_type("GkeCluster"), name, None, component_options("GkeCluster", opts))
         child = pulumi.ResourceOptions(parent=self)
 

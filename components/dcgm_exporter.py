@@ -55,8 +55,14 @@ class DcgmExporter(pulumi.ComponentResource):
     scrape: pulumi.Output[str]
     """What scrapes the metrics: podMonitoring, serviceMonitor or annotations."""
 
+    @staticmethod
+    def check_args(name: str, args: DcgmExporterArgs) -> DcgmExporterSpec:
+        """The constructor's check of its args, declaring nothing: the checked args, or an
+        InvalidArgsError naming every bad arg."""
+        return validate_args("DcgmExporter", name, DcgmExporterSpec, args, rules=exporter_rules)
+
     def __init__(self, name: str, args: DcgmExporterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        spec = validate_args("DcgmExporter", name, DcgmExporterSpec, args, rules=exporter_rules)
+        spec = self.check_args(name, args)
         super().__init__(component_type("DcgmExporter"), name, None, component_options("DcgmExporter", opts))
         self._declare(name, spec)
         self.namespace = pulumi.Output.from_input(spec.namespace)

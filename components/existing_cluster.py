@@ -33,10 +33,16 @@ class ExistingCluster(pulumi.ComponentResource):
     context: pulumi.Output[str] | None
     """The kubeconfig context the provider uses; none for the kubeconfig's current-context."""
 
+    @staticmethod
+    def check_args(name: str, args: ExistingClusterArgs) -> _ExistingClusterSpec:
+        """The constructor's check of its args, declaring nothing: the checked args, or an
+        InvalidArgsError naming every bad arg."""
+        return validate_args("ExistingCluster", name, _ExistingClusterSpec, args)
+
     def __init__(
         self, name: str, args: ExistingClusterArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        spec = validate_args("ExistingCluster", name, _ExistingClusterSpec, args)
+        spec = self.check_args(name, args)
         super().__init__(
             component_type("ExistingCluster"), name, None, component_options("ExistingCluster", opts)
         )

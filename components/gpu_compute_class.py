@@ -133,6 +133,12 @@ class GpuComputeClass(pulumi.ComponentResource):
     """The ComputeClass's name, `gpu-<name>`: Pods select it with the node selector
     `cloud.google.com/compute-class`."""
 
+    @staticmethod
+    def check_args(name: str, args: GpuComputeClassArgs) -> GpuPool:
+        """The constructor's check of its args, declaring nothing: the pool with every default
+        resolved, or an InvalidArgsError naming every bad arg."""
+        return validate_compute_class_args(name, args)[0]
+
     def __init__(
         self, name: str, args: GpuComputeClassArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:

@@ -119,10 +119,16 @@ class GpuMonitoring(pulumi.ComponentResource):
     alert_policy_names: pulumi.Output[list[str]]
     """The alert policies' resource names (projects/<project>/alertPolicies/<id>)."""
 
+    @staticmethod
+    def check_args(name: str, args: GpuMonitoringArgs) -> _GpuMonitoringSpec:
+        """The constructor's check of its args, declaring nothing: the checked args, or an
+        InvalidArgsError naming every bad arg."""
+        return validate_args("GpuMonitoring", name, _GpuMonitoringSpec, args, rules=_monitoring_rules)
+
     def __init__(
         self, name: str, args: GpuMonitoringArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        spec = validate_args("GpuMonitoring", name, _GpuMonitoringSpec, args, rules=_monitoring_rules)
+        spec = self.check_args(name, args)
         super().__init__(
             component_type("GpuMonitoring"), name, None, component_options("GpuMonitoring", opts)
         )

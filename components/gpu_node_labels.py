@@ -64,10 +64,16 @@ class GpuNodeLabels(pulumi.ComponentResource):
     nodes: pulumi.Output[list[str]]
     """The nodes labelled (and tainted)."""
 
+    @staticmethod
+    def check_args(name: str, args: GpuNodeLabelsArgs) -> _GpuNodeLabelsSpec:
+        """The constructor's check of its args, declaring nothing: the checked args, or an
+        InvalidArgsError naming every bad arg."""
+        return validate_args("GpuNodeLabels", name, _GpuNodeLabelsSpec, args, rules=_node_rules)
+
     def __init__(
         self, name: str, args: GpuNodeLabelsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        spec = validate_args("GpuNodeLabels", name, _GpuNodeLabelsSpec, args, rules=_node_rules)
+        spec = self.check_args(name, args)
         super().__init__(
             component_type("GpuNodeLabels"), name, None, component_options("GpuNodeLabels", opts)
         )

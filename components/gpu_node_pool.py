@@ -132,6 +132,12 @@ class GpuNodePool(pulumi.ComponentResource):
     schedulable_gpus_per_node: pulumi.Output[int]
     """`nvidia.com/gpu` each node advertises: GPUs x MIG partitions x sharing clients."""
 
+    @staticmethod
+    def check_args(name: str, args: GpuNodePoolArgs) -> GpuNodePoolSpec:
+        """The constructor's check of its args, declaring nothing: the pool with every default
+        resolved, or an InvalidArgsError naming every bad arg."""
+        return validate_gpu_node_pool_args(name, args)[0]
+
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         # Every problem is raised before anything is declared, the component itself included.
         pool, notes = validate_gpu_node_pool_args(name, args)

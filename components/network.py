@@ -106,8 +106,14 @@ class GkeNetwork(pulumi.ComponentResource):
     services_range_name: pulumi.Output[str]
     """The name of the subnet's secondary range for Services."""
 
+    @staticmethod
+    def check_args(name: str, args: GkeNetworkArgs) -> _GkeNetworkSpec:
+        """The constructor's check of its args, declaring nothing: the checked args, or an
+        InvalidArgsError naming every bad arg."""
+        return validate_args("GkeNetwork", name, _GkeNetworkSpec, args, rules=_network_rules)
+
     def __init__(self, name: str, args: GkeNetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        spec = validate_args("GkeNetwork", name, _GkeNetworkSpec, args, rules=_network_rules)
+        spec = self.check_args(name, args)
         super().__init__(component_type("GkeNetwork"), name, None, component_options("GkeNetwork", opts))
         child = pulumi.ResourceOptions(parent=self)
         project = pick(spec.project, args["project"])

@@ -63,10 +63,16 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
     time_slicing_replicas: pulumi.Output[int] | None
     """nvidia.com/gpu advertised per GPU with time-slicing; none for whole GPUs."""
 
+    @staticmethod
+    def check_args(name: str, args: NvidiaDevicePluginArgs) -> _NvidiaDevicePluginSpec:
+        """The constructor's check of its args, declaring nothing: the checked args, or an
+        InvalidArgsError naming every bad arg."""
+        return validate_args("NvidiaDevicePlugin", name, _NvidiaDevicePluginSpec, args)
+
     def __init__(
         self, name: str, args: NvidiaDevicePluginArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        spec = validate_args("NvidiaDevicePlugin", name, _NvidiaDevicePluginSpec, args)
+        spec = self.check_args(name, args)
         super().__init__(
             component_type("NvidiaDevicePlugin"), name, None, component_options("NvidiaDevicePlugin", opts)
         )

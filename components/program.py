@@ -12,8 +12,9 @@ import pulumi
 
 from .cluster import GkeCluster
 from .cluster_args import GkeClusterArgs, KubeconfigEndpoint, ReleaseChannel
-from .config import GpuPool, Settings
+from .config import NAMESPACE, ConfigError, GpuPool, Settings
 from .dcgm_exporter_args import DcgmExporterSettings, DcgmFlavor, ScrapeMode
+from .declare import checking_only, declare
 from .existing_cluster import ExistingCluster, ExistingClusterArgs
 from .gpu_compute_class import GpuComputeClass, compute_class_args
 from .gpu_monitoring import AlertPolicies, DcgmSource, GpuMonitoring, GpuMonitoringArgs
@@ -49,6 +50,17 @@ ALLOCATABLE_GPUS_COLUMNS = (
 )
 
 
+def check_components(settings: Settings) -> None:
+    """Check every component's args as the stack would declare them, declaring nothing; raise one
+    ConfigError keyed by the stack file's paths. The stack's rules and the components' own checks
+    are the same for GPU pools, and meant to agree elsewhere: this makes sure that a stack file the
+    stack's rules accepted never stops half-way through the declarations."""
+    with checking_only() as problems:
+        build(settings)
+    if problems:
+        raise ConfigError(problems)
+
+
 def build(settings: Settings) -> dict[str, Any]:
     """Declare every resource of the stack and return its outputs."""
     if settings.cluster.mode == "existing":
@@ -56,9 +68,11 @@ def build(settings: Settings) -> dict[str, Any]:
     cluster = _gke_cluster(settings)
     autopilot = settings.cluster.autopilot
     pools: dict[str, pulumi.ComponentResource] = {}
-    for pool in settings.gpu_pools:
+    # Every pool of a stack that reached this point is valid, so its index is its stack-file index.
+    for index, pool in enumerate(settings.gpu_pools):
         if not autopilot:
-            pools[pool.name] = GpuNodePool(
+            pools[pool.name] = declare(
+                GpuNodePool,
                 f"gpu-{pool.name}",
                 node_pool_args(
                     pool,
@@ -67,12 +81,15 @@ def build(settings: Settings) -> dict[str, Any]:
                     cluster_name=cluster.cluster_name,
                     node_service_account_email=cluster.node_service_account_email,
                 ),
+                key=f"{NAMESPACE}:gpuPools[{index}]",
             )
         elif pool.on_demand_fallback:
-            pools[pool.name] = GpuComputeClass(
+            pools[pool.name] = declare(
+                GpuComputeClass,
                 f"gpu-{pool.name}",
                 compute_class_args(pool, region=settings.region),
                 opts=pulumi.ResourceOptions(provider=cluster.provider),
+                key=f"{NAMESPACE}:gpuPools[{index}]",
             )
 
     kubernetes = pulumi.ResourceOptions(providers={"kubernetes": cluster.provider})
@@ -128,7 +145,7 @@ def _monitoring(
             "xid_errors": m.alerts.xid_errors,
         }
         args["alerts"] = alerts
-    return GpuMonitoring("monitoring", args, opts=kubernetes)
+    return declare(GpuMonitoring, "monitoring", args, opts=kubernetes)
 
 
 def _union(groups: Any) -> list[dict[str, Any]]:
@@ -159,7 +176,8 @@ def _samples(
         if w.replicas is not None:
             workload["replicas"] = w.replicas
         workloads.append(workload)
-    samples = SampleWorkloads(
+    samples = declare(
+        SampleWorkloads,
         "samples",
         {"workloads": workloads, "namespace": SAMPLES_NAMESPACE},
         # The GPU pools, ComputeClasses or device plugin first, so no sample waits on nothing.
@@ -198,7 +216,7 @@ def _build_existing(settings: Settings) -> dict[str, Any]:
     existing_args: ExistingClusterArgs = {"kubeconfig": cluster.kubeconfig}
     if cluster.context is not None:
         existing_args["context"] = cluster.context
-    existing = ExistingCluster("cluster", existing_args)
+    existing = declare(ExistingCluster, "cluster", existing_args)
     kubernetes = pulumi.ResourceOptions(providers={"kubernetes": existing.provider})
     gpu_taint: Any = dict(GPU_TOLERATION)
     layer: list[pulumi.Resource] = []
@@ -210,7 +228,8 @@ def _build_existing(settings: Settings) -> dict[str, Any]:
         node_selector = {plugin.node_label_key: plugin.node_label_value}
         if settings.gpu_nodes:
             layer.append(
-                GpuNodeLabels(
+                declare(
+                    GpuNodeLabels,
                     "gpu-nodes",
                     {
                         "nodes": list(settings.gpu_nodes),
@@ -227,7 +246,8 @@ def _build_existing(settings: Settings) -> dict[str, Any]:
         if plugin.runtime_class_name is not None:
             plugin_args["runtime_class_name"] = plugin.runtime_class_name
         layer.append(
-            NvidiaDevicePlugin(
+            declare(
+                NvidiaDevicePlugin,
                 "device-plugin",
                 plugin_args,
                 # After the labels: the plugin's Pods only land on labelled nodes.
@@ -316,7 +336,8 @@ def _gke_cluster(settings: Settings) -> GkeCluster:
         services_range: pulumi.Input[str] = existing.services_range_name
     else:
         assert settings.network and settings.network.subnet_cidr
-        vpc = GkeNetwork(
+        vpc = declare(
+            GkeNetwork,
             "network",
             {
                 "project": project,
@@ -364,7 +385,7 @@ def _gke_cluster(settings: Settings) -> GkeCluster:
                 "spot": pool.spot,
                 "disk_size_gb": pool.disk_size_gb,
             }
-    return GkeCluster("gke", args)
+    return declare(GkeCluster, "gke", args)
 
 
 def _pool_summary(pool: GpuPool, *, autopilot: bool) -> dict[str, Any]:

@@ -93,10 +93,16 @@ class SampleWorkloads(pulumi.ComponentResource):
     job_names: pulumi.Output[list[str]]
     """The samples' Job names, sorted: `<kind>-<target name>`."""
 
+    @staticmethod
+    def check_args(name: str, args: SampleWorkloadsArgs) -> SampleWorkloadsSpec:
+        """The constructor's check of its args, declaring nothing: the checked args, or an
+        InvalidArgsError naming every bad arg."""
+        return validate_args("SampleWorkloads", name, SampleWorkloadsSpec, args, rules=sample_rules)
+
     def __init__(
         self, name: str, args: SampleWorkloadsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        spec = validate_args("SampleWorkloads", name, SampleWorkloadsSpec, args, rules=sample_rules)
+        spec = self.check_args(name, args)
         super().__init__(
             component_type("SampleWorkloads"), name, None, component_options("SampleWorkloads", opts)
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 import pytest
@@ -148,3 +149,45 @@ def test_the_dns_endpoint_is_known_after_apply_in_a_preview() -> None:
 
     assert run_stack("prod").outputs["dnsEndpoint"] == UNKNOWN
     assert run_stack("prod", preview=False).outputs["dnsEndpoint"].endswith(".us-central1.gke.goog")
+
+
+def test_component_checks_run_before_anything_is_declared_and_are_keyed_by_the_stack_file():
+    """A stack the stack rules accepted, with a pool the component would refuse (here forced past the
+    stack rules): check_components names the stack-file key, and nothing is declared."""
+    from gke_gpu.config import ConfigError
+    from gke_gpu.program import check_components
+    from tests.conftest import settings
+    from tools.offline import run_program
+
+    valid = settings({"cluster": STANDARD_CLUSTER, "gpuPools": [L4_POOL, {**L4_POOL, "name": "l4b"}]})
+    broken = dataclasses.replace(
+        valid, gpu_pools=(valid.gpu_pools[0], valid.gpu_pools[1].model_copy(update={"gpus_per_node": 3}))
+    )
+    check_components(valid)
+
+    def program():
+        check_components(broken)
+
+    result = run_program({}, program=program)
+    assert isinstance(result.error, ConfigError)
+    assert result.error.problems == [
+        "gke-gpu:gpuPools[1].gpusPerNode: 3 is not allowed for nvidia-l4 on g2-standard-8; allowed: 1"
+    ]
+    assert result.resources == []
+    with pytest.raises(ConfigError):
+        check_components(broken)
+
+
+def test_main_checks_the_components_before_declaring(monkeypatch):
+    import gke_gpu.config
+    from gke_gpu.config import ConfigError
+    from tests.conftest import settings
+    from tools.offline import run_program
+
+    valid = settings({"cluster": STANDARD_CLUSTER, "gpuPools": [L4_POOL]})
+    broken = dataclasses.replace(valid, gpu_pools=(valid.gpu_pools[0].model_copy(update={"min_nodes": 5}),))
+    monkeypatch.setattr(gke_gpu.config, "load_settings", lambda: broken)
+    result = run_program(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[L4_POOL]))
+    assert isinstance(result.error, ConfigError), result.error
+    assert result.error.problems == ["gke-gpu:gpuPools[0].minNodes: 5 is greater than maxNodes 2"]
+    assert result.resources == []

@@ -90,8 +90,11 @@ def main(argv: list[str] | None = None) -> int:
     error = result.error
     if error is not None:
         from gke_gpu.config import ConfigError
+        from gke_gpu.validation import InvalidArgsError
 
-        if isinstance(error, (ConfigError, StackFileError)):
+        # InvalidArgsError: a component refused its args; check_components keeps a stack file from
+        # getting there, but a program of one's own (--stack-dir) may not call it.
+        if isinstance(error, (ConfigError, StackFileError, InvalidArgsError)):
             return _error(f"stack {args.stack}: {error}")
         raise error
 

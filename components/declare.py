@@ -1,0 +1,97 @@
+"""Declaring a component, or only checking its args: what lets the stack program check every
+component's args, as it would declare them, before it declares anything.
+
+Under :func:`checking_only`, :func:`declare` calls the component's ``check_args`` instead of its
+constructor, keys each problem by the stack file's path the args come from, and returns a stand-in
+whose outputs are unknown (the args of later components take them as Outputs, unchecked).
+"""
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, TypeVar
+
+import pulumi
+from pydantic.alias_generators import to_camel
+
+from .cluster import GkeCluster
+from .config_common import NAMESPACE
+from .existing_cluster import ExistingCluster
+from .gpu_monitoring import GpuMonitoring
+from .gpu_node_labels import GpuNodeLabels
+from .network import GkeNetwork
+from .nvidia_device_plugin import NvidiaDevicePlugin
+from .sample_workloads import SampleWorkloads
+from .validation import UNKNOWN, InvalidArgsError
+
+C = TypeVar("C", bound=pulumi.ComponentResource)
+# Set while check_components runs build(): the problems found so far (None: declare for real).
+_CHECKING: ContextVar[list[str] | None] = ContextVar("checking_component_args", default=None)
+# Where in the stack file each component's args come from (pools are keyed by their index).
+_STACK_KEYS = {
+    GkeNetwork: f"{NAMESPACE}:network",
+    GkeCluster: f"{NAMESPACE}:cluster",
+    ExistingCluster: f"{NAMESPACE}:cluster",
+    GpuMonitoring: f"{NAMESPACE}:monitoring",
+    SampleWorkloads: f"{NAMESPACE}:workloads",
+    GpuNodeLabels: f"{NAMESPACE}:gpuNodes",
+    NvidiaDevicePlugin: f"{NAMESPACE}:devicePlugin",
+}
+# What the program reads from a component besides its outputs, while only checking.
+_STAND_IN_ATTRIBUTES: dict[str, Any] = {"provider": None, "alert_policies": [], "commands": {}}
+
+
+class _StandIn(pulumi.ComponentResource):
+    """A component not declared (its args were only checked): every output unknown. A Resource only
+    so that it may stand in `depends_on`; it never registers (no super().__init__)."""
+
+    def __init__(self, cls: type) -> None:
+        self._outputs = {name for klass in cls.__mro__ for name in getattr(klass, "__annotations__", {})}
+
+    def __getattr__(self, name: str) -> Any:
+        if name in _STAND_IN_ATTRIBUTES:
+            return _STAND_IN_ATTRIBUTES[name]
+        if name in self._outputs:
+            return UNKNOWN
+        raise AttributeError(name)
+
+
+def declare(
+    cls: type[C], name: str, args: Any, opts: pulumi.ResourceOptions | None = None, *, key: str | None = None
+) -> C:
+    """Declare a component, or, under checking_only, only check its args (`key`: the stack-file path of
+    a GPU pool's args; other components are keyed by their section)."""
+    problems = _CHECKING.get()
+    if problems is None:
+        return cls(name, args, opts=opts)
+    try:
+        cls.check_args(name, args)  # type: ignore[attr-defined]
+    except InvalidArgsError as exc:
+        where = key or _STACK_KEYS[cls]
+        if key is not None:  # a pool: the args are the stack file's keys, in snake_case
+            problems += [f"{where}.{_camel_path(problem)}" for problem in exc.problems]
+        else:
+            problems += [f"{where}: {cls.__name__} {name!r}: {problem}" for problem in exc.problems]
+    return _StandIn(cls)  # type: ignore[return-value]
+
+
+# A pool's arg names are its stack-file keys in snake_case: a problem with one reads in camelCase.
+_SNAKE_NAME = re.compile(r"\b[a-z]+(?:_[a-z]+)+\b")
+
+
+def _camel_path(problem: str) -> str:
+    path, sep, message = problem.partition(": ")
+    path = _SNAKE_NAME.sub(lambda m: to_camel(m.group()), path)
+    return path + sep + _SNAKE_NAME.sub(lambda m: to_camel(m.group()), message)
+
+
+@contextmanager
+def checking_only() -> Iterator[list[str]]:
+    """Within this block, `declare` only checks args; the list it yields collects the problems."""
+    problems: list[str] = []
+    token = _CHECKING.set(problems)
+    try:
+        yield problems
+    finally:
+        _CHECKING.reset(token)
