@@ -1,0 +1,143 @@
+"""The stack's rules and the components' own checks agree: a stack configuration the stack rules accept
+is never refused by a component's check of its args (check_components), so a valid stack file never
+stops half-way through its declarations. Generated from plausible values: most combinations are
+valid, many are not (those are refused by the stack rules, which is fine here)."""
+
+from typing import Any
+
+from hypothesis import event, given
+from hypothesis import strategies as st
+
+from gke_gpu.config import ConfigError, parse_settings
+from gke_gpu.program import check_components
+from tests.test_fuzz import fuzz
+
+ACCELERATOR = st.sampled_from(
+    ["nvidia-l4", "nvidia-tesla-t4", "nvidia-tesla-a100", "nvidia-h100-80gb", "nvidia-a100-80gb"]
+)
+SHARING = st.fixed_dictionaries(
+    {"strategy": st.sampled_from(["TIME_SHARING", "MPS"]), "maxClientsPerGpu": st.integers(2, 8)}
+)
+MIG = st.sampled_from(["1g.10gb", "3g.40gb", "1g.12gb"])
+STANDARD_POOL_OPTIONS = st.fixed_dictionaries(
+    {},
+    optional={
+        "gpusPerNode": st.sampled_from([1, 2, 4, 8]),
+        "minNodes": st.integers(0, 3),
+        "zones": st.lists(
+            st.sampled_from(["us-central1-a", "us-central1-b", "us-central1-c"]),
+            min_size=1,
+            max_size=2,
+            unique=True,
+        ),
+        "driverVersion": st.sampled_from(["DEFAULT", "LATEST", "INSTALLATION_DISABLED"]),
+        "labels": st.just({"team": "ml"}),
+        "taints": st.just([{"key": "team", "value": "ml", "effect": "NO_EXECUTE"}]),
+        "diskSizeGb": st.sampled_from([50, 200]),
+    },
+)
+# One way to get capacity (they mostly exclude each other), and sharing or MIG or neither.
+CAPACITY = st.sampled_from(
+    [
+        {},
+        {"spot": True},
+        {"reservation": {"type": "ANY"}},
+        {"reservation": {"type": "SPECIFIC", "name": "r1"}},
+        {"queuedProvisioning": True},
+        {"compactPlacement": True, "zones": ["us-central1-a"]},
+    ]
+)
+PARTITIONING = st.one_of(
+    st.just({}),
+    st.builds(lambda sharing: {"sharing": sharing}, SHARING),
+    st.builds(lambda mig: {"migPartitionSize": mig}, MIG),
+)
+
+
+@st.composite
+def standard_pool(draw: st.DrawFn) -> dict[str, Any]:
+    return {
+        "accelerator": draw(ACCELERATOR),
+        "maxNodes": draw(st.integers(1, 6)),
+        **draw(STANDARD_POOL_OPTIONS),
+        **draw(CAPACITY),
+        **draw(PARTITIONING),
+    }
+
+
+AUTOPILOT_POOL = st.fixed_dictionaries(
+    {"accelerator": ACCELERATOR},
+    optional={
+        "gpusPerNode": st.sampled_from([1, 2, 4, 8]),
+        "spot": st.booleans(),
+        "onDemandFallback": st.booleans(),
+        "driverVersion": st.sampled_from(["DEFAULT", "LATEST"]),
+        "sharing": SHARING,
+        "migPartitionSize": MIG,
+    },
+)
+
+
+@st.composite
+def stacks(draw: st.DrawFn) -> dict[str, Any]:
+    mode = draw(st.sampled_from(["autopilot", "standard"]))
+    cluster: dict[str, Any] = {"mode": mode, "name": "gpu-fuzz"}
+    if mode == "standard":
+        cluster["location"] = draw(st.sampled_from(["us-central1", "us-central1-a", "us-central1-c"]))
+        if draw(st.booleans()):
+            cluster["systemPool"] = {"minNodes": draw(st.integers(0, 2)), "maxNodes": draw(st.integers(1, 4))}
+    cluster.update(
+        draw(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "privateNodes": st.booleans(),
+                    "publicEndpoint": st.booleans(),
+                    "releaseChannel": st.sampled_from(["RAPID", "STABLE"]),
+                    "deletionProtection": st.booleans(),
+                    "intranodeVisibility": st.booleans(),
+                    "masterAuthorizedNetworks": st.just([{"cidrBlock": "203.0.113.0/24"}]),
+                },
+            )
+        )
+    )
+    pools = draw(st.lists(standard_pool() if mode == "standard" else AUTOPILOT_POOL, min_size=1, max_size=3))
+    raw: dict[str, Any] = {
+        "cluster": cluster,
+        "gpuPools": [{"name": f"p{i}", **pool} for i, pool in enumerate(pools)],
+        "monitoring": draw(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "dcgm": st.sampled_from(["managed", "exporter", "none"]),
+                    "dashboard": st.booleans(),
+                    "alerts": st.just(
+                        {
+                            "enabled": True,
+                            "notificationChannels": ["projects/p-123456/notificationChannels/1"],
+                        }
+                    ),
+                },
+            )
+        ),
+        "workloads": draw(
+            st.lists(
+                st.sampled_from(["nvidia-smi", "cuda-vector-add", "sharing-demo"]), max_size=2, unique=True
+            )
+        ),
+    }
+    if draw(st.booleans()):
+        raw["network"] = {"subnetCidr": "10.10.0.0/20"}
+    return raw
+
+
+@given(stacks())
+@fuzz(examples=400, deadline_ms=5000)
+def test_what_the_stack_rules_accept_the_components_accept(raw: dict[str, Any]) -> None:
+    try:
+        settings, _ = parse_settings(raw, project="p-123456", region="us-central1", stack="fuzz")
+    except ConfigError:
+        event("refused by the stack rules")
+        return
+    event("accepted")
+    check_components(settings)  # raises ConfigError if a component refuses what the stack accepted
