@@ -38,7 +38,7 @@ GKE_GPU_KEYS = ("cluster_name", "node_name", "accelerator_id")
 
 
 class AlertThresholds(Protocol):
-    """What the rules read of the alert settings (the stack's AlertSettings, GpuMonitoring's args)."""
+    """What the rules read of the alert settings (the stack's AlertsConfig, GpuMonitoring's args)."""
 
     @property
     def idle_gpu_minutes(self) -> int: ...

@@ -38,21 +38,22 @@ from .config_common import (
 )
 from .config_keys import check_config_keys
 from .config_pools import PoolRules
-from .config_schema import StackConfig, dashboard_on
+from .config_schema import (
+    AlertsConfig,
+    AuthorizedNetworkConfig,
+    ClusterConfig,
+    DevicePluginConfig,
+    MonitoringConfig,
+    NetworkConfig,
+    StackConfig,
+    SystemPoolConfig,
+    WorkloadConfig,
+    dashboard_on,
+)
 from .config_shape import validate_shape
 from .config_workloads import WorkloadRules
 from .gpu_pool import GPU_TAINT, GpuPool, ReservationConfig, SharingConfig, TaintConfig
-from .settings import (
-    AlertSettings,
-    AuthorizedNetwork,
-    ClusterSettings,
-    DevicePluginSettings,
-    MonitoringSettings,
-    NetworkSettings,
-    Settings,
-    SystemPool,
-    Workload,
-)
+from .settings import Settings
 from .stack_file import StackFileError, decode_config_value
 
 # The public names of the config layer; components import the settings types from here.
@@ -63,20 +64,20 @@ __all__ = [
     "MAX_SHARED_CLIENTS",
     "NAMESPACE",
     "WORKLOAD_NAMES",
-    "AlertSettings",
-    "AuthorizedNetwork",
-    "ClusterSettings",
+    "AlertsConfig",
+    "AuthorizedNetworkConfig",
+    "ClusterConfig",
     "ConfigError",
-    "DevicePluginSettings",
+    "DevicePluginConfig",
     "GpuPool",
-    "MonitoringSettings",
-    "NetworkSettings",
+    "MonitoringConfig",
+    "NetworkConfig",
     "ReservationConfig",
     "Settings",
     "SharingConfig",
-    "SystemPool",
+    "SystemPoolConfig",
     "TaintConfig",
-    "Workload",
+    "WorkloadConfig",
     "load_settings",
     "parse_settings",
 ]
@@ -126,7 +127,7 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules):
         monitoring = (
             self._monitoring(cluster, pools)
             if monitoring_known
-            else MonitoringSettings("none", False, None, None)
+            else MonitoringConfig(dcgm="none", dashboard=False)
         )
         workloads = self._workloads(cluster, pools)
         if {"devicePlugin", "gpuNodes"} & broken or self.flavor_unknown:

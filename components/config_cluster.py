@@ -23,8 +23,15 @@ from .config_common import (
     listing,
     network_of,
 )
-from .config_schema import ClusterConfig, NetworkConfig, RuleBase, SystemPoolConfig, dashboard_on
-from .settings import AuthorizedNetwork, ClusterSettings, GpuPool, NetworkSettings, SystemPool
+from .config_schema import (
+    AuthorizedNetworkConfig,
+    ClusterConfig,
+    NetworkConfig,
+    RuleBase,
+    SystemPoolConfig,
+    dashboard_on,
+)
+from .gpu_pool import GpuPool
 
 
 class ClusterRules(RuleBase):
@@ -36,7 +43,7 @@ class ClusterRules(RuleBase):
             )
         return None
 
-    def _network(self) -> NetworkSettings:
+    def _network(self) -> NetworkConfig:
         net = self.config.network or NetworkConfig()
         if net.existing is not None:
             cidr_keys = {"subnet_cidr", "pods_cidr", "services_cidr"} & net.model_fields_set
@@ -50,7 +57,7 @@ class ClusterRules(RuleBase):
                     f"{NAMESPACE}:network.flowLogSampling",
                     "not allowed with network.existing: flow logs are a setting of the existing subnet",
                 )
-            return NetworkSettings(None, None, None, existing=net.existing, flow_log_sampling=None)
+            return net
         prefix = f"{NAMESPACE}:network"
         subnet = network_of(net.subnet_cidr, f"{prefix}.subnetCidr", self.problems)
         pods = network_of(net.pods_cidr, f"{prefix}.podsCidr", self.problems)
@@ -80,17 +87,15 @@ class ClusterRules(RuleBase):
                 f"{prefix}.podsCidr",
                 f"{pods} is too small; GKE gives each node a /24 of Pod addresses, so use /24 or larger",
             )
-        return NetworkSettings(
-            net.subnet_cidr, net.pods_cidr, net.services_cidr, flow_log_sampling=net.flow_log_sampling
-        )
+        return net
 
     def _check_address_capacity(
-        self, network: NetworkSettings, cluster: ClusterSettings, pools: tuple[GpuPool, ...]
+        self, network: NetworkConfig, cluster: ClusterConfig, pools: tuple[GpuPool, ...]
     ) -> None:
         """The subnet must hold an address, and the Pod range a /24, for every node the pools can grow
         to (plus a surge node)."""
-        if not network.pods_cidr or not network.subnet_cidr or cluster.system_pool is None:
-            return
+        if network.existing is not None or cluster.system_pool is None:
+            return  # an existing subnet's ranges are not known here
         try:
             subnet = ipaddress.IPv4Network(network.subnet_cidr)
             pods = ipaddress.IPv4Network(network.pods_cidr)
@@ -119,7 +124,7 @@ class ClusterRules(RuleBase):
 
     # -- cluster ----------------------------------------------------------------------------------
 
-    def _cluster(self) -> ClusterSettings:
+    def _cluster(self) -> ClusterConfig:
         c = self.config.cluster
         prefix = f"{NAMESPACE}:cluster"
         if c.mode == "existing":
@@ -157,12 +162,14 @@ class ClusterRules(RuleBase):
                     f"{cut(c.location)} is not region {self.region} or one of its zones",
                 )
 
-        authorized: list[AuthorizedNetwork] = []
+        authorized: list[AuthorizedNetworkConfig] = []
         for i, entry in enumerate(c.master_authorized_networks):
             path = f"{prefix}.masterAuthorizedNetworks[{i}].cidrBlock"
             net = network_of(entry.cidr_block, path, self.problems)
             if net is not None:
-                authorized.append(AuthorizedNetwork(entry.cidr_block, entry.display_name or entry.cidr_block))
+                authorized.append(
+                    entry.model_copy(update={"display_name": entry.display_name or entry.cidr_block})
+                )
         if not c.private_nodes and not c.public_endpoint:
             self.problems.add(
                 f"{prefix}.privateNodes",
@@ -184,7 +191,7 @@ class ClusterRules(RuleBase):
                 f"{prefix}.intranodeVisibility",
                 "not allowed with mode autopilot: Autopilot clusters always have intranode visibility",
             )
-        system_pool: SystemPool | None = None
+        system_pool: SystemPoolConfig | None = None
         if c.mode == "autopilot":
             if c.system_pool is not None:
                 self.problems.add(
@@ -211,24 +218,21 @@ class ClusterRules(RuleBase):
                     f"{sp.max_nodes} is too small: the system pool of a regional cluster starts with one "
                     f"node in each of its {zones} zones; allowed: {zones} or more (or a zonal cluster)",
                 )
-            system_pool = SystemPool(sp.machine_type, sp.min_nodes, sp.max_nodes, sp.spot, sp.disk_size_gb)
+            system_pool = sp
 
-        return ClusterSettings(
-            mode=c.mode,
-            name=name,
-            location=location,
-            release_channel=c.release_channel,
-            private_nodes=c.private_nodes,
-            authorized_networks=tuple(authorized),
-            deletion_protection=c.deletion_protection,
-            system_pool=system_pool,
-            public_endpoint=c.public_endpoint,
-            binary_authorization=c.binary_authorization,
-            intranode_visibility=c.intranode_visibility,
-            kubeconfig_endpoint=c.kubeconfig_endpoint,
+        # The same type, resolved: the name, the location, display names and the system pool.
+        return c.model_copy(
+            update={
+                "name": name,
+                "location": location,
+                "master_authorized_networks": authorized,
+                "system_pool": system_pool,
+            }
         )
 
-    def _check_endpoint(self, c: ClusterConfig, authorized: list[AuthorizedNetwork], prefix: str) -> None:
+    def _check_endpoint(
+        self, c: ClusterConfig, authorized: list[AuthorizedNetworkConfig], prefix: str
+    ) -> None:
         """The IP endpoint is private by default; a public one must be restricted unless meant open."""
         anywhere = [n.cidr_block for n in authorized if n.cidr_block.endswith("/0")]
         open_key = f"{prefix}.publicEndpointOpenToInternet"
@@ -274,7 +278,7 @@ class ClusterRules(RuleBase):
                 "publicEndpointOpenToInternet: true to mean it",
             )
 
-    def _existing_cluster(self, c: ClusterConfig, prefix: str) -> ClusterSettings:
+    def _existing_cluster(self, c: ClusterConfig, prefix: str) -> ClusterConfig:
         gke_only = (
             "location",
             "release_channel",
@@ -329,15 +333,7 @@ class ClusterRules(RuleBase):
                 "required when monitoring.dashboard or monitoring.alerts is on: the dashboard and "
                 "alerts filter on the cluster name",
             )
-        return ClusterSettings(
-            mode="existing",
-            name=name,
-            location="",
-            kubeconfig=c.kubeconfig,
-            context=c.context,
-            flavor=c.flavor,
-            deletion_protection=False,
-        )
+        return c.model_copy(update={"name": name, "location": "", "deletion_protection": False})
 
     def _check_kubeconfig(self, c: ClusterConfig, prefix: str) -> None:
         """A kubeconfig that parses must have the named context (a secret not decrypted offline, or

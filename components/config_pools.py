@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 from .config_common import NAMESPACE, cut
-from .config_schema import RuleBase
+from .config_schema import ClusterConfig, RuleBase
 from .gpu_pool import GpuPool
 from .gpu_pool_rules import GpuPoolRules
-from .settings import ClusterSettings
 
 
 class PoolRules(RuleBase):
-    def pool_rules(self, cluster: ClusterSettings) -> GpuPoolRules:
+    def pool_rules(self, cluster: ClusterConfig) -> GpuPoolRules:
         """The catalog rules for one pool of this stack: the same rules GpuNodePool runs on its args,
         with the stack file's camelCase keys."""
         return GpuPoolRules(
@@ -24,7 +23,7 @@ class PoolRules(RuleBase):
             camel_keys=True,
         )
 
-    def _pools(self, cluster: ClusterSettings) -> tuple[GpuPool, ...]:
+    def _pools(self, cluster: ClusterConfig) -> tuple[GpuPool, ...]:
         pools_config = self.config.gpu_pools
         if cluster.mode == "existing":
             if pools_config:

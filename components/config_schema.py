@@ -98,6 +98,15 @@ class ClusterConfig(_Model):
     context: Annotated[str, Field(max_length=253, pattern=PRINTABLE)] | None = None
     flavor: Literal["gke", "generic"] | None = None
 
+    @property
+    def autopilot(self) -> bool:
+        return self.mode == "autopilot"
+
+    @property
+    def on_gke(self) -> bool:
+        """True when the GPU nodes are GKE nodes (drivers, labels and device plugin from GKE)."""
+        return self.mode != "existing" or self.flavor == "gke"
+
 
 class AlertsConfig(_Model):
     enabled: bool = False
@@ -146,6 +155,18 @@ class DevicePluginConfig(_Model):
     # For containerd set up with an `nvidia` runtime class that is not the default runtime.
     runtime_class_name: Annotated[str, Field(max_length=63)] | None = None
     sharing: DevicePluginSharingConfig | None = None
+
+    @property
+    def node_label_key(self) -> str:
+        return self.gpu_node_label.partition("=")[0]
+
+    @property
+    def node_label_value(self) -> str:
+        return self.gpu_node_label.partition("=")[2]
+
+    @property
+    def time_slicing_replicas(self) -> int | None:
+        return self.sharing.time_slicing.replicas if self.sharing else None
 
 
 class StackConfig(_Model):

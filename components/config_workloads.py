@@ -13,16 +13,17 @@ from .config_common import (
     listing,
     valid_label_key,
 )
-from .config_schema import DevicePluginConfig, RuleBase, dashboard_on
-from .images import BLACKWELL_ACCELERATORS
-from .settings import (
-    AlertSettings,
-    ClusterSettings,
-    DevicePluginSettings,
-    GpuPool,
-    MonitoringSettings,
-    Workload,
+from .config_schema import (
+    AlertsConfig,
+    ClusterConfig,
+    DevicePluginConfig,
+    MonitoringConfig,
+    RuleBase,
+    WorkloadConfig,
+    dashboard_on,
 )
+from .gpu_pool import GpuPool
+from .images import BLACKWELL_ACCELERATORS
 
 # Samples whose image has no linux/arm64 build (pytorch/pytorch publishes amd64 only:
 # pytorch/pytorch issues 145716 and 157139, still open 2026-11).
@@ -30,7 +31,7 @@ AMD64_ONLY_WORKLOADS = {"pytorch-smoke": "pytorch/pytorch"}
 
 
 class WorkloadRules(RuleBase):
-    def _monitoring(self, cluster: ClusterSettings, pools: tuple[GpuPool, ...]) -> MonitoringSettings:
+    def _monitoring(self, cluster: ClusterConfig, pools: tuple[GpuPool, ...]) -> MonitoringConfig:
         m = self.config.monitoring
         prefix = f"{NAMESPACE}:monitoring"
         generic = cluster.mode == "existing" and cluster.flavor == "generic"
@@ -81,8 +82,8 @@ class WorkloadRules(RuleBase):
                 f"only allowed with dcgm: exporter (dcgm is {dcgm}); it is the namespace allowed to "
                 "scrape the exporter",
             )
-        alerts: AlertSettings | None = None
         a = m.alerts
+        alerts = AlertsConfig()  # off
         if a.enabled and generic:
             self.problems.add(
                 f"{prefix}.alerts.enabled",
@@ -104,12 +105,7 @@ class WorkloadRules(RuleBase):
                     "exporter (GKE's managed DCGM does not export DCGM_FI_DEV_XID_ERRORS); remove it or "
                     "use dcgm: exporter",
                 )
-            alerts = AlertSettings(
-                tuple(a.notification_channels),
-                a.idle_gpu_minutes,
-                a.idle_gpu_utilization_percent,
-                a.xid_errors and dcgm == "exporter",
-            )
+            alerts = a.model_copy(update={"xid_errors": a.xid_errors and dcgm == "exporter"})
         else:
             ignored = sorted(to_camel(k) for k in a.model_fields_set - {"enabled"})
             if ignored:
@@ -121,10 +117,19 @@ class WorkloadRules(RuleBase):
         scraper_namespace = None
         if dcgm == "exporter":
             scraper_namespace = m.scraper_namespace or ("monitoring" if generic else "gmp-system")
-        return MonitoringSettings(dcgm, dashboard_on(self.config), alerts, scrape, scraper_namespace)
+        # The same type, resolved: every default that depends on the cluster filled in.
+        return m.model_copy(
+            update={
+                "dcgm": dcgm,
+                "dashboard": dashboard_on(self.config),
+                "alerts": alerts,
+                "scrape": scrape,
+                "scraper_namespace": scraper_namespace,
+            }
+        )
 
-    def _workloads(self, cluster: ClusterSettings, pools: tuple[GpuPool, ...]) -> tuple[Workload, ...]:
-        result: list[Workload] = []
+    def _workloads(self, cluster: ClusterConfig, pools: tuple[GpuPool, ...]) -> tuple[WorkloadConfig, ...]:
+        result: list[WorkloadConfig] = []
         names = [p.name for p in pools]
         seen: set[tuple[str, str | None]] = set()
         if cluster.mode != "existing" and self.config.workloads:
@@ -214,12 +219,12 @@ class WorkloadRules(RuleBase):
             if (w.name, pool) in seen:
                 self.problems.add(f"{path}", f"{cut(w.name)} on pool {cut(pool)} is listed twice")
             seen.add((w.name, pool))
-            result.append(Workload(w.name, pool, w.replicas))
+            result.append(w.model_copy(update={"pool": pool}))
         return tuple(result)
 
     def _existing_gpu_layer(
-        self, cluster: ClusterSettings
-    ) -> tuple[DevicePluginSettings | None, tuple[str, ...]]:
+        self, cluster: ClusterConfig
+    ) -> tuple[DevicePluginConfig | None, tuple[str, ...]]:
         cfg = self.config
         generic = cluster.mode == "existing" and cluster.flavor == "generic"
         if not generic:
@@ -251,17 +256,9 @@ class WorkloadRules(RuleBase):
                 self.problems.add(f"{NAMESPACE}:gpuNodes[{j}]", f"{cut(node)} is not a Kubernetes node name")
         if len(set(nodes)) != len(nodes):
             self.problems.add(f"{NAMESPACE}:gpuNodes", "lists a node twice")
-        replicas = plugin.sharing.time_slicing.replicas if plugin.sharing else None
         if plugin.runtime_class_name is not None and not K8S_NAME.fullmatch(plugin.runtime_class_name):
             self.problems.add(
                 f"{NAMESPACE}:devicePlugin.runtimeClassName",
                 f"{cut(plugin.runtime_class_name)} is not a RuntimeClass name (e.g. nvidia)",
             )
-        settings = DevicePluginSettings(
-            key,
-            value,
-            replicas,
-            taint_gpu_nodes=plugin.taint_gpu_nodes,
-            runtime_class_name=plugin.runtime_class_name,
-        )
-        return settings, nodes
+        return plugin, nodes

@@ -120,7 +120,7 @@ def _monitoring(
 ) -> GpuMonitoring | None:
     """The monitoring component; `exporter` says where the exporter runs (default: the GKE pools)."""
     m = settings.monitoring
-    if m.dcgm != "exporter" and not m.dashboard and m.alerts is None:
+    if m.dcgm != "exporter" and not m.dashboard and not m.alerts.enabled:
         return None
     args: GpuMonitoringArgs = {"dcgm": DcgmSource(m.dcgm), "dashboard": m.dashboard}
     if settings.project:
@@ -137,7 +137,7 @@ def _monitoring(
             "scrape": ScrapeMode(m.scrape or "podMonitoring"),
             "scraper_namespace": m.scraper_namespace,
         }
-    if m.alerts is not None:
+    if m.alerts.enabled:
         alerts: AlertPolicies = {
             "notification_channels": list(m.alerts.notification_channels),
             "idle_gpu_minutes": m.alerts.idle_gpu_minutes,
@@ -365,7 +365,8 @@ def _gke_cluster(settings: Settings) -> GkeCluster:
         "private_nodes": cluster.private_nodes,
         "public_endpoint": cluster.public_endpoint,
         "authorized_networks": [
-            {"cidr_block": n.cidr_block, "display_name": n.display_name} for n in cluster.authorized_networks
+            {"cidr_block": n.cidr_block, "display_name": n.display_name}
+            for n in cluster.master_authorized_networks
         ],
         "binary_authorization": cluster.binary_authorization,
         "kubeconfig_endpoint": KubeconfigEndpoint(cluster.kubeconfig_endpoint),
