@@ -7,7 +7,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_gcp import container, projects, serviceaccount
 
-from .cluster_args import GkeClusterArgs, GkeClusterSpec, SystemPoolSpec, cluster_rules
+from .cluster_args import GkeClusterArgs, GkeClusterSpec, cluster_rules
+from .config_schema import SystemPoolConfig
 from .package import component_options, component_type
 from .validation import pick, validate_args
 
@@ -55,7 +56,7 @@ class GkeCluster(pulumi.ComponentResource):
     def check_args(name: str, args: GkeClusterArgs) -> GkeClusterSpec:
         """The constructor's check of its args, declaring nothing: the checked args, or an
         InvalidArgsError naming every bad arg."""
-        return validate_args("GkeCluster", name, GkeClusterSpec, args, rules=cluster_rules)
+        return validate_args("GkeCluster", name, GkeClusterSpec, args, rules=cluster_rules, by_name=True)
 
     def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         spec = self.check_args(name, args)
@@ -96,7 +97,7 @@ class GkeCluster(pulumi.ComponentResource):
 
         self.system_pool: container.NodePool | None = None
         if not spec.autopilot:
-            self.system_pool = self._system_pool(name, spec, spec.system_pool or SystemPoolSpec())
+            self.system_pool = self._system_pool(name, spec, spec.system_pool or SystemPoolConfig())
 
         self.cluster_name = self.cluster.name
         self.location = self.cluster.location
@@ -225,7 +226,7 @@ class GkeCluster(pulumi.ComponentResource):
         )
         return inputs
 
-    def _system_pool(self, name: str, spec: GkeClusterSpec, pool: SystemPoolSpec) -> container.NodePool:
+    def _system_pool(self, name: str, spec: GkeClusterSpec, pool: SystemPoolConfig) -> container.NodePool:
         return container.NodePool(
             f"{name}-system",
             name="system",

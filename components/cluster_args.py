@@ -9,17 +9,15 @@ from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
 
 from .arg_types import ClusterName, LocationName, ProjectId, enum_values
+from .catalog import load_catalog
+from .cluster_rules import KeyNames, check_nodes, check_private_nodes, check_public_endpoint_networks
 from .config_common import (
-    DEFAULT_REGIONAL_ZONES,
     MAX_AUTHORIZED_NETWORKS_PRIVATE,
-    MAX_AUTHORIZED_NETWORKS_PUBLIC,
-    MAX_BOOT_DISK_GB,
-    MAX_NODES_PER_POOL,
     ZONE_PATTERN,
     Problems,
     network_of,
 )
-from .config_schema import NETWORK_REF, PRINTABLE, SUBNETWORK_REF, Cidr, GceName, MachineTypeName
+from .config_schema import NETWORK_REF, SUBNETWORK_REF, AuthorizedNetworkConfig, GceName, SystemPoolConfig
 from .validation import ArgsModel, Deferrable
 
 MAX_RESOURCE_LABELS = 64
@@ -121,19 +119,6 @@ class GkeClusterArgs(TypedDict):
     """GCP labels on the cluster (lowercase keys and values, at most 64). Defaults to none."""
 
 
-class _AuthorizedNetworkSpec(ArgsModel):
-    cidr_block: Cidr
-    display_name: Annotated[str, Field(max_length=100, pattern=PRINTABLE)] | None = None
-
-
-class SystemPoolSpec(ArgsModel):
-    machine_type: MachineTypeName = "e2-standard-4"
-    min_nodes: int = Field(1, ge=0, le=MAX_NODES_PER_POOL)
-    max_nodes: int = Field(3, ge=1, le=MAX_NODES_PER_POOL)
-    spot: bool = False
-    disk_size_gb: int = Field(100, ge=10, le=MAX_BOOT_DISK_GB)
-
-
 def _gcp_label_text(value: str, *, key: bool) -> str:
     """GCP labels: lowercase letters (international ones too), digits, '_' and '-', at most 63
     characters; a key starts with a letter."""
@@ -166,13 +151,14 @@ class GkeClusterSpec(ArgsModel):
     private_nodes: bool = True
     public_endpoint: bool = False
     authorized_networks: Annotated[
-        list[_AuthorizedNetworkSpec], Field(default_factory=list, max_length=MAX_AUTHORIZED_NETWORKS_PRIVATE)
+        list[AuthorizedNetworkConfig], Field(default_factory=list, max_length=MAX_AUTHORIZED_NETWORKS_PRIVATE)
     ]
     binary_authorization: bool = False
     intranode_visibility: bool = False
     kubeconfig_endpoint: enum_values(KubeconfigEndpoint) = "dns"  # type: ignore[valid-type]
     deletion_protection: bool = True
-    system_pool: SystemPoolSpec | None = None
+    # The stack file's own models for these two, read with snake_case names (one set of types).
+    system_pool: SystemPoolConfig | None = None
     managed_dcgm: bool = True
     resource_labels: Annotated[
         dict[GcpLabelKey, GcpLabelValue],  # type: ignore[valid-type]
@@ -181,37 +167,27 @@ class GkeClusterSpec(ArgsModel):
 
 
 def cluster_rules(spec: GkeClusterSpec) -> list[str]:
-    """What GKE (or the provider, too late) would refuse in a combination of args."""
+    """What GKE (or the provider, too late) would refuse in a combination of args: the rules a stack
+    file's cluster section gets too (cluster_rules.py), and a zone is no Autopilot location."""
     problems = Problems()
-    if not spec.private_nodes and not spec.public_endpoint:
-        problems.add(
-            "private_nodes",
-            "false needs public_endpoint: true: a private IP endpoint only exists on a cluster with "
-            "private nodes",
-        )
-    if spec.autopilot:
-        if spec.system_pool is not None:
-            problems.add("system_pool", "not allowed on Autopilot, which manages the nodes for system Pods")
-        if spec.intranode_visibility:
-            problems.add("intranode_visibility", "not allowed on Autopilot, which always has it")
-        if ZONE_PATTERN.fullmatch(spec.location):
-            problems.add("location", f"{spec.location!r} is a zone; Autopilot clusters are regional")
-    pool = spec.system_pool
-    if pool is not None and pool.min_nodes > pool.max_nodes:
-        problems.add("system_pool.min_nodes", f"{pool.min_nodes} is greater than max_nodes {pool.max_nodes}")
-    zones = 1 if ZONE_PATTERN.fullmatch(spec.location) else DEFAULT_REGIONAL_ZONES
-    if pool is not None and pool.max_nodes < zones:
-        problems.add(
-            "system_pool.max_nodes",
-            f"{pool.max_nodes} is too small: the system pool of a regional cluster starts with one node in "
-            f"each of its {zones} zones",
-        )
+    names = KeyNames(camel=False)
+    check_private_nodes(
+        names, problems, private_nodes=spec.private_nodes, public_endpoint=spec.public_endpoint
+    )
+    if spec.autopilot and ZONE_PATTERN.fullmatch(spec.location):
+        problems.add("location", f"{spec.location!r} is a zone; Autopilot clusters are regional")
+    check_nodes(
+        names,
+        problems,
+        autopilot=spec.autopilot,
+        autopilot_key="autopilot: true",
+        location=spec.location,
+        system_pool=spec.system_pool,
+        intranode_visibility_set="intranode_visibility" in spec.model_fields_set,
+        gpu_series=load_catalog().gpu_series,
+    )
     for i, entry in enumerate(spec.authorized_networks):
         network_of(entry.cidr_block, f"authorized_networks[{i}].cidr_block", problems)
-    if spec.public_endpoint and len(spec.authorized_networks) > MAX_AUTHORIZED_NETWORKS_PUBLIC:
-        problems.add(
-            "authorized_networks",
-            f"has {len(spec.authorized_networks)} entries; at most {MAX_AUTHORIZED_NETWORKS_PUBLIC} with a "
-            "public endpoint",
-        )
+    if spec.public_endpoint:
+        check_public_endpoint_networks(len(spec.authorized_networks), "authorized_networks", problems)
     return problems.items

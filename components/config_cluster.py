@@ -7,12 +7,17 @@ import ipaddress
 import yaml
 from pydantic.alias_generators import to_camel
 
+from .cluster_rules import (
+    KeyNames,
+    check_nodes,
+    check_private_nodes,
+    check_public_endpoint_networks,
+    check_ranges,
+)
 from .config_common import (
-    DEFAULT_REGIONAL_ZONES,
     K8S_NAME,
     KUBECONFIG_CHECK_LIMIT,
     LABEL_VALUE_PATTERN,
-    MAX_AUTHORIZED_NETWORKS_PUBLIC,
     MIN_SUBNET_PREFIX,
     NAMESPACE,
     POD_RANGE_PREFIX_PER_NODE,
@@ -58,35 +63,15 @@ class ClusterRules(RuleBase):
                     "not allowed with network.existing: flow logs are a setting of the existing subnet",
                 )
             return net
-        prefix = f"{NAMESPACE}:network"
-        subnet = network_of(net.subnet_cidr, f"{prefix}.subnetCidr", self.problems)
-        pods = network_of(net.pods_cidr, f"{prefix}.podsCidr", self.problems)
-        services = network_of(net.services_cidr, f"{prefix}.servicesCidr", self.problems)
-        named = [("subnetCidr", subnet), ("podsCidr", pods), ("servicesCidr", services)]
-        for i, (key_a, net_a) in enumerate(named):
-            for key_b, net_b in named[i + 1 :]:
-                if net_a and net_b and net_a.overlaps(net_b):
-                    self.problems.add(
-                        f"{prefix}.{key_b}",
-                        f"{net_b} overlaps {prefix}.{key_a} {net_a}; the node, Pod and Service "
-                        "ranges must not overlap",
-                    )
-        for key, value in named:
+        # The ranges' own rules are GkeNetwork's (cluster_rules.py); their place in the VPC is the stack's.
+        names = KeyNames(f"{NAMESPACE}:network", camel=True)
+        ranges = [(key, getattr(net, key)) for key in ("subnet_cidr", "pods_cidr", "services_cidr")]
+        for key, value in check_ranges(ranges, names, self.problems).items():
             if value and not any(value.subnet_of(r) for r in PRIVATE_RANGES):
                 self.warnings.append(
-                    f"{prefix}.{key}: {value} is outside RFC 1918 and 100.64.0.0/10; GKE accepts "
+                    f"{names.at(key)}: {value} is outside RFC 1918 and 100.64.0.0/10; GKE accepts "
                     "privately used public ranges, but make sure nothing else routes them"
                 )
-        if subnet and subnet.prefixlen > MIN_SUBNET_PREFIX:
-            self.problems.add(
-                f"{prefix}.subnetCidr",
-                f"{subnet} is too small; a Compute Engine subnet is at least a /{MIN_SUBNET_PREFIX}",
-            )
-        if pods and pods.prefixlen > 24:
-            self.problems.add(
-                f"{prefix}.podsCidr",
-                f"{pods} is too small; GKE gives each node a /24 of Pod addresses, so use /24 or larger",
-            )
         return net
 
     def _check_address_capacity(
@@ -170,13 +155,11 @@ class ClusterRules(RuleBase):
                 authorized.append(
                     entry.model_copy(update={"display_name": entry.display_name or entry.cidr_block})
                 )
-        if not c.private_nodes and not c.public_endpoint:
-            self.problems.add(
-                f"{prefix}.privateNodes",
-                "false needs publicEndpoint: true: a private IP endpoint only exists on a cluster with "
-                "private nodes (the provider cannot validate the combination); keep privateNodes: true "
-                "or set publicEndpoint: true with masterAuthorizedNetworks",
-            )
+        # GkeCluster's own rules (cluster_rules.py), named as the stack file writes them.
+        names = KeyNames(prefix, camel=True)
+        check_private_nodes(
+            names, self.problems, private_nodes=c.private_nodes, public_endpoint=c.public_endpoint
+        )
         if c.kubeconfig_endpoint == "ip" and not c.public_endpoint:
             self.warnings.append(
                 f"{prefix}.kubeconfigEndpoint: ip with a private IP endpoint: `pulumi up` reaches the "
@@ -186,39 +169,17 @@ class ClusterRules(RuleBase):
         if not endpoint_keys & self.broken.cluster_keys:
             self._check_endpoint(c, authorized, prefix)
 
-        if c.mode == "autopilot" and "intranode_visibility" in c.model_fields_set:
-            self.problems.add(
-                f"{prefix}.intranodeVisibility",
-                "not allowed with mode autopilot: Autopilot clusters always have intranode visibility",
-            )
-        system_pool: SystemPoolConfig | None = None
-        if c.mode == "autopilot":
-            if c.system_pool is not None:
-                self.problems.add(
-                    f"{prefix}.systemPool",
-                    "not allowed with mode autopilot: Autopilot manages the nodes for system Pods",
-                )
-        else:
-            sp = c.system_pool or SystemPoolConfig()
-            if sp.min_nodes > sp.max_nodes:
-                self.problems.add(
-                    f"{prefix}.systemPool.minNodes",
-                    f"{sp.min_nodes} is greater than systemPool.maxNodes {sp.max_nodes}",
-                )
-            if sp.machine_type.split("-", 1)[0] in self.catalog.gpu_series:
-                self.problems.add(
-                    f"{prefix}.systemPool.machineType",
-                    f"{cut(sp.machine_type)} is a GPU machine type; the system pool is for non-GPU "
-                    "system Pods (e.g. e2-standard-4)",
-                )
-            zones = 1 if ZONE_PATTERN.fullmatch(location) else DEFAULT_REGIONAL_ZONES
-            if sp.max_nodes < zones:
-                self.problems.add(
-                    f"{prefix}.systemPool.maxNodes",
-                    f"{sp.max_nodes} is too small: the system pool of a regional cluster starts with one "
-                    f"node in each of its {zones} zones; allowed: {zones} or more (or a zonal cluster)",
-                )
-            system_pool = sp
+        check_nodes(
+            names,
+            self.problems,
+            autopilot=c.autopilot,
+            autopilot_key="mode autopilot",
+            location=location,
+            system_pool=c.system_pool,
+            intranode_visibility_set="intranode_visibility" in c.model_fields_set,
+            gpu_series=self.catalog.gpu_series,
+        )
+        system_pool = None if c.autopilot else (c.system_pool or SystemPoolConfig())
 
         # The same type, resolved: the name, the location, display names and the system pool.
         return c.model_copy(
@@ -247,12 +208,7 @@ class ClusterRules(RuleBase):
                     f"{anywhere[0]} authorizes every address; list the networks that need the endpoint",
                 )
             return
-        if len(authorized) > MAX_AUTHORIZED_NETWORKS_PUBLIC:
-            self.problems.add(
-                f"{prefix}.masterAuthorizedNetworks",
-                f"has {len(authorized)} entries; GKE allows at most {MAX_AUTHORIZED_NETWORKS_PUBLIC} with a "
-                "public endpoint",
-            )
+        check_public_endpoint_networks(len(authorized), f"{prefix}.masterAuthorizedNetworks", self.problems)
         wide_open = not authorized or bool(anywhere)
         if c.public_endpoint_open_to_internet:
             if not wide_open:

@@ -7,7 +7,8 @@ from pulumi_gcp import compute
 from pydantic import Field
 
 from .arg_types import ProjectId, RegionName, matching
-from .config_common import K8S_NAME, MIN_SUBNET_PREFIX, POD_RANGE_PREFIX_PER_NODE, Problems, network_of
+from .cluster_rules import KeyNames, check_ranges
+from .config_common import K8S_NAME, Problems
 from .config_schema import Cidr
 from .package import component_options, component_type
 from .validation import ArgsModel, Deferrable, pick, validate_args
@@ -58,24 +59,15 @@ class _GkeNetworkSpec(ArgsModel):
 
 
 def _network_rules(spec: _GkeNetworkSpec) -> list[str]:
-    """Each known range is a network address; no two overlap; the subnet and Pod ranges are big
-    enough for GKE (the stack file's capacity checks stay in the config layer)."""
+    """The ranges' own rules, the same a stack file's network section gets (cluster_rules.py); the
+    stack file's capacity checks (every node of every pool) stay in the stack layer."""
     problems = Problems()
-    named = [
-        (key, network_of(value, key, problems))
+    ranges = [
+        (key, value)
         for key in ("subnet_cidr", "pods_cidr", "services_cidr")
         if isinstance(value := getattr(spec, key), str)
     ]
-    for i, (key_a, net_a) in enumerate(named):
-        for key_b, net_b in named[i + 1 :]:
-            if net_a and net_b and net_a.overlaps(net_b):
-                problems.add(key_b, f"{net_b} overlaps {key_a} {net_a}; the ranges must not overlap")
-    ranges = dict(named)
-    subnet, pods = ranges.get("subnet_cidr"), ranges.get("pods_cidr")
-    if subnet and subnet.prefixlen > MIN_SUBNET_PREFIX:
-        problems.add("subnet_cidr", f"{subnet} is too small; a subnet is at least a /{MIN_SUBNET_PREFIX}")
-    if pods and pods.prefixlen > POD_RANGE_PREFIX_PER_NODE:
-        problems.add("pods_cidr", f"{pods} is too small; GKE gives each node a /24 of Pod addresses")
+    check_ranges(ranges, KeyNames(camel=False), problems)
     return problems.items
 
 

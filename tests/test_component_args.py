@@ -279,10 +279,19 @@ def test_network_flow_logs_take_a_whole_number_as_a_fraction() -> None:
     ("args", "expected"),
     [
         ({"private_nodes": False}, "private_nodes: false needs public_endpoint: true"),
-        ({"autopilot": True, "system_pool": {}}, "system_pool: not allowed on Autopilot"),
-        ({"autopilot": True, "intranode_visibility": True}, "intranode_visibility: not allowed on Autopilot"),
+        (
+            {"autopilot": True, "system_pool": {}},
+            "system_pool: not allowed with autopilot: true: Autopilot manages",
+        ),
+        (
+            {"autopilot": True, "intranode_visibility": True},
+            "intranode_visibility: not allowed with autopilot: true",
+        ),
         ({"autopilot": True, "location": "us-central1-a"}, "location: 'us-central1-a' is a zone"),
-        ({"system_pool": {"min_nodes": 4}}, "system_pool.min_nodes: 4 is greater than max_nodes 3"),
+        (
+            {"system_pool": {"min_nodes": 4}},
+            "system_pool.min_nodes: 4 is greater than system_pool.max_nodes 3",
+        ),
         (
             {"system_pool": {"max_nodes": 2}},
             "system_pool.max_nodes: 2 is too small: the system pool of a regional",
@@ -296,7 +305,7 @@ def test_network_flow_logs_take_a_whole_number_as_a_fraction() -> None:
                 "public_endpoint": True,
                 "authorized_networks": [{"cidr_block": f"10.0.{i}.0/24"} for i in range(51)],
             },
-            "authorized_networks: has 51 entries; at most 50 with a public endpoint",
+            "authorized_networks: has 51 entries; GKE allows at most 50 with a public endpoint",
         ),
         (
             {"network": "projects/x/global/networks/vpc"},
