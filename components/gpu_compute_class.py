@@ -10,11 +10,11 @@ from .catalog import load_catalog
 from .config_common import REGION_PATTERN
 from .gpu_pool import GpuPool
 from .gpu_pool_args import GpuComputeClassArgs
-from .gpu_pool_rules import GpuPoolRules
+from .gpu_pool_rules import GpuPoolRules, validate_pool_args
 from .gpu_scheduling import compute_class_name
 from .k8s_common import app_labels
 from .package import component_options, component_type
-from .validation import report_notes, validate_args
+from .validation import report_notes
 
 __all__ = [
     "GPU_SHARING_MIN_VERSION",
@@ -63,27 +63,9 @@ def check_compute_class(spec: GpuComputeClassSpec) -> tuple[GpuPool | None, list
 def validate_compute_class_args(name: str, args: GpuComputeClassArgs) -> tuple[GpuPool, list[str]]:
     """GpuComputeClass's boundary check: the resolved profile and its notes; raises InvalidArgsError
     naming every bad arg."""
-    notes: list[str] = []
-    checked: list[GpuPool] = []
-
-    def catalog_rules(spec: GpuComputeClassSpec) -> list[str]:
-        profile, problems, found = check_compute_class(spec)
-        notes.extend(found)
-        checked.extend([profile] if profile else [])
-        return problems
-
-    given = {"name": name, **args} if isinstance(args, dict) else args
-    validate_args(
-        "GpuComputeClass",
-        name,
-        GpuComputeClassSpec,
-        given,
-        rules=catalog_rules,
-        by_name=True,
-        args_type=GpuComputeClassArgs,
+    return validate_pool_args(
+        "GpuComputeClass", name, GpuComputeClassSpec, args, check_compute_class, GpuComputeClassArgs
     )
-    (pool,) = checked
-    return pool, notes
 
 
 def compute_class_args(pool: GpuPool, *, region: str | None) -> GpuComputeClassArgs:

@@ -12,9 +12,9 @@ from .cluster import hardened_node_settings
 from .config_common import PROJECT_PATTERN, REGION_PATTERN, ZONE_PATTERN, cut
 from .gpu_pool import GpuPool
 from .gpu_pool_args import GpuNodePoolArgs
-from .gpu_pool_rules import GpuPoolRules
+from .gpu_pool_rules import GpuPoolRules, validate_pool_args
 from .package import component_options, component_type
-from .validation import Deferrable, pick, report_notes, validate_args
+from .validation import Deferrable, pick, report_notes
 
 __all__ = [
     "REPLACE_ON_CHANGE",
@@ -255,27 +255,10 @@ class GpuNodePool(pulumi.ComponentResource):
 def validate_gpu_node_pool_args(name: str, args: GpuNodePoolArgs) -> tuple[GpuNodePoolSpec, list[str]]:
     """GpuNodePool's boundary check: the pool with every default resolved, and its notes; raises
     InvalidArgsError naming every bad arg."""
-    notes: list[str] = []
-    checked: list[GpuNodePoolSpec] = []
-
-    def catalog_rules(spec: GpuNodePoolSpec) -> list[str]:
-        pool, problems, found = check_gpu_node_pool(spec)
-        notes.extend(found)
-        checked.extend([pool] if pool else [])
-        return problems
-
-    given = {"name": name, **args} if isinstance(args, dict) else args
-    validate_args(
-        "GpuNodePool",
-        name,
-        GpuNodePoolSpec,
-        given,
-        rules=catalog_rules,
-        by_name=True,
-        args_type=GpuNodePoolArgs,
+    pool, notes = validate_pool_args(
+        "GpuNodePool", name, GpuNodePoolSpec, args, check_gpu_node_pool, GpuNodePoolArgs
     )
-    (pool,) = checked
-    assert pool.machine_type and pool.max_nodes is not None
+    assert isinstance(pool, GpuNodePoolSpec) and pool.machine_type and pool.max_nodes is not None
     return pool, notes
 
 

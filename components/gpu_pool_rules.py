@@ -7,6 +7,9 @@ partition and capacity option?) and returns it with every default resolved. Each
 module: the machine and GPU count (gpu_pool_machine), zones and capacity (gpu_pool_placement).
 """
 
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
 from .catalog import Accelerator
 from .config_common import (
     GPU_TAINT_KEY,
@@ -20,6 +23,7 @@ from .config_common import (
 from .gpu_pool import GpuPool
 from .gpu_pool_machine import MachineRules
 from .gpu_pool_placement import PlacementRules
+from .validation import validate_args
 
 
 class GpuPoolRules(MachineRules, PlacementRules):
@@ -257,3 +261,32 @@ def resolved(pool: GpuPool, accelerator: Accelerator, count: int, **derived: obj
     result = pool.model_copy(update={"accelerator": accelerator.name, "gpus_per_node": count, **derived})
     result._mig_partitions_per_gpu = accelerator.mig_partitions.get(pool.mig_partition_size or "", 1)
     return result
+
+
+P = TypeVar("P", bound=GpuPool)
+
+
+def validate_pool_args(
+    component: str,
+    name: str,
+    model: type[P],
+    args: Mapping[str, Any],
+    check: Callable[[P], tuple[GpuPool | None, list[str], list[str]]],
+    args_type: type,
+) -> tuple[GpuPool, list[str]]:
+    """A GPU pool component's boundary check: its args (the pool's `name` defaulting to the resource
+    name) through `model`, then the catalog rules `check`. Returns the pool with every default
+    resolved and the rules' notes; raises InvalidArgsError naming every bad arg."""
+    notes: list[str] = []
+    checked: list[GpuPool] = []
+
+    def catalog_rules(spec: P) -> list[str]:
+        pool, problems, found = check(spec)
+        notes.extend(found)
+        checked.extend([pool] if pool else [])
+        return problems
+
+    given = {"name": name, **args} if isinstance(args, Mapping) else args
+    validate_args(component, name, model, given, rules=catalog_rules, by_name=True, args_type=args_type)
+    (pool,) = checked
+    return pool, notes
