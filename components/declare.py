@@ -20,6 +20,7 @@ from .config_common import NAMESPACE
 from .existing_cluster import ExistingCluster
 from .gpu_monitoring import GpuMonitoring
 from .gpu_node_labels import GpuNodeLabels
+from .gpu_pool import GpuPool, ReservationConfig, SharingConfig, TaintConfig
 from .network import GkeNetwork
 from .nvidia_device_plugin import NvidiaDevicePlugin
 from .sample_workloads import SampleWorkloads
@@ -76,14 +77,27 @@ def declare(
     return _StandIn(cls)  # type: ignore[return-value]
 
 
-# A pool's arg names are its stack-file keys in snake_case: a problem with one reads in camelCase.
+# A pool's args are its stack-file keys in snake_case: those names, and only those (not a label key or
+# a value the user wrote), read in camelCase in a problem keyed by the stack file.
+_POOL_KEYS = {
+    name: to_camel(name)
+    for model in (GpuPool, SharingConfig, ReservationConfig, TaintConfig)
+    for name in model.model_fields
+    if "_" in name
+}
 _SNAKE_NAME = re.compile(r"\b[a-z]+(?:_[a-z]+)+\b")
 
 
 def _camel_path(problem: str) -> str:
     path, sep, message = problem.partition(": ")
-    path = _SNAKE_NAME.sub(lambda m: to_camel(m.group()), path)
-    return path + sep + _SNAKE_NAME.sub(lambda m: to_camel(m.group()), message)
+    parts = path.split(".")
+    # After `labels.`, a part is the user's label key: left as written.
+    for i, part in enumerate(parts):
+        if i and parts[i - 1].startswith("labels"):
+            break
+        parts[i] = _POOL_KEYS.get(part.split("[")[0], part.split("[")[0]) + part[len(part.split("[")[0]) :]
+    named = _SNAKE_NAME.sub(lambda m: _POOL_KEYS.get(m.group(), m.group()), message)
+    return ".".join(parts) + sep + named
 
 
 @contextmanager

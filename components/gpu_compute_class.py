@@ -1,13 +1,13 @@
 """An Autopilot GPU profile that prefers Spot and falls back to on-demand: a GKE ComputeClass."""
 
-from typing import Annotated, Any
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import Field
 
+from .arg_types import RegionName
 from .catalog import load_catalog
-from .config_common import REGION_PATTERN
 from .gpu_pool import GpuPool
 from .gpu_pool_args import GpuComputeClassArgs
 from .gpu_pool_rules import GpuPoolRules, validate_pool_args
@@ -37,7 +37,7 @@ class GpuComputeClassSpec(GpuPool):
     with snake_case names) that prefers Spot and falls back to on-demand."""
 
     gpus_per_node: int = Field(ge=1, le=16)
-    region: Annotated[str, Field(max_length=40, pattern=REGION_PATTERN.pattern)] | None = None
+    region: RegionName | None = None  # type: ignore[valid-type]
 
 
 def check_compute_class(spec: GpuComputeClassSpec) -> tuple[GpuPool | None, list[str], list[str]]:

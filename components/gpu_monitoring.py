@@ -111,7 +111,8 @@ class GpuMonitoring(pulumi.ComponentResource):
 
     Alerts: an idle GPU node (utilization under a threshold for a long window: money burning) and,
     where DCGM exports it (the exporter; GKE's managed set has no XID field), any XID error. Both
-    notify the configured channels; without channels the config refuses alerts.
+    notify the configured channels (a stack file must name at least one; with none, the policies
+    still fire in Cloud Monitoring but notify nobody).
     """
 
     dashboard_url: pulumi.Output[str] | None

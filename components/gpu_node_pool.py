@@ -7,9 +7,10 @@ import pulumi
 from pulumi_gcp import container
 from pydantic import Field
 
+from .arg_types import ClusterName, ProjectId
 from .catalog import load_catalog
 from .cluster import hardened_node_settings
-from .config_common import PROJECT_PATTERN, REGION_PATTERN, ZONE_PATTERN, cut
+from .config_common import REGION_PATTERN, ZONE_PATTERN, cut
 from .gpu_pool import GpuPool
 from .gpu_pool_args import GpuNodePoolArgs
 from .gpu_pool_rules import GpuPoolRules, validate_pool_args
@@ -58,9 +59,9 @@ class GpuNodePoolSpec(GpuPool):
     name: Annotated[str, Field(max_length=100)]
     gpus_per_node: int = Field(ge=1, le=16)
     max_nodes: int = Field(ge=1, le=1000)
-    project: Annotated[str, Field(max_length=30, pattern=PROJECT_PATTERN.pattern)]
+    project: ProjectId  # type: ignore[valid-type]
     location: Annotated[str, Field(max_length=40)]
-    cluster_name: Deferrable[Annotated[str, Field(max_length=40)]]
+    cluster_name: Deferrable[ClusterName]  # type: ignore[valid-type]
     node_service_account_email: Deferrable[Annotated[str, Field(max_length=254)]] | None = None
 
 

@@ -48,8 +48,11 @@ class TaintEffect(StrEnum):
     """The effect of a node taint."""
 
     NO_SCHEDULE = "NO_SCHEDULE"
+    """Pods without a toleration are not scheduled on the nodes."""
     PREFER_NO_SCHEDULE = "PREFER_NO_SCHEDULE"
+    """The scheduler avoids the nodes for Pods without a toleration, but may use them."""
     NO_EXECUTE = "NO_EXECUTE"
+    """Pods without a toleration are not scheduled, and running ones are evicted."""
 
 
 class GpuSharing(TypedDict):

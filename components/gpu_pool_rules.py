@@ -23,7 +23,7 @@ from .config_common import (
 from .gpu_pool import GpuPool
 from .gpu_pool_machine import MachineRules
 from .gpu_pool_placement import PlacementRules
-from .validation import validate_args
+from .validation import InvalidArgsError, validate_args
 
 
 class GpuPoolRules(MachineRules, PlacementRules):
@@ -287,6 +287,15 @@ def validate_pool_args(
         return problems
 
     given = {"name": name, **args} if isinstance(args, Mapping) else args
-    validate_args(component, name, model, given, rules=catalog_rules, by_name=True, args_type=args_type)
+    try:
+        validate_args(component, name, model, given, rules=catalog_rules, by_name=True, args_type=args_type)
+    except InvalidArgsError as exc:
+        if isinstance(args, Mapping) and "name" not in args:  # the caller never wrote `name`
+            exc.problems = [
+                f"name (default: the resource name){p[4:]}" if p.startswith("name: ") else p
+                for p in exc.problems
+            ]
+            raise InvalidArgsError(component, name, exc.problems) from None
+        raise
     (pool,) = checked
     return pool, notes

@@ -132,7 +132,7 @@ def stacks(draw: st.DrawFn) -> dict[str, Any]:
 
 
 @given(stacks())
-@fuzz(examples=400, deadline_ms=5000)
+@fuzz(examples=200, deadline_ms=5000)
 def test_what_the_stack_rules_accept_the_components_accept(raw: dict[str, Any]) -> None:
     try:
         settings, _ = parse_settings(raw, project="p-123456", region="us-central1", stack="fuzz")
