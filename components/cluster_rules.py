@@ -1,9 +1,10 @@
-"""The network's and the cluster's own rules, for the stack file and for the components' args alike.
+"""The network's, the cluster's and the alerts' own rules, for the stack file and for the components'
+args alike.
 
-GkeNetwork and GkeCluster check their args with these functions, and the stack layer checks a stack
-file's `network` and `cluster` sections with the same ones: only the names differ (camelCase under
-`gke-gpu:network` / `gke-gpu:cluster`, or a component's snake_case args), so a stack file gets the
-messages it always got and a program gets the same rules. Pure functions: no cloud SDK is imported
+GkeNetwork, GkeCluster and GpuMonitoring check their args with these functions, and the stack layer
+checks a stack file's `network`, `cluster` and `monitoring.alerts` with the same ones: only the
+names differ (camelCase under `gke-gpu:...`, or a component's snake_case args), so a stack file
+gets the messages it always got and a program gets the same rules. Pure functions: no cloud SDK is imported
 (the stack layer stays light).
 """
 
@@ -22,7 +23,7 @@ from .config_common import (
     cut,
     network_of,
 )
-from .config_schema import SystemPoolConfig
+from .config_schema import AlertPolicyConfig, SystemPoolConfig
 
 
 class KeyNames:
@@ -136,4 +137,18 @@ def check_public_endpoint_networks(count: int, key: str, problems: Problems) -> 
             key,
             f"has {count} entries; GKE allows at most {MAX_AUTHORIZED_NETWORKS_PUBLIC} with a public "
             "endpoint",
+        )
+
+
+def check_xid_errors(
+    names: KeyNames, problems: Problems, *, dcgm: str, alerts: AlertPolicyConfig, dcgm_key: str
+) -> None:
+    """An XID alert asked for explicitly needs the self-managed exporter (`dcgm_key`: how the user
+    names the DCGM source, e.g. `dcgm:`)."""
+    if "xid_errors" in alerts.model_fields_set and alerts.xid_errors and dcgm != "exporter":
+        problems.add(
+            names.at("xid_errors"),
+            f"true is not allowed with {dcgm_key}: {dcgm}: XID errors come only from the self-managed "
+            "exporter (GKE's managed DCGM does not export DCGM_FI_DEV_XID_ERRORS); remove it or use "
+            f"{dcgm_key}: exporter",
         )

@@ -108,8 +108,9 @@ class ClusterConfig(_Model):
         return self.mode != "existing" or self.flavor == "gke"
 
 
-class AlertsConfig(_Model):
-    enabled: bool = False
+class AlertPolicyConfig(_Model):
+    """The alert policies' settings: the stack file's `monitoring.alerts` and GpuMonitoring's `alerts`."""
+
     notification_channels: Annotated[
         list[Annotated[str, Field(max_length=200, pattern=CHANNEL)]],
         Field(max_length=MAX_CHANNELS_PER_POLICY),
@@ -117,6 +118,10 @@ class AlertsConfig(_Model):
     idle_gpu_minutes: int = Field(120, ge=5, le=1440)
     idle_gpu_utilization_percent: float = Field(5, ge=0, le=100)
     xid_errors: bool = True
+
+
+class AlertsConfig(AlertPolicyConfig):
+    enabled: bool = False
 
 
 class MonitoringConfig(_Model):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic.alias_generators import to_camel
 
+from .cluster_rules import KeyNames, check_xid_errors
 from .config_common import (
     DNS_SUBDOMAIN,
     K8S_NAME,
@@ -98,13 +99,9 @@ class WorkloadRules(RuleBase):
                     "required when alerts.enabled is true: at least one "
                     "projects/<project>/notificationChannels/<id>",
                 )
-            if "xid_errors" in a.model_fields_set and a.xid_errors and dcgm != "exporter":
-                self.problems.add(
-                    f"{prefix}.alerts.xidErrors",
-                    f"true is not allowed with dcgm: {dcgm}: XID errors come only from the self-managed "
-                    "exporter (GKE's managed DCGM does not export DCGM_FI_DEV_XID_ERRORS); remove it or "
-                    "use dcgm: exporter",
-                )
+            # GpuMonitoring's own rule (cluster_rules.py), named as the stack file writes it.
+            names = KeyNames(f"{prefix}.alerts", camel=True)
+            check_xid_errors(names, self.problems, dcgm=dcgm, alerts=a, dcgm_key="dcgm")
             alerts = a.model_copy(update={"xid_errors": a.xid_errors and dcgm == "exporter"})
         else:
             ignored = sorted(to_camel(k) for k in a.model_fields_set - {"enabled"})

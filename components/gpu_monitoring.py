@@ -11,8 +11,9 @@ from pydantic import Field
 
 from .alert_rules import EVALUATION_INTERVAL, RULE_GROUP, AlertRule, AlertThresholds, alert_rules
 from .arg_types import LabelValue, ProjectId, enum_values
-from .config_common import MAX_CHANNELS_PER_POLICY, Problems
-from .config_schema import CHANNEL
+from .cluster_rules import KeyNames, check_xid_errors
+from .config_common import Problems
+from .config_schema import AlertPolicyConfig
 from .dashboard import gpu_dashboard
 from .dcgm_exporter import DcgmExporter
 from .dcgm_exporter_args import DcgmExporterSettings, DcgmExporterSpec, exporter_problems
@@ -65,23 +66,14 @@ class GpuMonitoringArgs(TypedDict):
     """Alert policies. Defaults to none."""
 
 
-class _AlertPoliciesSpec(ArgsModel):
-    notification_channels: Annotated[
-        list[Annotated[str, Field(max_length=200, pattern=CHANNEL)]],
-        Field(default_factory=list, max_length=MAX_CHANNELS_PER_POLICY),
-    ]
-    idle_gpu_minutes: int = Field(120, ge=5, le=1440)
-    idle_gpu_utilization_percent: float = Field(5, ge=0, le=100)
-    xid_errors: bool = True
-
-
 class _GpuMonitoringSpec(ArgsModel):
     dcgm: enum_values(DcgmSource)  # type: ignore[valid-type]
     project: ProjectId | None = None  # type: ignore[valid-type]
     cluster_name: Annotated[LabelValue, Field(min_length=1)] | None = None  # type: ignore[valid-type]
     exporter: DcgmExporterSpec | None = None
     dashboard: bool = True
-    alerts: _AlertPoliciesSpec | None = None
+    # The stack file's own model for the thresholds, read with snake_case names (one set of types).
+    alerts: AlertPolicyConfig | None = None
 
 
 def _monitoring_rules(spec: _GpuMonitoringSpec) -> list[str]:
@@ -93,11 +85,9 @@ def _monitoring_rules(spec: _GpuMonitoringSpec) -> list[str]:
     if (spec.dashboard or spec.alerts is not None) and spec.cluster_name is None:
         problems.add("cluster_name", "required with a dashboard or alerts: they filter on the cluster's name")
     alerts = spec.alerts
-    explicit_xid = alerts is not None and "xid_errors" in alerts.model_fields_set and alerts.xid_errors
-    if explicit_xid and spec.dcgm != "exporter":
-        problems.add(
-            "alerts.xid_errors",
-            f"true is not allowed with dcgm {spec.dcgm}: XID errors come only from the exporter",
+    if alerts is not None:
+        check_xid_errors(
+            KeyNames("alerts", camel=False), problems, dcgm=spec.dcgm, alerts=alerts, dcgm_key="dcgm"
         )
     items = problems.items
     if spec.exporter is not None:
@@ -124,7 +114,9 @@ class GpuMonitoring(pulumi.ComponentResource):
     def check_args(name: str, args: GpuMonitoringArgs) -> _GpuMonitoringSpec:
         """The constructor's check of its args, declaring nothing: the checked args, or an
         InvalidArgsError naming every bad arg."""
-        return validate_args("GpuMonitoring", name, _GpuMonitoringSpec, args, rules=_monitoring_rules)
+        return validate_args(
+            "GpuMonitoring", name, _GpuMonitoringSpec, args, rules=_monitoring_rules, by_name=True
+        )
 
     def __init__(
         self, name: str, args: GpuMonitoringArgs, opts: pulumi.ResourceOptions | None = None

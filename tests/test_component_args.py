@@ -360,7 +360,7 @@ def test_international_lowercase_letters_are_gcp_label_values() -> None:
         ({"dcgm": "exporter"}, "exporter: required with dcgm exporter"),
         ({"exporter": EXPORTER}, "exporter: only allowed with dcgm exporter (dcgm is managed)"),
         ({"cluster_name": None}, "cluster_name: required with a dashboard or alerts"),
-        ({"alerts": {"xid_errors": True}}, "alerts.xid_errors: true is not allowed with dcgm managed"),
+        ({"alerts": {"xid_errors": True}}, "alerts.xid_errors: true is not allowed with dcgm: managed"),
         ({"alerts": {"notification_channels": ["email"]}}, "alerts.notification_channels[0]: 'email'"),
         ({"cluster_name": 'gpu"} or vector(1)'}, "cluster_name: "),
         ({"dcgm": "exporter", "exporter": {"flavor": "gke"}}, "exporter.scraper_namespace: required"),
