@@ -226,7 +226,7 @@ class GkeCluster(pulumi.ComponentResource):
         )
         return inputs
 
-    def _system_pool(self, name: str, spec: GkeClusterSpec, pool: SystemPoolConfig) -> container.NodePool:
+    def _system_pool(self, name: str, spec: GkeClusterSpec, pool: SystemPoolConfig) -> "container.NodePool":
         return container.NodePool(
             f"{name}-system",
             name="system",
@@ -315,7 +315,7 @@ def control_plane_access(spec: GkeClusterSpec) -> dict[str, object]:
     return access
 
 
-def _dns_endpoint(config: container.outputs.ClusterControlPlaneEndpointsConfig | None) -> str | None:
+def _dns_endpoint(config: "container.outputs.ClusterControlPlaneEndpointsConfig | None") -> str | None:
     dns = config.dns_endpoint_config if config else None
     return dns.endpoint if dns else None
 

@@ -347,7 +347,7 @@ def collected_fields(text: str) -> dict[str, str]:
     return fields
 
 
-def _health_probe(*, initial_delay: int) -> k8s.core.v1.ProbeArgs:
+def _health_probe(*, initial_delay: int) -> "k8s.core.v1.ProbeArgs":
     return k8s.core.v1.ProbeArgs(
         http_get=k8s.core.v1.HTTPGetActionArgs(path="/health", port=METRICS_PORT),
         initial_delay_seconds=initial_delay,

@@ -200,7 +200,7 @@ class GpuNodePool(pulumi.ComponentResource):
     @staticmethod
     def _node_config(
         pool: GpuNodePoolSpec, service_account_email: pulumi.Input[str] | None
-    ) -> container.NodePoolNodeConfigArgs:
+    ) -> "container.NodePoolNodeConfigArgs":
         sharing = (
             container.NodePoolNodeConfigGuestAcceleratorGpuSharingConfigArgs(
                 gpu_sharing_strategy=pool.sharing.strategy,

@@ -46,7 +46,7 @@ def image_version(image: str) -> str:
     return image.rsplit(":", 1)[-1]
 
 
-def restricted_pod_security_context(user: int = NONROOT_ID) -> k8s.core.v1.PodSecurityContextArgs:
+def restricted_pod_security_context(user: int = NONROOT_ID) -> "k8s.core.v1.PodSecurityContextArgs":
     """Pod-level settings of the Kubernetes 'restricted' Pod Security Standard, as `user` (uid and
     gid, also the group that owns the Pod's volumes)."""
     return k8s.core.v1.PodSecurityContextArgs(
@@ -58,7 +58,7 @@ def restricted_pod_security_context(user: int = NONROOT_ID) -> k8s.core.v1.PodSe
     )
 
 
-def restricted_container_security_context() -> k8s.core.v1.SecurityContextArgs:
+def restricted_container_security_context() -> "k8s.core.v1.SecurityContextArgs":
     """Container-level settings of the 'restricted' standard, plus a read-only root filesystem."""
     return k8s.core.v1.SecurityContextArgs(
         allow_privilege_escalation=False,
@@ -69,7 +69,7 @@ def restricted_container_security_context() -> k8s.core.v1.SecurityContextArgs:
     )
 
 
-def deny_all_network_policy_spec() -> k8s.networking.v1.NetworkPolicySpecArgs:
+def deny_all_network_policy_spec() -> "k8s.networking.v1.NetworkPolicySpecArgs":
     """Every Pod of the namespace (the empty selector), no ingress and no egress rule: all traffic in
     and out is denied, DNS included. Images are pulled by the kubelet, not the Pod, so they still are.
     """
@@ -79,7 +79,7 @@ def deny_all_network_policy_spec() -> k8s.networking.v1.NetworkPolicySpecArgs:
     )
 
 
-def require_node_labels(keys: Sequence[str]) -> k8s.core.v1.AffinityArgs | None:
+def require_node_labels(keys: Sequence[str]) -> "k8s.core.v1.AffinityArgs | None":
     """Node affinity requiring each label key to exist on the node; None for no keys."""
     if not keys:
         return None
@@ -158,6 +158,6 @@ def toleration_problems(path: str, toleration: TolerationSpec) -> list[str]:
     return problems
 
 
-def toleration_args(toleration: TolerationSpec) -> k8s.core.v1.TolerationArgs:
+def toleration_args(toleration: TolerationSpec) -> "k8s.core.v1.TolerationArgs":
     """The Kubernetes toleration, with only the fields that were given."""
     return k8s.core.v1.TolerationArgs(**toleration.model_dump(exclude_none=True))

@@ -187,7 +187,7 @@ class GkeNetwork(pulumi.ComponentResource):
         )
 
 
-def flow_log_config(sampling: float | None) -> compute.SubnetworkLogConfigArgs | None:
+def flow_log_config(sampling: float | None) -> "compute.SubnetworkLogConfigArgs | None":
     """VPC flow logs for a subnet, or None (no log_config block: the provider turns them off).
 
     The aggregation interval and metadata are GCP's defaults, written out: one record per

@@ -164,7 +164,7 @@ class SampleWorkloads(pulumi.ComponentResource):
         namespace: str,
         image: str | None = None,
         annotations: Mapping[str, str] | None = None,
-    ) -> k8s.meta.v1.ObjectMetaArgs:
+    ) -> "k8s.meta.v1.ObjectMetaArgs":
         labels = app_labels(name, component=component, version=image_version(image) if image else None)
         labels.update(self._args.extra_labels)
         return k8s.meta.v1.ObjectMetaArgs(
@@ -174,7 +174,7 @@ class SampleWorkloads(pulumi.ComponentResource):
             annotations=dict(annotations) if annotations else None,
         )
 
-    def _declare(self, workload: SampleWorkloadSpec) -> k8s.batch.v1.Job:
+    def _declare(self, workload: SampleWorkloadSpec) -> "k8s.batch.v1.Job":
         target = workload.target
         if workload.kind == "nvidia-smi":
             image = images.CUDA_BASE
@@ -209,7 +209,7 @@ class SampleWorkloads(pulumi.ComponentResource):
             return self._sharing_demo(workload)
         raise ValueError(f"unknown sample workload {workload.kind!r}")
 
-    def _sharing_demo(self, workload: SampleWorkloadSpec) -> k8s.batch.v1.Job:
+    def _sharing_demo(self, workload: SampleWorkloadSpec) -> "k8s.batch.v1.Job":
         """`parallelism = completions = replicas` Pods, each holding one shared `nvidia.com/gpu`:
         each prints the GPU (or MIG slice) it was given and runs vectorAdd for a minute, so that
         clients on one GPU use it at the same time (`kubectl get pods -o wide` shows each one's node).
@@ -256,7 +256,7 @@ class SampleWorkloads(pulumi.ComponentResource):
         env: Mapping[str, str] | None = None,
         extra_env: list[k8s.core.v1.EnvVarArgs] | None = None,
         mounts: list[k8s.core.v1.VolumeMountArgs] | None = None,
-    ) -> k8s.core.v1.ContainerArgs:
+    ) -> "k8s.core.v1.ContainerArgs":
         # On GKE the device plugin mounts the driver at /usr/local/nvidia; the CUDA and PyTorch images
         # already have /usr/local/nvidia/lib64 in LD_LIBRARY_PATH. PATH is never replaced: it is where
         # the image keeps its own tools (PyTorch's python is in /opt/conda/bin).
@@ -286,13 +286,13 @@ class SampleWorkloads(pulumi.ComponentResource):
         self,
         workload: SampleWorkloadSpec,
         image: str,
-        container: k8s.core.v1.ContainerArgs,
+        container: "k8s.core.v1.ContainerArgs",
         *,
         volumes: list[k8s.core.v1.VolumeArgs] | None = None,
         pod_annotations: Mapping[str, str] | None = None,
         parallelism: int | None = None,
         host_ipc: bool = False,
-    ) -> k8s.batch.v1.Job:
+    ) -> "k8s.batch.v1.Job":
         name = object_name(workload)
         target = workload.target
         namespace = namespace_of(workload, self._args.namespace)
