@@ -41,6 +41,10 @@ REPLACE_ON_CHANGE = (
     "queuedProvisioning",
     "nodeConfig.guestAccelerators",
     "nodeConfig.spot",
+    # Flex-start and its run limit: node_config fields, ForceNew like spot (by analogy; UNVERIFIED
+    # against the provider's schema, which marks most node_config fields ForceNew).
+    "nodeConfig.flexStart",
+    "nodeConfig.maxRunDuration",
     "nodeConfig.reservationAffinity",
     "nodeConfig.ephemeralStorageLocalSsdConfig",
     "nodeConfig.serviceAccount",
@@ -161,10 +165,10 @@ class GpuNodePool(pulumi.ComponentResource):
                 location_policy="ANY",
             ),
             management=container.NodePoolManagementArgs(
-                # Queued-provisioning nodes live until their ProvisioningRequest ends: GKE's DWS guide
-                # creates such pools with --no-enable-autorepair. Auto-upgrade stays on (every
-                # cluster here is on a release channel, which enforces it).
-                auto_repair=not pool.queued_provisioning,
+                # Queued-provisioning and flex-start nodes live until their request or run limit
+                # ends: GKE's DWS guides create such pools with --no-enable-autorepair. Auto-upgrade
+                # stays on (every cluster here is on a release channel, which enforces it).
+                auto_repair=not (pool.queued_provisioning or pool.flex_start),
                 auto_upgrade=True,
             ),
             # Upgrade one node at a time without a surge node: a surge node needs spare GPU
@@ -223,6 +227,8 @@ class GpuNodePool(pulumi.ComponentResource):
             disk_size_gb=pool.disk_size_gb,
             disk_type=pool.disk_type,
             spot=pool.spot,
+            flex_start=True if pool.flex_start else None,
+            max_run_duration=f"{pool.max_run_seconds}s" if pool.max_run_seconds else None,
             guest_accelerators=[
                 container.NodePoolNodeConfigGuestAcceleratorArgs(
                     type=pool.accelerator,

@@ -18,7 +18,7 @@ from .config_common import (
     MAX_NODES_PER_POOL,
     MAX_SHARED_CLIENTS,
 )
-from .model_base import LabelKey, LabelValue, MachineTypeName, StackModel
+from .model_base import DURATION, LabelKey, LabelValue, MachineTypeName, StackModel
 
 _SHARING_LABELS = {"TIME_SHARING": "time-sharing", "MPS": "mps"}
 _RESERVATION_API_TYPES = {
@@ -31,6 +31,14 @@ _KUBERNETES_EFFECTS = {
     "PREFER_NO_SCHEDULE": "PreferNoSchedule",
     "NO_EXECUTE": "NoExecute",
 }
+
+
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration_seconds(text: str) -> int:
+    """A duration as written in a stack file ("90m", "24h", "7d", "3600s") in seconds."""
+    return int(text[:-1]) * _UNIT_SECONDS[text[-1]]
 
 
 class SharingConfig(StackModel):
@@ -83,6 +91,10 @@ class GpuPool(StackModel):
     mig_partition_size: Annotated[str, Field(max_length=40)] | None = None
     reservation: ReservationConfig = ReservationConfig()
     queued_provisioning: bool = False
+    # DWS flex-start VMs (capacity for at most 7 days, obtained when available); max_run_duration is
+    # how long a node may run, as a duration such as "24h" or "7d" (GKE's default and limit: 7 days).
+    flex_start: bool = False
+    max_run_duration: Annotated[str, Field(max_length=20, pattern=DURATION)] | None = None
     compact_placement: bool = False
     local_ssd_count: int | None = Field(None, ge=0, le=32)
     disk_size_gb: int = Field(200, ge=10, le=MAX_BOOT_DISK_GB)
@@ -96,6 +108,11 @@ class GpuPool(StackModel):
     @property
     def mig_partitions_per_gpu(self) -> int:
         return self._mig_partitions_per_gpu
+
+    @property
+    def max_run_seconds(self) -> int | None:
+        """max_run_duration in seconds (the form GKE takes: "<n>s")."""
+        return duration_seconds(self.max_run_duration) if self.max_run_duration else None
 
     @property
     def all_taints(self) -> tuple[TaintConfig, ...]:

@@ -122,6 +122,12 @@ class GpuNodePoolArgs(TypedDict):
     """The reservation the nodes consume. Defaults to type NONE."""
     queued_provisioning: NotRequired[bool]
     """Nodes only through ProvisioningRequests (Dynamic Workload Scheduler). Defaults to false."""
+    flex_start: NotRequired[bool]
+    """DWS flex-start VMs: on-demand capacity obtained when available, for at most 7 days a node; not
+    with spot, queued_provisioning or a reservation. Needs GKE 1.32.2-gke.1652000. Defaults to false."""
+    max_run_duration: NotRequired[str]
+    """With flex_start: how long a node may run, e.g. `24h` or `7d` (at most 7d). Defaults to GKE's 7
+    days."""
     compact_placement: NotRequired[bool]
     """A compact placement policy (needs exactly one zone). Defaults to false."""
     local_ssd_count: NotRequired[int]

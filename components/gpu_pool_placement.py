@@ -8,6 +8,11 @@ from .config_common import RESERVATION_PATTERN, ZONE_PATTERN, cut, listing
 from .gpu_pool import GpuPool
 from .gpu_pool_base import PoolRuleBase
 
+# GKE's first version with flex-start for GPU node pools (GKE "About flex-start" / DWS docs, via
+# ../shared/reference/gke-gpu-scale-out.md); a node runs at most 7 days.
+FLEX_START_MIN_VERSION = "1.32.2-gke.1652000"
+MAX_RUN_SECONDS = 7 * 86400
+
 
 class PlacementRules(PoolRuleBase):
     def _zones(self, pool: GpuPool, path: str, accelerator: Accelerator) -> tuple[str, ...]:
@@ -150,6 +155,7 @@ class PlacementRules(PoolRuleBase):
                     self.at(path, "queued_provisioning"),
                     f"true is not allowed: {machine.name} is not offered through queued provisioning",
                 )
+        self._check_flex_start(pool, path)
         if pool.compact_placement:
             if machine is not None and machine.series == "n1":
                 self.problems.add(
@@ -162,3 +168,43 @@ class PlacementRules(PoolRuleBase):
                     f"{list(zones)} has {len(zones)} zones; {self.key('compact_placement')} needs exactly "
                     "one",
                 )
+
+    def _check_flex_start(self, pool: GpuPool, path: str) -> None:
+        """DWS flex-start: its own way to get capacity, so not with Spot, queued provisioning or a
+        reservation (GKE requires NO_RESERVATION and no Spot); a run limit of at most 7 days."""
+        if not pool.flex_start:
+            if pool.max_run_duration is not None:
+                self.problems.add(
+                    self.at(path, "max_run_duration"),
+                    f"only allowed with {self.key('flex_start')}: true (it limits how long a flex-start "
+                    "node runs)",
+                )
+            return
+        flex = self.key("flex_start")
+        if pool.spot:
+            self.problems.add(
+                self.at(path, "spot"),
+                f"true is not allowed with {flex}: flex-start obtains on-demand capacity for a limited "
+                "time; use one or the other",
+            )
+        if pool.queued_provisioning:
+            self.problems.add(
+                self.at(path, "queued_provisioning"),
+                f"true is not allowed with {flex}: use one way of obtaining capacity per pool",
+            )
+        if pool.reservation.type != "NONE":
+            self.problems.add(
+                self.at(path, "reservation.type"),
+                f"{cut(pool.reservation.type)} is not allowed with {flex}: flex-start nodes consume no "
+                "reservation; allowed: 'NONE'",
+            )
+        seconds = pool.max_run_seconds
+        if seconds is not None and seconds > MAX_RUN_SECONDS:
+            self.problems.add(
+                self.at(path, "max_run_duration"),
+                f"{cut(pool.max_run_duration)} is longer than flex-start's limit of 7 days (7d)",
+            )
+        self.note(
+            path,
+            f"{flex} needs GKE {FLEX_START_MIN_VERSION} or later; {self.version_hint()}",
+        )

@@ -145,6 +145,9 @@ class GpuPoolRules(MachineRules, PlacementRules):
             "queued_provisioning": "on Autopilot, queued provisioning is requested per workload "
             "through a ProvisioningRequest",
             "reservation": "on Autopilot, a reservation is consumed per workload with node selectors",
+            "flex_start": "on Autopilot, flex-start is requested per workload with a node selector or "
+            "a ComputeClass",
+            "max_run_duration": "on Autopilot, flex-start is requested per workload",
         }
         for key, why in standard_only.items():
             if key in pool.model_fields_set:

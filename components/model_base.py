@@ -18,6 +18,7 @@ PRINTABLE = r"^[^\x00-\x1f\x7f]*$"
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 CHANNEL = rf"^projects/({_PROJECT}|[0-9]{{1,20}})/notificationChannels/[0-9]{{1,30}}$"
 CIDR = r"^[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}$"
+DURATION = r"^[1-9][0-9]{0,6}[smhd]$"
 # What each pattern means, for the error message.
 PATTERN_MEANINGS = {
     GCE_NAME: "a GCE name: 1-63 lowercase letters, digits and hyphens, starting with a letter",
@@ -28,6 +29,7 @@ PATTERN_MEANINGS = {
     DNS_LABEL: "a Kubernetes namespace name: lowercase letters, digits and hyphens",
     CHANNEL: "projects/<project>/notificationChannels/<numeric id>",
     CIDR: "an IPv4 CIDR block such as 10.0.0.0/16",
+    DURATION: "a duration such as 90m, 24h or 7d (a whole number and s, m, h or d)",
 }
 GceName = Annotated[str, Field(max_length=63, pattern=GCE_NAME)]
 MachineTypeName = Annotated[str, Field(max_length=63, pattern=MACHINE_TYPE)]

@@ -418,6 +418,8 @@ def _pool_summary(pool: GpuPool, *, autopilot: bool) -> dict[str, Any]:
         }
     if pool.mig_partition_size:
         summary["migPartitionSize"] = pool.mig_partition_size
+    if pool.flex_start:
+        summary["flexStart"] = True
     return summary
 
 

@@ -53,6 +53,8 @@ PLAUSIBLE = {
         optional={"name": st.sampled_from(["r1", "projects/p-123456/reservations/r1", "Bad Name"])},
     ),
     "queued_provisioning": st.booleans(),
+    "flex_start": st.booleans(),
+    "max_run_duration": st.sampled_from(["90m", "7d", "8d", "1w", "0s"]),
     "compact_placement": st.booleans(),
     "local_ssd_count": st.integers(-1, 33),
     "disk_size_gb": st.integers(0, 70000),

@@ -44,6 +44,8 @@ CAPACITY = st.sampled_from(
         {"reservation": {"type": "ANY"}},
         {"reservation": {"type": "SPECIFIC", "name": "r1"}},
         {"queuedProvisioning": True},
+        {"flexStart": True},
+        {"flexStart": True, "maxRunDuration": "24h"},
         {"compactPlacement": True, "zones": ["us-central1-a"]},
     ]
 )

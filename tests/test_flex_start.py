@@ -1,0 +1,124 @@
+"""DWS flex-start on a Standard GPU pool (issue 10, capacity): the stack file's `flexStart` and
+`maxRunDuration`, GpuNodePool's `flex_start` and `max_run_duration`, checked by the same rules."""
+
+import pytest
+
+from gke_gpu import GpuNodePool, InvalidArgsError
+from tests.conftest import (
+    AUTOPILOT_CLUSTER,
+    L4_POOL,
+    STANDARD_CLUSTER,
+    config_error,
+    render,
+    settings,
+    stack_config,
+)
+from tools.cost import estimate
+from tools.offline import run_program
+
+FLEX = {**L4_POOL, "flexStart": True}
+
+
+def node_pool(pool: dict) -> dict:
+    result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[pool]))
+    return result.one("gcp:container/nodePool:NodePool", "gpu-l4-pool").inputs
+
+
+def test_a_flex_start_pool_asks_gke_for_flex_start_vms_without_auto_repair() -> None:
+    inputs = node_pool({**FLEX, "maxRunDuration": "24h"})
+    assert inputs["nodeConfig"]["flexStart"] is True
+    assert inputs["nodeConfig"]["maxRunDuration"] == "86400s"
+    assert inputs["nodeConfig"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
+    assert inputs["management"] == {"autoRepair": False, "autoUpgrade": True}
+    assert "spot" not in inputs["nodeConfig"] or inputs["nodeConfig"]["spot"] is False
+
+
+def test_without_flex_start_nothing_changes() -> None:
+    inputs = node_pool(L4_POOL)
+    assert "flexStart" not in inputs["nodeConfig"]
+    assert "maxRunDuration" not in inputs["nodeConfig"]
+    assert inputs["management"]["autoRepair"] is True
+
+
+def test_the_render_notes_the_gke_version_flex_start_needs() -> None:
+    result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[FLEX]))
+    assert any("gke-gpu:gpuPools[0]: flexStart needs GKE 1.32.2-gke.1652000" in w for w in result.warnings)
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ({"spot": True}, "gke-gpu:gpuPools[0].spot: true is not allowed with flexStart"),
+        (
+            {"queuedProvisioning": True},
+            "gke-gpu:gpuPools[0].queuedProvisioning: true is not allowed with flexStart",
+        ),
+        (
+            {"reservation": {"type": "ANY"}},
+            "gke-gpu:gpuPools[0].reservation.type: 'ANY' is not allowed with flexStart",
+        ),
+        (
+            {"maxRunDuration": "8d"},
+            "gke-gpu:gpuPools[0].maxRunDuration: '8d' is longer than flex-start's limit",
+        ),
+        (
+            {"maxRunDuration": "1w"},
+            "gke-gpu:gpuPools[0].maxRunDuration: '1w' is not allowed; expected a duration",
+        ),
+        (
+            {"flexStart": False, "maxRunDuration": "1h"},
+            "gke-gpu:gpuPools[0].maxRunDuration: only allowed with flexStart",
+        ),
+    ],
+)
+def test_bad_flex_start_settings_are_refused_by_key(extra: dict, expected: str) -> None:
+    assert expected in config_error({"cluster": STANDARD_CLUSTER, "gpuPools": [{**FLEX, **extra}]})
+
+
+def test_flex_start_is_standard_only() -> None:
+    message = config_error(
+        {
+            "cluster": AUTOPILOT_CLUSTER,
+            "gpuPools": [{"name": "l4", "accelerator": "nvidia-l4", "flexStart": True}],
+        }
+    )
+    assert "gke-gpu:gpuPools[0].flexStart: not allowed on Autopilot" in message
+
+
+def test_the_library_takes_flex_start_and_refuses_it_with_spot() -> None:
+    args = {
+        "project": "p-123456",
+        "location": "us-central1",
+        "cluster_name": "c",
+        "accelerator": "nvidia-l4",
+        "gpus_per_node": 1,
+        "max_nodes": 2,
+        "flex_start": True,
+        "max_run_duration": "90m",
+    }
+    result = run_program({}, program=lambda: GpuNodePool("train", args))
+    assert result.error is None, result.error
+    assert result.one("gcp:container/nodePool:NodePool").inputs["nodeConfig"]["maxRunDuration"] == "5400s"
+    result = run_program({}, program=lambda: GpuNodePool("train", {**args, "spot": True}))
+    assert isinstance(result.error, InvalidArgsError)
+    assert result.error.problems == [
+        "spot: true is not allowed with flex_start: flex-start obtains on-demand capacity for a limited "
+        "time; use one or the other"
+    ]
+    assert result.resources == []
+
+
+def test_the_cost_estimate_says_why_it_has_no_flex_start_price() -> None:
+    result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[FLEX]))
+    (pool,) = result.outputs["gpuPools"]
+    assert pool["flexStart"] is True
+    (entry,) = estimate({"outputs": result.outputs})["pools"]
+    assert entry["nodeHourly"]["onDemand"] == "n/a"
+    assert "flex-start prices" in entry["reasons"]["onDemand"]
+
+
+def test_the_settings_keep_the_run_limit_in_seconds() -> None:
+    (pool,) = settings(
+        {"cluster": STANDARD_CLUSTER, "gpuPools": [{**FLEX, "maxRunDuration": "7d"}]}
+    ).gpu_pools
+    assert (pool.flex_start, pool.max_run_seconds) == (True, 604800)
