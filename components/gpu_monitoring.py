@@ -3,6 +3,7 @@
 import json
 from collections.abc import Sequence
 from enum import StrEnum
+from functools import partial
 from typing import Annotated, Any, NotRequired, TypedDict
 
 import pulumi
@@ -12,13 +13,13 @@ from pydantic import Field
 from .alert_rules import EVALUATION_INTERVAL, RULE_GROUP, AlertRule, AlertThresholds, alert_rules
 from .arg_types import LabelValue, ProjectId, enum_values
 from .cluster_rules import KeyNames, check_xid_errors
-from .config_common import Problems
+from .config_common import LABEL_VALUE_PATTERN, Problems, cut
 from .config_schema import AlertPolicyConfig
 from .dashboard import gpu_dashboard
 from .dcgm_exporter import DcgmExporter
 from .dcgm_exporter_args import DcgmExporterSettings, DcgmExporterSpec, exporter_problems
 from .package import component_options, component_type
-from .validation import ArgsModel, validate_args
+from .validation import ArgsModel, Deferrable, InvalidArgsError, pick, validate_args
 
 
 class DcgmSource(StrEnum):
@@ -53,9 +54,9 @@ class GpuMonitoringArgs(TypedDict):
 
     dcgm: DcgmSource
     """Where the DCGM metrics come from: managed, exporter or none."""
-    project: NotRequired[str]
+    project: NotRequired[pulumi.Input[str]]
     """The GCP project of the dashboard and alert policies. Defaults to the provider's project."""
-    cluster_name: NotRequired[str]
+    cluster_name: NotRequired[pulumi.Input[str]]
     """The cluster's name: every chart and alert query filters on it. Required with a dashboard or
     alerts."""
     exporter: NotRequired[DcgmExporterSettings]
@@ -66,10 +67,15 @@ class GpuMonitoringArgs(TypedDict):
     """Alert policies. Defaults to none."""
 
 
+# A cluster name as the queries filter on it (a non-empty label value).
+ClusterLabel = Annotated[LabelValue, Field(min_length=1)]
+
+
 class _GpuMonitoringSpec(ArgsModel):
     dcgm: enum_values(DcgmSource)  # type: ignore[valid-type]
-    project: ProjectId | None = None  # type: ignore[valid-type]
-    cluster_name: Annotated[LabelValue, Field(min_length=1)] | None = None  # type: ignore[valid-type]
+    project: Deferrable[ProjectId] | None = None  # type: ignore[valid-type]
+    # It reaches PromQL and Monitoring filters: checked here when known, or when the Output resolves.
+    cluster_name: Deferrable[ClusterLabel] | None = None  # type: ignore[valid-type]
     exporter: DcgmExporterSpec | None = None
     dashboard: bool = True
     # The stack file's own model for the thresholds, read with snake_case names (one set of types).
@@ -133,22 +139,27 @@ class GpuMonitoring(pulumi.ComponentResource):
 
         self.dashboard: monitoring.Dashboard | None = None
         self.dashboard_url = None
-        cluster = spec.cluster_name or ""
+        project = pick(spec.project, args.get("project"))
+        # The cluster's name may be another resource's Output: the queries are built once it is known.
+        cluster = pulumi.Output.from_input(pick(spec.cluster_name, args.get("cluster_name")) or "").apply(
+            partial(_checked_cluster_name, name)
+        )
         if spec.dashboard:
-            document = gpu_dashboard(
-                cluster=cluster, display_name=f"GPUs: {cluster}", dcgm=spec.dcgm != "none"
-            )
+            with_dcgm = spec.dcgm != "none"
             self.dashboard = monitoring.Dashboard(
                 f"{name}-dashboard",
-                project=spec.project,
-                dashboard_json=json.dumps(document, sort_keys=True),
+                project=project,
+                dashboard_json=cluster.apply(
+                    lambda c: json.dumps(
+                        gpu_dashboard(cluster=c, display_name=f"GPUs: {c}", dcgm=with_dcgm), sort_keys=True
+                    )
+                ),
                 opts=child,
             )
-            project = spec.project
-            self.dashboard_url = self.dashboard.id.apply(
-                lambda dashboard_id: (
+            self.dashboard_url = pulumi.Output.all(self.dashboard.id, project).apply(
+                lambda values: (
                     "https://console.cloud.google.com/monitoring/dashboards/builder/"
-                    f"{dashboard_id.rsplit('/', 1)[-1]}?project={project}"
+                    f"{values[0].rsplit('/', 1)[-1]}?project={values[1]}"
                 )
             )
 
@@ -156,15 +167,45 @@ class GpuMonitoring(pulumi.ComponentResource):
         # their display names.
         self.alert_policies: list[monitoring.AlertPolicy] = []
         if spec.alerts is not None:
-            channels = spec.alerts.notification_channels
-            for key, policy in alert_policies(cluster, spec.dcgm, spec.alerts, channels).items():
+            alerts, dcgm = spec.alerts, spec.dcgm
+            channels = alerts.notification_channels
+            # Which policies exist does not depend on the name; their queries and words do.
+            for key in alert_policies("", dcgm, alerts, channels):
+                policy = cluster.apply(lambda c, key=key: alert_policies(c, dcgm, alerts, channels)[key])
                 self.alert_policies.append(
-                    monitoring.AlertPolicy(f"{name}-{key}", project=spec.project, **policy, opts=child)
+                    monitoring.AlertPolicy(
+                        f"{name}-{key}",
+                        project=project,
+                        **{field: policy.apply(lambda p, field=field: p[field]) for field in POLICY_FIELDS},
+                        opts=child,
+                    )
                 )
         self.alert_policy_names = pulumi.Output.all(*[p.name for p in self.alert_policies])
         self.register_outputs(
             {"dashboardUrl": self.dashboard_url, "alertPolicyNames": self.alert_policy_names}
         )
+
+
+def _checked_cluster_name(component: str, value: str) -> str:
+    """The cluster's name once known: it reaches PromQL and Monitoring filters unescaped, so it must
+    be a label value (an Output is checked here, a plain value at the boundary already)."""
+    if len(value) > 63 or not LABEL_VALUE_PATTERN.fullmatch(value):
+        raise InvalidArgsError(
+            "GpuMonitoring", component, [f"cluster_name: {cut(value)} is not a Kubernetes label value"]
+        )
+    return value
+
+
+# The AlertPolicy arguments each policy sets (alert_policies' keys).
+POLICY_FIELDS = (
+    "display_name",
+    "combiner",
+    "severity",
+    "notification_channels",
+    "documentation",
+    "user_labels",
+    "conditions",
+)
 
 
 def alert_policies(

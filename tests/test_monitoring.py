@@ -474,3 +474,51 @@ def test_dashboard_with_no_cluster_to_watch() -> None:
         {"cluster": {"mode": "existing", "flavor": "gke", "kubeconfig": "x", "name": "c"}}, project=None
     )
     assert "gcp:project: required (needed for the dashboard or alerts)" in message
+
+
+def test_the_cluster_name_may_be_another_components_output():
+    """In YAML or TypeScript, `clusterName: ${gke.clusterName}`: the queries wait for the name."""
+    import pulumi
+
+    from gke_gpu import GpuMonitoring
+    from tools.offline import run_program
+
+    def program():
+        name = pulumi.Output.from_input("gpu-prod").apply(lambda n: n)
+        GpuMonitoring(
+            "monitoring",
+            {
+                "dcgm": "managed",
+                "project": "p-123456",
+                "cluster_name": name,
+                "alerts": {"notification_channels": []},
+            },
+        )
+
+    result = run_program({}, program=program)
+    assert result.error is None, result.error
+    (policy,) = result.of_type("gcp:monitoring/alertPolicy:AlertPolicy")
+    assert policy.inputs["displayName"] == "GPU idle on gpu-prod"
+    query = policy.inputs["conditions"][0]["conditionPrometheusQueryLanguage"]["query"]
+    assert 'cluster="gpu-prod"' in query
+    dashboard = result.one("gcp:monitoring/dashboard:Dashboard")
+    assert '"GPUs: gpu-prod"' in dashboard.inputs["dashboardJson"]
+
+
+def test_a_cluster_name_output_that_would_break_the_queries_is_refused():
+    import pulumi
+
+    from gke_gpu import GpuMonitoring
+    from tools.offline import run_program
+
+    def program():
+        bad = pulumi.Output.from_input('x"} or vector(1) #')
+        GpuMonitoring("monitoring", {"dcgm": "managed", "project": "p-123456", "cluster_name": bad})
+
+    result = run_program({}, program=program)
+    # The SDK wraps the error of an Output that fails (here in the dashboard URL's inputs); the
+    # message is the component's, and nothing carrying the name reached a resource.
+    assert result.error is not None
+    assert "GpuMonitoring 'monitoring': invalid args" in str(result.error), result.error
+    assert "cluster_name: 'x\"} or vector(1) #' is not a Kubernetes label value" in str(result.error)
+    assert not [r for r in result.resources if "vector(1)" in str(r.inputs)]
