@@ -2,17 +2,24 @@
 Kubernetes version (kubernetes-validate, strict: unknown fields fail), CRDs against the schemas in
 tests/schemas: a published CRD schema vendored verbatim where one exists (see SOURCES.md), plus or
 else shape schemas written from the published API references. An object must pass every schema
-listed for its kind."""
+listed for its kind.
+
+A vendored CRD manifest (a `.yaml` file under crds/) is read at first use: the openAPIV3Schema of
+the version the object's apiVersion names, made as strict as the rest (see `_strict`)."""
 
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import kubernetes_validate
+import yaml
+from kubernetes_validate.utils import schema_contents
+from referencing import Registry, Resource
 
 # GKE's REGULAR channel runs 1.34 as of 2026-11; the schemas ship with kubernetes-validate.
 KUBERNETES_VERSION = "1.34.0"
@@ -25,7 +32,26 @@ CRD_SCHEMAS: dict[tuple[str, str], tuple[str, ...]] = {
     ),
     ("monitoring.googleapis.com/v1", "PodMonitoring"): ("podmonitoring.monitoring.googleapis.com_v1.json",),
     ("monitoring.coreos.com/v1", "ServiceMonitor"): ("servicemonitor.monitoring.coreos.com_v1.json",),
+    # Published CRD manifests, vendored verbatim (see SOURCES.md): Kueue v0.19.2, JobSet v0.12.0.
+    ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"): (
+        "crds/kueue.x-k8s.io/kueue.x-k8s.io_resourceflavors.yaml",
+    ),
+    ("kueue.x-k8s.io/v1beta2", "ClusterQueue"): ("crds/kueue.x-k8s.io/kueue.x-k8s.io_clusterqueues.yaml",),
+    ("kueue.x-k8s.io/v1beta2", "LocalQueue"): ("crds/kueue.x-k8s.io/kueue.x-k8s.io_localqueues.yaml",),
+    ("kueue.x-k8s.io/v1beta2", "AdmissionCheck"): (
+        "crds/kueue.x-k8s.io/kueue.x-k8s.io_admissionchecks.yaml",
+    ),
+    ("kueue.x-k8s.io/v1beta2", "ProvisioningRequestConfig"): (
+        "crds/kueue.x-k8s.io/kueue.x-k8s.io_provisioningrequestconfigs.yaml",
+    ),
+    ("jobset.x-k8s.io/v1alpha2", "JobSet"): ("crds/jobset.x-k8s.io/jobset.x-k8s.io_jobsets.yaml",),
 }
+# Kubernetes' strict ObjectMeta (kubernetes-validate's, same version as the built-in kinds): a CRD's
+# openAPIV3Schema leaves the top-level metadata a bare object.
+_DEFINITIONS = f"kubernetes-json-schema/v{KUBERNETES_VERSION}-local-strict/_definitions.json"
+_OBJECT_META = (
+    "https://kubernetes.io/api/_definitions.json#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+)
 
 
 @cache
@@ -35,13 +61,86 @@ def _crd_validator(filename: str) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(schema)
 
 
+@cache
+def crd_manifest(filename: str) -> dict[str, Any]:
+    """A vendored CRD manifest (YAML), parsed once per session."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load((SCHEMAS / filename).read_bytes(), Loader=loader)
+
+
+def crd_schema(filename: str, api_version: str, kind: str) -> dict[str, Any]:
+    """The published openAPIV3Schema of `api_version` in a vendored CRD manifest, unchanged."""
+    crd = crd_manifest(filename)
+    group, _, version = api_version.rpartition("/")
+    spec = crd["spec"]
+    assert (crd["kind"], spec["group"], spec["names"]["kind"]) == ("CustomResourceDefinition", group, kind), (
+        filename
+    )
+    (served,) = [v for v in spec["versions"] if v["name"] == version and v["served"]]
+    return served["schema"]["openAPIV3Schema"]
+
+
+def _strict(node: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a structural schema node in which unknown fields fail, as they do for the built-in
+    kinds (kubernetes-validate strict) and in the vendored ComputeClass schema (whose converter closes
+    every object with properties but the root; here the root too): the API server prunes unknown
+    fields of a custom resource, or refuses them under field validation Strict (kubectl's default),
+    and either way they never take effect. An object schema that lists its properties, or lists none
+    and has no additionalProperties (the API server keeps nothing of it), is closed unless it sets
+    x-kubernetes-preserve-unknown-fields or already has an additionalProperties; only schema positions
+    are walked (a field may be named "properties" or "items"). A pattern is made one Python's re
+    reads the same way Go's RE2 does (see `_python_pattern`)."""
+    out = dict(node)
+    if isinstance(out.get("pattern"), str):
+        out["pattern"] = _python_pattern(out["pattern"])
+    if "properties" in out:
+        out["properties"] = {name: _strict(child) for name, child in out["properties"].items()}
+    for key in ("items", "additionalProperties", "not"):
+        if isinstance(out.get(key), dict):
+            out[key] = _strict(out[key])
+    for key in ("allOf", "anyOf", "oneOf"):
+        if key in out:
+            out[key] = [_strict(child) for child in out[key]]
+    is_object = out.get("type") == "object" or "properties" in out
+    if (
+        is_object
+        and "additionalProperties" not in out
+        and not out.get("x-kubernetes-preserve-unknown-fields")
+    ):
+        out["additionalProperties"] = False
+    return out
+
+
+def _python_pattern(pattern: str) -> str:
+    """RE2 (the API server's) accepts inline flags after `^`, as in Kueue's AdmissionCheck
+    `^(?i)[a-z]...$`; Python's re wants global flags first. Same meaning, flags moved to the front."""
+    return re.sub(r"^\^\(\?([ims]+)\)", r"(?\1)^", pattern)
+
+
+@cache
+def _definitions_registry() -> Registry:
+    return Resource.from_contents(schema_contents(_DEFINITIONS, KUBERNETES_VERSION)) @ Registry()
+
+
+@cache
+def _crd_manifest_validator(filename: str, api_version: str, kind: str) -> jsonschema.Draft202012Validator:
+    schema = _strict(crd_schema(filename, api_version, kind))
+    schema["properties"]["metadata"] = {"$ref": _OBJECT_META}
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema, registry=_definitions_registry())
+
+
 def validate(obj: dict[str, Any]) -> None:
     """Raise AssertionError naming the object and the first schema error."""
     key = (obj.get("apiVersion"), obj.get("kind"))
     name = f"{obj.get('kind')} {obj.get('metadata', {}).get('name')}"
     if key in CRD_SCHEMAS:
         for filename in CRD_SCHEMAS[key]:
-            errors = sorted(_crd_validator(filename).iter_errors(obj), key=lambda e: list(e.path))
+            if filename.endswith(".yaml"):
+                validator = _crd_manifest_validator(filename, *key)
+            else:
+                validator = _crd_validator(filename)
+            errors = sorted(validator.iter_errors(obj), key=lambda e: list(e.path))
             if errors:
                 raise AssertionError(f"{name}: {errors[0].message} at {list(errors[0].path)} ({filename})")
         return

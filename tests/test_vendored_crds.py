@@ -1,0 +1,276 @@
+"""The Kueue (v0.19.2) and JobSet (v0.12.0) CRDs vendored verbatim in tests/schemas/crds (see
+SOURCES.md): each file is the published one unchanged, and `validate` checks an object of each kind
+against the openAPIV3Schema of its apiVersion there, unknown fields failing as for other kinds."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+from typing import Any
+
+import pytest
+
+from tests.kubernetes_schemas import (
+    CRD_SCHEMAS,
+    SCHEMAS,
+    _python_pattern,
+    _strict,
+    crd_manifest,
+    crd_schema,
+    validate,
+)
+
+KUEUE = "kueue.x-k8s.io/v1beta2"
+JOBSET = "jobset.x-k8s.io/v1alpha2"
+# Git blob ids of the files as published: kubernetes-sigs/kueue tag v0.19.2 (commit 8eab6877),
+# config/components/crd/bases/; kubernetes-sigs/jobset tag v0.12.0 (commit f22e565a), same folder.
+KUEUE_CRDS = "crds/kueue.x-k8s.io/kueue.x-k8s.io_"
+VENDORED_BLOBS = {
+    f"{KUEUE_CRDS}resourceflavors.yaml": "6c3216d8ce5f59a77dcee45e3697bc110a249df9",
+    f"{KUEUE_CRDS}clusterqueues.yaml": "a605e10a33050f30a5a31a5240444216a2a4f553",
+    f"{KUEUE_CRDS}localqueues.yaml": "379c64452ad090fa12861c24aad7f102d0118a5f",
+    f"{KUEUE_CRDS}admissionchecks.yaml": "317662baa1e7653915510c627ac91c020926c0ca",
+    f"{KUEUE_CRDS}provisioningrequestconfigs.yaml": "95ed0039d027647ac09b3bfd7f529cb1cacfca31",
+    "crds/jobset.x-k8s.io/jobset.x-k8s.io_jobsets.yaml": "96add10d030c2ab2c94b1c774edd23c814692808",
+}
+VALID: dict[str, dict[str, Any]] = {
+    "ResourceFlavor": {
+        "apiVersion": KUEUE,
+        "kind": "ResourceFlavor",
+        "metadata": {"name": "h200"},
+        "spec": {
+            "nodeLabels": {"cloud.google.com/gke-accelerator": "nvidia-h200-141gb"},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        },
+    },
+    "ClusterQueue": {
+        "apiVersion": KUEUE,
+        "kind": "ClusterQueue",
+        "metadata": {"name": "gpu"},
+        "spec": {
+            "namespaceSelector": {},
+            "queueingStrategy": "BestEffortFIFO",
+            "resourceGroups": [
+                {
+                    "coveredResources": ["nvidia.com/gpu"],
+                    "flavors": [
+                        {"name": "h200", "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 16}]}
+                    ],
+                }
+            ],
+            "admissionChecksStrategy": {"admissionChecks": [{"name": "dws-prov"}]},
+        },
+    },
+    "LocalQueue": {
+        "apiVersion": KUEUE,
+        "kind": "LocalQueue",
+        "metadata": {"name": "gpu", "namespace": "training"},
+        "spec": {"clusterQueue": "gpu"},
+    },
+    "AdmissionCheck": {
+        "apiVersion": KUEUE,
+        "kind": "AdmissionCheck",
+        "metadata": {"name": "dws-prov"},
+        "spec": {
+            "controllerName": "kueue.x-k8s.io/provisioning-request",
+            "parameters": {
+                "apiGroup": "kueue.x-k8s.io",
+                "kind": "ProvisioningRequestConfig",
+                "name": "dws-config",
+            },
+        },
+    },
+    "ProvisioningRequestConfig": {
+        "apiVersion": KUEUE,
+        "kind": "ProvisioningRequestConfig",
+        "metadata": {"name": "dws-config"},
+        "spec": {
+            "provisioningClassName": "queued-provisioning.gke.io",
+            "managedResources": ["nvidia.com/gpu"],
+        },
+    },
+    "JobSet": {
+        "apiVersion": JOBSET,
+        "kind": "JobSet",
+        "metadata": {
+            "name": "train",
+            "namespace": "training",
+            "labels": {"kueue.x-k8s.io/queue-name": "gpu"},
+        },
+        "spec": {
+            "replicatedJobs": [
+                {
+                    "name": "workers",
+                    "replicas": 2,
+                    "template": {
+                        "spec": {
+                            "parallelism": 1,
+                            "completions": 1,
+                            "backoffLimit": 0,
+                            "template": {
+                                "spec": {
+                                    "restartPolicy": "Never",
+                                    "containers": [
+                                        {
+                                            "name": "train",
+                                            "image": "busybox",
+                                            "resources": {"limits": {"nvidia.com/gpu": 8}},
+                                        }
+                                    ],
+                                }
+                            },
+                        }
+                    },
+                }
+            ]
+        },
+    },
+}
+
+
+def _set(path: str, value: Any):
+    """A change that sets the field at a dotted path (list indices as numbers)."""
+
+    def change(obj: dict[str, Any]) -> None:
+        *parents, last = [int(part) if part.isdigit() else part for part in path.split(".")]
+        for part in parents:
+            obj = obj[part]
+        obj[last] = value
+
+    return change
+
+
+def _drop(path: str):
+    """A change that removes the field at a dotted path."""
+
+    def change(obj: dict[str, Any]) -> None:
+        *parents, last = [int(part) if part.isdigit() else part for part in path.split(".")]
+        for part in parents:
+            obj = obj[part]
+        del obj[last]
+
+    return change
+
+
+WORKERS = "spec.replicatedJobs.0.template.spec"
+INVALID = [
+    ("ResourceFlavor", _set("spec.nodeLabel", {"a": "b"}), "'nodeLabel' was unexpected"),
+    ("ResourceFlavor", _set("spec.tolerations", {"key": "nvidia.com/gpu"}), "is not of type 'array'"),
+    (
+        "ClusterQueue",
+        _set("spec.resourceGroups.0.flavors.0.resources.0.nominalQuota", {"value": 16}),
+        "is not valid under any of the given schemas",
+    ),
+    ("ClusterQueue", _set("spec.admissionChecks", ["dws-prov"]), "'admissionChecks' was unexpected"),
+    (
+        "ClusterQueue",
+        _drop("spec.resourceGroups.0.coveredResources"),
+        "'coveredResources' is a required property",
+    ),
+    ("LocalQueue", _set("spec.clusterQeueue", "gpu"), "'clusterQeueue' was unexpected"),
+    ("LocalQueue", _set("spec.clusterQueue", "GPU_queue"), "does not match"),
+    ("LocalQueue", _set("metadata.lables", {"a": "b"}), "'lables' was unexpected"),
+    ("AdmissionCheck", _drop("spec.controllerName"), "'controllerName' is a required property"),
+    ("AdmissionCheck", _set("spec.parameters.kind", "Provisioning_Request"), "does not match"),
+    ("ProvisioningRequestConfig", _set("spec.managedResources", "nvidia.com/gpu"), "is not of type 'array'"),
+    ("ProvisioningRequestConfig", _drop("spec.provisioningClassName"), "is a required property"),
+    ("JobSet", _set("spec.replicatedJobs", {"workers": {"replicas": 2}}), "is not of type 'array'"),
+    ("JobSet", _set("spec.replicatedJobs.0.replicas", "2"), "is not of type 'integer'"),
+    ("JobSet", _set(f"{WORKERS}.template.spec.containers.0.imagee", "x"), "'imagee' was unexpected"),
+    ("JobSet", _set("specs", {}), "'specs' was unexpected"),
+]
+
+
+def _blob(data: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def test_every_vendored_crd_manifest_is_mapped_and_hashed() -> None:
+    mapped = {f for files in CRD_SCHEMAS.values() for f in files if f.endswith(".yaml")}
+    on_disk = {str(p.relative_to(SCHEMAS)) for p in (SCHEMAS / "crds").rglob("*") if p.is_file()}
+    assert mapped == on_disk == set(VENDORED_BLOBS)
+    assert {kind for (_, kind), files in CRD_SCHEMAS.items() if files[0] in mapped} == set(VALID)
+
+
+@pytest.mark.parametrize("filename", sorted(VENDORED_BLOBS))
+def test_vendored_crd_is_the_published_file_unchanged(filename: str) -> None:
+    assert _blob((SCHEMAS / filename).read_bytes()) == VENDORED_BLOBS[filename], (
+        "re-vendor verbatim and update SOURCES.md and VENDORED_BLOBS"
+    )
+
+
+@pytest.mark.parametrize("kind", sorted(VALID))
+def test_minimal_object_passes(kind: str) -> None:
+    validate(copy.deepcopy(VALID[kind]))
+
+
+@pytest.mark.parametrize(
+    ("kind", "change", "message"), INVALID, ids=[f"{kind}-{message}" for kind, _, message in INVALID]
+)
+def test_broken_object_fails(kind: str, change: Any, message: str) -> None:
+    obj = copy.deepcopy(VALID[kind])
+    change(obj)
+    with pytest.raises(AssertionError, match=re.escape(message)):
+        validate(obj)
+
+
+def test_local_queue_crd_does_not_require_a_cluster_queue() -> None:
+    """A gap of the published schema (v0.19.2, v1beta2): spec.clusterQueue is optional there, so a
+    LocalQueue without one passes; a check of our own must require it."""
+    obj = copy.deepcopy(VALID["LocalQueue"])
+    del obj["spec"]["clusterQueue"]
+    validate(obj)
+    spec = crd_schema(CRD_SCHEMAS[(KUEUE, "LocalQueue")][0], KUEUE, "LocalQueue")["properties"]["spec"]
+    assert "clusterQueue" in spec["properties"] and "clusterQueue" not in spec.get("required", [])
+
+
+def test_v1beta1_is_not_what_v1beta2_objects_are_checked_against() -> None:
+    """The manifests serve v1beta1 and v1beta2; validation picks the apiVersion's own version."""
+    cq = crd_schema(CRD_SCHEMAS[(KUEUE, "ClusterQueue")][0], KUEUE, "ClusterQueue")["properties"]["spec"]
+    assert "admissionChecksStrategy" in cq["properties"] and "admissionChecks" not in cq["properties"]
+    old = crd_schema(CRD_SCHEMAS[(KUEUE, "ClusterQueue")][0], "kueue.x-k8s.io/v1beta1", "ClusterQueue")
+    assert "admissionChecks" in old["properties"]["spec"]["properties"]
+    with pytest.raises(AssertionError, match="no schema for"):
+        validate({**VALID["ClusterQueue"], "apiVersion": "kueue.x-k8s.io/v1beta1"})
+
+
+def test_strict_closes_objects_only_at_schema_positions() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "properties": {"type": "object", "properties": {"a": {"type": "string"}}},
+            "open": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+            "map": {"type": "object", "additionalProperties": {"type": "string"}},
+            "list": {"type": "array", "items": {"type": "object", "properties": {"b": {"type": "integer"}}}},
+        },
+    }
+    strict = _strict(schema)
+    assert strict["additionalProperties"] is False
+    assert "additionalProperties" not in strict["properties"]
+    assert strict["properties"]["properties"]["additionalProperties"] is False
+    assert "additionalProperties" not in strict["properties"]["open"]
+    assert strict["properties"]["map"]["additionalProperties"] == {"type": "string"}
+    assert strict["properties"]["list"]["items"]["additionalProperties"] is False
+    assert "additionalProperties" not in schema, "the published schema is not modified"
+
+
+def test_every_pattern_of_the_vendored_crds_compiles_in_python() -> None:
+    """The API server's regexes are RE2; `_python_pattern` must make each one Python's re reads."""
+    patterns: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("pattern"), str):
+                patterns.add(node["pattern"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    for filename in VENDORED_BLOBS:
+        walk(crd_manifest(filename)["spec"]["versions"])
+    for pattern in patterns:
+        re.compile(_python_pattern(pattern))
+    assert re.fullmatch(_python_pattern("^(?i)[a-z]([-a-z0-9]*[a-z0-9])?$"), "ProvisioningRequestConfig")
