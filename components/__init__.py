@@ -19,6 +19,7 @@ from .package import PUBLIC_COMPONENTS
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from .cluster import GkeCluster, GkeClusterArgs
     from .dcgm_exporter import DcgmExporter, DcgmExporterArgs
+    from .gpu_batch_queues import GpuBatchQueues, GpuBatchQueuesArgs
     from .gpu_compute_class import GpuComputeClass, GpuComputeClassArgs
     from .gpu_monitoring import GpuMonitoring, GpuMonitoringArgs
     from .gpu_node_pool import GpuNodePool, GpuNodePoolArgs
@@ -44,6 +45,8 @@ __all__ = [
     "GkeClusterArgs",
     "GkeNetwork",
     "GkeNetworkArgs",
+    "GpuBatchQueues",
+    "GpuBatchQueuesArgs",
     "GpuComputeClass",
     "GpuComputeClassArgs",
     "GpuMonitoring",

@@ -41,6 +41,7 @@ from .config_pools import PoolRules
 from .config_schema import (
     AlertsConfig,
     AuthorizedNetworkConfig,
+    BatchConfig,
     ClusterConfig,
     DevicePluginConfig,
     MonitoringConfig,
@@ -134,6 +135,7 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules):
             device_plugin, gpu_nodes = None, ()
         else:
             device_plugin, gpu_nodes = self._existing_gpu_layer(cluster)
+        batch = self._batch(cluster) if "batch" not in broken else BatchConfig()
         capacity_known = not self.broken.any_pool() and "systemPool" not in self.broken.cluster_keys
         if network is not None and cluster.mode == "standard" and capacity_known:
             self._check_address_capacity(network, cluster, pools)
@@ -155,6 +157,7 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules):
             workloads=workloads,
             device_plugin=device_plugin,
             gpu_nodes=gpu_nodes,
+            batch=batch,
         )
 
     def _require_gcp(self, needed_for: str | None) -> None:

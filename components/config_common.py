@@ -19,6 +19,7 @@ TOP_LEVEL_KEYS = (
     "workloads",
     "devicePlugin",
     "gpuNodes",
+    "batch",
 )
 
 GPU_TAINT_KEY = "nvidia.com/gpu"

@@ -174,6 +174,11 @@ class DevicePluginConfig(_Model):
         return self.sharing.time_slicing.replicas if self.sharing else None
 
 
+class BatchConfig(_Model):
+    # Kueue and JobSet from their Helm charts, a ResourceFlavor and a ClusterQueue per GPU pool.
+    kueue: bool = False
+
+
 class StackConfig(_Model):
     """All `gke-gpu:` keys of one stack file."""
 
@@ -183,6 +188,7 @@ class StackConfig(_Model):
     monitoring: MonitoringConfig = MonitoringConfig()
     workloads: Annotated[list[WorkloadConfig], Field(max_length=64)] = []
     device_plugin: DevicePluginConfig | None = None
+    batch: BatchConfig = BatchConfig()
     gpu_nodes: Annotated[list[Annotated[str, Field(max_length=253)]], Field(max_length=5000)] | None = None
 
     @field_validator("workloads", mode="before")

@@ -16,6 +16,7 @@ from .config_common import (
 )
 from .config_schema import (
     AlertsConfig,
+    BatchConfig,
     ClusterConfig,
     DevicePluginConfig,
     MonitoringConfig,
@@ -259,3 +260,24 @@ class WorkloadRules(RuleBase):
                 f"{cut(plugin.runtime_class_name)} is not a RuntimeClass name (e.g. nvidia)",
             )
         return plugin, nodes
+
+    def _batch(self, cluster: ClusterConfig) -> BatchConfig:
+        """Kueue's queues are sized from this stack's Standard GPU pools (maxNodes x their GPUs)."""
+        batch = self.config.batch
+        if not batch.kueue:
+            return batch
+        key = f"{NAMESPACE}:batch.kueue"
+        if cluster.mode != "standard":
+            why = (
+                "the queues are sized from this stack's gpuPools"
+                if cluster.mode == "existing"
+                else "each queue's quota is its pool's maxNodes x GPUs, and Autopilot profiles have no "
+                "maxNodes"
+            )
+            self.problems.add(key, f"true is not allowed with cluster.mode {cluster.mode}: {why}")
+        elif not self.config.gpu_pools and not self.broken.any_pool():
+            self.problems.add(
+                key,
+                f"true needs at least one GPU pool in {NAMESPACE}:gpuPools (a queue per pool; there is none)",
+            )
+        return batch

@@ -18,6 +18,7 @@ from pydantic.alias_generators import to_camel
 from .cluster import GkeCluster
 from .config_common import NAMESPACE
 from .existing_cluster import ExistingCluster
+from .gpu_batch_queues import GpuBatchQueues
 from .gpu_monitoring import GpuMonitoring
 from .gpu_node_labels import GpuNodeLabels
 from .gpu_pool import GpuPool, ReservationConfig, SharingConfig, TaintConfig
@@ -38,6 +39,7 @@ _STACK_KEYS = {
     SampleWorkloads: f"{NAMESPACE}:workloads",
     GpuNodeLabels: f"{NAMESPACE}:gpuNodes",
     NvidiaDevicePlugin: f"{NAMESPACE}:devicePlugin",
+    GpuBatchQueues: f"{NAMESPACE}:batch",
 }
 # What the program reads from a component besides its outputs, while only checking.
 _STAND_IN_ATTRIBUTES: dict[str, Any] = {"provider": None, "alert_policies": [], "commands": {}}

@@ -50,6 +50,7 @@ PUBLIC_COMPONENTS: dict[str, str] = {
     "DcgmExporter": "dcgm_exporter",
     "NvidiaDevicePlugin": "nvidia_device_plugin",
     "SampleWorkloads": "sample_workloads",
+    "GpuBatchQueues": "gpu_batch_queues",
 }
 
 

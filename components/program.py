@@ -23,6 +23,7 @@ from .gpu_node_pool import GpuNodePool, node_pool_args
 from .gpu_scheduling import GPU_TOLERATION, gpus_per_pod, node_selector, tolerations
 from .network import GkeNetwork
 from .nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
+from .program_batch import batch_queues
 from .sample_workloads import SampleWorkloads
 from .sample_workloads_args import GpuTarget, SampleKind, SampleWorkload, TargetSharing
 
@@ -95,7 +96,17 @@ def build(settings: Settings) -> dict[str, Any]:
     kubernetes = pulumi.ResourceOptions(providers={"kubernetes": cluster.provider})
     monitoring = _monitoring(settings, kubernetes)
     targets = {pool.name: gpu_target(pool, autopilot=autopilot) for pool in settings.gpu_pools}
-    samples = _samples(settings, targets, cluster.provider, list(pools.values()))
+    samples, samples_component = _samples(settings, targets, cluster.provider, list(pools.values()))
+    batch = (
+        batch_queues(
+            settings,
+            cluster.provider,
+            [*pools.values(), *([samples_component] if samples_component else [])],
+            local_queue_namespace=SAMPLES_NAMESPACE if samples_component else None,
+        )
+        if settings.batch.kueue
+        else []
+    )
 
     return {
         "clusterName": cluster.cluster_name,
@@ -112,6 +123,7 @@ def build(settings: Settings) -> dict[str, Any]:
         "monitoring": _monitoring_summary(settings, monitoring),
         "sampleWorkloads": samples,
         "checks": _checks(settings),
+        **({"batchQueues": batch} if settings.batch.kueue else {}),
     }
 
 
@@ -163,10 +175,11 @@ def _samples(
     targets: dict[str, GpuTarget],
     provider: pulumi.ProviderResource,
     depends_on: list[pulumi.Resource],
-) -> dict[str, dict[str, str]]:
-    """Declare the opted-in samples; return, per sample, how to wait for it and read its log."""
+) -> tuple[dict[str, dict[str, str]], pulumi.Resource | None]:
+    """Declare the opted-in samples; return, per sample, how to wait for it and read its log (and
+    the component, whose namespace the batch queues' LocalQueues use)."""
     if not settings.workloads:
-        return {}
+        return {}, None
     default = next(iter(targets))
     workloads: list[SampleWorkload] = []
     for w in settings.workloads:
@@ -183,7 +196,7 @@ def _samples(
         # The GPU pools, ComputeClasses or device plugin first, so no sample waits on nothing.
         opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
     )
-    return samples.commands
+    return samples.commands, samples
 
 
 def gpu_target(pool: GpuPool, *, autopilot: bool) -> GpuTarget:
@@ -308,7 +321,7 @@ def _build_existing(settings: Settings) -> dict[str, Any]:
             ),
         )
     monitoring = _monitoring(settings, kubernetes, exporter)
-    samples = _samples(settings, {EXISTING_TARGET: target}, existing.provider, layer)
+    samples, _ = _samples(settings, {EXISTING_TARGET: target}, existing.provider, layer)
     return {
         "clusterMode": "existing",
         "flavor": cluster.flavor,

@@ -5,9 +5,16 @@ the rules with their cluster-dependent defaults filled in (a cluster's name and 
 machine type and zones, the DCGM source, a workload's pool): one set of types, not a second copy.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from .config_schema import ClusterConfig, DevicePluginConfig, MonitoringConfig, NetworkConfig, WorkloadConfig
+from .config_schema import (
+    BatchConfig,
+    ClusterConfig,
+    DevicePluginConfig,
+    MonitoringConfig,
+    NetworkConfig,
+    WorkloadConfig,
+)
 from .gpu_pool import GpuPool
 
 
@@ -25,3 +32,5 @@ class Settings:
     # An existing generic cluster only: the device plugin and the nodes to label.
     device_plugin: DevicePluginConfig | None = None
     gpu_nodes: tuple[str, ...] = ()
+    # Kueue and JobSet, with a queue per GPU pool (Standard clusters of this stack only).
+    batch: BatchConfig = field(default_factory=BatchConfig)

@@ -130,6 +130,8 @@ def stacks(draw: st.DrawFn) -> dict[str, Any]:
     }
     if draw(st.booleans()):
         raw["network"] = {"subnetCidr": "10.10.0.0/20"}
+    if draw(st.booleans()):
+        raw["batch"] = {"kueue": True}
     return raw
 
 

@@ -163,6 +163,37 @@ CASES: dict[str, Case] = {
         state={"namespace": "kube-system", "timeSlicingReplicas": 4},
         bad=(({"timeSlicingReplicas": 1.5}, "time_slicing_replicas"),),
     ),
+    "GpuBatchQueues": Case(
+        wire={
+            "queues": [
+                {
+                    "name": "l4",
+                    "nodeLabels": {"cloud.google.com/gke-nodepool": "l4"},
+                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                    "gpus": 4.0,
+                    "cpus": 32.0,
+                    "memoryGib": 128.0,
+                    "ephemeralStorageGib": 800.0,
+                }
+            ],
+            "localQueueNamespace": "gpu-samples",
+        },
+        children={
+            f"{NAME}-kueue-namespace": "kubernetes:core/v1:Namespace",
+            f"{NAME}-jobset-namespace": "kubernetes:core/v1:Namespace",
+            f"{NAME}-kueue": "kubernetes:helm.sh/v4:Chart",
+            f"{NAME}-jobset": "kubernetes:helm.sh/v4:Chart",
+            f"{NAME}-l4-flavor": "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor",
+            f"{NAME}-l4-cluster-queue": "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue",
+            f"{NAME}-l4-local-queue": "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue",
+        },
+        child_inputs={(f"{NAME}-l4-local-queue", "metadata.namespace"): "gpu-samples"},
+        state={"clusterQueueNames": ["gpu-l4"], "localQueueNames": ["gpu-l4"]},
+        bad=(
+            ({"queues[0].gpus": 0.0}, "queues[0].gpus"),
+            ({"queues[0].cpus": 2.5}, "queues[0].cpus"),
+        ),
+    ),
     "SampleWorkloads": Case(
         wire={"workloads": [{"kind": "nvidia-smi", "target": L4_TARGET}]},
         children={

@@ -1,0 +1,157 @@
+"""`gke-gpu:batch: {kueue: true}` (issue 10, queueing): Kueue and JobSet from their pinned charts, and
+per GPU pool a ResourceFlavor and a ClusterQueue sized from the pool, checked against the CRDs
+vendored from the same Kueue version (tests/schemas/crds/)."""
+
+import pytest
+
+from tests.conftest import AUTOPILOT_CLUSTER, L4_POOL, STANDARD_CLUSTER, config_error, render, stack_config
+from tests.kubernetes_schemas import validate
+from tools.offline import RunResult
+
+KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2"
+A100_QUEUED = {
+    "name": "a100",
+    "accelerator": "nvidia-tesla-a100",
+    "gpusPerNode": 2,
+    "maxNodes": 3,
+    "queuedProvisioning": True,
+    "migPartitionSize": "3g.20gb",
+}
+
+
+@pytest.fixture(scope="module")
+def batch() -> RunResult:
+    return render(
+        stack_config(
+            cluster=STANDARD_CLUSTER,
+            gpuPools=[L4_POOL, A100_QUEUED],
+            workloads=[{"name": "nvidia-smi", "pool": "l4"}],
+            batch={"kueue": True},
+        )
+    )
+
+
+def kueue_object(result: RunResult, kind: str, name: str) -> dict:
+    return result.one(f"{KUEUE}:{kind}", name).inputs
+
+
+def test_kueue_and_jobset_come_from_their_pinned_upstream_charts(batch: RunResult) -> None:
+    charts = {r.name: r.inputs for r in batch.of_type("kubernetes:helm.sh/v4:Chart")}
+    assert charts["batch-kueue"] == {
+        "chart": "oci://registry.k8s.io/kueue/charts/kueue",
+        "version": "0.19.2",
+        "namespace": "kueue-system",
+    }
+    assert charts["batch-jobset"] == {
+        "chart": "oci://registry.k8s.io/jobset/charts/jobset",
+        "version": "0.12.0",
+        "namespace": "jobset-system",
+    }
+
+
+def test_a_flavor_per_pool_with_its_node_labels_and_tolerations(batch: RunResult) -> None:
+    flavor = kueue_object(batch, "ResourceFlavor", "batch-l4-flavor")
+    assert flavor["metadata"]["name"] == "gpu-l4"
+    assert flavor["spec"]["nodeLabels"] == {
+        "cloud.google.com/gke-nodepool": "l4",
+        "cloud.google.com/gke-accelerator": "nvidia-l4",
+    }
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in flavor["spec"][
+        "tolerations"
+    ]
+
+
+def test_each_cluster_queue_holds_at_most_what_its_pool_can(batch: RunResult) -> None:
+    l4 = kueue_object(batch, "ClusterQueue", "batch-l4-cluster-queue")["spec"]
+    (group,) = l4["resourceGroups"]
+    assert group["coveredResources"] == ["cpu", "memory", "ephemeral-storage", "nvidia.com/gpu"]
+    (flavor,) = group["flavors"]
+    quota = {r["name"]: r["nominalQuota"] for r in flavor["resources"]}
+    # L4 pool: maxNodes 2 of g2-standard-8 (8 vCPUs, 32 GB, 1 GPU), 200 GB boot disks.
+    assert quota == {"cpu": 16, "memory": "64Gi", "ephemeral-storage": "400Gi", "nvidia.com/gpu": 2}
+    a100 = kueue_object(batch, "ClusterQueue", "batch-a100-cluster-queue")["spec"]
+    (flavor,) = a100["resourceGroups"][0]["flavors"]
+    # MIG 3g.20gb: two partitions per A100, so 3 nodes x 2 GPUs x 2 = 12 schedulable nvidia.com/gpu.
+    assert {r["name"]: r["nominalQuota"] for r in flavor["resources"]}["nvidia.com/gpu"] == 12
+
+
+def test_a_queued_pool_gets_a_provisioning_request_admission_check(batch: RunResult) -> None:
+    config = kueue_object(batch, "ProvisioningRequestConfig", "batch-a100-provisioning")
+    assert config["spec"] == {
+        "provisioningClassName": "queued-provisioning.gke.io",
+        "managedResources": ["nvidia.com/gpu"],
+    }
+    check = kueue_object(batch, "AdmissionCheck", "batch-a100-admission-check")
+    assert check["spec"]["controllerName"] == "kueue.x-k8s.io/provisioning-request"
+    assert check["spec"]["parameters"]["name"] == config["metadata"]["name"] == "dws-a100"
+    queue = kueue_object(batch, "ClusterQueue", "batch-a100-cluster-queue")["spec"]
+    assert queue["admissionChecksStrategy"] == {"admissionChecks": [{"name": "dws-a100"}]}
+    assert (
+        "admissionChecksStrategy" not in kueue_object(batch, "ClusterQueue", "batch-l4-cluster-queue")["spec"]
+    )
+
+
+def test_local_queues_in_the_samples_namespace_after_it_exists(batch: RunResult) -> None:
+    local = kueue_object(batch, "LocalQueue", "batch-l4-local-queue")
+    assert local["metadata"]["namespace"] == "gpu-samples"
+    assert local["spec"] == {"clusterQueue": "gpu-l4"}
+
+
+def test_every_kueue_object_is_valid_against_the_vendored_crds(batch: RunResult) -> None:
+    objects = [r.inputs for r in batch.resources if r.type.startswith(KUEUE)]
+    assert len(objects) == 8  # 2 flavors, 2 cluster queues, 2 local queues, a config and a check
+    for obj in objects:
+        validate(obj)
+
+
+def test_the_stack_output_lists_the_queues_and_their_quotas(batch: RunResult) -> None:
+    queues = {q["pool"]: q for q in batch.outputs["batchQueues"]}
+    assert queues["l4"] == {
+        "pool": "l4",
+        "clusterQueue": "gpu-l4",
+        "localQueue": "gpu-samples/gpu-l4",
+        "quota": {"nvidia.com/gpu": 2, "cpu": 16, "memory": "64Gi", "ephemeral-storage": "400Gi"},
+        "admissionCheck": None,
+    }
+    assert queues["a100"]["admissionCheck"] == "dws-a100"
+
+
+def test_without_samples_there_is_no_local_queue() -> None:
+    result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[L4_POOL], batch={"kueue": True}))
+    assert result.of_type(f"{KUEUE}:LocalQueue") == []
+    assert result.outputs["batchQueues"][0]["localQueue"] is None
+
+
+def test_off_by_default() -> None:
+    result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[L4_POOL]))
+    assert result.of_type("gke-gpu:index:GpuBatchQueues") == []
+    assert "batchQueues" not in result.outputs
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (
+            {"cluster": STANDARD_CLUSTER, "batch": {"kueue": True}},
+            "gke-gpu:batch.kueue: true needs at least one GPU pool in gke-gpu:gpuPools",
+        ),
+        (
+            {
+                "cluster": AUTOPILOT_CLUSTER,
+                "gpuPools": [{"name": "l4", "accelerator": "nvidia-l4"}],
+                "batch": {"kueue": True},
+            },
+            "gke-gpu:batch.kueue: true is not allowed with cluster.mode autopilot",
+        ),
+        (
+            {"cluster": STANDARD_CLUSTER, "gpuPools": [L4_POOL], "batch": {"kuee": True}},
+            "gke-gpu:batch.kuee: unknown key",
+        ),
+        (
+            {"cluster": STANDARD_CLUSTER, "gpuPools": [L4_POOL], "batch": {"kueue": "yes"}},
+            "gke-gpu:batch.kueue: 'yes' is not allowed",
+        ),
+    ],
+)
+def test_bad_batch_settings_are_refused_by_key(raw: dict, expected: str) -> None:
+    assert expected in config_error(raw)
