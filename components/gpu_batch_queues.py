@@ -101,8 +101,10 @@ class GpuBatchQueues(pulumi.ComponentResource):
     A pool with queued provisioning gets a ProvisioningRequestConfig and an AdmissionCheck on its
     ClusterQueue, so Kueue asks GKE for the nodes before it admits a job (all of them at once).
 
-    Jobs and JobSets are queued by the label `kueue.x-k8s.io/queue-name: <LocalQueue>`; Kueue starts
-    a JobSet only when the whole of it fits (gang admission)."""
+    Jobs and JobSets are queued by the label `kueue.x-k8s.io/queue-name: <LocalQueue>`; Kueue admits a
+    JobSet only when the whole of it fits the quota (and, for a queued pool, once GKE has provisioned
+    all its nodes). The quota is node capacity, not allocatable, and Kueue's waitForPodsReady is off
+    (the chart's default): an admitted job can still wait for room on its nodes."""
 
     cluster_queue_names: pulumi.Output[list[str]]
     """The ClusterQueues, one per pool: `gpu-<pool>`."""
@@ -133,49 +135,66 @@ class GpuBatchQueues(pulumi.ComponentResource):
         local_queues: list[str] = []
         for queue in spec.queues:
             queue_id = queue_name(queue.name)
-            self._object(
-                f"{name}-{queue.name}-flavor", "ResourceFlavor", queue_id, _flavor(queue), after_charts
-            )
+            prefix = f"{name}-{queue.name}"
+
+            def after(*resources: pulumi.Resource) -> pulumi.ResourceOptions:
+                # Kueue's order on create (and its reverse on delete): a ClusterQueue after its flavor
+                # and admission check, a LocalQueue after its ClusterQueue.
+                return pulumi.ResourceOptions.merge(
+                    after_charts, pulumi.ResourceOptions(depends_on=list(resources))
+                )
+
+            needed = [
+                self._object(f"{prefix}-flavor", "ResourceFlavor", queue_id, _flavor(queue), after_charts)
+            ]
             cluster_queue = _cluster_queue(queue)
             if queue.queued_provisioning:
                 check = f"dws-{queue.name}"
-                self._object(
-                    f"{name}-{queue.name}-provisioning",
+                config = self._object(
+                    f"{prefix}-provisioning",
                     "ProvisioningRequestConfig",
                     check,
                     {
                         "provisioningClassName": QUEUED_PROVISIONING_CLASS,
                         "managedResources": ["nvidia.com/gpu"],
-                    },
-                    after_charts,
-                )
-                self._object(
-                    f"{name}-{queue.name}-admission-check",
-                    "AdmissionCheck",
-                    check,
-                    {
-                        "controllerName": "kueue.x-k8s.io/provisioning-request",
-                        "parameters": {
-                            "apiGroup": "kueue.x-k8s.io",
-                            "kind": "ProvisioningRequestConfig",
-                            "name": check,
+                        # Pin each admitted Pod to the nodes provisioned for its own request.
+                        "podSetUpdates": {
+                            "nodeSelector": [
+                                {
+                                    "key": "autoscaling.gke.io/provisioning-request",
+                                    "valueFromProvisioningClassDetail": "ResizeRequestName",
+                                }
+                            ]
                         },
                     },
                     after_charts,
                 )
+                admission = {
+                    "controllerName": "kueue.x-k8s.io/provisioning-request",
+                    "parameters": {
+                        "apiGroup": "kueue.x-k8s.io",
+                        "kind": "ProvisioningRequestConfig",
+                        "name": check,
+                    },
+                }
+                needed.append(
+                    self._object(
+                        f"{prefix}-admission-check", "AdmissionCheck", check, admission, after(config)
+                    )
+                )
                 # v1beta2 has admissionChecksStrategy only (spec.admissionChecks is v1beta1's).
                 cluster_queue["admissionChecksStrategy"] = {"admissionChecks": [{"name": check}]}
-            self._object(
-                f"{name}-{queue.name}-cluster-queue", "ClusterQueue", queue_id, cluster_queue, after_charts
+            queue_object = self._object(
+                f"{prefix}-cluster-queue", "ClusterQueue", queue_id, cluster_queue, after(*needed)
             )
             cluster_queues.append(queue_id)
             if spec.local_queue_namespace:
                 self._object(
-                    f"{name}-{queue.name}-local-queue",
+                    f"{prefix}-local-queue",
                     "LocalQueue",
                     queue_id,
                     {"clusterQueue": queue_id},
-                    after_charts,
+                    after(queue_object),
                     namespace=spec.local_queue_namespace,
                 )
                 local_queues.append(queue_id)

@@ -142,7 +142,7 @@ class GpuMonitoring(pulumi.ComponentResource):
         project = pick(spec.project, args.get("project"))
         # The cluster's name may be another resource's Output: the queries are built once it is known.
         cluster = pulumi.Output.from_input(pick(spec.cluster_name, args.get("cluster_name")) or "").apply(
-            partial(_checked_cluster_name, name)
+            partial(_checked_cluster_name, name, spec.dashboard or spec.alerts is not None)
         )
         if spec.dashboard:
             with_dcgm = spec.dcgm != "none"
@@ -186,10 +186,10 @@ class GpuMonitoring(pulumi.ComponentResource):
         )
 
 
-def _checked_cluster_name(component: str, value: str) -> str:
+def _checked_cluster_name(component: str, queried: bool, value: str) -> str:
     """The cluster's name once known: it reaches PromQL and Monitoring filters unescaped, so it must
     be a label value (an Output is checked here, a plain value at the boundary already)."""
-    if len(value) > 63 or not LABEL_VALUE_PATTERN.fullmatch(value):
+    if (queried and not value) or len(value) > 63 or not LABEL_VALUE_PATTERN.fullmatch(value):
         raise InvalidArgsError(
             "GpuMonitoring", component, [f"cluster_name: {cut(value)} is not a Kubernetes label value"]
         )

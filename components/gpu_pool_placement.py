@@ -12,6 +12,8 @@ from .gpu_pool_base import PoolRuleBase
 # ../shared/reference/gke-gpu-scale-out.md); a node runs at most 7 days.
 FLEX_START_MIN_VERSION = "1.32.2-gke.1652000"
 MAX_RUN_SECONDS = 7 * 86400
+# Machines whose flex-start nodes may be compact-placed (cluster-toolkit's flex-start rules).
+FLEX_COMPACT = ("a3-ultragpu-", "a4-highgpu-")
 
 
 class PlacementRules(PoolRuleBase):
@@ -155,7 +157,7 @@ class PlacementRules(PoolRuleBase):
                     self.at(path, "queued_provisioning"),
                     f"true is not allowed: {machine.name} is not offered through queued provisioning",
                 )
-        self._check_flex_start(pool, path)
+        self._check_flex_start(pool, path, machine)
         if pool.compact_placement:
             if machine is not None and machine.series == "n1":
                 self.problems.add(
@@ -169,7 +171,7 @@ class PlacementRules(PoolRuleBase):
                     "one",
                 )
 
-    def _check_flex_start(self, pool: GpuPool, path: str) -> None:
+    def _check_flex_start(self, pool: GpuPool, path: str, machine: MachineType | None) -> None:
         """DWS flex-start: its own way to get capacity, so not with Spot, queued provisioning or a
         reservation (GKE requires NO_RESERVATION and no Spot); a run limit of at most 7 days."""
         if not pool.flex_start:
@@ -190,7 +192,20 @@ class PlacementRules(PoolRuleBase):
         if pool.queued_provisioning:
             self.problems.add(
                 self.at(path, "queued_provisioning"),
-                f"true is not allowed with {flex}: use one way of obtaining capacity per pool",
+                f"true is not allowed with {flex}: choose one (GKE can combine them in one pool; this "
+                "program does not yet)",
+            )
+        if pool.min_nodes:
+            self.problems.add(
+                self.at(path, "min_nodes"),
+                f"{pool.min_nodes} is not allowed with {flex}; allowed: 0 (flex-start pools have no "
+                "static size: nodes come when Pods ask for them)",
+            )
+        if pool.compact_placement and machine is not None and not machine.name.startswith(FLEX_COMPACT):
+            self.problems.add(
+                self.at(path, "compact_placement"),
+                f"true is not allowed with {flex} on {machine.name}: flex-start takes compact placement "
+                "on A3 Ultra and A4 machines only",
             )
         if pool.reservation.type != "NONE":
             self.problems.add(

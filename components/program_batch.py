@@ -10,6 +10,8 @@ from .gpu_batch_queues import GpuBatchQueues, GpuBatchQueuesArgs, queue_name
 from .gpu_scheduling import node_selector, tolerations
 from .settings import Settings
 
+QUEUED_TOLERATION = {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"}
+
 
 def batch_queues(
     settings: Settings,
@@ -33,7 +35,11 @@ def batch_queues(
         queue = {
             "name": pool.name,
             "node_labels": node_selector(pool, autopilot=False),
-            "tolerations": tolerations(pool, autopilot=False),
+            # GKE taints queued-provisioning nodes cloud.google.com/gke-queued=true:NoSchedule.
+            "tolerations": [
+                *tolerations(pool, autopilot=False),
+                *([QUEUED_TOLERATION] if pool.queued_provisioning else []),
+            ],
             "gpus": pool.max_nodes * pool.schedulable_gpus_per_node,
             "cpus": pool.max_nodes * machine.vcpus,
             "memory_gib": int(pool.max_nodes * machine.memory_gb),

@@ -77,21 +77,31 @@ def test_each_cluster_queue_holds_at_most_what_its_pool_can(batch: RunResult) ->
 
 def test_a_queued_pool_gets_a_provisioning_request_admission_check(batch: RunResult) -> None:
     config = kueue_object(batch, "ProvisioningRequestConfig", "batch-a100-provisioning")
-    assert config["spec"] == {
-        "provisioningClassName": "queued-provisioning.gke.io",
-        "managedResources": ["nvidia.com/gpu"],
-    }
+    assert config["spec"]["provisioningClassName"] == "queued-provisioning.gke.io"
+    assert config["spec"]["managedResources"] == ["nvidia.com/gpu"]
     check = kueue_object(batch, "AdmissionCheck", "batch-a100-admission-check")
     assert check["spec"]["controllerName"] == "kueue.x-k8s.io/provisioning-request"
     assert check["spec"]["parameters"]["name"] == config["metadata"]["name"] == "dws-a100"
     queue = kueue_object(batch, "ClusterQueue", "batch-a100-cluster-queue")["spec"]
     assert queue["admissionChecksStrategy"] == {"admissionChecks": [{"name": "dws-a100"}]}
+    assert config["spec"]["podSetUpdates"] == {
+        "nodeSelector": [
+            {
+                "key": "autoscaling.gke.io/provisioning-request",
+                "valueFromProvisioningClassDetail": "ResizeRequestName",
+            }
+        ]
+    }
+    flavor = kueue_object(batch, "ResourceFlavor", "batch-a100-flavor")["spec"]
+    assert {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"} in flavor[
+        "tolerations"
+    ]
     assert (
         "admissionChecksStrategy" not in kueue_object(batch, "ClusterQueue", "batch-l4-cluster-queue")["spec"]
     )
 
 
-def test_local_queues_in_the_samples_namespace_after_it_exists(batch: RunResult) -> None:
+def test_local_queues_in_the_samples_namespace(batch: RunResult) -> None:
     local = kueue_object(batch, "LocalQueue", "batch-l4-local-queue")
     assert local["metadata"]["namespace"] == "gpu-samples"
     assert local["spec"] == {"clusterQueue": "gpu-l4"}
