@@ -10,10 +10,11 @@ from pydantic_core import PydanticCustomError
 
 from .arg_types import ClusterName, LocationName, ProjectId, enum_values
 from .catalog import load_catalog
-from .cluster_rules import KeyNames, check_nodes, check_private_nodes, check_public_endpoint_networks
+from .cluster_rules import check_nodes, check_private_nodes, check_public_endpoint_networks
 from .config_common import (
     MAX_AUTHORIZED_NETWORKS_PRIVATE,
     ZONE_PATTERN,
+    KeyNames,
     Problems,
     network_of,
 )

@@ -11,34 +11,18 @@ gets the messages it always got and a program gets the same rules. Pure function
 import ipaddress
 from collections.abc import Sequence
 
-from pydantic.alias_generators import to_camel
-
 from .config_common import (
     DEFAULT_REGIONAL_ZONES,
     MAX_AUTHORIZED_NETWORKS_PUBLIC,
     MIN_SUBNET_PREFIX,
     POD_RANGE_PREFIX_PER_NODE,
     ZONE_PATTERN,
+    KeyNames,
     Problems,
     cut,
     network_of,
 )
 from .config_schema import AlertPolicyConfig, SystemPoolConfig
-
-
-class KeyNames:
-    """Keys as the user wrote them: the stack file's camelCase under a prefix (`gke-gpu:cluster`), or
-    a component's snake_case args (no prefix)."""
-
-    def __init__(self, prefix: str = "", *, camel: bool) -> None:
-        self.prefix = prefix
-        self.camel = camel
-
-    def key(self, name: str) -> str:
-        return ".".join(to_camel(part) for part in name.split(".")) if self.camel else name
-
-    def at(self, name: str) -> str:
-        return f"{self.prefix}.{self.key(name)}" if self.prefix else self.key(name)
 
 
 def check_ranges(

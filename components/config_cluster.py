@@ -8,7 +8,6 @@ import yaml
 from pydantic.alias_generators import to_camel
 
 from .cluster_rules import (
-    KeyNames,
     check_nodes,
     check_private_nodes,
     check_public_endpoint_networks,
@@ -24,6 +23,7 @@ from .config_common import (
     PRIVATE_RANGES,
     PROJECT_PATTERN,
     ZONE_PATTERN,
+    KeyNames,
     cut,
     listing,
     network_of,

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import pulumi
+from pydantic.alias_generators import to_camel
 
 NAMESPACE = "gke-gpu"
 # Config keys of the gke-gpu namespace; anything else under `gke-gpu:` is an error.
@@ -55,6 +56,21 @@ class ConfigError(pulumi.RunError):
         self.problems = list(problems)
         lines = "\n".join(f"  - {p}" for p in self.problems)
         super().__init__(f"invalid stack configuration ({len(self.problems)} problem(s)):\n{lines}")
+
+
+class KeyNames:
+    """Keys as the user wrote them: the stack file's camelCase under a prefix (`gke-gpu:cluster`), or
+    a component's snake_case args (no prefix)."""
+
+    def __init__(self, prefix: str = "", *, camel: bool) -> None:
+        self.prefix = prefix
+        self.camel = camel
+
+    def key(self, name: str) -> str:
+        return ".".join(to_camel(part) for part in name.split(".")) if self.camel else name
+
+    def at(self, name: str) -> str:
+        return f"{self.prefix}.{self.key(name)}" if self.prefix else self.key(name)
 
 
 class Problems:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pydantic.alias_generators import to_camel
 
-from .cluster_rules import KeyNames, check_xid_errors
+from .cluster_rules import check_xid_errors
 from .config_common import (
     DNS_SUBDOMAIN,
     K8S_NAME,
     LABEL_VALUE_PATTERN,
     NAMESPACE,
+    KeyNames,
     cut,
     listing,
     valid_label_key,

@@ -12,8 +12,8 @@ from pydantic import Field
 
 from .alert_rules import EVALUATION_INTERVAL, RULE_GROUP, AlertRule, AlertThresholds, alert_rules
 from .arg_types import LabelValue, ProjectId, enum_values
-from .cluster_rules import KeyNames, check_xid_errors
-from .config_common import LABEL_VALUE_PATTERN, Problems, cut
+from .cluster_rules import check_xid_errors
+from .config_common import LABEL_VALUE_PATTERN, KeyNames, Problems, cut
 from .config_schema import AlertPolicyConfig
 from .dashboard import gpu_dashboard
 from .dcgm_exporter import DcgmExporter

@@ -6,10 +6,8 @@ at the top (`gpus_per_node`), so every path and every key named in a message goe
 `key`.
 """
 
-from pydantic.alias_generators import to_camel
-
 from .catalog import Accelerator, Catalog
-from .config_common import Problems, cut, listing
+from .config_common import KeyNames, Problems, cut, listing
 
 
 class PoolRuleBase:
@@ -37,13 +35,11 @@ class PoolRuleBase:
 
     def key(self, name: str) -> str:
         """A key as the user wrote it: `sharing.max_clients_per_gpu` or `sharing.maxClientsPerGpu`."""
-        if not self.camel_keys:
-            return name
-        return ".".join(to_camel(part) for part in name.split("."))
+        return KeyNames(camel=self.camel_keys).key(name)
 
     def at(self, path: str, name: str) -> str:
         """The path of key `name` inside the pool at `path` (empty for a component's args)."""
-        return f"{path}.{self.key(name)}" if path else self.key(name)
+        return KeyNames(path, camel=self.camel_keys).at(name)
 
     def note(self, path: str, text: str) -> None:
         self.warnings.append(f"note: {path}: {text}" if path else f"note: {text}")

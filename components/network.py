@@ -7,8 +7,8 @@ from pulumi_gcp import compute
 from pydantic import Field
 
 from .arg_types import ProjectId, RegionName, matching
-from .cluster_rules import KeyNames, check_ranges
-from .config_common import K8S_NAME, Problems
+from .cluster_rules import check_ranges
+from .config_common import K8S_NAME, KeyNames, Problems
 from .config_schema import Cidr
 from .package import component_options, component_type
 from .validation import ArgsModel, Deferrable, pick, validate_args
