@@ -97,7 +97,8 @@ def _camel_path(problem: str) -> str:
     for i, part in enumerate(parts):
         if i and parts[i - 1].startswith("labels"):
             break
-        parts[i] = _POOL_KEYS.get(part.split("[")[0], part.split("[")[0]) + part[len(part.split("[")[0]) :]
+        name, bracket, index = part.partition("[")
+        parts[i] = _POOL_KEYS.get(name, name) + bracket + index
     named = _SNAKE_NAME.sub(lambda m: _POOL_KEYS.get(m.group(), m.group()), message)
     return ".".join(parts) + sep + named
 

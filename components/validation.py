@@ -26,6 +26,7 @@ import pulumi
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
 
 from .config_common import cut
+from .config_schema import cut_key, describe_pydantic_error
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -85,8 +86,6 @@ def known(value: Any) -> Any:
 def arg_path(loc: Sequence[Any]) -> str:
     """`('sharing', 'max_clients_per_gpu')` -> `sharing.max_clients_per_gpu`; list indexes in brackets;
     a key that is not plain (empty, spaced, long) quoted and cut short."""
-    from .config_schema import cut_key
-
     text = ""
     for part in loc:
         if isinstance(part, int):
@@ -99,8 +98,6 @@ def arg_path(loc: Sequence[Any]) -> str:
 
 def describe_args_error(error: Mapping[str, Any], model: type[BaseModel]) -> str:
     """One line for one pydantic error, keyed by the arg's path (snake_case, as the TypedDict)."""
-    from .config_schema import describe_pydantic_error
-
     return describe_pydantic_error(error, root=model, path=arg_path, by_name=True)
 
 
