@@ -170,8 +170,9 @@ class GpuMonitoring(pulumi.ComponentResource):
             alerts, dcgm = spec.alerts, spec.dcgm
             channels = alerts.notification_channels
             # Which policies exist does not depend on the name; their queries and words do.
+            policies = cluster.apply(lambda c: alert_policies(c, dcgm, alerts, channels))
             for key in alert_policies("", dcgm, alerts, channels):
-                policy = cluster.apply(lambda c, key=key: alert_policies(c, dcgm, alerts, channels)[key])
+                policy = policies.apply(lambda all_policies, key=key: all_policies[key])
                 self.alert_policies.append(
                     monitoring.AlertPolicy(
                         f"{name}-{key}",
