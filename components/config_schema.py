@@ -137,9 +137,11 @@ class MonitoringConfig(_Model):
 
 
 class WorkloadConfig(_Model):
-    name: Literal["nvidia-smi", "cuda-vector-add", "pytorch-smoke", "sharing-demo"]
+    name: Literal["nvidia-smi", "cuda-vector-add", "pytorch-smoke", "sharing-demo", "nccl-allreduce"]
     pool: Annotated[str, Field(max_length=100)] | None = None
     replicas: int | None = Field(None, ge=2, le=MAX_SHARED_CLIENTS)
+    # nccl-allreduce only: how many nodes (one Pod each, every GPU of its node) the all-reduce spans.
+    nodes: int | None = Field(None, ge=2, le=MAX_NODES_PER_POOL)
 
 
 class TimeSlicingConfig(_Model):

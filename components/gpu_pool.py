@@ -96,6 +96,8 @@ class GpuPool(StackModel):
     flex_start: bool = False
     max_run_duration: Annotated[str, Field(max_length=20, pattern=DURATION)] | None = None
     compact_placement: bool = False
+    # GPUDirect networking, in the machine type's own flavour (gpudirect.py): TCPX, TCPXO or RDMA.
+    gpudirect: bool = False
     local_ssd_count: int | None = Field(None, ge=0, le=32)
     disk_size_gb: int = Field(200, ge=10, le=MAX_BOOT_DISK_GB)
     disk_type: Annotated[str, Field(max_length=40)] | None = None
