@@ -66,6 +66,10 @@ ClusterName = matching(
     max_length=40,
 )
 # A Kubernetes object name that is a DNS label (RuntimeClass, Namespace).
+# A Compute Engine resource name (VPC, subnet): RFC 1035, at most 63 characters.
+ResourceName = matching(
+    K8S_NAME, "a Compute Engine name: lowercase letters, digits and hyphens", max_length=63
+)
 K8sName = matching(K8S_NAME, "lowercase letters, digits and hyphens, starting with a letter", max_length=63)
 NodeName = matching(DNS_SUBDOMAIN, "a Kubernetes node name (a DNS subdomain)", max_length=253)
 LabelKey = Annotated[str, Field(max_length=317), AfterValidator(_label_key)]

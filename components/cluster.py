@@ -209,6 +209,9 @@ class GkeCluster(pulumi.ComponentResource):
             # firewall rules see it (Autopilot's default; the provider refuses the field there).
             # HAZARD: switching it on for an existing cluster restarts the control plane and nodes.
             enable_intranode_visibility=spec.intranode_visibility,
+            # Extra Pod interfaces on the GPUDirect NICs (Networks and GKENetworkParamSets). Left
+            # unset when off, so clusters created before it existed see no diff.
+            enable_multi_networking=True if spec.multi_networking else None,
             workload_identity_config=container.ClusterWorkloadIdentityConfigArgs(
                 workload_pool=f"{spec.project}.svc.id.goog"
             ),

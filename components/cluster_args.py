@@ -106,6 +106,10 @@ class GkeClusterArgs(TypedDict):
     """Standard only (Autopilot always has it): Pod-to-Pod traffic on one node goes through the VPC.
     Turning it on for an existing cluster restarts the control plane and every node. Defaults to
     false."""
+    multi_networking: NotRequired[bool]
+    """Standard only: GKE multi-networking, which GPUDirect node pools need for their extra NICs (with
+    Dataplane V2, always on here). Treat it as fixed at creation: cluster-toolkit calls it immutable
+    (the provider updates it in place; UNVERIFIED which is right). Defaults to false."""
     kubeconfig_endpoint: NotRequired[KubeconfigEndpoint]
     """The endpoint the kubeconfig and the Kubernetes provider use. Defaults to dns."""
     deletion_protection: NotRequired[bool]
@@ -156,6 +160,7 @@ class GkeClusterSpec(ArgsModel):
     ]
     binary_authorization: bool = False
     intranode_visibility: bool = False
+    multi_networking: bool = False
     kubeconfig_endpoint: enum_values(KubeconfigEndpoint) = "dns"  # type: ignore[valid-type]
     deletion_protection: bool = True
     # The stack file's own models for these two, read with snake_case names (one set of types).
@@ -175,6 +180,12 @@ def cluster_rules(spec: GkeClusterSpec) -> list[str]:
     check_private_nodes(
         names, problems, private_nodes=spec.private_nodes, public_endpoint=spec.public_endpoint
     )
+    if spec.autopilot and spec.multi_networking:
+        problems.add(
+            "multi_networking",
+            "true is not allowed with autopilot: true (this component enables it on Standard clusters, "
+            "for GPUDirect node pools)",
+        )
     if spec.autopilot and ZONE_PATTERN.fullmatch(spec.location):
         problems.add("location", f"{spec.location!r} is a zone; Autopilot clusters are regional")
     check_nodes(

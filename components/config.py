@@ -125,6 +125,8 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules):
         else:
             network = None if "network" in broken else self._network()
         pools = self._pools(cluster)
+        if network is not None:
+            network = self._gpudirect(network, pools)
         monitoring = (
             self._monitoring(cluster, pools)
             if monitoring_known

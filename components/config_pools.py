@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
-from .config_common import NAMESPACE, cut
-from .config_schema import ClusterConfig, RuleBase
+from .config_common import NAMESPACE, cut, listing
+from .config_schema import ClusterConfig, NetworkConfig, RuleBase
 from .gpu_pool import GpuPool
 from .gpu_pool_rules import GpuPoolRules
+from .gpudirect import DEFAULT_GPUDIRECT_CIDR, GpuDirectFlavor, flavor_of, gpudirect_range_problems
 
 
 class PoolRules(RuleBase):
@@ -61,3 +62,53 @@ class PoolRules(RuleBase):
                         f"{cut(pool.name)} is reserved for the system pool; choose another name",
                     )
         return tuple(resolved)
+
+    def _gpudirect(self, network: NetworkConfig, pools: tuple[GpuPool, ...]) -> NetworkConfig:
+        """The GPUDirect range (one per stack, every flavour's subnets in it) clear of the cluster's
+        ranges, and one zone for every RDMA pool (the stack creates one zonal RoCE VPC)."""
+        key = f"{NAMESPACE}:network.gpudirectCidr"
+        if not any(p.gpudirect for p in self.config.gpu_pools):
+            if network.gpudirect_cidr is not None:
+                self.problems.add(
+                    key,
+                    f"{cut(network.gpudirect_cidr)} would be ignored: no GPU pool has gpudirect: true; "
+                    "remove it or turn GPUDirect on for a pool",
+                )
+            return network
+        cidr = network.gpudirect_cidr or DEFAULT_GPUDIRECT_CIDR
+        ranges = (
+            []
+            if network.existing
+            else [
+                (f"{NAMESPACE}:network.{name}", value)
+                for name, value in (
+                    ("subnetCidr", network.subnet_cidr),
+                    ("podsCidr", network.pods_cidr),
+                    ("servicesCidr", network.services_cidr),
+                )
+            ]
+        )
+        written = key if network.gpudirect_cidr else f"{key} (default {DEFAULT_GPUDIRECT_CIDR})"
+        for problem in gpudirect_range_problems(cidr, ranges, written):
+            self.problems.items.append(problem)
+        if network.existing:
+            self.warnings.append(
+                f"{key}: the GPUDirect subnets take {cidr}; the existing VPC's ranges could not be "
+                "checked against it, so make sure none of them overlaps it"
+            )
+        rdma_zones: dict[str, str] = {}
+        for i, pool in self.indexed_pools():
+            resolved = next((p for p in pools if p.name == pool.name), None)
+            if resolved is None or not resolved.gpudirect:
+                continue
+            if flavor_of(resolved.machine_type) == GpuDirectFlavor.RDMA and len(resolved.zones or []) == 1:
+                zone = (resolved.zones or [""])[0]
+                first = next(iter(rdma_zones.items()), None)
+                if first and first[1] != zone:
+                    self.problems.add(
+                        f"{NAMESPACE}:gpuPools[{i}].zones",
+                        f"{listing([zone])} differs from {first[0]}'s zone {first[1]}: the stack's RDMA "
+                        "pools share one RoCE VPC, whose network profile is zonal; put them in one zone",
+                    )
+                rdma_zones.setdefault(f"gpuPools[{i}]", zone)
+        return network.model_copy(update={"gpudirect_cidr": cidr})

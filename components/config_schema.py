@@ -56,6 +56,9 @@ class NetworkConfig(_Model):
     # VPC flow logs on the subnet, sampled: 0 turns them off.
     flow_log_sampling: float = Field(0.5, ge=0, le=1)
     existing: ExistingNetworkConfig | None = None
+    # The range the GPUDirect NICs' subnets are carved from (gpudirect.py); resolved to
+    # 192.168.0.0/16 when a pool has gpudirect: true.
+    gpudirect_cidr: Cidr | None = None
 
 
 class AuthorizedNetworkConfig(_Model):

@@ -22,6 +22,7 @@ from .gpu_batch_queues import GpuBatchQueues
 from .gpu_monitoring import GpuMonitoring
 from .gpu_node_labels import GpuNodeLabels
 from .gpu_pool import GpuPool, ReservationConfig, SharingConfig, TaintConfig
+from .gpudirect_networks import GpuDirectNetworks
 from .network import GkeNetwork
 from .nvidia_device_plugin import NvidiaDevicePlugin
 from .sample_workloads import SampleWorkloads
@@ -33,6 +34,7 @@ _CHECKING: ContextVar[list[str] | None] = ContextVar("checking_component_args", 
 # Where in the stack file each component's args come from (pools are keyed by their index).
 _STACK_KEYS = {
     GkeNetwork: f"{NAMESPACE}:network",
+    GpuDirectNetworks: f"{NAMESPACE}:network",
     GkeCluster: f"{NAMESPACE}:cluster",
     ExistingCluster: f"{NAMESPACE}:cluster",
     GpuMonitoring: f"{NAMESPACE}:monitoring",

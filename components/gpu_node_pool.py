@@ -7,15 +7,16 @@ import pulumi
 from pulumi_gcp import container
 from pydantic import Field
 
-from .arg_types import ClusterName, ProjectId
+from .arg_types import ClusterName, ProjectId, ResourceName
 from .catalog import load_catalog
 from .cluster import hardened_node_settings
 from .config_common import REGION_PATTERN, ZONE_PATTERN, cut
 from .gpu_pool import GpuPool
 from .gpu_pool_args import GpuNodePoolArgs
 from .gpu_pool_rules import GpuPoolRules, validate_pool_args
+from .gpudirect import FLAVORS, flavor_of
 from .package import component_options, component_type
-from .validation import Deferrable, pick, report_notes
+from .validation import ArgsModel, Deferrable, pick, report_notes
 
 __all__ = [
     "REPLACE_ON_CHANGE",
@@ -39,6 +40,9 @@ REPLACE_ON_CHANGE = (
     "nodeLocations",
     "placementPolicy",
     "queuedProvisioning",
+    # A pool's NICs are fixed at creation (ForceNew in the provider; GKE's multi-network guide: node
+    # networks cannot be added to or removed from an existing pool).
+    "networkConfig.additionalNodeNetworkConfigs",
     "nodeConfig.guestAccelerators",
     "nodeConfig.spot",
     # Flex-start and its run limit: node_config fields, ForceNew like spot (by analogy; UNVERIFIED
@@ -56,6 +60,11 @@ REPLACE_ON_CHANGE = (
 )
 
 
+class NodeNetworkSpec(ArgsModel):
+    network: Deferrable[ResourceName]  # type: ignore[valid-type]
+    subnetwork: Deferrable[ResourceName]  # type: ignore[valid-type]
+
+
 class GpuNodePoolSpec(GpuPool):
     """GpuNodePool's args as checked: a GPU pool (the same model as a stack file's `gpuPools` entry, read
     with snake_case names) plus where it goes. The GPU count and the node limit are required here."""
@@ -67,6 +76,7 @@ class GpuNodePoolSpec(GpuPool):
     location: Annotated[str, Field(max_length=40)]
     cluster_name: Deferrable[ClusterName]  # type: ignore[valid-type]
     node_service_account_email: Deferrable[Annotated[str, Field(max_length=254)]] | None = None
+    additional_node_networks: Annotated[list[NodeNetworkSpec], Field(max_length=16)] | None = None
 
 
 def _region_of(location: str) -> str | None:
@@ -103,7 +113,31 @@ def check_gpu_node_pool(spec: GpuNodePoolSpec) -> tuple[GpuNodePoolSpec | None, 
     if rules.problems.items:
         return None, rules.problems.items, rules.warnings
     assert isinstance(pool, GpuNodePoolSpec)
-    return pool, [], rules.warnings
+    problems = _node_network_problems(pool)
+    return (None if problems else pool), problems, rules.warnings
+
+
+def _node_network_problems(pool: GpuNodePoolSpec) -> list[str]:
+    """A GPUDirect pool attaches exactly its flavour's extra NICs; a pool without GPUDirect none."""
+    networks = pool.additional_node_networks
+    flavor = flavor_of(pool.machine_type)
+    if not pool.gpudirect:
+        if networks is not None:
+            return ["additional_node_networks: only allowed with gpudirect: true (the GPUDirect NICs)"]
+        return []
+    assert flavor is not None, "the pool rules refuse gpudirect on a machine without a flavour"
+    expected = len(FLAVORS[flavor].nics)
+    if networks is None:
+        return [
+            f"additional_node_networks: required with gpudirect: true: the {expected} extra NICs of "
+            f"{pool.machine_type} ({flavor}), e.g. GpuDirectNetworks' node_networks"
+        ]
+    if len(networks) != expected:
+        return [
+            f"additional_node_networks: {len(networks)} given; {pool.machine_type} ({flavor}) has "
+            f"{expected} extra NICs, each needs one (GpuDirectNetworks' node_networks)"
+        ]
+    return []
 
 
 class GpuNodePool(pulumi.ComponentResource):
@@ -179,6 +213,18 @@ class GpuNodePool(pulumi.ComponentResource):
             ),
             placement_policy=(
                 container.NodePoolPlacementPolicyArgs(type="COMPACT") if pool.compact_placement else None
+            ),
+            network_config=(
+                container.NodePoolNetworkConfigArgs(
+                    additional_node_network_configs=[
+                        container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs(
+                            network=nic["network"], subnetwork=nic["subnetwork"]
+                        )
+                        for nic in args.get("additional_node_networks", [])
+                    ]
+                )
+                if pool.gpudirect
+                else None
             ),
             node_config=self._node_config(pool, args.get("node_service_account_email")),
             opts=pulumi.ResourceOptions(

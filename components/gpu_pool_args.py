@@ -85,6 +85,15 @@ class NodeTaint(TypedDict):
     """Defaults to NO_SCHEDULE."""
 
 
+class NodeNetwork(TypedDict):
+    """An extra NIC of every node: the VPC and subnet it attaches to."""
+
+    network: pulumi.Input[str]
+    """The VPC's name."""
+    subnetwork: pulumi.Input[str]
+    """The subnet's name (in the cluster's region)."""
+
+
 class GpuNodePoolArgs(TypedDict):
     project: str
     """The GCP project of the cluster."""
@@ -130,6 +139,13 @@ class GpuNodePoolArgs(TypedDict):
     days."""
     compact_placement: NotRequired[bool]
     """A compact placement policy (needs exactly one zone). Defaults to false."""
+    gpudirect: NotRequired[bool]
+    """GPUDirect networking in the machine's own flavour: TCPX (a3-highgpu-8g, a3-edgegpu-8g), TCPXO
+    (a3-megagpu-8g) or RDMA (a3-ultragpu-8g, a4-highgpu-8g). Needs exactly one zone and
+    `additional_node_networks` (GpuDirectNetworks' `node_networks`). Defaults to false."""
+    additional_node_networks: NotRequired[list[NodeNetwork]]
+    """With gpudirect: the extra NICs' VPCs and subnets, in NIC order (4 for TCPX, 8 for TCPXO, 9 for
+    RDMA). Changing them replaces the pool. Defaults to none."""
     local_ssd_count: NotRequired[int]
     """Local SSDs as ephemeral storage. Defaults to the machine's bundled SSDs, or none."""
     disk_size_gb: NotRequired[int]

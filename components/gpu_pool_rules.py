@@ -21,12 +21,13 @@ from .config_common import (
     valid_label_key,
 )
 from .gpu_pool import GpuPool
+from .gpu_pool_gpudirect import GpuDirectRules
 from .gpu_pool_machine import MachineRules
 from .gpu_pool_placement import PlacementRules
 from .validation import InvalidArgsError, validate_args
 
 
-class GpuPoolRules(MachineRules, PlacementRules):
+class GpuPoolRules(MachineRules, PlacementRules, GpuDirectRules):
     def check(self, pool: GpuPool, path: str = "") -> GpuPool | None:
         """Check one shape-valid pool; return it with every default resolved, or None when it has a
         problem (recorded in `problems`). `path` prefixes every key (empty for a component's args)."""
@@ -148,6 +149,8 @@ class GpuPoolRules(MachineRules, PlacementRules):
             "flex_start": "on Autopilot, flex-start is requested per workload with a node selector or "
             "a ComputeClass",
             "max_run_duration": "on Autopilot, flex-start is requested per workload",
+            "gpudirect": "GKE's Autopilot GPUDirect-TCPX/TCPXO guide requests it per workload; this "
+            "program wires GPUDirect into Standard node pools only",
         }
         for key, why in standard_only.items():
             if key in pool.model_fields_set:
@@ -246,6 +249,7 @@ class GpuPoolRules(MachineRules, PlacementRules):
                     "count, or list fewer zones",
                 )
         self._check_capacity_options(pool, path, machine, zones)
+        self._check_gpudirect(pool, path, machine, zones)
         local_ssds = self._local_ssds(pool, path, machine)
         disk_type = self._disk_type(pool, path, machine)
         return resolved(

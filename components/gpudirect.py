@@ -14,6 +14,8 @@ import ipaddress
 from dataclasses import dataclass
 from enum import StrEnum
 
+from .config_common import Problems, cut
+
 
 class GpuDirectFlavor(StrEnum):
     """How a machine type's GPUs talk to other nodes' GPUs."""
@@ -143,3 +145,34 @@ def pod_interfaces(flavor: GpuDirectFlavor) -> list[dict[str, str]]:
         {"interfaceName": "eth0", "network": "default"},
         *({"interfaceName": nic.interface, "network": nic.network_name} for nic in FLAVORS[flavor].nics),
     ]
+
+
+def gpudirect_range_problems(cidr: str, cluster_ranges: list[tuple[str, str]], key: str) -> list[str]:
+    """The GPUDirect range's own rules: an address of its network, at most a /16, private, and clear
+    of the cluster's ranges (`(name, cidr)` pairs). The stack file and the component share them."""
+    problems = Problems()
+    try:
+        network = ipaddress.ip_network(cidr)
+    except ValueError:
+        problems.add(key, f"{cut(cidr)} is not a network address (host bits set?), e.g. 192.168.0.0/16")
+        return problems.items
+    if network.version != 4 or network.prefixlen > MAX_GPUDIRECT_PREFIX:
+        problems.add(
+            key,
+            f"{network} is too small: the GPUDirect subnets take 32 equal slots of a /{MAX_GPUDIRECT_PREFIX} "
+            "or larger IPv4 range (a /21 each, room for every node of a pool)",
+        )
+    if not network.is_private:
+        problems.add(key, f"{network} is not a private range; use e.g. 192.168.0.0/16")
+    for name, value in cluster_ranges:
+        try:
+            other = ipaddress.ip_network(value, strict=False)
+        except ValueError:
+            continue  # reported where it is written
+        if network.overlaps(other):
+            problems.add(
+                key,
+                f"{network} overlaps {name} {other}; a node's GPU NICs and its primary NIC must not share "
+                "addresses",
+            )
+    return problems.items

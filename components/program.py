@@ -21,9 +21,11 @@ from .gpu_monitoring import AlertPolicies, DcgmSource, GpuMonitoring, GpuMonitor
 from .gpu_node_labels import GpuNodeLabels
 from .gpu_node_pool import GpuNodePool, node_pool_args
 from .gpu_scheduling import GPU_TOLERATION, gpus_per_pod, node_selector, tolerations
+from .gpudirect import flavor_of
 from .network import GkeNetwork
 from .nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
 from .program_batch import batch_queues
+from .program_gpudirect import gpudirect_networks, node_networks, pool_gpudirect_summary, stack_flavors
 from .sample_workloads import SampleWorkloads
 from .sample_workloads_args import GpuTarget, SampleKind, SampleWorkload, TargetSharing
 
@@ -66,23 +68,24 @@ def build(settings: Settings) -> dict[str, Any]:
     """Declare every resource of the stack and return its outputs."""
     if settings.cluster.mode == "existing":
         return _build_existing(settings)
+    networks = gpudirect_networks(settings)
     cluster = _gke_cluster(settings)
     autopilot = settings.cluster.autopilot
     pools: dict[str, pulumi.ComponentResource] = {}
     # Every pool of a stack that reached this point is valid, so its index is its stack-file index.
     for index, pool in enumerate(settings.gpu_pools):
         if not autopilot:
+            args = node_pool_args(
+                pool,
+                project=settings.project or "",
+                location=settings.cluster.location,
+                cluster_name=cluster.cluster_name,
+                node_service_account_email=cluster.node_service_account_email,
+            )
+            if pool.gpudirect and (flavor := flavor_of(pool.machine_type)) is not None:
+                args["additional_node_networks"] = node_networks(networks[flavor], flavor)
             pools[pool.name] = declare(
-                GpuNodePool,
-                f"gpu-{pool.name}",
-                node_pool_args(
-                    pool,
-                    project=settings.project or "",
-                    location=settings.cluster.location,
-                    cluster_name=cluster.cluster_name,
-                    node_service_account_email=cluster.node_service_account_email,
-                ),
-                key=f"{NAMESPACE}:gpuPools[{index}]",
+                GpuNodePool, f"gpu-{pool.name}", args, key=f"{NAMESPACE}:gpuPools[{index}]"
             )
         elif pool.on_demand_fallback:
             pools[pool.name] = declare(
@@ -390,6 +393,8 @@ def _gke_cluster(settings: Settings) -> GkeCluster:
     if not cluster.autopilot:
         # Standard only: the config refuses both on Autopilot.
         args["intranode_visibility"] = cluster.intranode_visibility
+        if stack_flavors(settings):
+            args["multi_networking"] = True
         if cluster.system_pool is not None:
             pool = cluster.system_pool
             args["system_pool"] = {
@@ -433,6 +438,9 @@ def _pool_summary(pool: GpuPool, *, autopilot: bool) -> dict[str, Any]:
         summary["migPartitionSize"] = pool.mig_partition_size
     if pool.flex_start:
         summary["flexStart"] = True
+    gpudirect = pool_gpudirect_summary(pool)
+    if gpudirect:
+        summary["gpudirect"] = gpudirect
     return summary
 
 

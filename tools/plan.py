@@ -201,12 +201,18 @@ def _node_pool_summary(i: dict[str, Any]) -> list[str]:
         extras.append(f"reservation={reservation}" + (f":{','.join(names)}" if names else ""))
     if i.get("queuedProvisioning"):
         extras.append("queuedProvisioning")
+    if nc.get("flexStart"):
+        run = nc.get("maxRunDuration")
+        extras.append("flexStart" + (f"/{run}" if run else ""))
     if i.get("placementPolicy"):
         extras.append(f"placement={_get(i, 'placementPolicy.type')}")
     local_ssds = _get(nc, "ephemeralStorageLocalSsdConfig.localSsdCount")
     if local_ssds:
         extras.append(f"localSsd={local_ssds}")
     lines.append(" ".join(extras))
+    nics = _get(i, "networkConfig.additionalNodeNetworkConfigs", [])
+    if nics:
+        lines.append(f"extraNics={len(nics)} (GPUDirect)")
     taints = [f"{t.get('key')}={t.get('value')}:{t.get('effect')}" for t in nc.get("taints") or []]
     if taints:
         lines.append("taints=" + ",".join(taints))
@@ -235,6 +241,9 @@ def _cluster_summary(i: dict[str, Any]) -> list[str]:
             f"workloadIdentity={_get(i, 'workloadIdentityConfig.workloadPool')} "
             f"shieldedNodes={i.get('enableShieldedNodes')} "
             f"removeDefaultNodePool={i.get('removeDefaultNodePool')}"
+        )
+        lines.append(
+            f"dataplane={i.get('datapathProvider')} multiNetworking={bool(i.get('enableMultiNetworking'))}"
         )
     return lines
 
