@@ -45,6 +45,11 @@ CRD_SCHEMAS: dict[tuple[str, str], tuple[str, ...]] = {
         "crds/kueue.x-k8s.io/kueue.x-k8s.io_provisioningrequestconfigs.yaml",
     ),
     ("jobset.x-k8s.io/v1alpha2", "JobSet"): ("crds/jobset.x-k8s.io/jobset.x-k8s.io_jobsets.yaml",),
+    # GKE's multi-network CRDs (GoogleCloudPlatform/gke-networking-api@34c617f2, config/crds/).
+    ("networking.gke.io/v1", "GKENetworkParamSet"): (
+        "crds/networking.gke.io/networking.gke.io_gkenetworkparamsets.yaml",
+    ),
+    ("networking.gke.io/v1", "Network"): ("crds/networking.gke.io/networking.gke.io_networks.yaml",),
 }
 # Kubernetes' strict ObjectMeta (kubernetes-validate's, same version as the built-in kinds): a CRD's
 # openAPIV3Schema leaves the top-level metadata a bare object.

@@ -1,6 +1,7 @@
-"""The Kueue (v0.19.2) and JobSet (v0.12.0) CRDs vendored verbatim in tests/schemas/crds (see
-SOURCES.md): each file is the published one unchanged, and `validate` checks an object of each kind
-against the openAPIV3Schema of its apiVersion there, unknown fields failing as for other kinds."""
+"""The Kueue (v0.19.2), JobSet (v0.12.0) and GKE networking (Network, GKENetworkParamSet) CRDs
+vendored verbatim in tests/schemas/crds (see SOURCES.md): each file is the published one unchanged,
+and `validate` checks an object of each kind against the openAPIV3Schema of its apiVersion there,
+unknown fields failing as for other kinds."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ JOBSET = "jobset.x-k8s.io/v1alpha2"
 # Git blob ids of the files as published: kubernetes-sigs/kueue tag v0.19.2 (commit 8eab6877),
 # config/components/crd/bases/; kubernetes-sigs/jobset tag v0.12.0 (commit f22e565a), same folder.
 KUEUE_CRDS = "crds/kueue.x-k8s.io/kueue.x-k8s.io_"
+GKE_NETWORKING_CRDS = "crds/networking.gke.io/networking.gke.io_"
 VENDORED_BLOBS = {
     f"{KUEUE_CRDS}resourceflavors.yaml": "6c3216d8ce5f59a77dcee45e3697bc110a249df9",
     f"{KUEUE_CRDS}clusterqueues.yaml": "a605e10a33050f30a5a31a5240444216a2a4f553",
@@ -33,7 +35,11 @@ VENDORED_BLOBS = {
     f"{KUEUE_CRDS}admissionchecks.yaml": "317662baa1e7653915510c627ac91c020926c0ca",
     f"{KUEUE_CRDS}provisioningrequestconfigs.yaml": "95ed0039d027647ac09b3bfd7f529cb1cacfca31",
     "crds/jobset.x-k8s.io/jobset.x-k8s.io_jobsets.yaml": "96add10d030c2ab2c94b1c774edd23c814692808",
+    # GoogleCloudPlatform/gke-networking-api@34c617f2 (2025-12-12), config/crds/.
+    f"{GKE_NETWORKING_CRDS}gkenetworkparamsets.yaml": "01dcb67e88e37eda2133fc4089ed904ac01032b0",
+    f"{GKE_NETWORKING_CRDS}networks.yaml": "e136f9ab19130d6084a4c9fe9ae9bda3d0f32dd9",
 }
+GKE_NETWORKING = "networking.gke.io/v1"
 VALID: dict[str, dict[str, Any]] = {
     "ResourceFlavor": {
         "apiVersion": KUEUE,
@@ -126,6 +132,21 @@ VALID: dict[str, dict[str, Any]] = {
             ]
         },
     },
+    "GKENetworkParamSet": {
+        "apiVersion": GKE_NETWORKING,
+        "kind": "GKENetworkParamSet",
+        "metadata": {"name": "rdma-0"},
+        "spec": {"vpc": "gpu-rdma", "vpcSubnet": "gpu-rdma-0", "deviceMode": "RDMA"},
+    },
+    "Network": {
+        "apiVersion": GKE_NETWORKING,
+        "kind": "Network",
+        "metadata": {"name": "rdma-0"},
+        "spec": {
+            "type": "Device",
+            "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": "rdma-0"},
+        },
+    },
 }
 
 
@@ -179,6 +200,11 @@ INVALID = [
     ("JobSet", _set("spec.replicatedJobs.0.replicas", "2"), "is not of type 'integer'"),
     ("JobSet", _set(f"{WORKERS}.template.spec.containers.0.imagee", "x"), "'imagee' was unexpected"),
     ("JobSet", _set("specs", {}), "'specs' was unexpected"),
+    ("GKENetworkParamSet", _set("spec.deviceMode", "Rdma"), "is not one of"),
+    ("GKENetworkParamSet", _set("spec.vpcSubnets", "x"), "'vpcSubnets' was unexpected"),
+    ("Network", _set("spec.type", "device"), "is not one of"),
+    ("Network", _drop("spec.type"), "'type' is a required property"),
+    ("Network", _drop("spec.parametersRef.group"), "'group' is a required property"),
 ]
 
 

@@ -1,0 +1,369 @@
+"""GpuDirectSoftware (the Networks and node software of one GPUDirect flavour) under mocks, and
+gpudirect_pod_parts (what a workload Pod adds), each object checked against the Kubernetes schemas
+or the vendored GKE networking CRDs (tests/schemas/crds/networking.gke.io)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pytest
+
+from gke_gpu import gpudirect_software as software
+from gke_gpu.gpudirect import FLAVORS, GpuDirectFlavor, pod_interfaces
+from gke_gpu.gpudirect_pod import RXDM_CONTAINER, gpudirect_pod_parts, plain_tcp_pod_parts
+from gke_gpu.gpudirect_software import GpuDirectSoftware
+from gke_gpu.validation import InvalidArgsError
+from tests.kubernetes_schemas import validate
+from tools import offline
+from tools.offline import RunResult, run_program
+from tools.plan import kubernetes_objects, to_document
+
+NAME = "gd"
+NET = "kubernetes:networking.gke.io/v1"
+DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
+TCPX, TCPXO, RDMA = GpuDirectFlavor.TCPX, GpuDirectFlavor.TCPXO, GpuDirectFlavor.RDMA
+# Flavour -> (NIC count, Network names, deviceModes, DaemonSets).
+EXPECTED = {
+    TCPX: (
+        4,
+        [f"tcpx-{i}" for i in range(1, 5)],
+        ["NetDevice"] * 4,
+        {"nccl-tcpx-installer", "nri-device-injector-tcpx"},
+    ),
+    TCPXO: (
+        8,
+        [f"tcpxo-{i}" for i in range(1, 9)],
+        ["NetDevice"] * 8,
+        {"nccl-tcpxo-installer", "nri-device-injector-tcpxo"},
+    ),
+    RDMA: (
+        9,
+        ["gvnic-1", *(f"rdma-{i}" for i in range(8))],
+        ["NetDevice"] + ["RDMA"] * 8,
+        {"nccl-rdma-installer"},
+    ),
+}
+
+
+def nic_networks(flavor: GpuDirectFlavor) -> list[dict[str, str]]:
+    return [{"vpc": f"gpu-{n.vpc_suffix}", "subnet": f"gpu-{n.subnet_suffix}"} for n in FLAVORS[flavor].nics]
+
+
+def construct(args: Any) -> RunResult:
+    """Declare the component alone under mocks (outputs: its network_names and flavor)."""
+
+    def program() -> dict[str, Any]:
+        provider = k8s.Provider("k8s", kubeconfig="apiVersion: v1")
+        component = GpuDirectSoftware(
+            NAME, args() if callable(args) else args, opts=pulumi.ResourceOptions(provider=provider)
+        )
+        return {"networkNames": component.network_names, "flavor": component.flavor}
+
+    return run_program({}, program=program)
+
+
+@pytest.fixture(scope="module", params=list(GpuDirectFlavor))
+def declared(request: pytest.FixtureRequest) -> tuple[GpuDirectFlavor, RunResult]:
+    result = construct({"flavor": request.param, "nic_networks": nic_networks(request.param)})
+    assert result.error is None, result.error
+    return request.param, result
+
+
+def test_a_param_set_and_a_network_per_extra_nic(declared: tuple[GpuDirectFlavor, RunResult]) -> None:
+    flavor, result = declared
+    count, names, modes, _ = EXPECTED[flavor]
+    # Registration order varies: key both kinds by object name.
+    params = {
+        r.inputs["metadata"]["name"]: r.inputs["spec"] for r in result.of_type(f"{NET}:GKENetworkParamSet")
+    }
+    networks = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in result.of_type(f"{NET}:Network")}
+    assert len(params) == len(networks) == count
+    assert sorted(params) == sorted(networks) == sorted(names)
+    expected = [{"vpc": n["vpc"], "vpcSubnet": n["subnet"]} for n in nic_networks(flavor)]
+    for name, mode, where in zip(names, modes, expected, strict=True):
+        assert params[name] == {**where, "deviceMode": mode}
+    for name in names:
+        assert networks[name] == {
+            "type": "Device",
+            "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": name},
+        }
+    assert result.outputs == {"networkNames": names, "flavor": flavor.value}
+
+
+def test_rdma_nics_share_the_roce_vpc_and_each_has_its_subnet() -> None:
+    result = construct({"flavor": RDMA, "nic_networks": nic_networks(RDMA)})
+    specs = {
+        r.inputs["metadata"]["name"]: r.inputs["spec"] for r in result.of_type(f"{NET}:GKENetworkParamSet")
+    }
+    assert {s["vpc"] for s in specs.values() if s["deviceMode"] == "RDMA"} == {"gpu-rdma"}
+    assert [specs[f"rdma-{i}"]["vpcSubnet"] for i in range(8)] == [f"gpu-rdma-{i}" for i in range(8)]
+    assert specs["gvnic-1"] == {"vpc": "gpu-gvnic-1", "vpcSubnet": "gpu-gvnic-1", "deviceMode": "NetDevice"}
+
+
+def test_the_flavours_daemon_sets_on_its_nodes_only(declared: tuple[GpuDirectFlavor, RunResult]) -> None:
+    flavor, result = declared
+    sets = {r.inputs["metadata"]["name"]: r.inputs for r in result.of_type(DAEMON_SET)}
+    assert set(sets) == EXPECTED[flavor][3]
+    for ds in sets.values():
+        assert ds["metadata"]["namespace"] == "kube-system"
+        pod = ds["spec"]["template"]["spec"]
+        (term,) = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"
+        ]
+        assert term["matchExpressions"] == [
+            {
+                "key": "cloud.google.com/gke-accelerator",
+                "operator": "In",
+                "values": list(FLAVORS[flavor].accelerators),
+            }
+        ]
+        assert pod["priorityClassName"] == "system-node-critical"
+        assert pod["automountServiceAccountToken"] is False
+        tolerated = {t["key"] for t in pod["tolerations"]}
+        assert {
+            "nvidia.com/gpu",
+            "cloud.google.com/gke-queued",
+            "cloud.google.com/gke-flex-start",
+        } <= tolerated
+        assert all(t.get("key") for t in pod["tolerations"]), "no tolerate-everything entry"
+        for c in pod.get("initContainers", []) + pod["containers"]:
+            assert c["resources"]["requests"] and c["resources"]["limits"], c["name"]
+            if c["name"] == "pause":
+                assert "privileged" not in c["securityContext"]
+                assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_installer_images_and_host_paths() -> None:
+    images = {}
+    for flavor in GpuDirectFlavor:
+        result = construct({"flavor": flavor, "nic_networks": nic_networks(flavor)})
+        for r in result.of_type(DAEMON_SET):
+            pod = r.inputs["spec"]["template"]["spec"]
+            images[r.inputs["metadata"]["name"]] = [c["image"] for c in pod.get("initContainers", [])]
+            if r.inputs["metadata"]["name"] == "nccl-rdma-installer":
+                assert {v["hostPath"]["path"] for v in pod["volumes"]} == {
+                    "/home/kubernetes/bin/nvidia/lib64",
+                    "/home/kubernetes/bin/gib",
+                }
+    registry = "us-docker.pkg.dev/gce-ai-infra"
+    assert images == {
+        "nccl-tcpx-installer": [f"{registry}/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9"],
+        "nri-device-injector-tcpx": [],
+        "nccl-tcpxo-installer": [
+            "ubuntu:24.04",
+            f"{registry}/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15",
+        ],
+        "nri-device-injector-tcpxo": [],
+        "nccl-rdma-installer": [f"{registry}/gpudirect-gib/nccl-plugin-gib:v1.1.1"],
+    }
+
+
+def test_plugin_and_rxdm_tags_move_together() -> None:
+    """Google couples each RxDM release to one plugin release: bump both or neither."""
+    pairs = {software.TCPX_PLUGIN.rsplit(":", 1)[1]: software.TCPX_RXDM.rsplit(":", 1)[1]}
+    pairs[software.TCPXO_PLUGIN.rsplit(":", 1)[1]] = software.TCPXO_RXDM.rsplit(":", 1)[1]
+    assert pairs == {"v3.1.9": "v2.0.12", "v1.0.15": "v1.0.21"}
+
+
+def test_every_object_is_valid(declared: tuple[GpuDirectFlavor, RunResult]) -> None:
+    flavor, result = declared
+    objects = kubernetes_objects(to_document(result))
+    assert len(objects) == 2 * EXPECTED[flavor][0] + len(EXPECTED[flavor][3])
+    for obj in objects:
+        validate(obj)
+
+
+def test_each_network_waits_for_its_param_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, list[str]] = {}
+    original = offline._RecordingMonitor.RegisterResource
+
+    def recording(self: Any, request: Any) -> Any:
+        seen[request.name] = list(request.dependencies)
+        return original(self, request)
+
+    monkeypatch.setattr(offline._RecordingMonitor, "RegisterResource", recording)
+    result = construct({"flavor": TCPX, "nic_networks": nic_networks(TCPX)})
+    assert result.error is None, result.error
+    for i in range(1, 5):
+        (dependency,) = seen[f"{NAME}-tcpx-{i}-network"]
+        assert dependency.endswith(f"::{NAME}-tcpx-{i}-params")
+
+
+def test_vpc_and_subnet_may_be_outputs() -> None:
+    def args() -> dict[str, Any]:
+        nets = nic_networks(TCPX)
+        nets[0] = {"vpc": pulumi.Output.from_input("made-later"), "subnet": nets[0]["subnet"]}
+        return {"flavor": "TCPX", "nic_networks": nets}
+
+    result = construct(args)
+    assert result.error is None, result.error
+    specs = {
+        r.inputs["metadata"]["name"]: r.inputs["spec"] for r in result.of_type(f"{NET}:GKENetworkParamSet")
+    }
+    assert specs["tcpx-1"]["vpc"] == "made-later"
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (lambda a: a["nic_networks"].pop(), "nic_networks: 3 given; TCPX has 4 extra NICs"),
+        (lambda a: a.update(flavor="TCPXX"), "flavor:"),
+        (lambda a: a.update(networks=[]), "networks: unknown key"),
+        (lambda a: a["nic_networks"][1].update(vpc="Not_A_VPC"), "nic_networks[1].vpc:"),
+        (lambda a: a["nic_networks"][2].pop("subnet"), "nic_networks[2].subnet:"),
+        (lambda a: a.update(tolerations=[{"operator": "Equal", "value": "x"}]), "tolerations[0].key:"),
+    ],
+    ids=["nic-count", "flavor", "unknown-key", "vpc-name", "missing-subnet", "toleration"],
+)
+def test_bad_args_are_refused_by_name_before_anything_is_declared(change: Any, expected: str) -> None:
+    args: dict[str, Any] = {"flavor": "TCPX", "nic_networks": nic_networks(TCPX)}
+    change(args)
+    result = construct(args)
+    assert isinstance(result.error, InvalidArgsError), repr(result.error)
+    assert any(p.startswith(expected) for p in result.error.problems), result.error.problems
+    assert [r.name for r in result.resources if r.name.startswith(NAME)] == []
+
+
+def test_extra_tolerations_reach_the_installers() -> None:
+    extra = {"key": "team", "operator": "Equal", "value": "ml", "effect": "NoSchedule"}
+    result = construct({"flavor": RDMA, "nic_networks": nic_networks(RDMA), "tolerations": [extra]})
+    (ds,) = result.of_type(DAEMON_SET)
+    assert extra in ds.inputs["spec"]["template"]["spec"]["tolerations"]
+
+
+# -- gpudirect_pod_parts ---------------------------------------------------------------------------
+
+
+def pod(parts: dict[str, Any], *, gpus: int = 8) -> dict[str, Any]:
+    """A Pod built from the parts the way a JobSet template would use them."""
+    main = {
+        "name": "main",
+        "image": "busybox",
+        "command": ["/bin/bash", "-c", f"{parts['ncclSetup'] or 'true'} && exec python train.py"],
+        "env": parts["env"],
+        "volumeMounts": parts["volumeMounts"],
+        "securityContext": parts["securityContext"],
+        "resources": {"limits": {"nvidia.com/gpu": gpus}},
+    }
+    spec: dict[str, Any] = {"restartPolicy": "Never", "containers": [main], "volumes": parts["volumes"]}
+    if parts["initContainers"]:
+        spec["initContainers"] = parts["initContainers"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "w", "annotations": parts["annotations"] or None},
+        "spec": spec,
+    }
+
+
+@pytest.mark.parametrize("flavor", list(GpuDirectFlavor))
+def test_interfaces_annotation_is_the_flavours_json(flavor: GpuDirectFlavor) -> None:
+    annotations = gpudirect_pod_parts(flavor)["annotations"]
+    assert annotations["networking.gke.io/default-interface"] == "eth0"
+    assert json.loads(annotations["networking.gke.io/interfaces"]) == pod_interfaces(flavor)
+
+
+@pytest.mark.parametrize("flavor", [TCPX, TCPXO])
+def test_tcpx_flavours_have_one_native_rxdm_sidecar_with_its_devices(flavor: GpuDirectFlavor) -> None:
+    parts = gpudirect_pod_parts(flavor)
+    (sidecar,) = parts["initContainers"]
+    assert sidecar["restartPolicy"] == "Always"
+    assert sidecar["name"] == RXDM_CONTAINER[flavor]
+    assert sidecar["image"] == (software.TCPX_RXDM if flavor is TCPX else software.TCPXO_RXDM)
+    assert sidecar["securityContext"]["privileged"] is False
+    devices = parts["annotations"][f"devices.gke.io/container.{sidecar['name']}"]
+    paths = [line.removeprefix("- path: ") for line in devices.splitlines()]
+    assert paths[:10] == [*(f"/dev/nvidia{i}" for i in range(8)), "/dev/nvidiactl", "/dev/nvidia-uvm"]
+    assert ("/dev/dmabuf_import_helper" in paths) is (flavor is TCPXO)
+
+
+def test_tcpxo_sidecar_has_the_health_check_startup_probe_and_the_workload_its_profile() -> None:
+    parts = gpudirect_pod_parts(TCPXO)
+    (sidecar,) = parts["initContainers"]
+    env = {e["name"]: e["value"] for e in sidecar["env"]}
+    assert sidecar["startupProbe"]["exec"]["command"] == ["cat", env["HEALTH_CHECK_LOG_FILE"]]
+    assert "_" not in env["HEALTH_CHECK_LOG_FILE"]
+    workload_env = {e["name"]: e["value"] for e in parts["env"]}
+    assert workload_env["NCCL_LIB_DIR"] == "/usr/local/nvidia/lib64"
+    assert workload_env["NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY"] == "/dev/aperture_devices"
+    assert parts["ncclSetup"] == "source ${NCCL_LIB_DIR}/nccl-env-profile.sh"
+    assert {"name": "nccl-aperture-devices", "mountPath": "/dev/aperture_devices"} in parts["volumeMounts"]
+
+
+def test_tcpx_env_names_the_flavours_data_nics() -> None:
+    parts = gpudirect_pod_parts(TCPX)
+    env = {e["name"]: e["value"] for e in parts["env"]}
+    data_nics = [i["interfaceName"] for i in pod_interfaces(TCPX)[1:]]
+    assert env["NCCL_GPUDIRECTTCPX_SOCKET_IFNAME"].split(",") == data_nics == ["eth1", "eth2", "eth3", "eth4"]
+    assert env["NCCL_GPUDIRECTTCPX_CTRL_DEV"] == env["NCCL_SOCKET_IFNAME"] == "eth0"
+    assert parts["ncclSetup"] == ""
+    assert parts["securityContext"]["capabilities"] == {"add": ["IPC_LOCK"]}
+
+
+def test_rdma_has_no_sidecar_and_uses_gib() -> None:
+    parts = gpudirect_pod_parts(RDMA)
+    assert parts["initContainers"] == []
+    assert not any(k.startswith("devices.gke.io/") for k in parts["annotations"])
+    env = {e["name"]: e["value"] for e in parts["env"]}
+    assert env["NCCL_NET"] == "gIB"
+    assert parts["ncclSetup"] == "source /usr/local/gib/scripts/set_nccl_env.sh"
+    shm = next(v for v in parts["volumes"] if v["name"] == "nccl-shm")
+    assert shm["emptyDir"] == {"medium": "Memory", "sizeLimit": "250Gi"}
+
+
+@pytest.mark.parametrize(
+    "flavor", [*GpuDirectFlavor, None], ids=[*(f.value for f in GpuDirectFlavor), "plain"]
+)
+def test_a_pod_built_from_the_parts_is_valid(flavor: GpuDirectFlavor | None) -> None:
+    parts = plain_tcp_pod_parts() if flavor is None else gpudirect_pod_parts(flavor)
+    assert set(parts) == {
+        "annotations",
+        "initContainers",
+        "volumes",
+        "volumeMounts",
+        "env",
+        "ncclSetup",
+        "securityContext",
+    }
+    assert json.loads(json.dumps(parts)) == parts
+    obj = pod(parts)
+    if not obj["metadata"]["annotations"]:
+        del obj["metadata"]["annotations"]
+    validate(obj)
+    declared = {v["name"] for v in parts["volumes"]}
+    for container in [*obj["spec"].get("initContainers", []), *obj["spec"]["containers"]]:
+        assert {m["name"] for m in container.get("volumeMounts", [])} <= declared, container["name"]
+    assert parts["securityContext"]["privileged"] is False
+    assert {"name": "nccl-shm", "mountPath": "/dev/shm"} in parts["volumeMounts"]
+
+
+def test_plain_tcp_uses_sockets_on_eth0() -> None:
+    parts = plain_tcp_pod_parts()
+    assert parts["annotations"] == {} and parts["initContainers"] == []
+    assert {e["name"]: e["value"] for e in parts["env"]} == {
+        "NCCL_NET": "Socket",
+        "NCCL_SOCKET_IFNAME": "eth0",
+    }
+
+
+def test_parts_are_fresh_on_every_call() -> None:
+    first = gpudirect_pod_parts(TCPXO)
+    pristine = copy.deepcopy(first)
+    first["initContainers"][0]["env"].append({"name": "X", "value": "1"})
+    first["volumes"].clear()
+    assert gpudirect_pod_parts(TCPXO) == pristine
+
+
+def test_shm_size_can_be_set() -> None:
+    parts = gpudirect_pod_parts(TCPX, shm_size="32Gi")
+    assert {"name": "nccl-shm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}} in parts["volumes"]
+
+
+@pytest.mark.parametrize("container", ["Main", "", "tcpxo-daemon", "x" * 64])
+def test_a_bad_container_name_is_refused(container: str) -> None:
+    with pytest.raises(ValueError, match="container: "):
+        gpudirect_pod_parts(TCPXO, container=container)
