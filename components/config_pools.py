@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from .config_common import NAMESPACE, cut, listing
+from .config_common import NAMESPACE, cut
 from .config_schema import ClusterConfig, NetworkConfig, RuleBase
 from .gpu_pool import GpuPool
 from .gpu_pool_rules import GpuPoolRules
@@ -107,7 +107,7 @@ class PoolRules(RuleBase):
                 if first and first[1] != zone:
                     self.problems.add(
                         f"{NAMESPACE}:gpuPools[{i}].zones",
-                        f"{listing([zone])} differs from {first[0]}'s zone {first[1]}: the stack's RDMA "
+                        f"{[zone]} differs from {first[0]}'s zone {first[1]}: the stack's RDMA "
                         "pools share one RoCE VPC, whose network profile is zonal; put them in one zone",
                     )
                 rdma_zones.setdefault(f"gpuPools[{i}]", zone)

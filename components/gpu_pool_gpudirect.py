@@ -52,7 +52,7 @@ class GpuDirectRules(PoolRuleBase):
             return
         if len(zones) != 1:
             given = (
-                f"{listing(zones)} has {len(zones)} zones"
+                f"{list(zones)} has {len(zones)} zones"
                 if pool.zones is not None
                 else (f"unset (the {pool.accelerator} zones of the region: {listing(zones) or 'none'})")
             )

@@ -289,7 +289,7 @@ def test_sample_outputs_give_wait_and_log_commands() -> None:
             [
                 "gke-gpu:workloads[0].name",
                 "'tensorflow-smoke'",
-                "'nvidia-smi', 'cuda-vector-add', 'pytorch-smoke' or 'sharing-demo'",
+                "'nvidia-smi', 'cuda-vector-add', 'pytorch-smoke', 'sharing-demo' or 'nccl-allreduce'",
             ],
         ),
         (
