@@ -23,6 +23,8 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from .gpu_compute_class import GpuComputeClass, GpuComputeClassArgs
     from .gpu_monitoring import GpuMonitoring, GpuMonitoringArgs
     from .gpu_node_pool import GpuNodePool, GpuNodePoolArgs
+    from .gpudirect_networks import GpuDirectNetworks, GpuDirectNetworksArgs
+    from .gpudirect_software import GpuDirectSoftware, GpuDirectSoftwareArgs
     from .network import GkeNetwork, GkeNetworkArgs
     from .nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
     from .sample_workloads import SampleWorkloads, SampleWorkloadsArgs
@@ -49,6 +51,10 @@ __all__ = [
     "GpuBatchQueuesArgs",
     "GpuComputeClass",
     "GpuComputeClassArgs",
+    "GpuDirectNetworks",
+    "GpuDirectNetworksArgs",
+    "GpuDirectSoftware",
+    "GpuDirectSoftwareArgs",
     "GpuMonitoring",
     "GpuMonitoringArgs",
     "GpuNodePool",

@@ -21,6 +21,7 @@ from .config_common import (
     REGION_PATTERN,
     valid_label_key,
 )
+from .validation import ArgsModel, Deferrable
 
 
 def enum_values(enum: type[Enum]) -> Any:
@@ -70,6 +71,17 @@ ClusterName = matching(
 ResourceName = matching(
     K8S_NAME, "a Compute Engine name: lowercase letters, digits and hyphens", max_length=63
 )
+
+
+class NodeNetworkSpec(ArgsModel):
+    """An extra NIC's VPC and subnet names (gpu_pool_args.NodeNetwork), each may be an Output."""
+
+    network: Deferrable[ResourceName]  # type: ignore[valid-type]
+    subnetwork: Deferrable[ResourceName]  # type: ignore[valid-type]
+
+
+# A list of extra NICs, or one Output of the whole list (GpuDirectNetworks' node_networks).
+NodeNetworks = Deferrable[Annotated[list[NodeNetworkSpec], Field(min_length=1, max_length=16)]]
 K8sName = matching(K8S_NAME, "lowercase letters, digits and hyphens, starting with a letter", max_length=63)
 NodeName = matching(DNS_SUBDOMAIN, "a Kubernetes node name (a DNS subdomain)", max_length=253)
 LabelKey = Annotated[str, Field(max_length=317), AfterValidator(_label_key)]

@@ -23,6 +23,7 @@ from .gpu_monitoring import GpuMonitoring
 from .gpu_node_labels import GpuNodeLabels
 from .gpu_pool import GpuPool, ReservationConfig, SharingConfig, TaintConfig
 from .gpudirect_networks import GpuDirectNetworks
+from .gpudirect_software import GpuDirectSoftware
 from .network import GkeNetwork
 from .nvidia_device_plugin import NvidiaDevicePlugin
 from .sample_workloads import SampleWorkloads
@@ -35,6 +36,7 @@ _CHECKING: ContextVar[list[str] | None] = ContextVar("checking_component_args", 
 _STACK_KEYS = {
     GkeNetwork: f"{NAMESPACE}:network",
     GpuDirectNetworks: f"{NAMESPACE}:network",
+    GpuDirectSoftware: f"{NAMESPACE}:gpuPools",
     GkeCluster: f"{NAMESPACE}:cluster",
     ExistingCluster: f"{NAMESPACE}:cluster",
     GpuMonitoring: f"{NAMESPACE}:monitoring",

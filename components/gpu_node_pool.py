@@ -7,16 +7,16 @@ import pulumi
 from pulumi_gcp import container
 from pydantic import Field
 
-from .arg_types import ClusterName, ProjectId, ResourceName
+from .arg_types import ClusterName, NodeNetworks, ProjectId
 from .catalog import load_catalog
 from .cluster import hardened_node_settings
 from .config_common import REGION_PATTERN, ZONE_PATTERN, cut
 from .gpu_pool import GpuPool
-from .gpu_pool_args import GpuNodePoolArgs
+from .gpu_pool_args import GpuNodePoolArgs, node_network_list
 from .gpu_pool_rules import GpuPoolRules, validate_pool_args
 from .gpudirect import FLAVORS, flavor_of
 from .package import component_options, component_type
-from .validation import ArgsModel, Deferrable, pick, report_notes
+from .validation import Deferrable, pick, report_notes
 
 __all__ = [
     "REPLACE_ON_CHANGE",
@@ -60,11 +60,6 @@ REPLACE_ON_CHANGE = (
 )
 
 
-class NodeNetworkSpec(ArgsModel):
-    network: Deferrable[ResourceName]  # type: ignore[valid-type]
-    subnetwork: Deferrable[ResourceName]  # type: ignore[valid-type]
-
-
 class GpuNodePoolSpec(GpuPool):
     """GpuNodePool's args as checked: a GPU pool (the same model as a stack file's `gpuPools` entry, read
     with snake_case names) plus where it goes. The GPU count and the node limit are required here."""
@@ -76,7 +71,7 @@ class GpuNodePoolSpec(GpuPool):
     location: Annotated[str, Field(max_length=40)]
     cluster_name: Deferrable[ClusterName]  # type: ignore[valid-type]
     node_service_account_email: Deferrable[Annotated[str, Field(max_length=254)]] | None = None
-    additional_node_networks: Annotated[list[NodeNetworkSpec], Field(max_length=16)] | None = None
+    additional_node_networks: NodeNetworks | None = None
 
 
 def _region_of(location: str) -> str | None:
@@ -132,7 +127,7 @@ def _node_network_problems(pool: GpuNodePoolSpec) -> list[str]:
             f"additional_node_networks: required with gpudirect: true: the {expected} extra NICs of "
             f"{pool.machine_type} ({flavor}), e.g. GpuDirectNetworks' node_networks"
         ]
-    if len(networks) != expected:
+    if isinstance(networks, list) and len(networks) != expected:
         return [
             f"additional_node_networks: {len(networks)} given; {pool.machine_type} ({flavor}) has "
             f"{expected} extra NICs, each needs one (GpuDirectNetworks' node_networks)"
@@ -216,12 +211,7 @@ class GpuNodePool(pulumi.ComponentResource):
             ),
             network_config=(
                 container.NodePoolNetworkConfigArgs(
-                    additional_node_network_configs=[
-                        container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs(
-                            network=nic["network"], subnetwork=nic["subnetwork"]
-                        )
-                        for nic in args.get("additional_node_networks", [])
-                    ]
+                    additional_node_network_configs=node_network_list(args.get("additional_node_networks"))
                 )
                 if pool.gpudirect
                 else None

@@ -94,6 +94,19 @@ class NodeNetwork(TypedDict):
     """The subnet's name (in the cluster's region)."""
 
 
+def node_network_list(networks: "pulumi.Input[list[NodeNetwork]] | None") -> pulumi.Input[list[NodeNetwork]]:
+    """The extra NICs as the provider takes them: the list as given, or the Output of one."""
+    return networks if networks is not None else []
+
+
+def node_network_at(networks: "pulumi.Input[list[NodeNetwork]]", index: int, key: str) -> pulumi.Input[str]:
+    """One field (`network` or `subnetwork`) of the NIC at `index`: from the list, or from the Output of
+    the whole list."""
+    if isinstance(networks, pulumi.Output):
+        return networks.apply(lambda nics: nics[index][key])  # type: ignore[index]
+    return networks[index][key]  # type: ignore[index,literal-required]
+
+
 class GpuNodePoolArgs(TypedDict):
     project: str
     """The GCP project of the cluster."""
@@ -143,7 +156,7 @@ class GpuNodePoolArgs(TypedDict):
     """GPUDirect networking in the machine's own flavour: TCPX (a3-highgpu-8g, a3-edgegpu-8g), TCPXO
     (a3-megagpu-8g) or RDMA (a3-ultragpu-8g, a4-highgpu-8g). Needs exactly one zone and
     `additional_node_networks` (GpuDirectNetworks' `node_networks`). Defaults to false."""
-    additional_node_networks: NotRequired[list[NodeNetwork]]
+    additional_node_networks: NotRequired[pulumi.Input[list[NodeNetwork]]]
     """With gpudirect: the extra NICs' VPCs and subnets, in NIC order (4 for TCPX, 8 for TCPXO, 9 for
     RDMA). Changing them replaces the pool. Defaults to none."""
     local_ssd_count: NotRequired[int]

@@ -15,13 +15,14 @@ the facts taken from them):
 """
 
 from dataclasses import dataclass
-from typing import Annotated, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import Field
 
-from .arg_types import ResourceName, enum_values
+from .arg_types import NodeNetworks, enum_values
+from .gpu_pool_args import NodeNetwork, node_network_at
 from .gpu_scheduling import ACCELERATOR_LABEL, GPU_TOLERATION
 from .gpudirect import FLAVORS, GpuDirectFlavor
 from .k8s_common import (
@@ -34,7 +35,7 @@ from .k8s_common import (
     toleration_problems,
 )
 from .package import component_options, component_type
-from .validation import ArgsModel, Deferrable, pick, validate_args
+from .validation import ArgsModel, validate_args
 
 # -- Pinned images (container-engine-accelerators@992db812, files named per line) -----------------
 # Version coupling: the RxDM ("tcpx(o)-daemon") tag must match the NCCL plugin tag the installer put
@@ -171,45 +172,31 @@ INSTALLERS: dict[GpuDirectFlavor, _Installer] = {
 }
 
 
-class NicNetwork(TypedDict):
-    """Where one extra NIC of the flavour is: its VPC and subnet, by name."""
-
-    vpc: pulumi.Input[str]
-    """The VPC's name (GKENetworkParamSet spec.vpc)."""
-    subnet: pulumi.Input[str]
-    """The subnet's name (GKENetworkParamSet spec.vpcSubnet)."""
-
-
 class GpuDirectSoftwareArgs(TypedDict):
     """One GPUDirect flavour present in the cluster, and where its extra NICs are."""
 
     flavor: GpuDirectFlavor
     """The flavour: TCPX (A3 High), TCPXO (A3 Mega) or RDMA (A3 Ultra, A4)."""
-    nic_networks: list[NicNetwork]
-    """The VPC and subnet of each extra NIC, in the flavour's NIC order (TCPX 4, TCPXO 8, RDMA 9:
-    the gVNIC one first, then the 8 RDMA subnets of the RoCE VPC)."""
+    node_networks: pulumi.Input[list[NodeNetwork]]
+    """The VPC and subnet names of each extra NIC, in the flavour's NIC order (TCPX 4, TCPXO 8, RDMA 9:
+    the gVNIC one first, then the 8 RDMA subnets of the RoCE VPC): GpuDirectNetworks' `node_networks`."""
     tolerations: NotRequired[list[Toleration]]
     """More tolerations for the installers, for the GPU pools' own taints. GKE's GPU, queued,
     flex-start and Spot taints are always tolerated."""
 
 
-class _NicNetworkSpec(ArgsModel):
-    vpc: Deferrable[ResourceName]  # type: ignore[valid-type]
-    subnet: Deferrable[ResourceName]  # type: ignore[valid-type]
-
-
 class _GpuDirectSoftwareSpec(ArgsModel):
     flavor: enum_values(GpuDirectFlavor)  # type: ignore[valid-type]
-    nic_networks: Annotated[list[_NicNetworkSpec], Field(min_length=1, max_length=16)]
+    node_networks: NodeNetworks  # type: ignore[valid-type]
     tolerations: list[TolerationSpec] = Field(default_factory=list, max_length=64)
 
 
 def _rules(spec: _GpuDirectSoftwareSpec) -> list[str]:
     problems = []
     expected = len(FLAVORS[GpuDirectFlavor(spec.flavor)].nics)
-    if len(spec.nic_networks) != expected:
+    if isinstance(spec.node_networks, list) and len(spec.node_networks) != expected:
         problems.append(
-            f"nic_networks: {len(spec.nic_networks)} given; {spec.flavor} has {expected} extra NICs, "
+            f"node_networks: {len(spec.node_networks)} given; {spec.flavor} has {expected} extra NICs, "
             "each needs its VPC and subnet (in the flavour's NIC order)"
         )
     for i, toleration in enumerate(spec.tolerations):
@@ -262,15 +249,16 @@ class GpuDirectSoftware(pulumi.ComponentResource):
         flavor_spec = FLAVORS[flavor]
         child = pulumi.ResourceOptions(parent=self)
         labels = app_labels(f"gpudirect-{flavor.lower()}", component="network")
-        for nic, checked, raw in zip(flavor_spec.nics, spec.nic_networks, args["nic_networks"], strict=True):
+        networks = args["node_networks"]
+        for index, nic in enumerate(flavor_spec.nics):
             params = k8s.apiextensions.CustomResource(
                 f"{name}-{nic.network_name}-params",
                 api_version=NETWORK_API,
                 kind="GKENetworkParamSet",
                 metadata=k8s.meta.v1.ObjectMetaArgs(name=nic.network_name, labels=labels),
                 spec={
-                    "vpc": pick(checked.vpc, raw["vpc"]),
-                    "vpcSubnet": pick(checked.subnet, raw["subnet"]),
+                    "vpc": node_network_at(networks, index, "network"),
+                    "vpcSubnet": node_network_at(networks, index, "subnetwork"),
                     "deviceMode": nic.device_mode,
                 },
                 opts=child,

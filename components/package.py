@@ -51,6 +51,8 @@ PUBLIC_COMPONENTS: dict[str, str] = {
     "NvidiaDevicePlugin": "nvidia_device_plugin",
     "SampleWorkloads": "sample_workloads",
     "GpuBatchQueues": "gpu_batch_queues",
+    "GpuDirectNetworks": "gpudirect_networks",
+    "GpuDirectSoftware": "gpudirect_software",
 }
 
 

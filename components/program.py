@@ -25,7 +25,13 @@ from .gpudirect import flavor_of
 from .network import GkeNetwork
 from .nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
 from .program_batch import batch_queues
-from .program_gpudirect import gpudirect_networks, node_networks, pool_gpudirect_summary, stack_flavors
+from .program_gpudirect import (
+    gpudirect_networks,
+    gpudirect_output,
+    gpudirect_software,
+    pool_gpudirect_summary,
+    stack_flavors,
+)
 from .sample_workloads import SampleWorkloads
 from .sample_workloads_args import GpuTarget, SampleKind, SampleWorkload, TargetSharing
 
@@ -83,7 +89,7 @@ def build(settings: Settings) -> dict[str, Any]:
                 node_service_account_email=cluster.node_service_account_email,
             )
             if pool.gpudirect and (flavor := flavor_of(pool.machine_type)) is not None:
-                args["additional_node_networks"] = node_networks(networks[flavor], flavor)
+                args["additional_node_networks"] = networks[flavor].node_networks
             pools[pool.name] = declare(
                 GpuNodePool, f"gpu-{pool.name}", args, key=f"{NAMESPACE}:gpuPools[{index}]"
             )
@@ -97,6 +103,7 @@ def build(settings: Settings) -> dict[str, Any]:
             )
 
     kubernetes = pulumi.ResourceOptions(providers={"kubernetes": cluster.provider})
+    software = gpudirect_software(settings, networks, kubernetes)
     monitoring = _monitoring(settings, kubernetes)
     targets = {pool.name: gpu_target(pool, autopilot=autopilot) for pool in settings.gpu_pools}
     samples, samples_component = _samples(settings, targets, cluster.provider, list(pools.values()))
@@ -127,6 +134,7 @@ def build(settings: Settings) -> dict[str, Any]:
         "sampleWorkloads": samples,
         "checks": _checks(settings),
         **({"batchQueues": batch} if settings.batch.kueue else {}),
+        **({"gpudirect": gpudirect_output(settings)} if software else {}),
     }
 
 

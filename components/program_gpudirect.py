@@ -7,11 +7,12 @@ import pulumi
 
 from .declare import declare
 from .gpu_pool import GpuPool
-from .gpu_pool_args import NodeNetwork
+from .gpu_scheduling import GPU_TOLERATION, tolerations
 from .gpudirect import FLAVORS, GpuDirectFlavor, flavor_of
 from .gpudirect_networks import GpuDirectNetworks, GpuDirectNetworksArgs
+from .gpudirect_pod import gpudirect_pod_parts
+from .gpudirect_software import GpuDirectSoftware, GpuDirectSoftwareArgs
 from .settings import Settings
-from .validation import UNKNOWN
 
 
 def stack_flavors(settings: Settings) -> dict[GpuDirectFlavor, list[GpuPool]]:
@@ -48,22 +49,40 @@ def gpudirect_networks(settings: Settings) -> dict[GpuDirectFlavor, GpuDirectNet
     return declared
 
 
-def node_networks(networks: GpuDirectNetworks, flavor: GpuDirectFlavor) -> list[NodeNetwork]:
-    """GpuNodePool's `additional_node_networks`: one entry per NIC, each name an Output of the
-    component (unknown while the stack's args are only checked)."""
-    outputs = networks.node_networks
-    entries: list[NodeNetwork] = []
-    for i in range(len(FLAVORS[flavor].nics)):
-        if isinstance(outputs, pulumi.Output):
-            entries.append(
-                {
-                    "network": outputs.apply(lambda nics, i=i: nics[i]["network"]),
-                    "subnetwork": outputs.apply(lambda nics, i=i: nics[i]["subnetwork"]),
-                }
-            )
-        else:
-            entries.append({"network": UNKNOWN, "subnetwork": UNKNOWN})  # type: ignore[typeddict-item]
-    return entries
+def gpudirect_software(
+    settings: Settings,
+    networks: dict[GpuDirectFlavor, GpuDirectNetworks],
+    kubernetes: pulumi.ResourceOptions,
+) -> list[GpuDirectSoftware]:
+    """Per flavour, its Networks and node software in the cluster; the installers tolerate the
+    taints of the flavour's pools."""
+    declared: list[GpuDirectSoftware] = []
+    for flavor, pools in stack_flavors(settings).items():
+        own: list[Any] = []
+        for pool in pools:
+            for toleration in tolerations(pool, autopilot=False):
+                if toleration != GPU_TOLERATION and toleration not in own:
+                    own.append(toleration)
+        args: GpuDirectSoftwareArgs = {"flavor": flavor, "node_networks": networks[flavor].node_networks}
+        if own:
+            args["tolerations"] = own
+        declared.append(
+            declare(GpuDirectSoftware, f"gpudirect-{flavor.lower()}-software", args, opts=kubernetes)
+        )
+    return declared
+
+
+def gpudirect_output(settings: Settings) -> dict[str, Any]:
+    """Stack output `gpudirect`: per flavour, its pools, its Networks and the Pod pieces a workload
+    copies into its own JobSet (gpudirect_pod.py, the same the nccl-allreduce sample uses)."""
+    return {
+        str(flavor): {
+            "pools": [pool.name for pool in pools],
+            "networks": [nic.network_name for nic in FLAVORS[flavor].nics],
+            "pod": gpudirect_pod_parts(flavor),
+        }
+        for flavor, pools in stack_flavors(settings).items()
+    }
 
 
 def pool_gpudirect_summary(pool: GpuPool) -> dict[str, Any] | None:

@@ -50,7 +50,10 @@ EXPECTED = {
 
 
 def nic_networks(flavor: GpuDirectFlavor) -> list[dict[str, str]]:
-    return [{"vpc": f"gpu-{n.vpc_suffix}", "subnet": f"gpu-{n.subnet_suffix}"} for n in FLAVORS[flavor].nics]
+    return [
+        {"network": f"gpu-{n.vpc_suffix}", "subnetwork": f"gpu-{n.subnet_suffix}"}
+        for n in FLAVORS[flavor].nics
+    ]
 
 
 def construct(args: Any) -> RunResult:
@@ -68,7 +71,7 @@ def construct(args: Any) -> RunResult:
 
 @pytest.fixture(scope="module", params=list(GpuDirectFlavor))
 def declared(request: pytest.FixtureRequest) -> tuple[GpuDirectFlavor, RunResult]:
-    result = construct({"flavor": request.param, "nic_networks": nic_networks(request.param)})
+    result = construct({"flavor": request.param, "node_networks": nic_networks(request.param)})
     assert result.error is None, result.error
     return request.param, result
 
@@ -83,7 +86,7 @@ def test_a_param_set_and_a_network_per_extra_nic(declared: tuple[GpuDirectFlavor
     networks = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in result.of_type(f"{NET}:Network")}
     assert len(params) == len(networks) == count
     assert sorted(params) == sorted(networks) == sorted(names)
-    expected = [{"vpc": n["vpc"], "vpcSubnet": n["subnet"]} for n in nic_networks(flavor)]
+    expected = [{"vpc": n["network"], "vpcSubnet": n["subnetwork"]} for n in nic_networks(flavor)]
     for name, mode, where in zip(names, modes, expected, strict=True):
         assert params[name] == {**where, "deviceMode": mode}
     for name in names:
@@ -95,7 +98,7 @@ def test_a_param_set_and_a_network_per_extra_nic(declared: tuple[GpuDirectFlavor
 
 
 def test_rdma_nics_share_the_roce_vpc_and_each_has_its_subnet() -> None:
-    result = construct({"flavor": RDMA, "nic_networks": nic_networks(RDMA)})
+    result = construct({"flavor": RDMA, "node_networks": nic_networks(RDMA)})
     specs = {
         r.inputs["metadata"]["name"]: r.inputs["spec"] for r in result.of_type(f"{NET}:GKENetworkParamSet")
     }
@@ -140,7 +143,7 @@ def test_the_flavours_daemon_sets_on_its_nodes_only(declared: tuple[GpuDirectFla
 def test_installer_images_and_host_paths() -> None:
     images = {}
     for flavor in GpuDirectFlavor:
-        result = construct({"flavor": flavor, "nic_networks": nic_networks(flavor)})
+        result = construct({"flavor": flavor, "node_networks": nic_networks(flavor)})
         for r in result.of_type(DAEMON_SET):
             pod = r.inputs["spec"]["template"]["spec"]
             images[r.inputs["metadata"]["name"]] = [c["image"] for c in pod.get("initContainers", [])]
@@ -186,7 +189,7 @@ def test_each_network_waits_for_its_param_set(monkeypatch: pytest.MonkeyPatch) -
         return original(self, request)
 
     monkeypatch.setattr(offline._RecordingMonitor, "RegisterResource", recording)
-    result = construct({"flavor": TCPX, "nic_networks": nic_networks(TCPX)})
+    result = construct({"flavor": TCPX, "node_networks": nic_networks(TCPX)})
     assert result.error is None, result.error
     for i in range(1, 5):
         (dependency,) = seen[f"{NAME}-tcpx-{i}-network"]
@@ -196,8 +199,8 @@ def test_each_network_waits_for_its_param_set(monkeypatch: pytest.MonkeyPatch) -
 def test_vpc_and_subnet_may_be_outputs() -> None:
     def args() -> dict[str, Any]:
         nets = nic_networks(TCPX)
-        nets[0] = {"vpc": pulumi.Output.from_input("made-later"), "subnet": nets[0]["subnet"]}
-        return {"flavor": "TCPX", "nic_networks": nets}
+        nets[0] = {"network": pulumi.Output.from_input("made-later"), "subnetwork": nets[0]["subnetwork"]}
+        return {"flavor": "TCPX", "node_networks": nets}
 
     result = construct(args)
     assert result.error is None, result.error
@@ -210,17 +213,17 @@ def test_vpc_and_subnet_may_be_outputs() -> None:
 @pytest.mark.parametrize(
     ("change", "expected"),
     [
-        (lambda a: a["nic_networks"].pop(), "nic_networks: 3 given; TCPX has 4 extra NICs"),
+        (lambda a: a["node_networks"].pop(), "node_networks: 3 given; TCPX has 4 extra NICs"),
         (lambda a: a.update(flavor="TCPXX"), "flavor:"),
         (lambda a: a.update(networks=[]), "networks: unknown key"),
-        (lambda a: a["nic_networks"][1].update(vpc="Not_A_VPC"), "nic_networks[1].vpc:"),
-        (lambda a: a["nic_networks"][2].pop("subnet"), "nic_networks[2].subnet:"),
+        (lambda a: a["node_networks"][1].update(network="Not_A_VPC"), "node_networks[1].network:"),
+        (lambda a: a["node_networks"][2].pop("subnetwork"), "node_networks[2].subnetwork:"),
         (lambda a: a.update(tolerations=[{"operator": "Equal", "value": "x"}]), "tolerations[0].key:"),
     ],
     ids=["nic-count", "flavor", "unknown-key", "vpc-name", "missing-subnet", "toleration"],
 )
 def test_bad_args_are_refused_by_name_before_anything_is_declared(change: Any, expected: str) -> None:
-    args: dict[str, Any] = {"flavor": "TCPX", "nic_networks": nic_networks(TCPX)}
+    args: dict[str, Any] = {"flavor": "TCPX", "node_networks": nic_networks(TCPX)}
     change(args)
     result = construct(args)
     assert isinstance(result.error, InvalidArgsError), repr(result.error)
@@ -230,7 +233,7 @@ def test_bad_args_are_refused_by_name_before_anything_is_declared(change: Any, e
 
 def test_extra_tolerations_reach_the_installers() -> None:
     extra = {"key": "team", "operator": "Equal", "value": "ml", "effect": "NoSchedule"}
-    result = construct({"flavor": RDMA, "nic_networks": nic_networks(RDMA), "tolerations": [extra]})
+    result = construct({"flavor": RDMA, "node_networks": nic_networks(RDMA), "tolerations": [extra]})
     (ds,) = result.of_type(DAEMON_SET)
     assert extra in ds.inputs["spec"]["template"]["spec"]["tolerations"]
 
