@@ -4,4 +4,5 @@
   `components/` may import it from the runtime virtualenv).
 * `props`: reading resource properties that may be unknown during a preview.
 * `rules`: the validator functions and the `POLICIES` list the pack serves.
+* `scale_out`: GPUDirect pools in one zone, Kueue queues for GPU pools and JobSets (in `POLICIES`).
 """

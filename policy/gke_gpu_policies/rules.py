@@ -2,8 +2,8 @@
 
 Every validator has the pulumi-policy signature `(args, report_violation)`: resource validators take
 `ResourceValidationArgs`, stack validators `StackValidationArgs` (a list of `PolicyResource`). Tests
-call them directly; `policy/__main__.py` serves `POLICIES`; `tools/check_policies.py` runs them over
-an offline render.
+call them directly; `policy/__main__.py` serves `POLICIES` (these and `scale_out.SCALE_OUT_POLICIES`);
+`tools/check_policies.py` runs them over an offline render.
 
 Conventions:
 
@@ -47,6 +47,7 @@ from .constants import (
     SHARING_TRUSTED_VALUE,
 )
 from .props import UNKNOWN, as_int, entries, get, is_unknown, items, stack_of
+from .scale_out import SCALE_OUT_POLICIES
 
 PACK_NAME = "gke-gpu-guardrails"
 
@@ -843,4 +844,6 @@ POLICIES: list[Policy] = [
         enforcement_level=EnforcementLevel.MANDATORY,
         severity=Severity.HIGH,
     ),
+    # GPUDirect pools in one zone, Kueue queues for GPU pools and JobSets (scale_out.py).
+    *SCALE_OUT_POLICIES,
 ]

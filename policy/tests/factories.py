@@ -254,3 +254,105 @@ def workload(resource_type: str = JOB, pod_spec: dict[str, Any] | None = None) -
     return set_path(
         props, WORKLOAD_TYPES[resource_type], pod_spec if pod_spec is not None else gpu_pod_spec()
     )
+
+
+# --------------------------------------------------------------------------------------------------
+# Scale-out: GPUDirect pools, Kueue objects, JobSets.
+
+RESOURCE_FLAVOR = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
+CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
+JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
+
+
+def gpudirect_pool(**changes: Any) -> dict[str, Any]:
+    """A compliant GPUDirect-TCPXO NodePool: 8 extra NICs, one zone, compact placement."""
+    props = gpu_pool(
+        **{
+            "name": "h100-mega",
+            "nodeLocations": ["us-central1-a"],
+            "placementPolicy": {"type": "COMPACT"},
+            "nodeConfig.machineType": "a3-megagpu-8g",
+            "nodeConfig.guestAccelerators.0.type": "nvidia-h100-mega-80gb",
+            "nodeConfig.guestAccelerators.0.count": 8,
+            "networkConfig": {
+                "additionalNodeNetworkConfigs": [
+                    {"network": f"gpu-prod-tcpxo-{i}", "subnetwork": f"gpu-prod-tcpxo-{i}"}
+                    for i in range(1, 9)
+                ]
+            },
+        }
+    )
+    for path, value in changes.items():
+        props = set_path(props, path, value)
+    return props
+
+
+def resource_flavor(pool: str = "l4-serving", *, name: str | None = None, **changes: Any) -> dict[str, Any]:
+    """A ResourceFlavor as GpuBatchQueues declares it: `gpu-<pool>`, selecting the pool's nodes."""
+    props: dict[str, Any] = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": name or f"gpu-{pool}"},
+        "spec": {
+            "nodeLabels": {
+                "cloud.google.com/gke-nodepool": pool,
+                "cloud.google.com/gke-accelerator": "nvidia-l4",
+            },
+            "tolerations": [GPU_TOLERATION],
+        },
+    }
+    for path, value in changes.items():
+        props = set_path(props, path, value)
+    return props
+
+
+def cluster_queue(*flavors: str, name: str = "gpu-l4-serving", **changes: Any) -> dict[str, Any]:
+    """A ClusterQueue whose one resource group lists these flavors, each with a GPU quota."""
+    props: dict[str, Any] = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {
+            "namespaceSelector": {},
+            "resourceGroups": [
+                {
+                    "coveredResources": ["nvidia.com/gpu"],
+                    "flavors": [
+                        {"name": flavor, "resources": [{"name": "nvidia.com/gpu", "nominalQuota": 4}]}
+                        for flavor in flavors
+                    ],
+                }
+            ],
+        },
+    }
+    for path, value in changes.items():
+        props = set_path(props, path, value)
+    return props
+
+
+def jobset(pod_spec: dict[str, Any] | None = None, *, queue: str | None = "gpu-l4-serving") -> dict[str, Any]:
+    """A JobSet with one replicated job of 2 Pods (this Pod spec, a GPU one by default), queued in
+    LocalQueue `queue` (None: no queue label)."""
+    labels = {"app.kubernetes.io/part-of": "gke-gpu"}
+    if queue is not None:
+        labels["kueue.x-k8s.io/queue-name"] = queue
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "nccl-allreduce", "namespace": "gpu-samples", "labels": labels},
+        "spec": {
+            "replicatedJobs": [
+                {
+                    "name": "workers",
+                    "replicas": 1,
+                    "template": {
+                        "spec": {
+                            "parallelism": 2,
+                            "completions": 2,
+                            "template": {"spec": pod_spec if pod_spec is not None else gpu_pod_spec()},
+                        }
+                    },
+                }
+            ]
+        },
+    }
