@@ -208,6 +208,65 @@ CASES: dict[str, Case] = {
             ({"workloads[0].kind": "mine-bitcoin"}, "workloads[0].kind"),
         ),
     ),
+    "GpuDirectNetworks": Case(
+        wire={
+            "project": PROJECT,
+            "region": "us-central1",
+            "namePrefix": "gpu",
+            "flavor": "RDMA",
+            "zone": "us-central1-b",
+            "clusterRanges": ["10.0.0.0/20"],
+        },
+        children={
+            f"{NAME}-gvnic-1": "gcp:compute/network:Network",
+            f"{NAME}-rdma": "gcp:compute/network:Network",
+            f"{NAME}-gvnic-1-internal": "gcp:compute/firewall:Firewall",
+            **{
+                f"{NAME}-{n}": "gcp:compute/subnetwork:Subnetwork"
+                for n in ["gvnic-1", *(f"rdma-{i}" for i in range(8))]
+            },
+        },
+        child_inputs={
+            (
+                f"{NAME}-rdma",
+                "networkProfile",
+            ): f"projects/{PROJECT}/global/networkProfiles/us-central1-b-vpc-roce",
+            (f"{NAME}-rdma-0", "ipCidrRange"): "192.168.104.0/21",
+        },
+        bad=(
+            ({"zone": "us-east1-b"}, "zone"),
+            ({"cidr": "10.0.0.0/16"}, "cidr"),
+            ({"flavor": "IB"}, "flavor"),
+        ),
+    ),
+    "GpuDirectSoftware": Case(
+        wire={
+            "flavor": "RDMA",
+            "nodeNetworks": [{"network": "gpu-gvnic-1", "subnetwork": "gpu-gvnic-1"}]
+            + [{"network": "gpu-rdma", "subnetwork": f"gpu-rdma-{i}"} for i in range(8)],
+        },
+        children={
+            **{
+                f"{NAME}-{n}-params": "kubernetes:networking.gke.io/v1:GKENetworkParamSet"
+                for n in ["gvnic-1", *(f"rdma-{i}" for i in range(8))]
+            },
+            **{
+                f"{NAME}-{n}-network": "kubernetes:networking.gke.io/v1:Network"
+                for n in ["gvnic-1", *(f"rdma-{i}" for i in range(8))]
+            },
+            f"{NAME}-installer": "kubernetes:apps/v1:DaemonSet",
+        },
+        child_inputs={
+            (f"{NAME}-rdma-0-params", "spec.deviceMode"): "RDMA",
+            (f"{NAME}-rdma-0-params", "spec.vpcSubnet"): "gpu-rdma-0",
+        },
+        state={"flavor": "RDMA", "networkNames": ["gvnic-1", *(f"rdma-{i}" for i in range(8))]},
+        bad=(
+            ({"nodeNetworks": [{"network": "gpu-gvnic-1", "subnetwork": "gpu-gvnic-1"}]}, "node_networks"),
+            ({"nodeNetworks[0].network": "Bad_Name"}, "node_networks[0].network"),
+            ({"flavor": "TCPXX"}, "flavor"),
+        ),
+    ),
 }
 
 
