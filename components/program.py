@@ -446,6 +446,8 @@ def _pool_summary(pool: GpuPool, *, autopilot: bool) -> dict[str, Any]:
         summary["migPartitionSize"] = pool.mig_partition_size
     if pool.flex_start:
         summary["flexStart"] = True
+    if pool.queued_provisioning:
+        summary["queuedProvisioning"] = True
     gpudirect = pool_gpudirect_summary(pool)
     if gpudirect:
         summary["gpudirect"] = gpudirect

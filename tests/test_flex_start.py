@@ -114,7 +114,20 @@ def test_the_cost_estimate_says_why_it_has_no_flex_start_price() -> None:
     assert pool["flexStart"] is True
     (entry,) = estimate({"outputs": result.outputs})["pools"]
     assert entry["nodeHourly"]["onDemand"] == "n/a"
-    assert "flex-start prices" in entry["reasons"]["onDemand"]
+    assert "flex-start VMs are billed at Dynamic Workload Scheduler prices" in entry["reasons"]["onDemand"]
+
+
+def test_the_cost_estimate_says_why_it_has_no_queued_provisioning_price() -> None:
+    queued = {**L4_POOL, "queuedProvisioning": True}
+    result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[queued, {**L4_POOL, "name": "plain"}]))
+    assert result.outputs["gpuPools"][0]["queuedProvisioning"] is True
+    entry, plain = estimate({"outputs": result.outputs})["pools"]
+    assert entry["nodeHourly"]["onDemand"] == "n/a"
+    assert (
+        "queued-provisioning nodes are billed at Dynamic Workload Scheduler prices"
+        in entry["reasons"]["onDemand"]
+    )
+    assert plain["nodeHourly"]["onDemand"] != "n/a"
 
 
 def test_the_settings_keep_the_run_limit_in_seconds() -> None:

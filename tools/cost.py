@@ -236,12 +236,14 @@ def _pool_estimate(
             reasons["atMax"] = "the pool has no maxNodes"
 
     price = node_price(table, region, machine, accelerator, gpus_per_node)
-    if pool.get("flexStart"):
-        # Flex-start VMs have their own (discounted) prices, which the table does not carry.
+    if pool.get("flexStart") or pool.get("queuedProvisioning"):
+        # Dynamic Workload Scheduler capacity (flex-start, queued provisioning) has its own
+        # (discounted) prices, which the table does not carry.
+        how = "flex-start VMs" if pool.get("flexStart") else "queued-provisioning nodes"
         price.hourly[ON_DEMAND] = None
         price.reasons[ON_DEMAND] = (
-            "flex-start VMs are billed at DWS flex-start prices, which the price table does not have "
-            "(cloud.google.com/products/dws/pricing)"
+            f"{how} are billed at Dynamic Workload Scheduler prices, which the price table does not "
+            "have (cloud.google.com/products/dws/pricing)"
         )
     reasons.update(price.reasons)
     notes.extend(price.notes)
