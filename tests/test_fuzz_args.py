@@ -56,6 +56,13 @@ PLAUSIBLE = {
     "flex_start": st.booleans(),
     "max_run_duration": st.sampled_from(["90m", "7d", "8d", "1w", "0s"]),
     "compact_placement": st.booleans(),
+    "gpudirect": st.booleans(),
+    "additional_node_networks": st.lists(
+        st.fixed_dictionaries(
+            {"network": st.sampled_from(["v1", "Bad VPC"])}, optional={"subnetwork": st.just("s1")}
+        ),
+        max_size=9,
+    ),
     "local_ssd_count": st.integers(-1, 33),
     "disk_size_gb": st.integers(0, 70000),
     "disk_type": st.sampled_from(["pd-balanced", "hyperdisk-balanced", "pd-ssd", "floppy"]),

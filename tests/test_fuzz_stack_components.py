@@ -13,7 +13,14 @@ from gke_gpu.program import check_components
 from tests.test_fuzz import fuzz
 
 ACCELERATOR = st.sampled_from(
-    ["nvidia-l4", "nvidia-tesla-t4", "nvidia-tesla-a100", "nvidia-h100-80gb", "nvidia-a100-80gb"]
+    [
+        "nvidia-l4",
+        "nvidia-tesla-t4",
+        "nvidia-tesla-a100",
+        "nvidia-h100-80gb",
+        "nvidia-a100-80gb",
+        "nvidia-h100-mega-80gb",
+    ]
 )
 SHARING = st.fixed_dictionaries(
     {"strategy": st.sampled_from(["TIME_SHARING", "MPS"]), "maxClientsPerGpu": st.integers(2, 8)}
@@ -47,6 +54,9 @@ CAPACITY = st.sampled_from(
         {"flexStart": True},
         {"flexStart": True, "maxRunDuration": "24h"},
         {"compactPlacement": True, "zones": ["us-central1-a"]},
+        {"gpudirect": True, "zones": ["us-central1-a"]},
+        {"gpudirect": True, "compactPlacement": True, "zones": ["us-central1-b"]},
+        {"gpudirect": True, "flexStart": True, "zones": ["us-central1-a"]},
     ]
 )
 PARTITIONING = st.one_of(
