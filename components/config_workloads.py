@@ -30,7 +30,14 @@ from .images import BLACKWELL_ACCELERATORS
 
 # Samples whose image has no linux/arm64 build (pytorch/pytorch publishes amd64 only:
 # pytorch/pytorch issues 145716 and 157139, still open 2026-11).
-AMD64_ONLY_WORKLOADS = {"pytorch-smoke": "pytorch/pytorch"}
+AMD64_ONLY_WORKLOADS = {
+    "pytorch-smoke": "pytorch/pytorch",
+    # Google's NCCL test images (the gIB diagnostic image, the TCPX/TCPXO plugin images) are amd64
+    # builds; their Arm builds are separate images (nccl_allreduce_args.RUNNERS).
+    "nccl-allreduce": "us-docker.pkg.dev/gce-ai-infra NCCL test images",
+}
+# nccl-allreduce's node count when a workload leaves `nodes` out.
+NCCL_DEFAULT_NODES = 2
 
 
 class WorkloadRules(RuleBase):
@@ -144,6 +151,11 @@ class WorkloadRules(RuleBase):
                 return ()
         for i, w in self.indexed_workloads():
             path = f"{NAMESPACE}:workloads[{i}]"
+            if w.name == "nccl-allreduce":
+                if not self._nccl_queued(cluster, path):
+                    continue
+            elif w.nodes is not None:
+                self.problems.add(f"{path}.nodes", f"only allowed for nccl-allreduce (name is {w.name})")
             if cluster.mode == "existing":
                 if w.pool is not None:
                     self.problems.add(
@@ -165,7 +177,9 @@ class WorkloadRules(RuleBase):
                     )
                     continue
                 pool_obj = next(p for p in pools if p.name == pool_name)
-                if pool_obj.queued_provisioning:
+                # nccl-allreduce is queued by Kueue, which asks for a queued pool's nodes (its
+                # ProvisioningRequest); the other samples are plain Jobs that would wait forever.
+                if pool_obj.queued_provisioning and w.name != "nccl-allreduce":
                     self.problems.add(
                         f"{path}.pool",
                         f"{cut(pool_name)} uses queued provisioning, whose nodes come only through a "
@@ -193,6 +207,8 @@ class WorkloadRules(RuleBase):
                         "pool or leave this sample out",
                     )
                     continue
+                if w.name == "nccl-allreduce" and not self._nccl_pool(w, path, pool_obj):
+                    continue
                 if w.name == "sharing-demo" and pool_obj.sharing is None:
                     self.problems.add(
                         f"{path}.pool",
@@ -218,8 +234,58 @@ class WorkloadRules(RuleBase):
             if (w.name, pool) in seen:
                 self.problems.add(f"{path}", f"{cut(w.name)} on pool {cut(pool)} is listed twice")
             seen.add((w.name, pool))
-            result.append(w.model_copy(update={"pool": pool}))
+            resolved: dict[str, object] = {"pool": pool}
+            if w.name == "nccl-allreduce":
+                resolved["nodes"] = w.nodes or NCCL_DEFAULT_NODES
+            result.append(w.model_copy(update=resolved))
         return tuple(result)
+
+    def _nccl_queued(self, cluster: ClusterConfig, path: str) -> bool:
+        """nccl-allreduce's JobSet is queued by Kueue (which also brings JobSet's CRD): a Standard
+        cluster with gke-gpu:batch.kueue. False (reported, unless batch is broken) when not."""
+        if cluster.mode != "standard":
+            self.problems.add(
+                f"{path}.name",
+                f"'nccl-allreduce' is not allowed with cluster.mode {cluster.mode}: Kueue queues its JobSet "
+                f"on a queue of one of this stack's Standard GPU pools ({NAMESPACE}:batch.kueue)",
+            )
+            return False
+        if "batch" in self.broken.sections:
+            return False  # the batch section's own problem is reported
+        if not self.config.batch.kueue:
+            self.problems.add(
+                f"{path}.name",
+                f"'nccl-allreduce' needs {NAMESPACE}:batch.kueue: true: Kueue admits its JobSet (all its "
+                "nodes at once) and installs JobSet, whose CRD the test needs",
+            )
+            return False
+        return True
+
+    def _nccl_pool(self, w: WorkloadConfig, path: str, pool: GpuPool) -> bool:
+        """nccl-allreduce's pool: whole GPUs (each Pod takes every GPU of its node) and room for its
+        nodes. False (reported) when not."""
+        if pool.sharing or pool.mig_partition_size:
+            how = (
+                f"shares its GPUs (sharing {pool.sharing.strategy})"
+                if pool.sharing
+                else f"splits its GPUs (migPartitionSize {pool.mig_partition_size})"
+            )
+            self.problems.add(
+                f"{path}.pool",
+                f"{cut(pool.name)} {how}; nccl-allreduce takes every whole GPU of each of its nodes: "
+                "choose a pool without sharing or MIG",
+            )
+            return False
+        nodes = w.nodes or NCCL_DEFAULT_NODES
+        if pool.max_nodes is not None and nodes > pool.max_nodes:
+            given = "" if w.nodes else " (the default)"
+            self.problems.add(
+                f"{path}.nodes",
+                f"{nodes}{given} is more than the maxNodes {pool.max_nodes} of pool {cut(pool.name)}: the "
+                "all-reduce needs that many nodes at once",
+            )
+            return False
+        return True
 
     def _existing_gpu_layer(
         self, cluster: ClusterConfig
