@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from .gpu_node_pool import GpuNodePool, GpuNodePoolArgs
     from .gpudirect_networks import GpuDirectNetworks, GpuDirectNetworksArgs
     from .gpudirect_software import GpuDirectSoftware, GpuDirectSoftwareArgs
+    from .nccl_allreduce import NcclAllReduce, NcclAllReduceArgs
     from .network import GkeNetwork, GkeNetworkArgs
     from .nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
     from .sample_workloads import SampleWorkloads, SampleWorkloadsArgs
@@ -60,6 +61,8 @@ __all__ = [
     "GpuNodePool",
     "GpuNodePoolArgs",
     "InvalidArgsError",
+    "NcclAllReduce",
+    "NcclAllReduceArgs",
     "NvidiaDevicePlugin",
     "NvidiaDevicePluginArgs",
     "SampleWorkloads",

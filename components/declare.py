@@ -24,6 +24,7 @@ from .gpu_node_labels import GpuNodeLabels
 from .gpu_pool import GpuPool, ReservationConfig, SharingConfig, TaintConfig
 from .gpudirect_networks import GpuDirectNetworks
 from .gpudirect_software import GpuDirectSoftware
+from .nccl_allreduce import NcclAllReduce
 from .network import GkeNetwork
 from .nvidia_device_plugin import NvidiaDevicePlugin
 from .sample_workloads import SampleWorkloads
@@ -44,6 +45,7 @@ _STACK_KEYS = {
     GpuNodeLabels: f"{NAMESPACE}:gpuNodes",
     NvidiaDevicePlugin: f"{NAMESPACE}:devicePlugin",
     GpuBatchQueues: f"{NAMESPACE}:batch",
+    NcclAllReduce: f"{NAMESPACE}:workloads",
 }
 # What the program reads from a component besides its outputs, while only checking.
 _STAND_IN_ATTRIBUTES: dict[str, Any] = {"provider": None, "alert_policies": [], "commands": {}}

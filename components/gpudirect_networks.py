@@ -18,6 +18,7 @@ from .gpudirect import (
     gpudirect_range_problems,
     subnet_range,
 )
+from .network import flow_log_config
 from .package import component_options, component_type
 from .validation import ArgsModel, Deferrable, pick, validate_args
 
@@ -47,6 +48,9 @@ class GpuDirectNetworksArgs(TypedDict):
     cluster's node, Pod and Service ranges. Defaults to 192.168.0.0/16."""
     cluster_ranges: NotRequired[list[str]]
     """The cluster's node, Pod and Service ranges, checked against `cidr`. Defaults to unchecked."""
+    flow_log_sampling: NotRequired[float]
+    """VPC flow logs on the gVNIC subnets: the fraction of flows logged, 0 to 1; 0 turns them off (none
+    on the RoCE subnets). NCCL keeps few, long-lived flows, so they log little. Defaults to 0.5."""
 
 
 class _GpuDirectNetworksSpec(ArgsModel):
@@ -59,6 +63,7 @@ class _GpuDirectNetworksSpec(ArgsModel):
     zone: Annotated[str, Field(max_length=40)] | None = None
     cidr: Cidr = DEFAULT_GPUDIRECT_CIDR
     cluster_ranges: Annotated[list[Cidr], Field(default_factory=list, max_length=8)]
+    flow_log_sampling: Annotated[float, Field(ge=0, le=1)] = 0.5
 
 
 def _rules(spec: _GpuDirectNetworksSpec) -> list[str]:
@@ -85,7 +90,8 @@ class GpuDirectNetworks(pulumi.ComponentResource):
     * RDMA: 1 gVNIC VPC with one subnet and 1 RoCE VPC (network profile `<zone>-vpc-roce`) with 8
       subnets, MTU 8896. A RoCE VPC only takes the MRDMA NICs of A3 Ultra, A4 and A4X in its zone.
 
-    No Cloud NAT and no routes: the NICs carry GPU traffic between nodes only. Firewall rules allow
+    No Cloud NAT and no routes: the NICs carry GPU traffic between nodes only. The gVNIC subnets have
+    Private Google Access and sampled flow logs, as the cluster's own subnet. Firewall rules allow
     TCP, UDP and ICMP from the VPC's own subnet; none are declared on the RoCE VPC (RDMA traffic does
     not pass the VPC firewall; UNVERIFIED whether rules there have any effect).
 
@@ -149,6 +155,7 @@ class GpuDirectNetworks(pulumi.ComponentResource):
         ranges: list[str] = []
         for nic in flavor.nics:
             ranges.append(subnet_range(spec.cidr, nic))
+            roce = nic.vpc_suffix == ROCE_VPC_SUFFIX
             subnets.append(
                 compute.Subnetwork(
                     f"{name}-{nic.subnet_suffix}",
@@ -157,6 +164,10 @@ class GpuDirectNetworks(pulumi.ComponentResource):
                     region=region,
                     network=vpcs[nic.vpc_suffix].id,
                     ip_cidr_range=ranges[-1],
+                    # Like the cluster's own subnet; RoCE subnets carry only RDMA (UNVERIFIED whether
+                    # GCP takes either setting there, so neither is set).
+                    private_ip_google_access=None if roce else True,
+                    log_config=None if roce else flow_log_config(spec.flow_log_sampling),
                     opts=child,
                 )
             )

@@ -53,6 +53,7 @@ PUBLIC_COMPONENTS: dict[str, str] = {
     "GpuBatchQueues": "gpu_batch_queues",
     "GpuDirectNetworks": "gpudirect_networks",
     "GpuDirectSoftware": "gpudirect_software",
+    "NcclAllReduce": "nccl_allreduce",
 }
 
 

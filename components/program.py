@@ -24,7 +24,7 @@ from .gpu_scheduling import GPU_TOLERATION, gpus_per_pod, node_selector, tolerat
 from .gpudirect import flavor_of
 from .network import GkeNetwork
 from .nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
-from .program_batch import batch_queues
+from .program_batch import batch_queues, nccl_allreduce_tests
 from .program_gpudirect import (
     gpudirect_networks,
     gpudirect_output,
@@ -107,16 +107,15 @@ def build(settings: Settings) -> dict[str, Any]:
     monitoring = _monitoring(settings, kubernetes)
     targets = {pool.name: gpu_target(pool, autopilot=autopilot) for pool in settings.gpu_pools}
     samples, samples_component = _samples(settings, targets, cluster.provider, list(pools.values()))
-    batch = (
-        batch_queues(
+    batch: list[dict[str, Any]] = []
+    if settings.batch.kueue:
+        batch, queues = batch_queues(
             settings,
             cluster.provider,
             [*pools.values(), *([samples_component] if samples_component else [])],
             local_queue_namespace=SAMPLES_NAMESPACE if samples_component else None,
         )
-        if settings.batch.kueue
-        else []
-    )
+        samples.update(nccl_allreduce_tests(settings, cluster.provider, [queues, *software]))
 
     return {
         "clusterName": cluster.cluster_name,
@@ -189,11 +188,13 @@ def _samples(
 ) -> tuple[dict[str, dict[str, str]], pulumi.Resource | None]:
     """Declare the opted-in samples; return, per sample, how to wait for it and read its log (and
     the component, whose namespace the batch queues' LocalQueues use)."""
-    if not settings.workloads:
+    # nccl-allreduce is a NcclAllReduce of its own, queued by Kueue (program_batch.py).
+    samples_listed = [w for w in settings.workloads if w.name != "nccl-allreduce"]
+    if not samples_listed:
         return {}, None
     default = next(iter(targets))
     workloads: list[SampleWorkload] = []
-    for w in settings.workloads:
+    for w in samples_listed:
         # A target's optional keys are left out rather than None (gpu_target writes None for them).
         target: Any = {k: v for k, v in targets[w.pool or default].items() if v is not None}
         workload: SampleWorkload = {"kind": SampleKind(w.name), "target": target}

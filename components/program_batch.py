@@ -8,6 +8,9 @@ from .catalog import load_catalog
 from .declare import declare
 from .gpu_batch_queues import GpuBatchQueues, GpuBatchQueuesArgs, queue_name
 from .gpu_scheduling import node_selector, tolerations
+from .gpudirect import flavor_of
+from .nccl_allreduce import NcclAllReduce
+from .nccl_allreduce_args import NcclAllReduceArgs
 from .settings import Settings
 
 QUEUED_TOLERATION = {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"}
@@ -19,8 +22,9 @@ def batch_queues(
     depends_on: list[pulumi.Resource],
     *,
     local_queue_namespace: str | None,
-) -> list[dict[str, Any]]:
-    """Declare Kueue, JobSet and a queue per Standard GPU pool; return the queues as a stack output.
+) -> tuple[list[dict[str, Any]], GpuBatchQueues]:
+    """Declare Kueue, JobSet and a queue per Standard GPU pool; return the queues as a stack output,
+    and the component (what a queued workload waits for).
 
     A pool's quota is what it can hold at most: maxNodes x the `nvidia.com/gpu` each node advertises
     (with sharing or MIG, the shares), x the machine's vCPUs, memory and boot disk. Kueue admits only
@@ -66,10 +70,55 @@ def batch_queues(
     args: GpuBatchQueuesArgs = {"queues": queues}
     if local_queue_namespace:
         args["local_queue_namespace"] = local_queue_namespace
-    declare(
+    component = declare(
         GpuBatchQueues,
         "batch",
         args,
         opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
     )
-    return summary
+    return summary, component
+
+
+def nccl_allreduce_tests(
+    settings: Settings,
+    provider: pulumi.ProviderResource,
+    depends_on: list[pulumi.Resource],
+) -> dict[str, Any]:
+    """The `nccl-allreduce` workloads, each a NcclAllReduce on its pool, queued in the pool's
+    ClusterQueue; returns, per test, how to wait for it and read its result (stack output
+    `sampleWorkloads`)."""
+    commands: dict[str, Any] = {}
+    pools = {pool.name: pool for pool in settings.gpu_pools}
+    for workload in settings.workloads:
+        if workload.name != "nccl-allreduce":
+            continue
+        pool = pools[workload.pool or settings.gpu_pools[0].name]
+        flavor = flavor_of(pool.machine_type) if pool.gpudirect else None
+        assert pool.machine_type and pool.gpus_per_node, "a resolved Standard pool"
+        args: NcclAllReduceArgs = {
+            "pool": pool.name,
+            "node_selector": node_selector(pool, autopilot=False),
+            "tolerations": tolerations(pool, autopilot=False),  # type: ignore[typeddict-item]
+            "machine_type": pool.machine_type,
+            "accelerator": pool.accelerator,
+            "gpus_per_node": pool.gpus_per_node,
+            "nodes": workload.nodes or 2,
+            "cluster_queue": queue_name(pool.name),
+            # One namespace per test: each NcclAllReduce creates its own.
+            "namespace": f"gpu-nccl-{pool.name}",
+            "queued": pool.queued_provisioning,
+        }
+        if pool.max_nodes is not None:
+            args["max_nodes"] = pool.max_nodes
+        if flavor is not None:
+            args["gpudirect"] = flavor
+        test = declare(
+            NcclAllReduce,
+            f"nccl-{pool.name}",
+            args,
+            # After Kueue, JobSet and the pool's ClusterQueue (the CRDs and the webhook) and, with
+            # GPUDirect, the flavour's Networks and NCCL plugin.
+            opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
+        )
+        commands[f"nccl-allreduce-{pool.name}"] = test.commands
+    return commands

@@ -39,6 +39,8 @@ def gpudirect_networks(settings: Settings) -> dict[GpuDirectFlavor, GpuDirectNet
             "cidr": network.gpudirect_cidr,
         }
         if not network.existing:
+            args["flow_log_sampling"] = network.flow_log_sampling or 0
+        if not network.existing:
             args["cluster_ranges"] = [
                 r for r in (network.subnet_cidr, network.pods_cidr, network.services_cidr) if r
             ]

@@ -267,6 +267,39 @@ CASES: dict[str, Case] = {
             ({"flavor": "TCPXX"}, "flavor"),
         ),
     ),
+    "NcclAllReduce": Case(
+        wire={
+            "pool": "mega",
+            "nodeSelector": {"cloud.google.com/gke-nodepool": "mega"},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "machineType": "a3-megagpu-8g",
+            "accelerator": "nvidia-h100-mega-80gb",
+            "gpusPerNode": 8.0,
+            "nodes": 2.0,
+            "maxNodes": 4.0,
+            "gpudirect": "TCPXO",
+            "clusterQueue": "gpu-mega",
+            "queued": True,
+        },
+        children={
+            f"{NAME}-namespace": "kubernetes:core/v1:Namespace",
+            f"{NAME}-local-queue": "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue",
+            f"{NAME}-script": "kubernetes:core/v1:ConfigMap",
+            f"{NAME}-network-policy": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+            f"{NAME}-jobset": "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet",
+        },
+        child_inputs={
+            (f"{NAME}-local-queue", "spec.clusterQueue"): "gpu-mega",
+            (f"{NAME}-jobset", "metadata.name"): "nccl-mega",
+            (f"{NAME}-jobset", "spec.failurePolicy.maxRestarts"): 0,
+        },
+        state={"jobsetName": "nccl-mega", "namespace": "gpu-nccl", "floorGbps": 151},
+        bad=(
+            ({"nodes": 5.0}, "nodes"),
+            ({"gpudirect": "RDMA"}, "gpudirect"),
+            ({"gpudirect": "IB"}, "gpudirect"),
+        ),
+    ),
 }
 
 
