@@ -8,7 +8,7 @@ from pydantic import Field, model_validator
 
 from .arg_types import K8sName, LabelKey
 from .config_common import Problems
-from .k8s_common import Toleration, TolerationSpec, toleration_args, toleration_problems
+from .k8s_common import Toleration, TolerationSpec, app_labels, toleration_args, toleration_problems
 from .package import component_options, component_type
 from .validation import ArgsModel, validate_args
 
@@ -208,7 +208,7 @@ class GpuBatchQueues(pulumi.ComponentResource):
         ns = k8s.core.v1.Namespace(
             f"{name}-{app}-namespace",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=namespace, labels={"app.kubernetes.io/managed-by": "pulumi"}
+                name=namespace, labels=app_labels(app, component="batch", version=version)
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -237,7 +237,7 @@ class GpuBatchQueues(pulumi.ComponentResource):
             metadata=k8s.meta.v1.ObjectMetaArgs(
                 name=object_name,
                 namespace=namespace,
-                labels={"app.kubernetes.io/managed-by": "pulumi", "app.kubernetes.io/part-of": "gke-gpu"},
+                labels=app_labels(object_name, component=kind.lower()),
             ),
             spec=spec,
             opts=opts,

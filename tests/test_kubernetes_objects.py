@@ -45,6 +45,34 @@ EXTRA_CONFIGS = {
             {"name": "pytorch-smoke", "pool": "h100-mig"},
         ],
     ),
+    "standard, GPUDirect RDMA and queued TCPX pools, Kueue, two all-reduces": stack_config(
+        cluster=STANDARD_CLUSTER,
+        gpuPools=[
+            {
+                "name": "ultra",
+                "accelerator": "nvidia-h200-141gb",
+                "gpusPerNode": 8,
+                "maxNodes": 4,
+                "zones": ["us-central1-b"],
+                "gpudirect": True,
+                "compactPlacement": True,
+            },
+            {
+                "name": "high",
+                "accelerator": "nvidia-h100-80gb",
+                "gpusPerNode": 8,
+                "maxNodes": 2,
+                "zones": ["us-central1-a"],
+                "gpudirect": True,
+                "queuedProvisioning": True,
+            },
+        ],
+        batch={"kueue": True},
+        workloads=[
+            {"name": "nccl-allreduce", "pool": "ultra", "nodes": 4},
+            {"name": "nccl-allreduce", "pool": "high"},
+        ],
+    ),
     "autopilot, time-shared profile, every sample": stack_config(
         cluster=AUTOPILOT_CLUSTER,
         gpuPools=[
@@ -116,3 +144,5 @@ def test_the_sample_and_node_objects_are_among_those_validated() -> None:
     kinds = {o["kind"] for stack in stacks() for o in _objects(run_stack(stack))}
     kinds |= {o["kind"] for config in EXTRA_CONFIGS.values() for o in _objects(render(config))}
     assert {"Job", "Namespace", "NetworkPolicy", "ConfigMap", "Node"} <= kinds
+    scale_out = {"JobSet", "LocalQueue", "ClusterQueue", "ResourceFlavor", "AdmissionCheck"}
+    assert scale_out | {"ProvisioningRequestConfig", "GKENetworkParamSet", "Network", "DaemonSet"} <= kinds
