@@ -112,7 +112,11 @@ def test_enum_members_and_their_strings_are_the_same_arg() -> None:
             {"spot": True, "reservation": {"type": "SPECIFIC", "name": "r1"}},
             "spot: true is not allowed with reservation.type SPECIFIC",
         ),
-        ({"gpus_per_nodes": 1}, "gpus_per_nodes: unknown key; allowed keys here: accelerator, additional_node_networks, cluster_name"),
+        (
+            {"gpus_per_nodes": 1},
+            "gpus_per_nodes: unknown key; allowed keys here: accelerator, additional_node_networks, "
+            "cluster_name",
+        ),
         ({"sharing": {"strategy": "MPS", "max_clients": 4}}, "sharing.max_clients: unknown key"),
         (
             {"sharing": {"strategy": "SLICED", "max_clients_per_gpu": 4}},
