@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 import pytest
 
 from gke_gpu.config import ConfigError, parse_settings
-from tools.offline import RunResult, run_program
+from tools.offline import RunResult, run_program, run_stack
 
 PROJECT = "test-project"
 REGION = "us-central1"
@@ -48,3 +49,15 @@ def config_error(raw: dict[str, Any], *, project: str | None = PROJECT, region: 
 def settings(raw: dict[str, Any], *, project: str | None = PROJECT, region: str | None = REGION):
     value, _ = parse_settings(raw, project=project, region=region, stack="test")
     return value
+
+
+@functools.cache
+def _stack_render(stack: str) -> RunResult:
+    return run_stack(stack)
+
+
+def stack_render(stack: str) -> RunResult:
+    """`run_stack(stack)` (a preview of an example stack file), rendered once per test process: the
+    example stacks are rendered by many tests, and a render is deterministic. Each caller gets its own
+    copy. A test that patches the program must call `run_stack` itself."""
+    return copy.deepcopy(_stack_render(stack))

@@ -30,8 +30,7 @@ import pytest
 import yaml
 
 from gke_gpu.alert_rules import prometheus_rules
-from tests.conftest import L4_POOL, STANDARD_CLUSTER, render, stack_config
-from tools.offline import run_stack
+from tests.conftest import L4_POOL, STANDARD_CLUSTER, render, stack_config, stack_render
 
 PROMTOOL_INSTALL = "apt-get update && apt-get install -y --no-install-recommends prometheus"
 CHANNEL = "projects/test-project/notificationChannels/42"
@@ -327,7 +326,7 @@ def test_idle_gpu_alert_on_gkes_duty_cycle(promtool: str, tmp_path: Path) -> Non
 
 @pytest.mark.parametrize("stack", ["prod"])
 def test_stack_alerts_are_valid_prometheus_rules(promtool: str, tmp_path: Path, stack: str) -> None:
-    policies = [p.inputs for p in run_stack(stack).of_type("gcp:monitoring/alertPolicy:AlertPolicy")]
+    policies = [p.inputs for p in stack_render(stack).of_type("gcp:monitoring/alertPolicy:AlertPolicy")]
     rules = prometheus_rules(policies)
     assert [r["alert"] for g in rules["groups"] for r in g["rules"]] == ["GpuIdle"]
     (tmp_path / "rules.yml").write_text(yaml.safe_dump(rules))

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import stack_render
 from tools import checkov_scan as scan
 from tools import plan
-from tools.offline import UNKNOWN, run_stack
+from tools.offline import UNKNOWN
 
 
 def render_of(*resources: dict) -> dict:
@@ -114,7 +115,7 @@ def test_plan_shape_blocks_maps_and_unknowns() -> None:
 
 
 def test_converted_prod_render_carries_the_secure_defaults() -> None:
-    result = run_stack("prod")
+    result = stack_render("prod")
     assert result.error is None, result.error
     document = scan.to_terraform_plan(plan.to_document(result))
     types = {r["type"] for r in document["resource_changes"]}

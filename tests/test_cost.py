@@ -7,9 +7,8 @@ import re
 import pytest
 
 from gke_gpu.catalog import load_catalog
-from tests.conftest import STANDARD_CLUSTER, render, stack_config
+from tests.conftest import STANDARD_CLUSTER, render, stack_config, stack_render
 from tools.cost import HOURS_PER_MONTH, NA, estimate, load_prices
-from tools.offline import run_stack
 from tools.plan import to_document
 from tools.sample_cost import format_samples, sample_runs
 
@@ -218,7 +217,7 @@ def test_price_file_header_and_shape() -> None:
 def stack_costs():
     costs = {}
     for stack in ("dev", "prod"):
-        result = run_stack(stack)
+        result = stack_render(stack)
         assert result.error is None, result.error
         doc = to_document(result)
         costs[stack] = (doc, estimate(doc))
@@ -432,7 +431,7 @@ def test_sample_lines_name_pool_machine_pricing_and_the_most_per_run() -> None:
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_every_declared_sample_of_a_stack_has_a_pool_and_a_figure_or_reason(stack) -> None:
-    document_ = to_document(run_stack(stack))
+    document_ = to_document(stack_render(stack))
     samples = document_["cost"]["samples"]
     assert [s["name"] for s in samples] == sorted(document_["outputs"]["sampleWorkloads"])
     for s in samples:

@@ -7,10 +7,10 @@ import json
 import pytest
 import yaml
 
-from tests.conftest import config_error, render, stack_config
+from tests.conftest import config_error, render, stack_config, stack_render
 from tests.kubernetes_schemas import validate
 from tools import plan
-from tools.offline import SECRET, run_stack
+from tools.offline import SECRET
 
 KUBECONFIG = yaml.safe_dump(
     {
@@ -206,7 +206,7 @@ def test_gke_flavor_defaults_to_managed_dcgm_and_a_dashboard() -> None:
 
 
 def test_onprem_stack() -> None:
-    result = run_stack("onprem")
+    result = stack_render("onprem")
     assert result.error is None, result.error
     outputs = result.outputs
     assert outputs["clusterMode"] == "existing"

@@ -6,6 +6,7 @@ import ipaddress
 import pytest
 
 from gke_gpu import GpuNodePool, InvalidArgsError
+from gke_gpu.config import parse_settings
 from gke_gpu.gpudirect import FLAVORS, MACHINE_FLAVORS, SLOTS, GpuDirectFlavor, pod_interfaces, subnet_range
 from gke_gpu.gpudirect_networks import GpuDirectNetworks
 from tests.conftest import AUTOPILOT_CLUSTER, STANDARD_CLUSTER, config_error, render, settings, stack_config
@@ -133,16 +134,24 @@ def test_without_gpudirect_nothing_changes() -> None:
     assert "gpudirect" not in result.outputs["gpuPools"][0]
 
 
+def warnings_of(*pools: dict) -> list[str]:
+    """The notes and warnings the render prints for these pools (the stack rules' own)."""
+    _, warnings = parse_settings(raw(*pools), project="test-project", region="us-central1", stack="test")
+    return warnings
+
+
 def test_the_render_warns_when_a_gpudirect_pool_is_not_compact_placed() -> None:
-    warned = stack(MEGA).warnings
+    warned = warnings_of(MEGA)
     assert any(
         "gpuPools[0].compactPlacement: a GPUDirect pool without compact placement" in w for w in warned
     )
-    compact = stack({**MEGA, "compactPlacement": True}).warnings
-    assert not any("without compact placement" in w for w in compact)
+    assert not any("without compact placement" in w for w in warnings_of({**MEGA, "compactPlacement": True}))
     # Where compact placement is not allowed (flex-start off A3 Ultra/A4), a note says why instead.
-    flex = stack({**MEGA, "flexStart": True}).warnings
-    assert any("flex-start on this machine cannot take it" in w for w in flex)
+    assert any(
+        "flex-start on this machine cannot take it" in w for w in warnings_of({**MEGA, "flexStart": True})
+    )
+    # The same warning reaches the render's output.
+    assert any("without compact placement" in w for w in stack(MEGA).warnings)
 
 
 # -- bad stack files ------------------------------------------------------------------------------

@@ -4,11 +4,14 @@ do not cover."""
 
 from __future__ import annotations
 
+import copy
+import functools
+
 import pytest
 
-from tests.conftest import AUTOPILOT_CLUSTER, STANDARD_CLUSTER, render, stack_config
+from tests.conftest import AUTOPILOT_CLUSTER, STANDARD_CLUSTER, render, stack_config, stack_render
 from tests.kubernetes_schemas import validate
-from tools.offline import run_stack, stacks
+from tools.offline import stacks
 from tools.plan import kubernetes_objects, to_document
 
 ALL_SAMPLES = ["nvidia-smi", "cuda-vector-add", "pytorch-smoke"]
@@ -98,16 +101,36 @@ def _objects(result):
     return kubernetes_objects(to_document(result))
 
 
+# Each stack and configuration is rendered once per test process; the tests get copies (the typo
+# test edits its objects).
+@functools.cache
+def _stack_objects(stack: str) -> list:
+    return _objects(stack_render(stack))
+
+
+@functools.cache
+def _config_objects(case: str) -> list:
+    return _objects(render(EXTRA_CONFIGS[case]))
+
+
+def stack_objects(stack: str) -> list:
+    return copy.deepcopy(_stack_objects(stack))
+
+
+def config_objects(case: str) -> list:
+    return copy.deepcopy(_config_objects(case))
+
+
 @pytest.mark.parametrize("stack", stacks())
 def test_stack_objects_are_schema_valid(stack: str) -> None:
-    objects = _objects(run_stack(stack))
+    objects = stack_objects(stack)
     for obj in objects:
         validate(obj)
 
 
 @pytest.mark.parametrize("case", sorted(EXTRA_CONFIGS))
 def test_other_configurations_are_schema_valid(case: str) -> None:
-    objects = _objects(render(EXTRA_CONFIGS[case]))
+    objects = config_objects(case)
     assert len(objects) >= 5
     for obj in objects:
         validate(obj)
@@ -115,7 +138,7 @@ def test_other_configurations_are_schema_valid(case: str) -> None:
 
 def test_the_validator_catches_a_typo() -> None:
     """Guards the guard: a misspelt field must fail, for built-in kinds and for CRDs."""
-    objects = _objects(render(EXTRA_CONFIGS["standard, exporter, MPS and MIG pools, every sample"]))
+    objects = config_objects("standard, exporter, MPS and MIG pools, every sample")
     job = next(o for o in objects if o["kind"] == "Job")
     job["spec"]["backofLimit"] = 1
     with pytest.raises(AssertionError, match="backofLimit"):
@@ -127,8 +150,8 @@ def test_the_validator_catches_a_typo() -> None:
 
 
 def test_every_object_has_the_recommended_labels() -> None:
-    for config in EXTRA_CONFIGS.values():
-        for obj in _objects(render(config)):
+    for case in EXTRA_CONFIGS:
+        for obj in config_objects(case):
             labels = obj["metadata"].get("labels", {})
             for key in (
                 "app.kubernetes.io/name",
@@ -141,8 +164,8 @@ def test_every_object_has_the_recommended_labels() -> None:
 def test_the_sample_and_node_objects_are_among_those_validated() -> None:
     """Guards the coverage: the samples' Jobs, their namespace, deny-all policy and script, and the
     generic cluster's node patches are all in the stack files or configurations validated above."""
-    kinds = {o["kind"] for stack in stacks() for o in _objects(run_stack(stack))}
-    kinds |= {o["kind"] for config in EXTRA_CONFIGS.values() for o in _objects(render(config))}
+    kinds = {o["kind"] for stack in stacks() for o in _stack_objects(stack)}
+    kinds |= {o["kind"] for case in EXTRA_CONFIGS for o in _config_objects(case)}
     assert {"Job", "Namespace", "NetworkPolicy", "ConfigMap", "Node"} <= kinds
     scale_out = {"JobSet", "LocalQueue", "ClusterQueue", "ResourceFlavor", "AdmissionCheck"}
     assert scale_out | {"ProvisioningRequestConfig", "GKENetworkParamSet", "Network", "DaemonSet"} <= kinds

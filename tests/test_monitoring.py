@@ -14,8 +14,16 @@ from gke_gpu.dashboard import Chart, valid_unit
 from gke_gpu.dcgm_exporter import COLLECTORS_FILE, DcgmExporter, DcgmExporterArgs, collected_fields
 from gke_gpu.dcgm_exporter_args import DcgmFlavor
 from gke_gpu.validation import InvalidArgsError
-from tests.conftest import AUTOPILOT_CLUSTER, L4_POOL, STANDARD_CLUSTER, config_error, render, stack_config
-from tools.offline import run_program, run_stack
+from tests.conftest import (
+    AUTOPILOT_CLUSTER,
+    L4_POOL,
+    STANDARD_CLUSTER,
+    config_error,
+    render,
+    stack_config,
+    stack_render,
+)
+from tools.offline import run_program
 
 # Google's dashboard types run in a child interpreter: googleapis-common-protos and pulumi.provider
 # (which other test modules import, and pytest-xdist collects every module in every worker) both
@@ -201,21 +209,21 @@ def test_dcgm_none_turns_managed_dcgm_off_and_drops_the_dcgm_section() -> None:
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_stack_dashboards_parse_with_googles_types(stack: str) -> None:
-    document = dashboard_document(run_stack(stack))
+    document = dashboard_document(stack_render(stack))
     parsed = parse_with_google_types(document)
     assert parsed["display_name"].startswith("GPUs: ")
     assert parsed["tiles"] == len(document["mosaicLayout"]["tiles"])
 
 
 def test_the_google_types_catch_a_typo() -> None:
-    document = dashboard_document(run_stack("prod"))
+    document = dashboard_document(stack_render("prod"))
     document["mosaicLayout"]["tiles"][1]["widget"]["scorecard"]["timeSeriesQuery"]["timeSeriesFilterr"] = {}
     with pytest.raises(ParseError, match="timeSeriesFilterr"):
         parse_with_google_types(document)
 
 
 def test_dashboard_covers_the_gpu_signals_for_this_cluster() -> None:
-    document = dashboard_document(run_stack("prod"))
+    document = dashboard_document(stack_render("prod"))
     text = json.dumps(document)
     for metric in (
         "DCGM_FI_DEV_GPU_UTIL",
@@ -282,7 +290,7 @@ def test_collectors_file_is_read_as_the_exporter_reads_it(line: str, problem: st
 
 
 def test_dcgm_charts_keep_each_mig_instance_apart() -> None:
-    document = dashboard_document(run_stack("prod"))
+    document = dashboard_document(stack_render("prod"))
     charts = [
         ds["timeSeriesQuery"]["timeSeriesFilter"]
         for tile in document["mosaicLayout"]["tiles"]
@@ -300,7 +308,7 @@ def test_dcgm_charts_keep_each_mig_instance_apart() -> None:
 
 
 def test_every_unit_follows_cloud_monitorings_unit_grammar() -> None:
-    document = dashboard_document(run_stack("prod"))
+    document = dashboard_document(stack_render("prod"))
     units = re.findall(r'"unitOverride": "([^"]*)"', json.dumps(document))
     assert {"%", "By", "MiBy", "10^2.%"} <= set(units)
     assert all(valid_unit(u) for u in units), units
@@ -421,8 +429,8 @@ def test_no_alerts_by_default() -> None:
 
 
 def test_prod_has_alerts_dev_does_not() -> None:
-    assert run_stack("prod").of_type("gcp:monitoring/alertPolicy:AlertPolicy")
-    assert not run_stack("dev").of_type("gcp:monitoring/alertPolicy:AlertPolicy")
+    assert stack_render("prod").of_type("gcp:monitoring/alertPolicy:AlertPolicy")
+    assert not stack_render("dev").of_type("gcp:monitoring/alertPolicy:AlertPolicy")
 
 
 # -- Bad input ------------------------------------------------------------------------------------

@@ -782,7 +782,7 @@ def test_a_peer_ends_when_rank0_is_done(tmp_path: Path, listening_port: int) -> 
 
 def test_a_peer_gives_up_at_its_deadline(tmp_path: Path, listening_port: int) -> None:
     done, _ = run_flow(
-        tmp_path, listening_port, "start_sshd && DEADLINE=$((SECONDS + 2)) && run_peer", rank="1"
+        tmp_path, listening_port, "start_sshd && DEADLINE=$((SECONDS + 1)) && run_peer", rank="1"
     )
     assert done.returncode == 1
     assert "deadline reached before rank 0 finished" in done.stdout
@@ -794,6 +794,6 @@ def test_no_sshd_fails_the_pod(tmp_path: Path) -> None:
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    done, _ = run_flow(tmp_path, port, "DEADLINE=$((SECONDS + 2)); start_sshd", rank="0")
+    done, _ = run_flow(tmp_path, port, "DEADLINE=$((SECONDS + 1)); start_sshd", rank="0")
     assert done.returncode == 1
     assert f"sshd is not listening on port {port}" in done.stdout

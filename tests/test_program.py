@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from tests.conftest import AUTOPILOT_CLUSTER, L4_POOL, STANDARD_CLUSTER, render, stack_config
+from tests.conftest import AUTOPILOT_CLUSTER, L4_POOL, STANDARD_CLUSTER, render, stack_config, stack_render
 from tools.offline import run_stack, stacks
 
 STACKS = stacks()
@@ -15,7 +15,7 @@ STACKS = stacks()
 
 @pytest.fixture(scope="module", params=STACKS)
 def stack_result(request):
-    result = run_stack(request.param)
+    result = stack_render(request.param)
     assert result.error is None, f"{request.param}: {result.error}"
     return result
 
@@ -55,7 +55,7 @@ def test_exports(stack_result) -> None:
 
 
 def test_dev_stack_is_cheap_autopilot_with_a_spot_l4_profile() -> None:
-    result = run_stack("dev")
+    result = stack_render("dev")
     cluster = result.one("gcp:container/cluster:Cluster").inputs
     assert cluster["enableAutopilot"] is True
     assert cluster["deletionProtection"] is False
@@ -69,7 +69,7 @@ def test_dev_stack_is_cheap_autopilot_with_a_spot_l4_profile() -> None:
 
 
 def test_prod_stack_is_standard_private_protected_with_scale_to_zero_gpu_pools() -> None:
-    result = run_stack("prod")
+    result = stack_render("prod")
     cluster = result.one("gcp:container/cluster:Cluster").inputs
     assert cluster.get("enableAutopilot") is None
     assert cluster["deletionProtection"] is True
@@ -137,7 +137,7 @@ def test_autopilot_profiles_without_fallback_declare_nothing_in_kubernetes() -> 
 
 
 def test_kubernetes_objects_use_the_cluster_provider() -> None:
-    result = run_stack("dev")
+    result = stack_render("dev")
     provider = result.one("pulumi:providers:kubernetes")
     for r in result.resources:
         if r.type.startswith("kubernetes:"):
@@ -147,7 +147,7 @@ def test_kubernetes_objects_use_the_cluster_provider() -> None:
 def test_the_dns_endpoint_is_known_after_apply_in_a_preview() -> None:
     from tools.offline import UNKNOWN
 
-    assert run_stack("prod").outputs["dnsEndpoint"] == UNKNOWN
+    assert stack_render("prod").outputs["dnsEndpoint"] == UNKNOWN
     assert run_stack("prod", preview=False).outputs["dnsEndpoint"].endswith(".us-central1.gke.goog")
 
 

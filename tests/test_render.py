@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import stack_render
 from tools import render
 from tools.offline import ROOT
 
@@ -339,7 +340,6 @@ def test_an_esc_environment_is_named_first_as_not_read_offline(tmp_path: Path, c
 
 def test_the_tree_shows_how_the_control_plane_is_reached() -> None:
     from tools import plan
-    from tools.offline import run_stack
 
-    tree = plan.format_tree(plan.to_document(run_stack("prod")))
+    tree = plan.format_tree(plan.to_document(stack_render("prod")))
     assert "ipEndpoint=private dnsEndpoint=on binaryAuthorization=DISABLED" in tree

@@ -7,9 +7,8 @@ import posixpath
 
 import pytest
 
-from tests.conftest import AUTOPILOT_CLUSTER, L4_POOL, STANDARD_CLUSTER, render, stack_config
+from tests.conftest import AUTOPILOT_CLUSTER, L4_POOL, STANDARD_CLUSTER, render, stack_config, stack_render
 from tests.test_sample_workloads import EVERY_SAMPLE, JOB, pod
-from tools.offline import run_stack
 
 AUTOPILOT_SAMPLES = stack_config(
     cluster=AUTOPILOT_CLUSTER,
@@ -25,7 +24,7 @@ AUTOPILOT_SAMPLES = stack_config(
 SOURCES = {
     "standard, every sample": lambda: render(EVERY_SAMPLE),
     "autopilot, every sample": lambda: render(AUTOPILOT_SAMPLES),
-    "onprem (generic cluster)": lambda: run_stack("onprem"),
+    "onprem (generic cluster)": lambda: stack_render("onprem"),
 }
 POD_SECURITY = {
     "runAsNonRoot": True,

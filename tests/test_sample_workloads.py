@@ -10,8 +10,15 @@ import pytest
 
 from gke_gpu import sample_workloads
 from gke_gpu.sample_workloads import PYTORCH_SMOKE_SCRIPT, SCRIPTS, SHARING_DEMO_SCRIPT
-from tests.conftest import AUTOPILOT_CLUSTER, L4_POOL, STANDARD_CLUSTER, config_error, render, stack_config
-from tools.offline import run_stack
+from tests.conftest import (
+    AUTOPILOT_CLUSTER,
+    L4_POOL,
+    STANDARD_CLUSTER,
+    config_error,
+    render,
+    stack_config,
+    stack_render,
+)
 
 JOB = "kubernetes:batch/v1:Job"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
@@ -59,7 +66,7 @@ def gpu_limits(obj: dict) -> list[tuple[str, str]]:
 
 
 def test_dev_samples_target_the_spot_l4_profile() -> None:
-    result = run_stack("dev")
+    result = stack_render("dev")
     for name in ("nvidia-smi-l4", "cuda-vector-add-l4"):
         spec = pod(workload(result, name))
         assert spec["nodeSelector"] == {"cloud.google.com/compute-class": "gpu-l4"}
@@ -71,7 +78,7 @@ def test_dev_samples_target_the_spot_l4_profile() -> None:
 def test_every_sample_is_a_bounded_job(source: str) -> None:
     """No sample keeps a GPU node up: each is a Job that ends (deadline), is retried at most once
     (Spot preemptions aside) and is deleted a day later; `pulumi up` does not wait for it."""
-    result = render(EVERY_SAMPLE) if source == "every sample" else run_stack(source)
+    result = render(EVERY_SAMPLE) if source == "every sample" else stack_render(source)
     assert result.of_type(DEPLOYMENT) == [], "a Deployment runs (and holds its GPU node) until deleted"
     jobs = [r.inputs for r in result.of_type(JOB)]
     assert len(jobs) == len(result.outputs["sampleWorkloads"])
@@ -91,7 +98,7 @@ def test_every_sample_is_a_bounded_job(source: str) -> None:
 
 def test_prod_sharing_demo_is_a_job_of_clients_on_the_mig_pool() -> None:
     """Prod's sharing demo used to be a Deployment that kept an A100 node up for good."""
-    result = run_stack("prod")
+    result = stack_render("prod")
     demo = workload(result, "sharing-demo-a100-mig")
     spec = demo["spec"]
     assert (spec["parallelism"], spec["completions"], spec["completionMode"]) == (2, 2, "Indexed")
@@ -233,7 +240,7 @@ def test_amd64_only_images_select_amd64_where_the_target_leaves_the_architecture
     """pytorch/pytorch publishes amd64 only: on an existing cluster (GPU nodes of any architecture)
     the PyTorch Pod selects amd64 nodes; the multi-arch CUDA samples do not. A GKE pool's
     architecture follows from its accelerator, so its selectors stay the pool's."""
-    existing = run_stack("onprem")
+    existing = stack_render("onprem")
     assert pod(workload(existing, "pytorch-smoke-gpu-nodes"))["nodeSelector"]["kubernetes.io/arch"] == "amd64"
     for name in ("nvidia-smi-gpu-nodes", "cuda-vector-add-gpu-nodes", "sharing-demo-gpu-nodes"):
         assert "kubernetes.io/arch" not in pod(workload(existing, name))["nodeSelector"], name
@@ -242,7 +249,7 @@ def test_amd64_only_images_select_amd64_where_the_target_leaves_the_architecture
 
 
 def test_prod_runs_every_sample_that_fits() -> None:
-    result = run_stack("prod")
+    result = stack_render("prod")
     names = {r.inputs["metadata"]["name"] for r in result.of_type(JOB)}
     assert names == {
         "nvidia-smi-l4-serving",
@@ -254,12 +261,12 @@ def test_prod_runs_every_sample_that_fits() -> None:
 
 
 def test_sample_outputs_give_wait_and_log_commands() -> None:
-    summary = run_stack("dev").outputs["sampleWorkloads"]
+    summary = stack_render("dev").outputs["sampleWorkloads"]
     assert (
         summary["nvidia-smi-l4"]["logs"] == "kubectl logs -n gpu-samples job/nvidia-smi-l4 --all-containers"
     )
     assert "--for=condition=complete job/nvidia-smi-l4" in summary["nvidia-smi-l4"]["wait"]
-    demo = run_stack("prod").outputs["sampleWorkloads"]["sharing-demo-a100-mig"]
+    demo = stack_render("prod").outputs["sampleWorkloads"]["sharing-demo-a100-mig"]
     assert demo["wait"] == (
         "kubectl wait -n gpu-samples --for=condition=complete job/sharing-demo-a100-mig --timeout=30m"
     )

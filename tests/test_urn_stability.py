@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from gke_gpu.package import LEGACY_TYPES, component_type
-from tools.offline import Resource, RunResult, run_stack
+from tests.conftest import stack_render
+from tools.offline import Resource, RunResult
 
 RELEASE_URNS = Path(__file__).parent / "golden" / "release-urns"
 
@@ -45,7 +46,7 @@ def _old_urns(result: RunResult) -> dict[str, str]:
 @pytest.mark.parametrize("stack", ["dev", "prod", "onprem"])
 def test_every_resource_keeps_its_release_urn(stack):
     release = json.loads((RELEASE_URNS / f"{stack}.json").read_text())
-    result = run_stack(stack)
+    result = stack_render(stack)
     assert result.error is None, result.error
     now = _old_urns(result)
     assert len(set(now.values())) == len(now), "two resources map to one old URN"
@@ -55,7 +56,7 @@ def test_every_resource_keeps_its_release_urn(stack):
 
 
 def test_every_renamed_component_registers_its_old_type_as_an_alias():
-    result = run_stack("prod")
+    result = stack_render("prod")
     components = [r for r in result.resources if r.type.startswith("gke-gpu:")]
     assert components
     for component in components:
