@@ -68,7 +68,8 @@ class PoolRules(RuleBase):
         ranges, and one zone for every RDMA pool (the stack creates one zonal RoCE VPC)."""
         key = f"{NAMESPACE}:network.gpudirectCidr"
         if not any(p.gpudirect for p in self.config.gpu_pools):
-            if network.gpudirect_cidr is not None:
+            # A pool that failed its own checks may be the one with gpudirect: not judged then.
+            if network.gpudirect_cidr is not None and not self.broken.any_pool():
                 self.problems.add(
                     key,
                     f"{cut(network.gpudirect_cidr)} would be ignored: no GPU pool has gpudirect: true; "

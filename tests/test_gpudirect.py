@@ -227,6 +227,14 @@ def test_a_gpudirect_range_without_a_gpudirect_pool_is_not_ignored_silently() ->
     assert "gke-gpu:network.gpudirectCidr: '172.16.0.0/16' would be ignored" in message
 
 
+def test_a_broken_pool_gives_no_follow_on_error_about_the_range() -> None:
+    message = config_error(
+        raw({**MEGA, "gpudirect": "yes please"}, network={"gpudirectCidr": "172.16.0.0/16"})
+    )
+    assert "gke-gpu:gpuPools[0].gpudirect: 'yes please' is not allowed" in message
+    assert "gpudirectCidr" not in message, message
+
+
 def test_rdma_pools_must_share_one_zone() -> None:
     # europe-west4 has H200s in zone a and B200s in zone b: two RDMA pools, two zones.
     h200 = {**ULTRA, "zones": ["europe-west4-a"]}
