@@ -120,23 +120,24 @@ echo "installation finishes"
 """
 
 
-# TCPXO, run on the host (nsenter into PID 1's namespaces): accept TCP on the host firewall (COS
-# drops inbound by default), load the dmabuf import-helper module, and bind-mount every aperture
-# device (PCI id 1ae0:0084) under /dev/aperture_devices, readable by workloads. Google's commands.
-_TCPXO_HOST_SETUP = f"""/sbin/iptables -I INPUT -p tcp -m tcp -j ACCEPT && modprobe import-helper
-sudo mkdir -p {APERTURE_DEVICES}
-while IFS= read -r line; do
-  BDF=$(echo "$line" | awk '{{print $1}}')
-  target="{APERTURE_DEVICES}/$BDF"
-  device=$(readlink -f "/sys/bus/pci/devices/$BDF")
-  sudo mkdir -p "$target"
-  sudo umount -R "$target"
-  sudo mount --bind "$device" "$target"
-done < <(lspci -nn -D | grep '1ae0:0084')
-if [ -d {APERTURE_DEVICES} ]; then
-  chmod -R a+r {APERTURE_DEVICES}/
-  chmod a+rw {APERTURE_DEVICES}/*/resource*
-fi
+# TCPXO, run on the host (nsenter into PID 1's namespaces). What it must do is Google's (the
+# installer manifest): accept inbound TCP on the host firewall (COS drops it by default), load the
+# dmabuf import-helper module, and bind-mount each "aperture" PCI device (vendor:device 1ae0:0084)
+# under /dev/aperture_devices, readable by workloads. Written here to be safe to re-run when the Pod
+# restarts: the firewall rule is added once, a device already mounted is left as it is.
+_TCPXO_HOST_SETUP = f"""set -e
+/sbin/iptables -C INPUT -p tcp -m tcp -j ACCEPT 2>/dev/null || /sbin/iptables -I INPUT -p tcp -m tcp -j ACCEPT
+modprobe import-helper
+mkdir -p {APERTURE_DEVICES}
+for bdf in $(lspci -D -n -d 1ae0:0084 | cut -d' ' -f1); do
+  target="{APERTURE_DEVICES}/$bdf"
+  mkdir -p "$target"
+  if ! mountpoint -q "$target"; then
+    mount --bind "$(readlink -f "/sys/bus/pci/devices/$bdf")" "$target"
+  fi
+  chmod -R a+r "$target"
+  chmod a+rw "$target"/resource*
+done
 """
 # RDMA (gIB): copy into the host's driver lib64 and gib directories. Without --install-nccl: Google
 # dropped it from its RDMA installers in May 2026.

@@ -370,3 +370,43 @@ def test_shm_size_can_be_set() -> None:
 def test_a_bad_container_name_is_refused(container: str) -> None:
     with pytest.raises(ValueError, match="container: "):
         gpudirect_pod_parts(TCPXO, container=container)
+
+
+def test_the_tcpxo_host_setup_is_safe_to_run_again(tmp_path) -> None:
+    """The pre-installation script runs on the host each time the installer Pod starts: the firewall
+    rule is inserted once and a device already bind-mounted is not mounted again."""
+    import subprocess
+
+    from gke_gpu.gpudirect_software import _TCPXO_HOST_SETUP
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls"
+    state = tmp_path / "state"
+    state.mkdir()
+    stubs = {
+        # `-C` succeeds once a rule was inserted (-I), as iptables does.
+        "iptables": f'echo "iptables $*" >> {calls}; if [ "$1" = -C ]; then [ -f {state}/rule ]; '
+        f"else touch {state}/rule; fi",
+        "modprobe": f'echo "modprobe $*" >> {calls}',
+        "lspci": 'echo "0000:06:00.0 0000: 1ae0:0084"; echo "0000:07:00.0 0000: 1ae0:0084"',
+        "mountpoint": f'[ -f "{state}/$(basename "$2")" ]',
+        "mount": f'echo "mount $*" >> {calls}; touch "{state}/$(basename "$3")"',
+        "readlink": 'echo "/sys/devices/pci/$(basename "$2")"',
+        "chmod": "true",
+    }
+    for name, body in stubs.items():
+        path = bin_dir / name
+        path.write_text(f"#!/bin/bash\n{body}\n")
+        path.chmod(0o755)
+    script = _TCPXO_HOST_SETUP.replace("/sbin/iptables", "iptables").replace(
+        "/dev/aperture_devices", str(tmp_path / "aperture")
+    )
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+    for _ in range(2):
+        done = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr
+    lines = calls.read_text().splitlines()
+    assert sum(line.startswith("iptables -I") for line in lines) == 1
+    assert sum(line.startswith("mount --bind") for line in lines) == 2  # two devices, once each
+    assert lines.count("modprobe import-helper") == 2
