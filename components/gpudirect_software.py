@@ -15,13 +15,13 @@ the facts taken from them):
 """
 
 from dataclasses import dataclass
-from typing import NotRequired, TypedDict
+from typing import Annotated, NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import Field
 
-from .arg_types import NodeNetworks, enum_values
+from .arg_types import K8sName, NodeNetworks, enum_values
 from .gpu_pool_args import NodeNetwork, node_network_at
 from .gpu_scheduling import ACCELERATOR_LABEL, GPU_TOLERATION
 from .gpudirect import FLAVORS, GpuDirectFlavor
@@ -74,6 +74,7 @@ GIB_HOST_DIR = "/home/kubernetes/bin/gib"
 APERTURE_DEVICES = "/dev/aperture_devices"
 
 NAMESPACE = "kube-system"
+NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 NETWORK_API = "networking.gke.io/v1"
 # GKE's taints on the nodes these DaemonSets must reach: the GPU taint, queued provisioning's,
 # flex-start's (GKE labels flex-start nodes cloud.google.com/gke-flex-start=true; a taint of that
@@ -184,12 +185,18 @@ class GpuDirectSoftwareArgs(TypedDict):
     tolerations: NotRequired[list[Toleration]]
     """More tolerations for the installers, for the GPU pools' own taints. GKE's GPU, queued,
     flex-start and Spot taints are always tolerated."""
+    node_pools: NotRequired[list[str]]
+    """The GPUDirect node pools: the installers run on their nodes only. Without it they run on every
+    node with the flavour's accelerator, as Google's manifests do; a pool of that accelerator without
+    GPUDirect then gets the NCCL plugin in its driver directory (and, for TCPXO, the host firewall
+    opened to TCP). Defaults to every node of the accelerator."""
 
 
 class _GpuDirectSoftwareSpec(ArgsModel):
     flavor: enum_values(GpuDirectFlavor)  # type: ignore[valid-type]
     node_networks: NodeNetworks  # type: ignore[valid-type]
     tolerations: list[TolerationSpec] = Field(default_factory=list, max_length=64)
+    node_pools: Annotated[list[K8sName], Field(min_length=1, max_length=64)] | None = None  # type: ignore[valid-type]
 
 
 def _rules(spec: _GpuDirectSoftwareSpec) -> list[str]:
@@ -243,6 +250,7 @@ class GpuDirectSoftware(pulumi.ComponentResource):
         self, name: str, args: GpuDirectSoftwareArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         spec = self.check_args(name, args)
+        self._node_pools = spec.node_pools
         super().__init__(
             component_type("GpuDirectSoftware"), name, None, component_options("GpuDirectSoftware", opts)
         )
@@ -376,7 +384,7 @@ class GpuDirectSoftware(pulumi.ComponentResource):
                     metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
                     spec=k8s.core.v1.PodSpecArgs(
                         priority_class_name="system-node-critical",
-                        affinity=_accelerator_affinity(FLAVORS[flavor].accelerators),
+                        affinity=_node_affinity(FLAVORS[flavor].accelerators, self._node_pools),
                         tolerations=tolerations,
                         # Host network and host PID as in Google's manifests: TCPXO's pre-install
                         # step enters PID 1's namespaces; the install scripts and the injector (which
@@ -416,19 +424,21 @@ def _resources(
     )
 
 
-def _accelerator_affinity(accelerators: tuple[str, ...]) -> "k8s.core.v1.AffinityArgs":
+def _node_affinity(accelerators: tuple[str, ...], pools: list[str] | None) -> "k8s.core.v1.AffinityArgs":
+    """The flavour's accelerators and, when given, only these node pools (both must hold)."""
+    expressions = [
+        k8s.core.v1.NodeSelectorRequirementArgs(
+            key=ACCELERATOR_LABEL, operator="In", values=list(accelerators)
+        )
+    ]
+    if pools:
+        expressions.append(
+            k8s.core.v1.NodeSelectorRequirementArgs(key=NODE_POOL_LABEL, operator="In", values=list(pools))
+        )
     return k8s.core.v1.AffinityArgs(
         node_affinity=k8s.core.v1.NodeAffinityArgs(
             required_during_scheduling_ignored_during_execution=k8s.core.v1.NodeSelectorArgs(
-                node_selector_terms=[
-                    k8s.core.v1.NodeSelectorTermArgs(
-                        match_expressions=[
-                            k8s.core.v1.NodeSelectorRequirementArgs(
-                                key=ACCELERATOR_LABEL, operator="In", values=list(accelerators)
-                            )
-                        ]
-                    )
-                ]
+                node_selector_terms=[k8s.core.v1.NodeSelectorTermArgs(match_expressions=expressions)]
             )
         )
     )

@@ -42,9 +42,13 @@ JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 CONTAINER = "main"
 HEALTH_CONTAINER = "gpu-health"
-# Each Job gives up after an hour of running (a Job's deadline restarts when Kueue resumes it, so
-# time spent queued does not count); the script stops itself a little earlier, to say why.
-JOB_DEADLINE_SECONDS = 3600
+# A Job's deadline starts when Kueue admits (unsuspends) it. Time in the Kueue queue does not count,
+# but the wait for nodes does wherever admission is by quota alone (not queued provisioning): scale-up
+# from zero, or a flex-start pool waiting for capacity. So the Job gets four hours, and the script,
+# which counts from its own start, stops itself after 55 minutes of running and says why. A queued
+# pool's ProvisioningRequest asks GKE for nodes for the run's hour (RUN_SECONDS).
+JOB_DEADLINE_SECONDS = 4 * 3600
+RUN_SECONDS = 3600
 SCRIPT_DEADLINE_SECONDS = 3300
 # How long rank 0 waits for the other Pods' sshd (image pulls of several GB on fresh nodes).
 PEER_WAIT_SECONDS = 1200
@@ -168,7 +172,7 @@ class NcclAllReduce(pulumi.ComponentResource):
         if spec.queued:
             # Kueue copies provreq.kueue.x-k8s.io/* annotations into the ProvisioningRequest: the
             # nodes are asked for as long as the test may run.
-            annotations[MAX_RUN_DURATION_ANNOTATION] = str(JOB_DEADLINE_SECONDS)
+            annotations[MAX_RUN_DURATION_ANNOTATION] = str(RUN_SECONDS)
         self.jobset = k8s.apiextensions.CustomResource(
             f"{name}-jobset",
             api_version=JOBSET_API,
@@ -247,7 +251,14 @@ def health_container(spec: NcclAllReduceSpec, image: str, mount: dict[str, Any])
         "imagePullPolicy": "IfNotPresent",
         "command": ["bash", f"{SCRIPT_DIR}/{SCRIPT_FILE}", "health"],
         "env": settings_env(
-            {"NCCL_ALLREDUCE_GPUS": gpus, "NVIDIA_SMI": f"{GKE_DRIVER_MOUNT}/bin/nvidia-smi", "HOME": "/tmp"}
+            {
+                "NCCL_ALLREDUCE_GPUS": gpus,
+                "NVIDIA_SMI": f"{GKE_DRIVER_MOUNT}/bin/nvidia-smi",
+                # GKE's device plugin mounts the driver but sets no environment: nvidia-smi finds
+                # libnvidia-ml only through this (as Google's and cluster-toolkit's health checks).
+                "LD_LIBRARY_PATH": f"{GKE_DRIVER_MOUNT}/lib64",
+                "HOME": "/tmp",
+            }
         ),
         "resources": {
             "requests": {"cpu": "100m", "memory": "128Mi", "ephemeral-storage": "64Mi", GPU_RESOURCE: gpus},

@@ -370,7 +370,7 @@ def nccl_commands(name: str, namespace: str, container: str) -> dict[str, str]:
     rank0 = f"jobset.sigs.k8s.io/jobset-name={name},batch.kubernetes.io/job-completion-index=0"
     logs = f"kubectl logs -n {namespace} -l {rank0} -c {container} --tail=-1"
     return {
-        "wait": f"kubectl wait -n {namespace} --for=condition=Completed jobset/{name} --timeout=90m",
+        "wait": f"kubectl wait -n {namespace} --for=condition=Completed jobset/{name} --timeout=4h",
         "logs": logs,
         "result": f"{logs} | grep 'NCCL-ALLREDUCE RESULT'",
         "pods": f"kubectl get pods -n {namespace} -l jobset.sigs.k8s.io/jobset-name={name} -o wide",

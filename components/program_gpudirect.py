@@ -65,7 +65,13 @@ def gpudirect_software(
             for toleration in tolerations(pool, autopilot=False):
                 if toleration != GPU_TOLERATION and toleration not in own:
                     own.append(toleration)
-        args: GpuDirectSoftwareArgs = {"flavor": flavor, "node_networks": networks[flavor].node_networks}
+        args: GpuDirectSoftwareArgs = {
+            "flavor": flavor,
+            "node_networks": networks[flavor].node_networks,
+            # Only the pools that asked for GPUDirect: another pool of the same accelerator keeps its
+            # nodes as they are.
+            "node_pools": [pool.name for pool in pools],
+        }
         if own:
             args["tolerations"] = own
         declared.append(

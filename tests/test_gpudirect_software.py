@@ -410,3 +410,29 @@ def test_the_tcpxo_host_setup_is_safe_to_run_again(tmp_path) -> None:
     assert sum(line.startswith("iptables -I") for line in lines) == 1
     assert sum(line.startswith("mount --bind") for line in lines) == 2  # two devices, once each
     assert lines.count("modprobe import-helper") == 2
+
+
+def test_the_node_software_runs_only_on_the_gpudirect_pools() -> None:
+    """A pool of the same accelerator without GPUDirect keeps its nodes as they are."""
+    from tests.conftest import STANDARD_CLUSTER, render, stack_config
+
+    mega = {
+        "accelerator": "nvidia-h100-mega-80gb",
+        "gpusPerNode": 8,
+        "maxNodes": 2,
+        "zones": ["us-central1-a"],
+    }
+    result = render(
+        stack_config(
+            cluster=STANDARD_CLUSTER,
+            gpuPools=[{"name": "train", "gpudirect": True, **mega}, {"name": "dev", **mega}],
+        )
+    )
+    for daemon_set in result.of_type("kubernetes:apps/v1:DaemonSet"):
+        terms = daemon_set.inputs["spec"]["template"]["spec"]["affinity"]["nodeAffinity"][
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        ]["nodeSelectorTerms"]
+        (term,) = terms
+        assert {"key": "cloud.google.com/gke-nodepool", "operator": "In", "values": ["train"]} in term[
+            "matchExpressions"
+        ], daemon_set.name
