@@ -163,7 +163,7 @@ class BandwidthFloor:
     @property
     def note(self) -> str:
         figure = f" of {self.figure_gbps} GB/s" if self.figure_gbps is not None else ""
-        share = f"{FLOOR_FRACTION:.0%}{figure}, " if self.kind != "override" else ""
+        share = f"{FLOOR_FRACTION:.0%}{figure}, " if self.figure_gbps is not None else ""
         return f"{self.kind}, {share}{self.source}"
 
 
@@ -200,15 +200,10 @@ FLOORS: dict[tuple[str, Transport], BandwidthFloor] = {
         "no published A4 figure (cluster-toolkit's A4 benchmark READMEs show placeholders); A4 has A3 "
         "Ultra's 8 x 400 Gbps RDMA NICs, so A3 Ultra's measured 325.5 GB/s",
     ),
-    ("a3-highgpu-8g", Transport.TCP): _floor(
-        19.4,
-        "measured",
-        "all_reduce 19.4-20.9 GB/s at 256 MiB-2 GiB without GPUDirect on 2 a3-highgpu-8g GCE VMs "
-        "(third party: skypilot-org/skypilot@088eebc2 examples/gcp_gpu_direct_tcpx/README.md); how many "
-        "NICs those VMs' sockets used is UNVERIFIED, and a GKE pool without GPUDirect has only eth0",
-    ),
 }
-# Any other machine type over plain TCP: no published figure. A deliberately low bar that proves the
+# Any machine type over plain TCP: no figure for a GKE pool (a third party's 19.4-20.9 GB/s on two
+# a3-highgpu-8g GCE VMs without GPUDirect used an unknown number of NICs; a GKE Pod without GPUDirect
+# has only eth0, so that figure is no floor here). A deliberately low bar that proves the
 # nodes all-reduce correctly over the Pod network, not that the NIC is fast: 0.15 GB/s (1.2 Gbps) is
 # under the smallest egress cap a GPU VM has (an n1-standard-1 with a T4: 2 Gbps, UNVERIFIED here).
 PLAIN_TCP_ESTIMATE = BandwidthFloor(

@@ -246,10 +246,12 @@ run_rank0() {
         -b 1K -e "$NCCL_ALLREDUCE_MAX_BYTES" -f 2 -g 1 -w 5 -n 20 -c 1 2>&1 | tee "$output"
     local launched=$?
     local verdict=0
-    nccl_judge "$NCCL_ALLREDUCE_FLOOR_GBPS" "${NCCL_ALLREDUCE_FLOOR_NOTE:-}" < "$output" || verdict=1
     if [ "$launched" -ne 0 ]; then
+        # One result line, and never a PASS judged on a sweep cut short.
         echo "$RESULT_TAG FAIL mpirun exited $launched (124: the script's deadline)"
         verdict=1
+    else
+        nccl_judge "$NCCL_ALLREDUCE_FLOOR_GBPS" "${NCCL_ALLREDUCE_FLOOR_NOTE:-}" < "$output" || verdict=1
     fi
     for ((i = 1; i < nodes; i++)); do
         ssh_to "${hosts[$i]}" "mkdir -p '$workdir' && echo $verdict > '$DONE_FILE'" \
