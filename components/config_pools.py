@@ -108,8 +108,9 @@ class PoolRules(RuleBase):
                 if first and first[1] != zone:
                     self.problems.add(
                         f"{NAMESPACE}:gpuPools[{i}].zones",
-                        f"{[zone]} differs from {first[0]}'s zone {first[1]}: the stack's RDMA "
-                        "pools share one RoCE VPC, whose network profile is zonal; put them in one zone",
+                        f"{[zone]} differs from {first[0]}'s zone {first[1]}: this program creates one "
+                        "RoCE VPC per stack, and its network profile is zonal; put the stack's RDMA pools "
+                        "in one zone, or those of another zone in a stack of their own",
                     )
                 rdma_zones.setdefault(f"gpuPools[{i}]", zone)
         return network.model_copy(update={"gpudirect_cidr": cidr})

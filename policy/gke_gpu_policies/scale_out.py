@@ -62,6 +62,9 @@ def _is_gpu_pool(props: Any) -> Any:
 # GPUDirect pools: one zone.
 
 
+_ZONE = re.compile(r"[a-z]+-[a-z]+[0-9]+-[a-z]")
+
+
 def validate_gpudirect_single_zone(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     """A node pool with additional node networks (GPUDirect NICs) lists exactly one nodeLocations zone."""
     if args.resource_type != NODE_POOL:
@@ -75,6 +78,11 @@ def validate_gpudirect_single_zone(args: ResourceValidationArgs, report_violatio
     locations = locations or []
     if len(locations) == 1:
         return
+    location = get(args.props, "location")
+    if not locations and (location is UNKNOWN or is_unknown(location)):
+        return
+    if not locations and isinstance(location, str) and _ZONE.fullmatch(location):
+        return  # a zonal cluster's pool without nodeLocations is in the cluster's one zone
     if locations:
         shown = ", ".join("?" if is_unknown(z) else str(z) for z in locations)
         found = f"spans {len(locations)} zones (nodeLocations: {shown})"

@@ -84,6 +84,10 @@ def test_a_gpudirect_pool_in_three_zones_is_a_violation() -> None:
     )
 
 
+def test_a_zonal_clusters_gpudirect_pool_without_node_locations_is_in_one_zone() -> None:
+    assert single_zone(gpudirect_pool(nodeLocations=DELETE, location="us-central1-a")) == []
+
+
 @pytest.mark.parametrize("locations", [DELETE, [], None])
 def test_a_gpudirect_pool_without_node_locations_is_a_violation(locations: Any) -> None:
     one(
