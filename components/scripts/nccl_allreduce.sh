@@ -203,7 +203,7 @@ run_rank0() {
     done
     # Google's images ship a helper that prepares ssh between the given hosts; use it if present.
     if [ -x /scripts/init_ssh.sh ]; then
-        /scripts/init_ssh.sh "${hosts[@]}" || log "/scripts/init_ssh.sh exited $?"
+        timeout 120 /scripts/init_ssh.sh "${hosts[@]}" < /dev/null || log "/scripts/init_ssh.sh exited $? (124: it took over 120 s)"
     fi
     local hostfile="$workdir/hostfile"
     : > "$hostfile"
