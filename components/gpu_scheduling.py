@@ -7,6 +7,7 @@ labels; on Autopilot the same selectors make GKE create a matching node.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from .config import GPU_TAINT_KEY, GpuPool
@@ -22,6 +23,19 @@ COMPUTE_CLASS_LABEL = "cloud.google.com/compute-class"
 GPU_RESOURCE = "nvidia.com/gpu"
 # Tolerates the GPU taint whatever its value (GKE's ExtendedResourceToleration adds the same one).
 GPU_TOLERATION = {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+# GKE taints (and labels) queued-provisioning nodes cloud.google.com/gke-queued=true:NoSchedule.
+QUEUED_TAINT_KEY = "cloud.google.com/gke-queued"
+QUEUED_TOLERATION = {"key": QUEUED_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+
+
+def union_tolerations(groups: Iterable[Iterable[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The tolerations of several pools, each once, in the order first seen."""
+    seen: list[dict[str, Any]] = []
+    for group in groups:
+        for item in group:
+            if item not in seen:
+                seen.append(item)
+    return seen
 
 
 def compute_class_name(pool: GpuPool) -> str:

@@ -23,7 +23,7 @@ from pydantic import Field
 
 from .arg_types import K8sName, NodeNetworks, enum_values
 from .gpu_pool_args import NodeNetwork, node_network_at
-from .gpu_scheduling import ACCELERATOR_LABEL, GPU_TOLERATION
+from .gpu_scheduling import ACCELERATOR_LABEL, GPU_TOLERATION, NODEPOOL_LABEL, QUEUED_TOLERATION
 from .gpudirect import FLAVORS, GpuDirectFlavor
 from .k8s_common import (
     Toleration,
@@ -74,14 +74,13 @@ GIB_HOST_DIR = "/home/kubernetes/bin/gib"
 APERTURE_DEVICES = "/dev/aperture_devices"
 
 NAMESPACE = "kube-system"
-NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 NETWORK_API = "networking.gke.io/v1"
 # GKE's taints on the nodes these DaemonSets must reach: the GPU taint, queued provisioning's,
 # flex-start's (GKE labels flex-start nodes cloud.google.com/gke-flex-start=true; a taint of that
 # key is UNVERIFIED, tolerating it costs nothing) and Spot's when a pool sets it.
 NODE_TOLERATIONS = (
     dict(GPU_TOLERATION),
-    {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"},
+    dict(QUEUED_TOLERATION),
     {"key": "cloud.google.com/gke-flex-start", "operator": "Exists", "effect": "NoSchedule"},
     {"key": "cloud.google.com/gke-spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"},
 )
@@ -433,7 +432,7 @@ def _node_affinity(accelerators: tuple[str, ...], pools: list[str] | None) -> "k
     ]
     if pools:
         expressions.append(
-            k8s.core.v1.NodeSelectorRequirementArgs(key=NODE_POOL_LABEL, operator="In", values=list(pools))
+            k8s.core.v1.NodeSelectorRequirementArgs(key=NODEPOOL_LABEL, operator="In", values=list(pools))
         )
     return k8s.core.v1.AffinityArgs(
         node_affinity=k8s.core.v1.NodeAffinityArgs(

@@ -10,12 +10,11 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from .gpu_batch_queues import KUEUE_API
-from .gpu_scheduling import GPU_RESOURCE
+from .gpu_scheduling import GPU_RESOURCE, QUEUED_TAINT_KEY, QUEUED_TOLERATION
 from .gpudirect_pod import gpudirect_pod_parts, plain_tcp_pod_parts
 from .k8s_common import GKE_DRIVER_MOUNT, NONROOT_ID, app_labels, image_version, selector_labels
 from .nccl_allreduce_args import (
     MAX_RUN_DURATION_ANNOTATION,
-    QUEUED_TAINT_KEY,
     REPLICATED_JOB,
     RUNNERS,
     BandwidthFloor,
@@ -328,7 +327,7 @@ def nccl_pod_spec(spec: NcclAllReduceSpec, parts: dict[str, Any], floor: Bandwid
     mount = {"name": "nccl-allreduce-script", "mountPath": SCRIPT_DIR, "readOnly": True}
     tolerations = [_toleration(t) for t in spec.tolerations]
     if spec.queued and not any(t.get("key") == QUEUED_TAINT_KEY for t in tolerations):
-        tolerations.append({"key": QUEUED_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"})
+        tolerations.append(dict(QUEUED_TOLERATION))
     sidecars = parts["initContainers"]
     pod: dict[str, Any] = {
         "restartPolicy": "Never",

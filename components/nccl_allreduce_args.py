@@ -47,8 +47,6 @@ from .validation import ArgsModel
 MAX_POOL_NAME = 40
 REPLICATED_JOB = "node"
 DEFAULT_NAMESPACE = "gpu-nccl"
-# GKE taints queued-provisioning nodes cloud.google.com/gke-queued=true:NoSchedule.
-QUEUED_TAINT_KEY = "cloud.google.com/gke-queued"
 MAX_RUN_DURATION_ANNOTATION = "provreq.kueue.x-k8s.io/maxRunDurationSeconds"
 # The floor is this fraction of the published figure: a judgement (the reference's "~80-85 %" bar),
 # not a Google number; it leaves room for run-to-run noise and a shorter sweep.

@@ -20,7 +20,7 @@ from .gpu_compute_class import GpuComputeClass, compute_class_args
 from .gpu_monitoring import AlertPolicies, DcgmSource, GpuMonitoring, GpuMonitoringArgs
 from .gpu_node_labels import GpuNodeLabels
 from .gpu_node_pool import GpuNodePool, node_pool_args
-from .gpu_scheduling import GPU_TOLERATION, gpus_per_pod, node_selector, tolerations
+from .gpu_scheduling import GPU_TOLERATION, gpus_per_pod, node_selector, tolerations, union_tolerations
 from .gpudirect import flavor_of
 from .network import GkeNetwork
 from .nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
@@ -172,12 +172,7 @@ def _monitoring(
 
 def _union(groups: Any) -> list[dict[str, Any]]:
     """Tolerations of several pools without repeats (the GPU taint once)."""
-    seen: list[dict[str, Any]] = []
-    for group in groups:
-        for item in group:
-            if item not in seen:
-                seen.append(item)
-    return seen or [dict(GPU_TOLERATION)]
+    return union_tolerations(groups) or [dict(GPU_TOLERATION)]
 
 
 def _samples(

@@ -7,13 +7,11 @@ import pulumi
 from .catalog import load_catalog
 from .declare import declare
 from .gpu_batch_queues import GpuBatchQueues, GpuBatchQueuesArgs, queue_name
-from .gpu_scheduling import node_selector, tolerations
+from .gpu_scheduling import QUEUED_TOLERATION, node_selector, tolerations
 from .gpudirect import flavor_of
 from .nccl_allreduce import NcclAllReduce
 from .nccl_allreduce_args import NcclAllReduceArgs
 from .settings import Settings
-
-QUEUED_TOLERATION = {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"}
 
 
 def batch_queues(

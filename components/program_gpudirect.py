@@ -7,7 +7,7 @@ import pulumi
 
 from .declare import declare
 from .gpu_pool import GpuPool
-from .gpu_scheduling import GPU_TOLERATION, tolerations
+from .gpu_scheduling import GPU_TOLERATION, tolerations, union_tolerations
 from .gpudirect import FLAVORS, GpuDirectFlavor, flavor_of
 from .gpudirect_networks import GpuDirectNetworks, GpuDirectNetworksArgs
 from .gpudirect_pod import gpudirect_pod_parts
@@ -60,11 +60,12 @@ def gpudirect_software(
     taints of the flavour's pools."""
     declared: list[GpuDirectSoftware] = []
     for flavor, pools in stack_flavors(settings).items():
-        own: list[Any] = []
-        for pool in pools:
-            for toleration in tolerations(pool, autopilot=False):
-                if toleration != GPU_TOLERATION and toleration not in own:
-                    own.append(toleration)
+        # The GPU taint is always tolerated by the component; the pools' own taints on top.
+        own = [
+            t
+            for t in union_tolerations(tolerations(p, autopilot=False) for p in pools)
+            if t != GPU_TOLERATION
+        ]
         args: GpuDirectSoftwareArgs = {
             "flavor": flavor,
             "node_networks": networks[flavor].node_networks,
