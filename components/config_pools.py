@@ -97,20 +97,22 @@ class PoolRules(RuleBase):
                 f"{key}: the GPUDirect subnets take {cidr}; the existing VPC's ranges could not be "
                 "checked against it, so make sure none of them overlaps it"
             )
-        rdma_zones: dict[str, str] = {}
-        for i, pool in self.indexed_pools():
-            resolved = next((p for p in pools if p.name == pool.name), None)
-            if resolved is None or not resolved.gpudirect:
+        resolved = {p.name: p for p in pools}
+        first_rdma: tuple[int, str] | None = None  # the first RDMA pool's index and zone
+        for i, written in self.indexed_pools():
+            pool = resolved.get(written.name)
+            if pool is None or not pool.gpudirect or flavor_of(pool.machine_type) != GpuDirectFlavor.RDMA:
                 continue
-            if flavor_of(resolved.machine_type) == GpuDirectFlavor.RDMA and len(resolved.zones or []) == 1:
-                zone = (resolved.zones or [""])[0]
-                first = next(iter(rdma_zones.items()), None)
-                if first and first[1] != zone:
-                    self.problems.add(
-                        f"{NAMESPACE}:gpuPools[{i}].zones",
-                        f"{[zone]} differs from {first[0]}'s zone {first[1]}: this program creates one "
-                        "RoCE VPC per stack, and its network profile is zonal; put the stack's RDMA pools "
-                        "in one zone, or those of another zone in a stack of their own",
-                    )
-                rdma_zones.setdefault(f"gpuPools[{i}]", zone)
+            if len(pool.zones or []) != 1:
+                continue  # reported by the pool's own rules
+            zone = (pool.zones or [""])[0]
+            if first_rdma is None:
+                first_rdma = (i, zone)
+            elif zone != first_rdma[1]:
+                self.problems.add(
+                    f"{NAMESPACE}:gpuPools[{i}].zones",
+                    f"{[zone]} differs from gpuPools[{first_rdma[0]}]'s zone {first_rdma[1]}: this program "
+                    "creates one RoCE VPC per stack, and its network profile is zonal; put the stack's RDMA "
+                    "pools in one zone, or those of another zone in a stack of their own",
+                )
         return network.model_copy(update={"gpudirect_cidr": cidr})
