@@ -356,3 +356,18 @@ def jobset(pod_spec: dict[str, Any] | None = None, *, queue: str | None = "gpu-l
             ]
         },
     }
+
+
+def check(validator: Any, resource_type: str, resource_props: dict[str, Any], **kwargs: Any) -> list[str]:
+    """The messages one resource validator reports for one resource."""
+    return violations(validator, resource_args(resource_type, resource_props, **kwargs))
+
+
+def one(messages: list[str], policy: str, *fragments: str) -> str:
+    """The single message, which names the rule and contains every fragment."""
+    assert len(messages) == 1, messages
+    message = messages[0]
+    assert message.endswith(f"[{policy}]"), message
+    for fragment in fragments:
+        assert fragment in message, (fragment, message)
+    return message

@@ -22,9 +22,11 @@ from policy.tests.factories import (
     UNKNOWN_KINDS,
     WORKLOAD_TYPES,
     autopilot_cluster,
+    check,
     cpu_pool,
     gpu_pod_spec,
     gpu_pool,
+    one,
     policy_resource,
     resource_args,
     set_path,
@@ -38,20 +40,6 @@ from policy.tests.factories import (
 
 GPU_LIMIT = ("containers", "0", "resources", "limits", "nvidia.com/gpu")
 GPU_REQUEST = ("containers", "0", "resources", "requests", "nvidia.com/gpu")
-
-
-def check(validator: Any, resource_type: str, resource_props: dict[str, Any], **kwargs: Any) -> list[str]:
-    return violations(validator, resource_args(resource_type, resource_props, **kwargs))
-
-
-def one(messages: list[str], policy: str, *fragments: str) -> str:
-    """The single message, which names the rule and contains every fragment."""
-    assert len(messages) == 1, messages
-    message = messages[0]
-    assert message.endswith(f"[{policy}]"), message
-    for fragment in fragments:
-        assert fragment in message, (fragment, message)
-    return message
 
 
 # --------------------------------------------------------------------------------------------------

@@ -18,35 +18,22 @@ from policy.tests.factories import (
     JOBSET,
     RESOURCE_FLAVOR,
     UNKNOWN_KINDS,
+    check,
     cluster_queue,
     cpu_pool,
     gpu_pod_spec,
     gpu_pool,
     gpudirect_pool,
     jobset,
-    resource_args,
+    one,
     resource_flavor,
     set_path,
     stack_args,
     standard_cluster,
     unknown,
     urn,
-    violations,
     workload,
 )
-
-
-def check(validator: Any, resource_type: str, resource_props: dict[str, Any], **kwargs: Any) -> list[str]:
-    return violations(validator, resource_args(resource_type, resource_props, **kwargs))
-
-
-def one(messages: list[str], policy: str, *fragments: str) -> str:
-    assert len(messages) == 1, messages
-    message = messages[0]
-    assert message.endswith(f"[{policy}]"), message
-    for fragment in fragments:
-        assert fragment in message, (fragment, message)
-    return message
 
 
 def test_the_pack_serves_the_scale_out_policies() -> None:
