@@ -25,18 +25,17 @@ HIGH = {**MEGA, "name": "high", "accelerator": "nvidia-h100-80gb", "zones": ["us
 ULTRA = {**MEGA, "name": "ultra", "accelerator": "nvidia-h200-141gb", "zones": ["us-central1-b"]}
 
 
-def stack(*pools: dict, network: dict | None = None, cluster: dict | None = None):
-    keys = {"cluster": cluster or STANDARD_CLUSTER, "gpuPools": list(pools)}
-    if network is not None:
-        keys["network"] = network
-    return render(stack_config(**keys))
-
-
 def raw(*pools: dict, network: dict | None = None, cluster: dict | None = None) -> dict:
+    """The `gke-gpu:` keys of a stack with these pools."""
     keys: dict = {"cluster": cluster or STANDARD_CLUSTER, "gpuPools": list(pools)}
     if network is not None:
         keys["network"] = network
     return keys
+
+
+def stack(*pools: dict, network: dict | None = None, cluster: dict | None = None):
+    """That stack, rendered."""
+    return render(stack_config(**raw(*pools, network=network, cluster=cluster)))
 
 
 # -- the flavour table ----------------------------------------------------------------------------

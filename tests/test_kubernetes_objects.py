@@ -101,20 +101,16 @@ def _objects(result):
     return kubernetes_objects(to_document(result))
 
 
-# Each stack and configuration is rendered once per test process; the tests get copies (the typo
-# test edits its objects).
-@functools.cache
-def _stack_objects(stack: str) -> list:
+def stack_objects(stack: str) -> list:
+    """A stack file's objects (stack_render renders each stack once per process, a copy each time)."""
     return _objects(stack_render(stack))
 
 
+# Each configuration is rendered once per test process, as the stacks are; the tests get copies
+# (the typo test edits its objects).
 @functools.cache
 def _config_objects(case: str) -> list:
     return _objects(render(EXTRA_CONFIGS[case]))
-
-
-def stack_objects(stack: str) -> list:
-    return copy.deepcopy(_stack_objects(stack))
 
 
 def config_objects(case: str) -> list:
@@ -164,7 +160,7 @@ def test_every_object_has_the_recommended_labels() -> None:
 def test_the_sample_and_node_objects_are_among_those_validated() -> None:
     """Guards the coverage: the samples' Jobs, their namespace, deny-all policy and script, and the
     generic cluster's node patches are all in the stack files or configurations validated above."""
-    kinds = {o["kind"] for stack in stacks() for o in _stack_objects(stack)}
+    kinds = {o["kind"] for stack in stacks() for o in stack_objects(stack)}
     kinds |= {o["kind"] for case in EXTRA_CONFIGS for o in _config_objects(case)}
     assert {"Job", "Namespace", "NetworkPolicy", "ConfigMap", "Node"} <= kinds
     scale_out = {"JobSet", "LocalQueue", "ClusterQueue", "ResourceFlavor", "AdmissionCheck"}
