@@ -2,13 +2,13 @@
 
 import pulumi
 
-from gke_gpu.config import load_settings
+from gke_gpu.stack.config import load_settings
 
 settings = load_settings()  # every problem of the stack file, or its notes, before anything is declared
 # The components, and with them the cloud SDKs, are loaded only for a valid stack file (a bad one
 # fails in a second rather than after the SDKs' imports).
-from gke_gpu.program import build, check_components  # noqa: E402
-from gke_gpu.validation import stack_notes_reported  # noqa: E402
+from gke_gpu.core.validation import stack_notes_reported  # noqa: E402
+from gke_gpu.stack.program import build, check_components  # noqa: E402
 
 check_components(settings)  # and every component's own check of its args
 with stack_notes_reported():  # so the components do not repeat those notes

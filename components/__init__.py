@@ -14,27 +14,27 @@ import importlib
 from importlib.metadata import version
 from typing import TYPE_CHECKING, Any
 
-from .package import PUBLIC_COMPONENTS
+from .core.package import PUBLIC_COMPONENTS
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
-    from .cluster import GkeCluster, GkeClusterArgs
-    from .dcgm_exporter import DcgmExporter, DcgmExporterArgs
-    from .gpu_batch_queues import GpuBatchQueues, GpuBatchQueuesArgs
-    from .gpu_compute_class import GpuComputeClass, GpuComputeClassArgs
-    from .gpu_monitoring import GpuMonitoring, GpuMonitoringArgs
-    from .gpu_node_pool import GpuNodePool, GpuNodePoolArgs
-    from .gpudirect_networks import GpuDirectNetworks, GpuDirectNetworksArgs
-    from .gpudirect_software import GpuDirectSoftware, GpuDirectSoftwareArgs
-    from .nccl_allreduce import NcclAllReduce, NcclAllReduceArgs
-    from .network import GkeNetwork, GkeNetworkArgs
-    from .nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
-    from .sample_workloads import SampleWorkloads, SampleWorkloadsArgs
-    from .validation import InvalidArgsError
+    from .cluster.gke_cluster import GkeCluster, GkeClusterArgs
+    from .core.validation import InvalidArgsError
+    from .gpu.compute_class import GpuComputeClass, GpuComputeClassArgs
+    from .gpu.device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
+    from .gpu.node_pool import GpuNodePool, GpuNodePoolArgs
+    from .gpudirect.networks import GpuDirectNetworks, GpuDirectNetworksArgs
+    from .gpudirect.software import GpuDirectSoftware, GpuDirectSoftwareArgs
+    from .monitoring.dcgm_exporter import DcgmExporter, DcgmExporterArgs
+    from .monitoring.gpu_monitoring import GpuMonitoring, GpuMonitoringArgs
+    from .network.vpc import GkeNetwork, GkeNetworkArgs
+    from .workloads.batch_queues import GpuBatchQueues, GpuBatchQueuesArgs
+    from .workloads.nccl_allreduce import NcclAllReduce, NcclAllReduceArgs
+    from .workloads.samples import SampleWorkloads, SampleWorkloadsArgs
 
 __version__: str = version("gke-gpu")
 
 # Exported name -> the module (of this package) that defines it.
-_LAZY: dict[str, str] = {"InvalidArgsError": "validation"}
+_LAZY: dict[str, str] = {"InvalidArgsError": "core.validation"}
 for _cls, _module in PUBLIC_COMPONENTS.items():
     _LAZY[_cls] = _module
     _LAZY[f"{_cls}Args"] = _module

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gke_gpu.config import ConfigError, parse_settings
+from gke_gpu.stack.config import ConfigError, parse_settings
 from tools.offline import RunResult, run_program, run_stack
 
 PROJECT = "test-project"

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gke_gpu.alert_rules import prometheus_rules
+from gke_gpu.monitoring.alert_rules import prometheus_rules
 from tests.conftest import L4_POOL, STANDARD_CLUSTER, render, stack_config, stack_render
 
 PROMTOOL_INSTALL = "apt-get update && apt-get install -y --no-install-recommends prometheus"

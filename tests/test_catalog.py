@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from gke_gpu.catalog import load_catalog
+from gke_gpu.core.catalog import load_catalog
 
 CATALOG = load_catalog()
 ACCELERATORS = sorted(CATALOG.accelerators)

@@ -7,8 +7,8 @@ import pytest
 import yaml
 
 import tools.offline
-from gke_gpu.cluster import GkeCluster, node_service_account_id
-from gke_gpu.cluster_args import ReleaseChannel
+from gke_gpu.cluster.args import ReleaseChannel
+from gke_gpu.cluster.gke_cluster import GkeCluster, node_service_account_id
 from tools.offline import SECRET, run_program
 
 SYSTEM_POOL = {
@@ -191,7 +191,7 @@ def test_kubeconfig_is_a_secret_using_the_gke_auth_plugin() -> None:
 
 
 def test_kubeconfig_content() -> None:
-    from gke_gpu.cluster import render_kubeconfig
+    from gke_gpu.cluster.gke_cluster import render_kubeconfig
 
     text = render_kubeconfig(
         project="p", location="us-central1", name="c", dns_endpoint="gke-0123abcd-p.us-central1.gke.goog"
@@ -272,7 +272,7 @@ users:
 
 
 def test_the_ip_kubeconfig_is_the_one_existing_stacks_hold() -> None:
-    from gke_gpu.cluster import render_ip_kubeconfig
+    from gke_gpu.cluster.gke_cluster import render_ip_kubeconfig
 
     text = render_ip_kubeconfig(
         project="p", location="us-central1", name="c", endpoint="203.0.113.10", ca_certificate="Q0E="
@@ -296,7 +296,7 @@ def test_the_provider_has_a_stable_cluster_identifier() -> None:
 def test_no_kubeconfig_for_a_missing_dns_endpoint() -> None:
     import pulumi
 
-    from gke_gpu.cluster import render_kubeconfig
+    from gke_gpu.cluster.gke_cluster import render_kubeconfig
 
     with pytest.raises(pulumi.RunError, match="GKE reported no DNS endpoint for cluster c"):
         render_kubeconfig(project="p", location="us-central1", name="c", dns_endpoint=None)

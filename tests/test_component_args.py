@@ -10,18 +10,15 @@ import pulumi_kubernetes as k8s
 import pytest
 import yaml
 
-from gke_gpu import (
-    cluster,
-    dcgm_exporter,
-    existing_cluster,
-    gpu_monitoring,
-    gpu_node_labels,
-    network,
-    nvidia_device_plugin,
-    sample_workloads,
-)
-from gke_gpu.dcgm_exporter_args import DcgmExporterArgs, DcgmExporterSettings, ScrapeMode
-from gke_gpu.validation import InvalidArgsError
+from gke_gpu.cluster import existing as existing_cluster
+from gke_gpu.cluster import gke_cluster as cluster
+from gke_gpu.core.validation import InvalidArgsError
+from gke_gpu.gpu import device_plugin as nvidia_device_plugin
+from gke_gpu.gpu import node_labels as gpu_node_labels
+from gke_gpu.monitoring import dcgm_exporter, gpu_monitoring
+from gke_gpu.monitoring.dcgm_exporter_args import DcgmExporterArgs, DcgmExporterSettings, ScrapeMode
+from gke_gpu.network import vpc as network
+from gke_gpu.workloads import samples as sample_workloads
 from tools.offline import RunResult, run_program
 
 NAME = "checked"

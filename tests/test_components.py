@@ -8,16 +8,16 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from gke_gpu.dcgm_exporter import DcgmExporter, DcgmExporterArgs
-from gke_gpu.dcgm_exporter_args import DcgmFlavor, ScrapeMode
-from gke_gpu.existing_cluster import ExistingCluster
-from gke_gpu.gpu_compute_class import GpuComputeClass, compute_class_args
-from gke_gpu.gpu_monitoring import DcgmSource, GpuMonitoring, GpuMonitoringArgs
-from gke_gpu.gpu_node_labels import GpuNodeLabels, GpuNodeLabelsArgs
-from gke_gpu.gpu_scheduling import GPU_TOLERATION
-from gke_gpu.nvidia_device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
-from gke_gpu.sample_workloads import SampleWorkloads
-from gke_gpu.sample_workloads_args import GpuTarget, SampleKind, SampleWorkloadsArgs
+from gke_gpu.cluster.existing import ExistingCluster
+from gke_gpu.gpu.compute_class import GpuComputeClass, compute_class_args
+from gke_gpu.gpu.device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
+from gke_gpu.gpu.node_labels import GpuNodeLabels, GpuNodeLabelsArgs
+from gke_gpu.gpu.scheduling import GPU_TOLERATION
+from gke_gpu.monitoring.dcgm_exporter import DcgmExporter, DcgmExporterArgs
+from gke_gpu.monitoring.dcgm_exporter_args import DcgmFlavor, ScrapeMode
+from gke_gpu.monitoring.gpu_monitoring import DcgmSource, GpuMonitoring, GpuMonitoringArgs
+from gke_gpu.workloads.samples import SampleWorkloads
+from gke_gpu.workloads.samples_args import GpuTarget, SampleKind, SampleWorkloadsArgs
 from tests.conftest import AUTOPILOT_CLUSTER, settings
 from tests.kubernetes_schemas import validate
 from tools.offline import SECRET, RunResult, run_program

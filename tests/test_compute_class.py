@@ -13,8 +13,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from gke_gpu.config import parse_settings
-from gke_gpu.gpu_compute_class import GPU_SHARING_MIN_VERSION, GpuComputeClass, compute_class_args
+from gke_gpu.gpu.compute_class import GPU_SHARING_MIN_VERSION, GpuComputeClass, compute_class_args
+from gke_gpu.stack.config import parse_settings
 from tests.conftest import AUTOPILOT_CLUSTER, render, settings, stack_config
 from tests.kubernetes_schemas import CRD_SCHEMAS, SCHEMAS, validate
 from tests.test_components import declare
@@ -244,7 +244,7 @@ def test_library_args_need_only_the_accelerator_and_the_count() -> None:
 def test_bad_library_args_are_refused_by_name_before_anything_is_declared(
     bad: dict[str, Any], expected: str
 ) -> None:
-    from gke_gpu.validation import InvalidArgsError
+    from gke_gpu.core.validation import InvalidArgsError
 
     result = _declared({"accelerator": "nvidia-l4", "gpus_per_node": 1, **bad})
     assert isinstance(result.error, InvalidArgsError), result.error

@@ -341,7 +341,7 @@ def test_unknown_region_needs_explicit_zones_and_warns() -> None:
     assert (
         "gke-gpu:gpuPools[0].zones: required: the catalog has no zone data for region me-central2" in message
     )
-    from gke_gpu.config import parse_settings
+    from gke_gpu.stack.config import parse_settings
 
     _, warnings = parse_settings(
         standard(pool(zones=["me-central2-a"])), project="test-project", region="me-central2", stack="t"
@@ -382,7 +382,7 @@ def test_pod_range_must_hold_every_node_the_pools_can_grow_to() -> None:
 
 def test_specific_reservation_over_several_zones_needs_one_per_zone() -> None:
     """GKE and cluster-toolkit accept several zones when each holds a reservation of that name."""
-    from gke_gpu.config import parse_settings
+    from gke_gpu.stack.config import parse_settings
 
     raw = standard(pool(reservation={"type": "SPECIFIC", "name": "r1"}))
     value, warnings = parse_settings(raw, project="test-project", region="us-central1", stack="t")
@@ -415,7 +415,7 @@ def test_blackwell_pytorch_smoke_needs_the_latest_driver() -> None:
 
 
 def test_warnings_for_nat_and_unusual_ranges() -> None:
-    from gke_gpu.config import parse_settings
+    from gke_gpu.stack.config import parse_settings
 
     existing = {"network": "vpc", "subnetwork": "s", "podsRangeName": "p", "servicesRangeName": "v"}
     _, warnings = parse_settings(

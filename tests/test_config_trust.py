@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gke_gpu.config import ConfigError, parse_settings, settings_from_config
-from gke_gpu.config_keys import PROVIDER_KEYS_PATH, check_config_keys
+from gke_gpu.stack.config import ConfigError, parse_settings, settings_from_config
+from gke_gpu.stack.keys import PROVIDER_KEYS_PATH, check_config_keys
 from tests.conftest import AUTOPILOT_CLUSTER, L4_POOL, STANDARD_CLUSTER, config_error, settings
 
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from gke_gpu.catalog import load_catalog
+from gke_gpu.core.catalog import load_catalog
 from tests.conftest import STANDARD_CLUSTER, render, stack_config, stack_render
 from tools.cost import HOURS_PER_MONTH, NA, estimate, load_prices
 from tools.plan import to_document

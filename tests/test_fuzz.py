@@ -35,7 +35,7 @@ import yaml
 from hypothesis import HealthCheck, assume, event, example, given, settings
 from hypothesis import strategies as st
 
-from gke_gpu.stack_file import (
+from gke_gpu.stack.stack_file import (
     MAX_DEPTH,
     MAX_NODES,
     StackFile,

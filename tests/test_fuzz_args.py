@@ -8,10 +8,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gke_gpu.gpu_compute_class import validate_compute_class_args
-from gke_gpu.gpu_node_pool import validate_gpu_node_pool_args
-from gke_gpu.gpu_pool_args import GpuSharingStrategy
-from gke_gpu.validation import InvalidArgsError
+from gke_gpu.core.validation import InvalidArgsError
+from gke_gpu.gpu.compute_class import validate_compute_class_args
+from gke_gpu.gpu.node_pool import validate_gpu_node_pool_args
+from gke_gpu.gpu.pool_args import GpuSharingStrategy
 from tests.test_fuzz import fuzz, no_hang
 
 JUNK = st.one_of(

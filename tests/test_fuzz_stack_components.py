@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from gke_gpu.config import ConfigError, parse_settings
-from gke_gpu.program import check_components
+from gke_gpu.stack.config import ConfigError, parse_settings
+from gke_gpu.stack.program import check_components
 from tests.test_fuzz import fuzz
 
 ACCELERATOR = st.sampled_from(

@@ -3,7 +3,7 @@ from a program's args)."""
 
 from __future__ import annotations
 
-from gke_gpu.gpu_node_pool import GpuNodePool, node_pool_args
+from gke_gpu.gpu.node_pool import GpuNodePool, node_pool_args
 from tests.conftest import L4_POOL, STANDARD_CLUSTER, settings
 from tools.offline import run_program
 

@@ -90,7 +90,7 @@ def test_an_output_for_the_cluster_name_is_forwarded_unchecked() -> None:
 
 
 def test_enum_members_and_their_strings_are_the_same_arg() -> None:
-    from gke_gpu.gpu_pool_args import GpuSharingStrategy
+    from gke_gpu.gpu.pool_args import GpuSharingStrategy
 
     sharing = {"strategy": GpuSharingStrategy.TIME_SHARING, "max_clients_per_gpu": 4}
     inputs = node_pool({**REQUIRED, "sharing": sharing})

@@ -6,9 +6,16 @@ import ipaddress
 import pytest
 
 from gke_gpu import GpuNodePool, InvalidArgsError
-from gke_gpu.config import parse_settings
-from gke_gpu.gpudirect import FLAVORS, MACHINE_FLAVORS, SLOTS, GpuDirectFlavor, pod_interfaces, subnet_range
-from gke_gpu.gpudirect_networks import GpuDirectNetworks
+from gke_gpu.gpudirect.flavors import (
+    FLAVORS,
+    MACHINE_FLAVORS,
+    SLOTS,
+    GpuDirectFlavor,
+    pod_interfaces,
+    subnet_range,
+)
+from gke_gpu.gpudirect.networks import GpuDirectNetworks
+from gke_gpu.stack.config import parse_settings
 from tests.conftest import AUTOPILOT_CLUSTER, STANDARD_CLUSTER, config_error, render, settings, stack_config
 from tools.offline import run_program
 
@@ -327,7 +334,7 @@ def test_gpudirect_networks_refuses_bad_args_by_name_before_declaring_anything(
 
 
 def test_every_machine_with_a_flavour_is_in_the_catalog() -> None:
-    from gke_gpu.catalog import load_catalog
+    from gke_gpu.core.catalog import load_catalog
 
     machines = {m for a in load_catalog().accelerators.values() for m in a.machine_types}
     assert set(MACHINE_FLAVORS) <= machines

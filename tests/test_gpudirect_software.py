@@ -12,11 +12,11 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from gke_gpu import gpudirect_software as software
-from gke_gpu.gpudirect import FLAVORS, GpuDirectFlavor, pod_interfaces
-from gke_gpu.gpudirect_pod import RXDM_CONTAINER, gpudirect_pod_parts, plain_tcp_pod_parts
-from gke_gpu.gpudirect_software import GpuDirectSoftware
-from gke_gpu.validation import InvalidArgsError
+from gke_gpu.core.validation import InvalidArgsError
+from gke_gpu.gpudirect import software
+from gke_gpu.gpudirect.flavors import FLAVORS, GpuDirectFlavor, pod_interfaces
+from gke_gpu.gpudirect.pod_parts import RXDM_CONTAINER, gpudirect_pod_parts, plain_tcp_pod_parts
+from gke_gpu.gpudirect.software import GpuDirectSoftware
 from tests.kubernetes_schemas import validate
 from tools import offline
 from tools.offline import RunResult, run_program
@@ -377,7 +377,7 @@ def test_the_tcpxo_host_setup_is_safe_to_run_again(tmp_path) -> None:
     rule is inserted once and a device already bind-mounted is not mounted again."""
     import subprocess
 
-    from gke_gpu.gpudirect_software import _TCPXO_HOST_SETUP
+    from gke_gpu.gpudirect.software import _TCPXO_HOST_SETUP
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

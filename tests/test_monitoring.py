@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from gke_gpu import images
-from gke_gpu.dashboard import Chart, valid_unit
-from gke_gpu.dcgm_exporter import COLLECTORS_FILE, DcgmExporter, DcgmExporterArgs, collected_fields
-from gke_gpu.dcgm_exporter_args import DcgmFlavor
-from gke_gpu.validation import InvalidArgsError
+from gke_gpu.core import images
+from gke_gpu.core.validation import InvalidArgsError
+from gke_gpu.monitoring.dashboard import Chart, valid_unit
+from gke_gpu.monitoring.dcgm_exporter import COLLECTORS_FILE, DcgmExporter, DcgmExporterArgs, collected_fields
+from gke_gpu.monitoring.dcgm_exporter_args import DcgmFlavor
 from tests.conftest import (
     AUTOPILOT_CLUSTER,
     L4_POOL,

@@ -16,9 +16,16 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from gke_gpu.gpudirect import MACHINE_FLAVORS, GpuDirectFlavor
-from gke_gpu.nccl_allreduce import SCRIPT, NcclAllReduce, nccl_pod_spec, pod_parts, pod_security_level
-from gke_gpu.nccl_allreduce_args import (
+from gke_gpu.core.validation import InvalidArgsError
+from gke_gpu.gpudirect.flavors import MACHINE_FLAVORS, GpuDirectFlavor
+from gke_gpu.workloads.nccl_allreduce import (
+    SCRIPT,
+    NcclAllReduce,
+    nccl_pod_spec,
+    pod_parts,
+    pod_security_level,
+)
+from gke_gpu.workloads.nccl_allreduce_args import (
     FLOOR_FRACTION,
     FLOORS,
     PLAIN_TCP_ESTIMATE,
@@ -29,7 +36,6 @@ from gke_gpu.nccl_allreduce_args import (
     max_message_bytes,
     size_text,
 )
-from gke_gpu.validation import InvalidArgsError
 from tests.conftest import STANDARD_CLUSTER, config_error, settings
 from tests.kubernetes_schemas import validate
 from tools.offline import RunResult, run_program

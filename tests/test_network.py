@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gke_gpu.network import GkeNetwork, GkeNetworkArgs
+from gke_gpu.network.vpc import GkeNetwork, GkeNetworkArgs
 from tools.offline import run_program
 
 ARGS: GkeNetworkArgs = {

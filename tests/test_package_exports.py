@@ -12,8 +12,8 @@ import pytest
 from typing_extensions import is_typeddict
 
 import gke_gpu
-from gke_gpu.package import PACKAGE, PUBLIC_COMPONENTS, component_type, public_components
-from gke_gpu.validation import InvalidArgsError
+from gke_gpu.core.package import PACKAGE, PUBLIC_COMPONENTS, component_type, public_components
+from gke_gpu.core.validation import InvalidArgsError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,7 +76,7 @@ def test_a_fresh_interpreter_reads_config_without_the_cloud_sdks_then_imports_ev
     # in the process finds no cycle between __init__ and the component modules.
     names = ", ".join(gke_gpu.__all__)
     out = _fresh_python(
-        "import sys, gke_gpu.config; "
+        "import sys, gke_gpu.stack.config; "
         "print(sorted(m for m in ('pulumi_gcp', 'pulumi_kubernetes') if m in sys.modules)); "
         f"from gke_gpu import {names}; print(GpuNodePool.__name__, __version__)"
     )

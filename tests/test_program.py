@@ -154,8 +154,8 @@ def test_the_dns_endpoint_is_known_after_apply_in_a_preview() -> None:
 def test_component_checks_run_before_anything_is_declared_and_are_keyed_by_the_stack_file():
     """A stack the stack rules accepted, with a pool the component would refuse (here forced past the
     stack rules): check_components names the stack-file key, and nothing is declared."""
-    from gke_gpu.config import ConfigError
-    from gke_gpu.program import check_components
+    from gke_gpu.stack.config import ConfigError
+    from gke_gpu.stack.program import check_components
     from tests.conftest import settings
     from tools.offline import run_program
 
@@ -179,14 +179,14 @@ def test_component_checks_run_before_anything_is_declared_and_are_keyed_by_the_s
 
 
 def test_main_checks_the_components_before_declaring(monkeypatch):
-    import gke_gpu.config
-    from gke_gpu.config import ConfigError
+    import gke_gpu.stack.config
+    from gke_gpu.stack.config import ConfigError
     from tests.conftest import settings
     from tools.offline import run_program
 
     valid = settings({"cluster": STANDARD_CLUSTER, "gpuPools": [L4_POOL]})
     broken = dataclasses.replace(valid, gpu_pools=(valid.gpu_pools[0].model_copy(update={"min_nodes": 5}),))
-    monkeypatch.setattr(gke_gpu.config, "load_settings", lambda: broken)
+    monkeypatch.setattr(gke_gpu.stack.config, "load_settings", lambda: broken)
     result = run_program(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[L4_POOL]))
     assert isinstance(result.error, ConfigError), result.error
     assert result.error.problems == ["gke-gpu:gpuPools[0].minNodes: 5 is greater than maxNodes 2"]

@@ -21,7 +21,7 @@ import pytest
 from pulumi.errors import InputPropertyError
 
 from gke_gpu import InvalidArgsError
-from gke_gpu.package import PACKAGE, PUBLIC_COMPONENTS, component_type, public_components
+from gke_gpu.core.package import PACKAGE, PUBLIC_COMPONENTS, component_type, public_components
 from tools import schema as package_schema
 from tools.offline import SECRET, Resource, RunResult, run_program
 from tools.pulumi_provider import ComponentInitError

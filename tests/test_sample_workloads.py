@@ -8,8 +8,8 @@ import hashlib
 
 import pytest
 
-from gke_gpu import sample_workloads
-from gke_gpu.sample_workloads import PYTORCH_SMOKE_SCRIPT, SCRIPTS, SHARING_DEMO_SCRIPT
+from gke_gpu.workloads import samples as sample_workloads
+from gke_gpu.workloads.samples import PYTORCH_SMOKE_SCRIPT, SCRIPTS, SHARING_DEMO_SCRIPT
 from tests.conftest import (
     AUTOPILOT_CLUSTER,
     L4_POOL,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gke_gpu.stack_file import (
+from gke_gpu.stack.stack_file import (
     MAX_DEPTH,
     MAX_FILE_BYTES,
     MAX_NODES,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gke_gpu.package import LEGACY_TYPES, component_type
+from gke_gpu.core.package import LEGACY_TYPES, component_type
 from tests.conftest import stack_render
 from tools.offline import Resource, RunResult
 

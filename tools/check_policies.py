@@ -50,7 +50,7 @@ try:
     from pulumi_policy.policy import _NotApplicableError  # what args.not_applicable() raises
     from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
 
-    from gke_gpu.stack_file import StackFileError
+    from gke_gpu.stack.stack_file import StackFileError
     from policy.gke_gpu_policies.props import OFFLINE_UNKNOWN
     from policy.gke_gpu_policies.rules import PACK_NAME, POLICIES
     from tools import plan
@@ -422,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return EXIT_INVALID
         if result.error is not None:
-            from gke_gpu.config import ConfigError
+            from gke_gpu.stack.config import ConfigError
 
             if isinstance(result.error, (ConfigError, StackFileError)):
                 print(f"error: stack {args.stack}: {result.error}", file=sys.stderr)

@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from gke_gpu.catalog import Catalog, load_catalog
+from gke_gpu.core.catalog import Catalog, load_catalog
 
 PRICES_PATH = Path(__file__).resolve().parent.parent / "components" / "data" / "prices.yaml"
 FORMAT = "gke-gpu-cost/v1"

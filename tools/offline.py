@@ -30,8 +30,8 @@ from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import settings as pulumi_settings
 
 # Re-exported: the render's marker for a secure value, which the policy pack knows too.
-from gke_gpu.stack_file import SECRET_NOT_DECRYPTED as SECRET_NOT_DECRYPTED
-from gke_gpu.stack_file import StackFile, load_stack_file
+from gke_gpu.stack.stack_file import SECRET_NOT_DECRYPTED as SECRET_NOT_DECRYPTED
+from gke_gpu.stack.stack_file import StackFile, load_stack_file
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM = ROOT / "__main__.py"

@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from gke_gpu.gpu_node_pool import REPLACE_ON_CHANGE as NODE_POOL_REPLACE_ON_CHANGE
+from gke_gpu.gpu.node_pool import REPLACE_ON_CHANGE as NODE_POOL_REPLACE_ON_CHANGE
 from tools.offline import UNKNOWN, RunResult
 
 FORMAT = "gke-gpu-render/v1"

@@ -33,7 +33,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 try:
-    from gke_gpu.stack_file import StackFileError
+    from gke_gpu.stack.stack_file import StackFileError
     from tools import plan
     from tools.offline import ROOT, run_stack, stacks
 except ModuleNotFoundError as exc:  # not the project's virtualenv: say how to get it, no traceback
@@ -89,8 +89,8 @@ def main(argv: list[str] | None = None) -> int:
         return _error(str(exc))
     error = result.error
     if error is not None:
-        from gke_gpu.config import ConfigError
-        from gke_gpu.validation import InvalidArgsError
+        from gke_gpu.core.validation import InvalidArgsError
+        from gke_gpu.stack.config import ConfigError
 
         # InvalidArgsError: a component refused its args; check_components keeps a stack file from
         # getting there, but a program of one's own (--stack-dir) may not call it.

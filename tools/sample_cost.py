@@ -17,7 +17,7 @@ import textwrap
 from collections.abc import Mapping
 from typing import Any
 
-from gke_gpu.catalog import Catalog, load_catalog
+from gke_gpu.core.catalog import Catalog, load_catalog
 from tools.cost import NA, ON_DEMAND, SPOT, PriceTable, load_prices, node_price, region_of
 
 JOB, DEPLOYMENT = "kubernetes:batch/v1:Job", "kubernetes:apps/v1:Deployment"

@@ -1,0 +1,206 @@
+"""GkeCluster's args: the TypedDicts a caller writes, and the model that checks them at the boundary."""
+
+from enum import StrEnum
+from functools import partial
+from typing import Annotated, NotRequired, TypedDict
+
+import pulumi
+from pydantic import AfterValidator, Field
+from pydantic_core import PydanticCustomError
+
+from ..core.arg_types import ClusterName, LocationName, ProjectId, enum_values
+from ..core.catalog import load_catalog
+from ..core.common import (
+    MAX_AUTHORIZED_NETWORKS_PRIVATE,
+    ZONE_PATTERN,
+    KeyNames,
+    Problems,
+    network_of,
+)
+from ..core.model import NETWORK_REF, SUBNETWORK_REF, GceName
+from ..core.validation import ArgsModel, Deferrable
+from .model import AuthorizedNetworkConfig, SystemPoolConfig
+from .rules import check_nodes, check_private_nodes, check_public_endpoint_networks
+
+MAX_RESOURCE_LABELS = 64
+
+
+class ReleaseChannel(StrEnum):
+    """A GKE release channel: how soon the cluster gets new GKE versions."""
+
+    RAPID = "RAPID"
+    """The newest versions, first."""
+    REGULAR = "REGULAR"
+    """Versions that have been in RAPID for a while."""
+    STABLE = "STABLE"
+    """Versions that have been in REGULAR for a while."""
+    EXTENDED = "EXTENDED"
+    """A minor version supported for up to 24 months."""
+
+
+class KubeconfigEndpoint(StrEnum):
+    """The control-plane endpoint the kubeconfig (and so the Kubernetes provider) uses."""
+
+    DNS = "dns"
+    """The DNS-based endpoint, every request checked by IAM (works with the IP endpoint closed)."""
+    IP = "ip"
+    """The IP endpoint, as stacks created before the DNS endpoint had it (README 'Upgrading')."""
+
+
+class AuthorizedNetwork(TypedDict):
+    """An address range allowed to reach the control plane's public IP endpoint."""
+
+    cidr_block: str
+    """An IPv4 CIDR block, e.g. 203.0.113.0/24."""
+    display_name: NotRequired[str]
+    """A name for the range, shown in the console. Defaults to the CIDR block."""
+
+
+class SystemPool(TypedDict):
+    """The small non-GPU node pool for system Pods of a Standard cluster."""
+
+    machine_type: NotRequired[str]
+    """A non-GPU machine type. Defaults to e2-standard-4."""
+    min_nodes: NotRequired[int]
+    """Fewest nodes (the whole pool, all zones). Defaults to 1."""
+    max_nodes: NotRequired[int]
+    """Most nodes (the whole pool, all zones). Defaults to 3."""
+    spot: NotRequired[bool]
+    """Spot VMs. Defaults to false."""
+    disk_size_gb: NotRequired[int]
+    """Boot disk size in GB (pd-balanced). Defaults to 100."""
+
+
+class GkeClusterArgs(TypedDict):
+    """The cluster's identity, its network, and the settings that are not secure defaults."""
+
+    project: str
+    """The GCP project of the cluster and its node service account."""
+    name: str
+    """The cluster's name: at most 40 lowercase letters, digits and hyphens, starting with a letter."""
+    location: str
+    """The region (a regional cluster) or one of its zones (a zonal cluster, Standard only)."""
+    autopilot: bool
+    """Autopilot (true) or Standard (false)."""
+    network: pulumi.Input[str]
+    """The VPC: a name or self link (GkeNetwork's `network_self_link`)."""
+    subnetwork: pulumi.Input[str]
+    """The subnet: a name or self link (GkeNetwork's `subnetwork_self_link`)."""
+    pods_range_name: pulumi.Input[str]
+    """The subnet's secondary range for Pods."""
+    services_range_name: pulumi.Input[str]
+    """The subnet's secondary range for Services."""
+    release_channel: NotRequired[ReleaseChannel]
+    """The GKE release channel. Defaults to REGULAR."""
+    private_nodes: NotRequired[bool]
+    """Nodes without external IPs (egress through Cloud NAT). Defaults to true."""
+    public_endpoint: NotRequired[bool]
+    """False: the control plane's IP endpoint is private (reachable from the VPC only); true: public,
+    limited to `authorized_networks` (open to any address when that is empty). The DNS endpoint is on
+    either way. Defaults to false; false needs `private_nodes`."""
+    authorized_networks: NotRequired[list[AuthorizedNetwork]]
+    """Ranges allowed to reach the public IP endpoint (at most 50; 100 with a private one). Defaults
+    to none."""
+    binary_authorization: NotRequired[bool]
+    """Enforce the project's Binary Authorization policy on the cluster's Pods. Defaults to false."""
+    intranode_visibility: NotRequired[bool]
+    """Standard only (Autopilot always has it): Pod-to-Pod traffic on one node goes through the VPC.
+    Turning it on for an existing cluster restarts the control plane and every node. Defaults to
+    false."""
+    multi_networking: NotRequired[bool]
+    """Standard only: GKE multi-networking, which GPUDirect node pools need for their extra NICs (with
+    Dataplane V2, always on here). Treat it as fixed at creation: cluster-toolkit calls it immutable
+    (the provider updates it in place; UNVERIFIED which is right). Defaults to false."""
+    kubeconfig_endpoint: NotRequired[KubeconfigEndpoint]
+    """The endpoint the kubeconfig and the Kubernetes provider use. Defaults to dns."""
+    deletion_protection: NotRequired[bool]
+    """GKE refuses to delete the cluster while on. Defaults to true."""
+    system_pool: NotRequired[SystemPool]
+    """Standard only: the non-GPU pool for system Pods. Defaults to an e2-standard-4 pool of 1 to 3
+    nodes on a Standard cluster."""
+    managed_dcgm: NotRequired[bool]
+    """GKE's managed DCGM metrics (installs DCGM and a ClusterPodMonitoring on GPU nodes). Defaults to
+    true."""
+    resource_labels: NotRequired[dict[str, str]]
+    """GCP labels on the cluster (lowercase keys and values, at most 64). Defaults to none."""
+
+
+def _gcp_label_text(value: str, *, key: bool) -> str:
+    """GCP labels: lowercase letters (international ones too), digits, '_' and '-', at most 63
+    characters; a key starts with a letter."""
+    allowed = all(c in "_-" or (c.isalnum() and not c.isupper()) for c in value)
+    if not allowed or (key and not (value[:1].isalpha() and not value[:1].isupper())):
+        what = "a GCP label key" if key else "a GCP label value"
+        start = ", starting with a letter" if key else ""
+        raise PydanticCustomError(
+            "gcp_label",
+            "expected {what}: lowercase letters, digits, '_' and '-'{start}",
+            {"what": what, "start": start},
+        )
+    return value
+
+
+GcpLabelKey = Annotated[str, Field(max_length=63), AfterValidator(partial(_gcp_label_text, key=True))]
+GcpLabelValue = Annotated[str, Field(max_length=63), AfterValidator(partial(_gcp_label_text, key=False))]
+
+
+class GkeClusterSpec(ArgsModel):
+    project: ProjectId
+    name: ClusterName
+    location: LocationName
+    autopilot: bool
+    network: Deferrable[Annotated[str, Field(max_length=200, pattern=NETWORK_REF)]]
+    subnetwork: Deferrable[Annotated[str, Field(max_length=250, pattern=SUBNETWORK_REF)]]
+    pods_range_name: Deferrable[GceName]
+    services_range_name: Deferrable[GceName]
+    release_channel: enum_values(ReleaseChannel) = "REGULAR"  # type: ignore[valid-type]
+    private_nodes: bool = True
+    public_endpoint: bool = False
+    authorized_networks: Annotated[
+        list[AuthorizedNetworkConfig], Field(default_factory=list, max_length=MAX_AUTHORIZED_NETWORKS_PRIVATE)
+    ]
+    binary_authorization: bool = False
+    intranode_visibility: bool = False
+    multi_networking: bool = False
+    kubeconfig_endpoint: enum_values(KubeconfigEndpoint) = "dns"  # type: ignore[valid-type]
+    deletion_protection: bool = True
+    # The stack file's own models for these two, read with snake_case names (one set of types).
+    system_pool: SystemPoolConfig | None = None
+    managed_dcgm: bool = True
+    resource_labels: Annotated[
+        dict[GcpLabelKey, GcpLabelValue],  # type: ignore[valid-type]
+        Field(default_factory=dict, max_length=MAX_RESOURCE_LABELS),
+    ]
+
+
+def cluster_rules(spec: GkeClusterSpec) -> list[str]:
+    """What GKE (or the provider, too late) would refuse in a combination of args: the rules a stack
+    file's cluster section gets too (cluster_rules.py), and a zone is no Autopilot location."""
+    problems = Problems()
+    names = KeyNames(camel=False)
+    check_private_nodes(
+        names, problems, private_nodes=spec.private_nodes, public_endpoint=spec.public_endpoint
+    )
+    if spec.autopilot and spec.multi_networking:
+        problems.add(
+            "multi_networking",
+            "true is not allowed with autopilot: true (this component enables it on Standard clusters, "
+            "for GPUDirect node pools)",
+        )
+    if spec.autopilot and ZONE_PATTERN.fullmatch(spec.location):
+        problems.add("location", f"{spec.location!r} is a zone; Autopilot clusters are regional")
+    check_nodes(
+        names,
+        problems,
+        autopilot=spec.autopilot,
+        autopilot_key="autopilot: true",
+        location=spec.location,
+        system_pool=spec.system_pool,
+        intranode_visibility_set="intranode_visibility" in spec.model_fields_set,
+        gpu_series=load_catalog().gpu_series,
+    )
+    for i, entry in enumerate(spec.authorized_networks):
+        network_of(entry.cidr_block, f"authorized_networks[{i}].cidr_block", problems)
+    if spec.public_endpoint:
+        check_public_endpoint_networks(len(spec.authorized_networks), "authorized_networks", problems)
+    return problems.items

@@ -1,0 +1,408 @@
+"""A secure-by-default GKE cluster (Autopilot or Standard) and the Kubernetes provider for it."""
+
+import hashlib
+import textwrap
+
+import pulumi
+import pulumi_kubernetes as k8s
+from pulumi_gcp import container, projects, serviceaccount
+
+from ..core.package import component_options, component_type
+from ..core.validation import pick, validate_args
+from .args import GkeClusterArgs, GkeClusterSpec, cluster_rules
+from .model import SystemPoolConfig
+
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
+# Google's least-privilege role for node service accounts: write logs and metrics, read
+# monitoring config, nothing else (no Compute or Storage admin as the default compute account has).
+NODE_SERVICE_ACCOUNT_ROLES = ("roles/container.defaultNodeServiceAccount",)
+
+
+class GkeCluster(pulumi.ComponentResource):
+    """GKE cluster, its dedicated node service account, the system pool, and a Kubernetes provider.
+
+    Secure defaults: a dedicated node service account with only
+    ``roles/container.defaultNodeServiceAccount`` (never the default compute account), Workload
+    Identity, Shielded nodes with secure boot, private nodes (no external IPs), a release channel,
+    Managed Service for Prometheus, and deletion protection.
+
+    Control plane access (a Private Service Connect control plane): the DNS-based endpoint is on
+    and accepts traffic from anywhere, each request checked by IAM (``container.clusters.connect``)
+    before Kubernetes RBAC; the IP endpoint is private unless ``public_endpoint`` (then limited to
+    ``authorized_networks``); no client certificates are issued; Binary Authorization when asked.
+
+    Standard clusters start with GKE's default pool removed and a separate ``system`` pool: GPU
+    pools are separate NodePool resources, so a change to one never touches the cluster.
+
+    Outputs for the next layers: ``kubeconfig`` (a secret; the DNS endpoint and
+    ``gke-gcloud-auth-plugin``, so no credential is stored in it and it works with the IP endpoint
+    closed) and ``provider``, a ``pulumi_kubernetes`` Provider built from it.
+    """
+
+    cluster_name: pulumi.Output[str]
+    """The cluster's name."""
+    location: pulumi.Output[str]
+    """The cluster's region or zone."""
+    endpoint: pulumi.Output[str]
+    """The control plane's IP endpoint (private unless `public_endpoint`)."""
+    dns_endpoint: pulumi.Output[str | None]
+    """The control plane's DNS endpoint (gke-....gke.goog), checked by IAM."""
+    kubeconfig: pulumi.Output[str]
+    """A kubeconfig (secret) that authenticates with gke-gcloud-auth-plugin; no credential inside."""
+    node_service_account_email: pulumi.Output[str]
+    """The email of the nodes' dedicated service account."""
+
+    @staticmethod
+    def check_args(name: str, args: GkeClusterArgs) -> GkeClusterSpec:
+        """The constructor's check of its args, declaring nothing: the checked args, or an
+        InvalidArgsError naming every bad arg."""
+        return validate_args("GkeCluster", name, GkeClusterSpec, args, rules=cluster_rules, by_name=True)
+
+    def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        spec = self.check_args(name, args)
+        super().__init__(component_type("GkeCluster"), name, None, component_options("GkeCluster", opts))
+        child = pulumi.ResourceOptions(parent=self)
+
+        self.node_service_account = serviceaccount.Account(
+            f"{name}-nodes",
+            project=spec.project,
+            account_id=node_service_account_id(spec.name),
+            display_name=f"GKE nodes of {spec.name}",
+            description="Least-privilege node service account (gke-gpu Pulumi program)",
+            opts=child,
+        )
+        self.node_service_account_roles = [
+            projects.IAMMember(
+                f"{name}-nodes-{role.split('/')[-1]}",
+                project=spec.project,
+                role=role,
+                member=self.node_service_account.member,
+                opts=child,
+            )
+            for role in NODE_SERVICE_ACCOUNT_ROLES
+        ]
+
+        self.cluster = container.Cluster(
+            f"{name}-cluster",
+            **self._cluster_inputs(spec, network_inputs(spec, args)),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=self.node_service_account_roles,
+                # Standard: node_config and initial_node_count describe GKE's default pool, which is
+                # removed right after creation; both are ForceNew, so a later difference (the API
+                # reports the removed pool differently) must never replace the cluster.
+                ignore_changes=[] if spec.autopilot else ["nodeConfig", "initialNodeCount"],
+            ),
+        )
+
+        self.system_pool: container.NodePool | None = None
+        if not spec.autopilot:
+            self.system_pool = self._system_pool(name, spec, spec.system_pool or SystemPoolConfig())
+
+        self.cluster_name = self.cluster.name
+        self.location = self.cluster.location
+        self.endpoint = self.cluster.endpoint
+        self.dns_endpoint = self.cluster.control_plane_endpoints_config.apply(_dns_endpoint)
+        self.node_service_account_email = self.node_service_account.email
+        if spec.kubeconfig_endpoint == "dns":
+            kubeconfig = pulumi.Output.all(self.cluster.name, self.dns_endpoint).apply(
+                lambda values: render_kubeconfig(
+                    project=spec.project, location=spec.location, name=values[0], dns_endpoint=values[1]
+                )
+            )
+        else:
+            kubeconfig = pulumi.Output.all(
+                self.cluster.name, self.cluster.endpoint, self.cluster.master_auth.cluster_ca_certificate
+            ).apply(
+                lambda values: render_ip_kubeconfig(
+                    project=spec.project,
+                    location=spec.location,
+                    name=values[0],
+                    endpoint=values[1],
+                    ca_certificate=values[2],
+                )
+            )
+        self.kubeconfig = pulumi.Output.secret(kubeconfig)
+        # A resource, not an output (the schema would reference the kubernetes package): Python callers
+        # pass it to the Kubernetes layer's components.
+        self.provider: k8s.Provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.kubeconfig,
+            # HAZARD: without an identifier, pulumi-kubernetes takes a new kubeconfig server (the move
+            # from the IP to the DNS endpoint) for a new cluster and replaces every Kubernetes object.
+            # With a stable identifier, known at preview, a server change is a provider update. It must
+            # be in state before the server changes: see README "Upgrading an existing stack".
+            cluster_identifier=f"gke/{spec.project}/{spec.location}/{spec.name}",
+            # Apply conflicts with fields other managers own surface as errors, not silent takeovers.
+            enable_server_side_apply=True,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                # Kubernetes objects wait for schedulable nodes on Standard clusters.
+                depends_on=[self.system_pool] if self.system_pool else [],
+            ),
+        )
+        self.register_outputs(
+            {
+                "clusterName": self.cluster_name,
+                "location": self.location,
+                "endpoint": self.endpoint,
+                "dnsEndpoint": self.dns_endpoint,
+                "kubeconfig": self.kubeconfig,
+                "nodeServiceAccountEmail": self.node_service_account_email,
+            }
+        )
+
+    def _cluster_inputs(self, spec: GkeClusterSpec, network: dict[str, object]) -> dict[str, object]:
+        components = ["SYSTEM_COMPONENTS"]
+        if spec.managed_dcgm:
+            components.append("DCGM")
+        inputs: dict[str, object] = {
+            "name": spec.name,
+            "project": spec.project,
+            "location": spec.location,
+            "network": network["network"],
+            "subnetwork": network["subnetwork"],
+            "networking_mode": "VPC_NATIVE",
+            "ip_allocation_policy": container.ClusterIpAllocationPolicyArgs(
+                cluster_secondary_range_name=network["pods_range_name"],
+                services_secondary_range_name=network["services_range_name"],
+            ),
+            "release_channel": container.ClusterReleaseChannelArgs(channel=spec.release_channel),
+            **control_plane_access(spec),
+            # The list replaces GKE's default set, so SYSTEM_COMPONENTS must stay in it. Without
+            # DCGM here, clusters created on 1.32.1-gke.1357000+ would otherwise get it by default.
+            "monitoring_config": container.ClusterMonitoringConfigArgs(
+                enable_components=components,
+                managed_prometheus=container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
+            ),
+            "deletion_protection": spec.deletion_protection,
+            "resource_labels": dict(spec.resource_labels),
+            # Declared either way, so turning it off again really sends DISABLED. An in-place update.
+            "binary_authorization": container.ClusterBinaryAuthorizationArgs(
+                evaluation_mode="PROJECT_SINGLETON_POLICY_ENFORCE"
+                if spec.binary_authorization
+                else "DISABLED"
+            ),
+        }
+        if spec.autopilot:
+            # Autopilot always runs Workload Identity and Shielded nodes; it only needs to know
+            # which service account its nodes use.
+            inputs["enable_autopilot"] = True
+            inputs["cluster_autoscaling"] = container.ClusterClusterAutoscalingArgs(
+                auto_provisioning_defaults=container.ClusterClusterAutoscalingAutoProvisioningDefaultsArgs(
+                    service_account=self.node_service_account.email,
+                    oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+                ),
+            )
+            return inputs
+        inputs.update(
+            remove_default_node_pool=True,
+            initial_node_count=1,
+            enable_shielded_nodes=True,
+            # Dataplane V2 (eBPF): enforces Kubernetes NetworkPolicy and logs network policy
+            # decisions; Autopilot always has it. Only settable at creation (ForceNew).
+            datapath_provider="ADVANCED_DATAPATH",
+            # Calico off, written out: Dataplane V2 is the NetworkPolicy enforcer (GKE refuses both).
+            # What the provider stores for a cluster without the block, so no change for existing ones.
+            network_policy=container.ClusterNetworkPolicyArgs(enabled=False),
+            # Pod-to-Pod traffic on one node goes through the VPC too, so the subnet's flow logs and
+            # firewall rules see it (Autopilot's default; the provider refuses the field there).
+            # HAZARD: switching it on for an existing cluster restarts the control plane and nodes.
+            enable_intranode_visibility=spec.intranode_visibility,
+            # Extra Pod interfaces on the GPUDirect NICs (Networks and GKENetworkParamSets). Left
+            # unset when off, so clusters created before it existed see no diff.
+            enable_multi_networking=True if spec.multi_networking else None,
+            workload_identity_config=container.ClusterWorkloadIdentityConfigArgs(
+                workload_pool=f"{spec.project}.svc.id.goog"
+            ),
+            # The default pool lives for a minute; it still must not use the default compute account.
+            node_config=container.ClusterNodeConfigArgs(
+                service_account=self.node_service_account.email,
+                oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+                shielded_instance_config=container.ClusterNodeConfigShieldedInstanceConfigArgs(
+                    enable_secure_boot=True, enable_integrity_monitoring=True
+                ),
+                workload_metadata_config=container.ClusterNodeConfigWorkloadMetadataConfigArgs(
+                    mode="GKE_METADATA"
+                ),
+            ),
+        )
+        return inputs
+
+    def _system_pool(self, name: str, spec: GkeClusterSpec, pool: SystemPoolConfig) -> "container.NodePool":
+        return container.NodePool(
+            f"{name}-system",
+            name="system",
+            project=spec.project,
+            location=spec.location,
+            cluster=self.cluster.name,
+            initial_node_count=1,
+            autoscaling=container.NodePoolAutoscalingArgs(
+                total_min_node_count=pool.min_nodes,
+                total_max_node_count=pool.max_nodes,
+                location_policy="BALANCED",
+            ),
+            management=container.NodePoolManagementArgs(auto_repair=True, auto_upgrade=True),
+            upgrade_settings=container.NodePoolUpgradeSettingsArgs(max_surge=1, max_unavailable=0),
+            node_config=container.NodePoolNodeConfigArgs(
+                machine_type=pool.machine_type,
+                image_type="COS_CONTAINERD",
+                disk_size_gb=pool.disk_size_gb,
+                disk_type="pd-balanced",
+                spot=pool.spot,
+                labels={"gke-gpu/role": "system"},
+                **hardened_node_settings(self.node_service_account.email),
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                # initial_node_count is ForceNew and only matters at creation: never replace for it.
+                ignore_changes=["initialNodeCount"],
+            ),
+        )
+
+
+def network_inputs(spec: GkeClusterSpec, args: GkeClusterArgs) -> dict[str, object]:
+    """The network args as the cluster takes them: checked values, or the caller's Outputs."""
+    keys = ("network", "subnetwork", "pods_range_name", "services_range_name")
+    return {key: pick(getattr(spec, key), args[key]) for key in keys}
+
+
+def control_plane_access(spec: GkeClusterSpec) -> dict[str, object]:
+    """Cluster inputs that decide who reaches the control plane, and how. Every one is an in-place
+    update of an existing cluster (terraform-provider-google: none is ForceNew except
+    ``client_certificate_config``, whose value, false, is what the state of a cluster created
+    without client certificates already holds)."""
+    access: dict[str, object] = {
+        # No master_ipv4_cidr_block: new clusters get a Private Service Connect control plane.
+        # enable_private_endpoint turns the IP endpoint's public address off (the API's
+        # controlPlaneEndpointsConfig.ipEndpointsConfig.enablePublicEndpoint, negated); the
+        # private address stays, for the nodes and anything in the VPC.
+        "private_cluster_config": container.ClusterPrivateClusterConfigArgs(
+            enable_private_nodes=spec.private_nodes,
+            enable_private_endpoint=not spec.public_endpoint,
+        ),
+        # The DNS endpoint: reachable from anywhere, every request authorised by IAM first, so CI
+        # and people reach the cluster without an IP allowlist (the kubeconfig uses it).
+        "control_plane_endpoints_config": container.ClusterControlPlaneEndpointsConfigArgs(
+            dns_endpoint_config=container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs(
+                allow_external_traffic=True
+            ),
+        ),
+        # Never issue a client certificate (a credential that cannot be revoked short of rotating
+        # the cluster CA); GKE has not by default since 1.12.
+        "master_auth": container.ClusterMasterAuthArgs(
+            client_certificate_config=container.ClusterMasterAuthClientCertificateConfigArgs(
+                issue_client_certificate=False
+            ),
+        ),
+    }
+    # Authorized networks on, with only the listed ranges and no Google Cloud public IPs: they
+    # restrict the public IP endpoint. Not enforced on the private IP endpoint (the provider's
+    # private_endpoint_enforcement_enabled defaults to false; whether nodes keep reaching the control
+    # plane with it on is unverified here), so anything that routes into the VPC reaches that.
+    # Left out only for a public endpoint open to any address (no list), which the settings refuse
+    # unless the stack sets cluster.publicEndpointOpenToInternet. The block is Optional+Computed:
+    # leaving it out keeps an earlier allowlist in place rather than removing it.
+    if spec.authorized_networks or not spec.public_endpoint:
+        access["master_authorized_networks_config"] = container.ClusterMasterAuthorizedNetworksConfigArgs(
+            # None, not []: the provider's way to say "no external range at all".
+            cidr_blocks=[
+                container.ClusterMasterAuthorizedNetworksConfigCidrBlockArgs(
+                    cidr_block=n.cidr_block, display_name=n.display_name or n.cidr_block
+                )
+                for n in spec.authorized_networks
+            ]
+            or None,
+            gcp_public_cidrs_access_enabled=False,
+        )
+    return access
+
+
+def _dns_endpoint(config: "container.outputs.ClusterControlPlaneEndpointsConfig | None") -> str | None:
+    dns = config.dns_endpoint_config if config else None
+    return dns.endpoint if dns else None
+
+
+def hardened_node_settings(service_account_email: pulumi.Input[str]) -> dict[str, object]:
+    """NodePoolNodeConfigArgs fields every node pool shares: the dedicated service account (its
+    IAM roles, not OAuth scopes, limit it), Workload Identity metadata (Pods never see the node's
+    credentials), Shielded VM with secure boot (GKE's GPU drivers are signed) and the legacy
+    metadata endpoints off. All but the workload metadata mode are ForceNew: changing one
+    recreates the pool."""
+    return {
+        "service_account": service_account_email,
+        "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
+        "metadata": {"disable-legacy-endpoints": "true"},
+        "shielded_instance_config": container.NodePoolNodeConfigShieldedInstanceConfigArgs(
+            enable_secure_boot=True, enable_integrity_monitoring=True
+        ),
+        "workload_metadata_config": container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
+            mode="GKE_METADATA"
+        ),
+    }
+
+
+def node_service_account_id(cluster_name: str) -> str:
+    """A service account ID (6-30 chars) derived from the cluster name; a name too long to fit keeps a
+    short hash of the full name, so two clusters of one project never share an account."""
+    if len(cluster_name) <= 24:
+        return f"{cluster_name}-nodes"
+    digest = hashlib.sha256(cluster_name.encode()).hexdigest()[:4]
+    return f"{cluster_name[:19].rstrip('-')}-{digest}-nodes"
+
+
+def render_ip_kubeconfig(
+    *, project: str, location: str, name: str, endpoint: str | None, ca_certificate: str | None
+) -> str:
+    """The kubeconfig for the IP endpoint, byte for byte as stacks created before the DNS endpoint
+    have it in state (so keeping it changes nothing for pulumi-kubernetes)."""
+    cluster = f"server: https://{endpoint}\ncertificate-authority-data: {ca_certificate}"
+    return _kubeconfig(project=project, location=location, name=name, cluster=cluster)
+
+
+def render_kubeconfig(*, project: str, location: str, name: str, dns_endpoint: str | None) -> str:
+    """A kubeconfig for the cluster's DNS endpoint that authenticates with gke-gcloud-auth-plugin
+    (no credential inside), as `gcloud container clusters get-credentials --dns-endpoint` writes it:
+    no certificate-authority-data, since the DNS endpoint serves a publicly trusted certificate."""
+    if not dns_endpoint:
+        # Never a kubeconfig for https://None: the provider would fail later with a worse message.
+        raise pulumi.RunError(
+            f"GKE reported no DNS endpoint for cluster {name}; the Kubernetes objects cannot be created "
+            "through it (cluster.kubeconfigEndpoint: ip uses the IP endpoint instead)"
+        )
+    return _kubeconfig(
+        project=project, location=location, name=name, cluster=f"server: https://{dns_endpoint}"
+    )
+
+
+def _kubeconfig(*, project: str, location: str, name: str, cluster: str) -> str:
+    """A kubeconfig with one context that authenticates with gke-gcloud-auth-plugin; `cluster` is
+    the YAML of its cluster entry (server and, for the IP endpoint, the CA)."""
+    context = f"gke_{project}_{location}_{name}"
+    entry = textwrap.indent(cluster, " " * 4)
+    return (
+        "apiVersion: v1\n"
+        "kind: Config\n"
+        "clusters:\n"
+        f"- name: {context}\n"
+        "  cluster:\n"
+        f"{entry}\n"
+        + textwrap.dedent(
+            f"""\
+            contexts:
+            - name: {context}
+              context:
+                cluster: {context}
+                user: {context}
+            current-context: {context}
+            users:
+            - name: {context}
+              user:
+                exec:
+                  apiVersion: client.authentication.k8s.io/v1beta1
+                  command: gke-gcloud-auth-plugin
+                  installHint: Install gke-gcloud-auth-plugin, see https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-access-for-kubectl#install_plugin
+                  provideClusterInfo: true
+            """
+        )
+    )

@@ -1,0 +1,72 @@
+"""The cluster section (the stack file's `gke-gpu:cluster`): mode, endpoint, system pool, an existing
+cluster."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from ..core.common import (
+    MAX_AUTHORIZED_NETWORKS_PRIVATE,
+    MAX_BOOT_DISK_GB,
+    MAX_NODES_PER_POOL,
+)
+from ..core.model import (
+    PRINTABLE,
+    Cidr,
+    MachineTypeName,
+    StackModel,
+)
+
+_Model = StackModel
+
+
+class AuthorizedNetworkConfig(_Model):
+    cidr_block: Cidr
+    display_name: Annotated[str, Field(max_length=100, pattern=PRINTABLE)] = ""
+
+
+class SystemPoolConfig(_Model):
+    machine_type: MachineTypeName = "e2-standard-4"
+    min_nodes: int = Field(1, ge=0, le=MAX_NODES_PER_POOL)
+    max_nodes: int = Field(3, ge=1, le=MAX_NODES_PER_POOL)
+    spot: bool = False
+    disk_size_gb: int = Field(100, ge=10, le=MAX_BOOT_DISK_GB)
+
+
+class ClusterConfig(_Model):
+    mode: Literal["autopilot", "standard", "existing"]
+    name: Annotated[str, Field(max_length=100)] | None = None
+    location: Annotated[str, Field(max_length=40)] | None = None
+    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = "REGULAR"
+    private_nodes: bool = True
+    master_authorized_networks: Annotated[
+        list[AuthorizedNetworkConfig], Field(max_length=MAX_AUTHORIZED_NETWORKS_PRIVATE)
+    ] = []
+    deletion_protection: bool = True
+    system_pool: SystemPoolConfig | None = None
+    # The control plane's IP endpoint is private unless publicEndpoint is true; the DNS-based
+    # endpoint (IAM-authorised) is always on, so CI reaches the cluster without an IP allowlist.
+    public_endpoint: bool = False
+    # Explicitly allow a public IP endpoint with no allowlist or with 0.0.0.0/0.
+    public_endpoint_open_to_internet: bool = False
+    binary_authorization: bool = False
+    # Standard only: opt-in, because turning it on for an existing cluster restarts every node.
+    intranode_visibility: bool = False
+    # Which endpoint the program's kubeconfig (and so `pulumi up`) uses: the DNS endpoint, or the IP
+    # endpoint as before (the first step of moving an existing stack, see README "Upgrading").
+    kubeconfig_endpoint: Literal["dns", "ip"] = "dns"
+    # mode: existing
+    kubeconfig: str | None = Field(None, repr=False, max_length=1_000_000)
+    context: Annotated[str, Field(max_length=253, pattern=PRINTABLE)] | None = None
+    flavor: Literal["gke", "generic"] | None = None
+
+    @property
+    def autopilot(self) -> bool:
+        return self.mode == "autopilot"
+
+    @property
+    def on_gke(self) -> bool:
+        """True when the GPU nodes are GKE nodes (drivers, labels and device plugin from GKE)."""
+        return self.mode != "existing" or self.flavor == "gke"

@@ -1,0 +1,139 @@
+"""The network's, the cluster's and the alerts' own rules, for the stack file and for the components'
+args alike.
+
+GkeNetwork, GkeCluster and GpuMonitoring check their args with these functions, and the stack layer
+checks a stack file's `network`, `cluster` and `monitoring.alerts` with the same ones: only the
+names differ (camelCase under `gke-gpu:...`, or a component's snake_case args), so a stack file
+gets the messages it always got and a program gets the same rules. Pure functions: no cloud SDK is imported
+(the stack layer stays light).
+"""
+
+import ipaddress
+from collections.abc import Sequence
+
+from ..core.common import (
+    DEFAULT_REGIONAL_ZONES,
+    MAX_AUTHORIZED_NETWORKS_PUBLIC,
+    MIN_SUBNET_PREFIX,
+    POD_RANGE_PREFIX_PER_NODE,
+    ZONE_PATTERN,
+    KeyNames,
+    Problems,
+    cut,
+    network_of,
+)
+from ..monitoring.model import AlertPolicyConfig
+from .model import SystemPoolConfig
+
+
+def check_ranges(
+    ranges: Sequence[tuple[str, str]], names: KeyNames, problems: Problems
+) -> dict[str, ipaddress.IPv4Network | None]:
+    """The node, Pod and Service ranges (`(snake_key, cidr)` pairs): each a network address, no two
+    overlapping, the subnet at least a /29 and the Pod range a /24 or larger. Returns them parsed."""
+    parsed = {key: network_of(value, names.at(key), problems) for key, value in ranges}
+    items = list(parsed.items())
+    for i, (key_a, net_a) in enumerate(items):
+        for key_b, net_b in items[i + 1 :]:
+            if net_a and net_b and net_a.overlaps(net_b):
+                problems.add(
+                    names.at(key_b),
+                    f"{net_b} overlaps {names.at(key_a)} {net_a}; the node, Pod and Service ranges must "
+                    "not overlap",
+                )
+    subnet, pods = parsed.get("subnet_cidr"), parsed.get("pods_cidr")
+    if subnet and subnet.prefixlen > MIN_SUBNET_PREFIX:
+        problems.add(
+            names.at("subnet_cidr"),
+            f"{subnet} is too small; a Compute Engine subnet is at least a /{MIN_SUBNET_PREFIX}",
+        )
+    if pods and pods.prefixlen > POD_RANGE_PREFIX_PER_NODE:
+        problems.add(
+            names.at("pods_cidr"),
+            f"{pods} is too small; GKE gives each node a /24 of Pod addresses, so use /24 or larger",
+        )
+    return parsed
+
+
+def check_private_nodes(
+    names: KeyNames, problems: Problems, *, private_nodes: bool, public_endpoint: bool
+) -> None:
+    """Public nodes need the public IP endpoint: a private one exists only with private nodes."""
+    if not private_nodes and not public_endpoint:
+        networks = names.key("master_authorized_networks" if names.camel else "authorized_networks")
+        problems.add(
+            names.at("private_nodes"),
+            f"false needs {names.key('public_endpoint')}: true: a private IP endpoint only exists on a "
+            "cluster with private nodes (the provider cannot validate the combination); keep "
+            f"{names.key('private_nodes')}: true or set {names.key('public_endpoint')}: true with {networks}",
+        )
+
+
+def check_nodes(
+    names: KeyNames,
+    problems: Problems,
+    *,
+    autopilot: bool,
+    autopilot_key: str,
+    location: str,
+    system_pool: SystemPoolConfig | None,
+    intranode_visibility_set: bool,
+    gpu_series: Sequence[str],
+) -> None:
+    """Autopilot's limits on the nodes, and the system pool (None on Standard means the default one).
+    `autopilot_key` says how the user chose Autopilot (`mode autopilot`, `autopilot: true`)."""
+    if autopilot:
+        if intranode_visibility_set:
+            problems.add(
+                names.at("intranode_visibility"),
+                f"not allowed with {autopilot_key}: Autopilot clusters always have intranode visibility",
+            )
+        if system_pool is not None:
+            problems.add(
+                names.at("system_pool"),
+                f"not allowed with {autopilot_key}: Autopilot manages the nodes for system Pods",
+            )
+        return
+    pool = system_pool or SystemPoolConfig()
+    if pool.min_nodes > pool.max_nodes:
+        problems.add(
+            names.at("system_pool.min_nodes"),
+            f"{pool.min_nodes} is greater than {names.key('system_pool.max_nodes')} {pool.max_nodes}",
+        )
+    if pool.machine_type.split("-", 1)[0] in gpu_series:
+        problems.add(
+            names.at("system_pool.machine_type"),
+            f"{cut(pool.machine_type)} is a GPU machine type; the system pool is for non-GPU system Pods "
+            "(e.g. e2-standard-4)",
+        )
+    zones = 1 if ZONE_PATTERN.fullmatch(location) else DEFAULT_REGIONAL_ZONES
+    if pool.max_nodes < zones:
+        problems.add(
+            names.at("system_pool.max_nodes"),
+            f"{pool.max_nodes} is too small: the system pool of a regional cluster starts with one node in "
+            f"each of its {zones} zones; allowed: {zones} or more (or a zonal cluster)",
+        )
+
+
+def check_public_endpoint_networks(count: int, key: str, problems: Problems) -> None:
+    """GKE's limit on authorized networks with a public endpoint (a private one allows more)."""
+    if count > MAX_AUTHORIZED_NETWORKS_PUBLIC:
+        problems.add(
+            key,
+            f"has {count} entries; GKE allows at most {MAX_AUTHORIZED_NETWORKS_PUBLIC} with a public "
+            "endpoint",
+        )
+
+
+def check_xid_errors(
+    names: KeyNames, problems: Problems, *, dcgm: str, alerts: AlertPolicyConfig, dcgm_key: str
+) -> None:
+    """An XID alert asked for explicitly needs the self-managed exporter (`dcgm_key`: how the user
+    names the DCGM source, e.g. `dcgm:`)."""
+    if "xid_errors" in alerts.model_fields_set and alerts.xid_errors and dcgm != "exporter":
+        problems.add(
+            names.at("xid_errors"),
+            f"true is not allowed with {dcgm_key}: {dcgm}: XID errors come only from the self-managed "
+            "exporter (GKE's managed DCGM does not export DCGM_FI_DEV_XID_ERRORS); remove it or use "
+            f"{dcgm_key}: exporter",
+        )

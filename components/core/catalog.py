@@ -1,0 +1,262 @@
+"""The accelerator catalog: which NVIDIA GPUs GKE offers, on which machine types, in which zones.
+
+The data lives in ``components/data/accelerators.yaml`` with its sources and capture date. This module
+only loads it into typed, immutable objects and answers questions about it; it never reaches the
+network. Zones and Autopilot offerings change: when the catalog and GCP disagree, GCP wins, and the
+fix is a one-line edit to the YAML file (see its header for how to re-check with gcloud).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+CATALOG_PATH = Path(__file__).parents[1] / "data" / "accelerators.yaml"
+
+# N1 is the only general-purpose series that takes attached GPUs. Its predefined shapes are
+# regular, so they are generated rather than listed: memory is 3.75 GB (standard), 6.5 GB (highmem)
+# or 0.9 GB (highcpu) per vCPU.
+_N1_MEMORY_PER_VCPU = {"standard": 3.75, "highmem": 6.5, "highcpu": 0.9}
+_N1_VCPUS = {
+    "standard": (1, 2, 4, 8, 16, 32, 64, 96),
+    "highmem": (2, 4, 8, 16, 32, 64, 96),
+    "highcpu": (2, 4, 8, 16, 32, 64, 96),
+}
+_N1_PATTERN = re.compile(r"^n1-(standard|highmem|highcpu)-(\d+)$")
+# N1 custom machine types (GCE: `custom-<vCPUs>-<MiB>` or `n1-custom-...`, `-ext` for extended memory):
+# 1 or an even number of vCPUs up to 96, memory a multiple of 256 MiB, 0.9-6.5 GB per vCPU unless -ext.
+_N1_CUSTOM_PATTERN = re.compile(r"^(?:n1-)?custom-(\d+)-(\d+)(-ext)?$")
+_N1_CUSTOM_MEMORY_PER_VCPU_GB = (0.9, 6.5)
+
+
+@dataclass(frozen=True)
+class MachineType:
+    """A GCE machine type able to carry GPUs of one accelerator type."""
+
+    name: str
+    gpus: int
+    vcpus: int
+    memory_gb: float
+    # Local SSDs that come with the machine type (A2 Ultra, A3, A4): declared with exactly this count.
+    bundled_local_ssds: int = 0
+    # Optional Local SSD counts the machine type accepts (when none are bundled).
+    local_ssd_counts: tuple[int, ...] = ()
+    # Boot disk types, when the machine type differs from its series (a3-ultragpu-8g).
+    boot_disk_types: tuple[str, ...] = ()
+    # False where GKE does not offer the machine type through queued provisioning (DWS).
+    queued_provisioning: bool = True
+
+    @property
+    def series(self) -> str:
+        # `custom-4-16384` is an N1 custom machine type.
+        return "n1" if self.name.startswith("custom-") else self.name.split("-", 1)[0]
+
+
+@dataclass(frozen=True)
+class AttachLimit:
+    """For accelerators attached to N1 machines: the largest N1 shape a given GPU count allows."""
+
+    max_vcpus: int
+    max_memory_gb: float
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    name: str
+    display_name: str
+    memory_gb: int
+    # Fixed-shape accelerators (L4, A100, H100, ...): the machine types that carry them.
+    machine_types: dict[str, MachineType] = field(default_factory=dict)
+    # Attachable accelerators (T4, V100, ...): GPU count -> the N1 shape limits for that count.
+    attach_limits: dict[int, AttachLimit] = field(default_factory=dict)
+    default_machine_types: dict[int, str] = field(default_factory=dict)
+    # MIG partition size -> partitions per GPU. Empty when the GPU has no MIG.
+    mig_partitions: dict[str, int] = field(default_factory=dict)
+    # GPU counts a single Autopilot Pod may request; empty when Autopilot does not offer it.
+    autopilot_counts: tuple[int, ...] = ()
+    # Region -> zones that offer this accelerator (and its machine types).
+    zones: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Free-form caveats shown to users (e.g. "1g/2g/4g only as Spot or flex-start").
+    notes: tuple[str, ...] = ()
+    # GPU count -> the first GKE version that offers it on Autopilot.
+    autopilot_min_versions: dict[int, str] = field(default_factory=dict)
+    # MPS clients one GPU serves (16 before Volta, 48 from Volta on).
+    mps_max_clients: int = 48
+    # Host CPU architecture of the machine types ("arm64" for A4X).
+    arch: str = "amd64"
+    # False where the machine types are not sold as Spot VMs.
+    spot: bool = True
+    n1_local_ssd_counts: tuple[int, ...] = ()
+
+    @property
+    def attachable(self) -> bool:
+        return bool(self.attach_limits)
+
+    @property
+    def allowed_counts(self) -> tuple[int, ...]:
+        if self.attachable:
+            return tuple(sorted(self.attach_limits))
+        return tuple(sorted({m.gpus for m in self.machine_types.values()}))
+
+    @property
+    def autopilot(self) -> bool:
+        return bool(self.autopilot_counts)
+
+    @property
+    def machine_series(self) -> tuple[str, ...]:
+        if self.attachable:
+            return ("n1",)
+        return tuple(sorted({m.series for m in self.machine_types.values()}))
+
+    def machine_type(self, name: str) -> MachineType | None:
+        """The machine type by name if it can carry this accelerator, else None."""
+        if not self.attachable:
+            return self.machine_types.get(name)
+        custom = _N1_CUSTOM_PATTERN.match(name)
+        if custom:
+            return self._n1_custom(name, int(custom.group(1)), int(custom.group(2)), bool(custom.group(3)))
+        match = _N1_PATTERN.match(name)
+        if not match:
+            return None
+        family, vcpus = match.group(1), int(match.group(2))
+        if vcpus not in _N1_VCPUS[family]:
+            return None
+        # An N1 machine type's GPU count is chosen by the user; 0 marks "not fixed".
+        return MachineType(
+            name=name,
+            gpus=0,
+            vcpus=vcpus,
+            memory_gb=round(vcpus * _N1_MEMORY_PER_VCPU[family], 2),
+            local_ssd_counts=self.n1_local_ssd_counts,
+        )
+
+    def _n1_custom(self, name: str, vcpus: int, memory_mib: int, extended: bool) -> MachineType | None:
+        if not (vcpus == 1 or (vcpus % 2 == 0 and 2 <= vcpus <= 96)) or memory_mib % 256:
+            return None
+        low, high = _N1_CUSTOM_MEMORY_PER_VCPU_GB
+        per_vcpu = memory_mib / 1024 / vcpus
+        if per_vcpu < low or (per_vcpu > high and not extended):
+            return None
+        return MachineType(
+            name=name,
+            gpus=0,
+            vcpus=vcpus,
+            memory_gb=round(memory_mib / 1024, 2),
+            local_ssd_counts=self.n1_local_ssd_counts,
+        )
+
+    def counts_for(self, machine: MachineType) -> tuple[int, ...]:
+        """GPU counts this machine type takes."""
+        if not self.attachable:
+            return (machine.gpus,)
+        return tuple(
+            count
+            for count, limit in sorted(self.attach_limits.items())
+            if machine.vcpus <= limit.max_vcpus and machine.memory_gb <= limit.max_memory_gb
+        )
+
+    def machine_type_examples(self) -> list[str]:
+        """Machine type names to show in an error message."""
+        if self.attachable:
+            return ["n1-standard-*", "n1-highmem-*", "n1-highcpu-*"]
+        return sorted(self.machine_types, key=_natural_key)
+
+
+@dataclass(frozen=True)
+class Series:
+    name: str
+    boot_disk_types: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Catalog:
+    captured: str
+    accelerators: dict[str, Accelerator]
+    series: dict[str, Series]
+    # Regions with zone data for at least one accelerator.
+    regions: tuple[str, ...]
+    # Every Compute Engine region (gcp:region must be one).
+    gcp_regions: tuple[str, ...] = ()
+
+    @property
+    def gpu_series(self) -> frozenset[str]:
+        """Machine series that carry GPUs by construction (G2, A2, A3, A4, A4X, G4)."""
+        return frozenset(m.series for a in self.accelerators.values() for m in a.machine_types.values())
+
+    def accelerator(self, name: str) -> Accelerator | None:
+        return self.accelerators.get(name)
+
+    def boot_disk_types(self, machine: MachineType) -> tuple[str, ...]:
+        """Boot disk types the machine type takes; the first is the default."""
+        if machine.boot_disk_types:
+            return machine.boot_disk_types
+        series = self.series.get(machine.series)
+        return series.boot_disk_types if series else ()
+
+
+def _natural_key(text: str) -> list[Any]:
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+
+
+def _parse(raw: dict[str, Any]) -> Catalog:
+    accelerators: dict[str, Accelerator] = {}
+    regions: set[str] = set()
+    for name, spec in raw["accelerators"].items():
+        machine_types = {
+            mt_name: MachineType(
+                name=mt_name,
+                gpus=int(mt["gpus"]),
+                vcpus=int(mt["vcpus"]),
+                memory_gb=float(mt["memoryGb"]),
+                bundled_local_ssds=int(mt.get("bundledLocalSsds", 0)),
+                local_ssd_counts=tuple(mt.get("localSsdCounts") or ()),
+                boot_disk_types=tuple(mt.get("bootDiskTypes") or ()),
+                queued_provisioning=bool(mt.get("queuedProvisioning", True)),
+            )
+            for mt_name, mt in (spec.get("machineTypes") or {}).items()
+        }
+        attach_limits = {
+            int(count): AttachLimit(int(limit["maxVcpus"]), float(limit["maxMemoryGb"]))
+            for count, limit in (spec.get("attachLimits") or {}).items()
+        }
+        zones = {region: tuple(z) for region, z in (spec.get("zones") or {}).items()}
+        regions.update(zones)
+        accelerators[name] = Accelerator(
+            name=name,
+            display_name=spec["displayName"],
+            memory_gb=int(spec["memoryGb"]),
+            machine_types=machine_types,
+            attach_limits=attach_limits,
+            default_machine_types={int(k): v for k, v in (spec.get("defaultMachineTypes") or {}).items()},
+            mig_partitions=dict(spec.get("migPartitions") or {}),
+            autopilot_counts=tuple(spec.get("autopilotCounts") or ()),
+            zones=zones,
+            notes=tuple(spec.get("notes") or ()),
+            autopilot_min_versions={
+                int(k): str(v) for k, v in (spec.get("autopilotMinVersions") or {}).items()
+            },
+            mps_max_clients=int(spec.get("mpsMaxClients", 48)),
+            arch=str(spec.get("arch", "amd64")),
+            spot=bool(spec.get("spot", True)),
+            n1_local_ssd_counts=tuple(raw.get("n1LocalSsdCounts") or ()) if attach_limits else (),
+        )
+    series = {name: Series(name, tuple(spec["bootDiskTypes"])) for name, spec in raw["series"].items()}
+    return Catalog(
+        captured=str(raw["captured"]),
+        accelerators=accelerators,
+        series=series,
+        regions=tuple(sorted(regions)),
+        gcp_regions=tuple(sorted(raw.get("gcpRegions") or ())),
+    )
+
+
+@functools.cache
+def load_catalog(path: Path = CATALOG_PATH) -> Catalog:
+    """Load and cache the accelerator catalog shipped with the program."""
+    with path.open(encoding="utf-8") as handle:
+        return _parse(yaml.safe_load(handle))

@@ -1,0 +1,48 @@
+"""The NVIDIA device plugin's section, for an existing generic cluster (`gke-gpu:devicePlugin`)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from ..core.common import (
+    MAX_TIME_SLICING_REPLICAS,
+)
+from ..core.model import (
+    StackModel,
+)
+
+_Model = StackModel
+
+
+class TimeSlicingConfig(_Model):
+    # The NVIDIA device plugin only requires >= 2 (api/config/v1/replicas.go); 48 is GKE's limit for
+    # its own sharing, not the plugin's. The upper bound here only keeps the value sane.
+    replicas: int = Field(ge=2, le=MAX_TIME_SLICING_REPLICAS)
+
+
+class DevicePluginSharingConfig(_Model):
+    time_slicing: TimeSlicingConfig
+
+
+class DevicePluginConfig(_Model):
+    gpu_node_label: Annotated[str, Field(max_length=400)] = "nvidia.com/gpu.present=true"
+    # Taint the nodes of gpuNodes with nvidia.com/gpu=present:NoSchedule (off for a single-node
+    # workstation, whose only node must also run everything else).
+    taint_gpu_nodes: bool = True
+    # For containerd set up with an `nvidia` runtime class that is not the default runtime.
+    runtime_class_name: Annotated[str, Field(max_length=63)] | None = None
+    sharing: DevicePluginSharingConfig | None = None
+
+    @property
+    def node_label_key(self) -> str:
+        return self.gpu_node_label.partition("=")[0]
+
+    @property
+    def node_label_value(self) -> str:
+        return self.gpu_node_label.partition("=")[2]
+
+    @property
+    def time_slicing_replicas(self) -> int | None:
+        return self.sharing.time_slicing.replicas if self.sharing else None

@@ -1,0 +1,95 @@
+"""GPU pool rules for GPUDirect networking: which machines have it, in which flavour, and where the
+nodes of a pool with it must be."""
+
+from __future__ import annotations
+
+from ..core.catalog import MachineType
+from ..core.common import listing
+from ..gpudirect.flavors import MACHINE_FLAVORS, UNSUPPORTED_MACHINES, UNVERIFIED_MACHINES, GpuDirectFlavor
+from .placement_rules import FLEX_COMPACT
+from .pool import GpuPool
+from .rule_base import PoolRuleBase
+
+# The first patch of each GKE minor that runs the flavour (cluster-toolkit gpu_direct.tf, whose own
+# check is disabled by a typo; minors not listed are not gated). RDMA's minimum is unpublished.
+MIN_VERSIONS = {
+    GpuDirectFlavor.TCPX: ("1.27.16-gke.2874000", "1.28.15-gke.3163000", "1.29.15-gke.2467000"),
+    GpuDirectFlavor.TCPXO: (
+        "1.28.15-gke.3163000",
+        "1.29.15-gke.2467000",
+        "1.30.14-gke.1922000",
+        "1.31.14-gke.1243000",
+        "1.32.11-gke.1174000",
+    ),
+}
+
+
+def gpudirect_machines() -> str:
+    return listing(f"{machine} ({flavor})" for machine, flavor in MACHINE_FLAVORS.items())
+
+
+class GpuDirectRules(PoolRuleBase):
+    def _check_gpudirect(
+        self, pool: GpuPool, path: str, machine: MachineType | None, zones: tuple[str, ...]
+    ) -> None:
+        """GPUDirect needs a machine with GPU NICs, one zone (the NICs' subnets and RoCE VPC are zonal,
+        and an all-reduce is only as fast as its slowest link), and is best compact-placed."""
+        if not pool.gpudirect or machine is None:
+            return
+        key = self.at(path, "gpudirect")
+        if machine.name in UNSUPPORTED_MACHINES:
+            self.problems.add(
+                key, f"true is not supported on {machine.name}: {UNSUPPORTED_MACHINES[machine.name]}"
+            )
+            return
+        flavor = MACHINE_FLAVORS.get(machine.name)
+        if flavor is None:
+            self.problems.add(
+                key,
+                f"true is not allowed on {machine.name} ({machine.gpus} x {pool.accelerator}): it has no "
+                f"GPU-to-GPU NICs; machines with GPUDirect: {gpudirect_machines()}",
+            )
+            return
+        if len(zones) != 1:
+            given = (
+                f"{list(zones)} has {len(zones)} zones"
+                if pool.zones is not None
+                else (f"unset (the {pool.accelerator} zones of the region: {listing(zones) or 'none'})")
+            )
+            self.problems.add(
+                self.at(path, "zones"),
+                f"{given}; {self.key('gpudirect')} needs exactly one zone: the GPU NICs' subnets are "
+                "regional but a multi-node NCCL job wants its nodes in one zone, close together (the RoCE "
+                "VPC of RDMA is zonal, and cross-zone links are slower and billed)",
+            )
+        if machine.name in UNVERIFIED_MACHINES:
+            self.note(
+                path,
+                f"{machine.name}'s GPUDirect NIC layout is taken to be A3 High's (4 extra NICs, TCPX); "
+                "Google's page is not consistent about it (UNVERIFIED): check before relying on it",
+            )
+        versions = MIN_VERSIONS.get(flavor)
+        self.note(
+            path,
+            f"GPUDirect-{flavor} needs GKE "
+            + (
+                f"{listing(versions)} or later in those minors"
+                if versions
+                else "1.31 or later (minimum unpublished)"
+            )
+            + f"; {self.version_hint()}",
+        )
+        if not pool.compact_placement:
+            if pool.queued_provisioning or (pool.flex_start and not machine.name.startswith(FLEX_COMPACT)):
+                why = "queued provisioning" if pool.queued_provisioning else "flex-start on this machine"
+                self.note(
+                    path,
+                    f"GPUDirect pool without compact placement ({why} cannot take it): nodes may land far "
+                    "apart in the zone, which lowers all-reduce bandwidth",
+                )
+            else:
+                self.warnings.append(
+                    f"{self.at(path, 'compact_placement')}: a GPUDirect pool without compact placement; "
+                    "set it to true so the nodes land close together (lower latency, higher all-reduce "
+                    "bandwidth)"
+                )

@@ -1,0 +1,87 @@
+"""GPU pool rules for the machine: which machine type carries the accelerator, how many GPUs it takes,
+its Local SSDs and its boot disk type (against the catalog)."""
+
+from ..core.catalog import Accelerator, MachineType
+from ..core.common import cut, listing
+from .pool import GpuPool
+from .rule_base import PoolRuleBase
+
+
+class MachineRules(PoolRuleBase):
+    def _machine(self, pool: GpuPool, path: str, accelerator: Accelerator) -> MachineType | None:
+        if pool.machine_type is None:
+            count = pool.gpus_per_node or accelerator.allowed_counts[0]
+            name = accelerator.default_machine_types.get(count)
+            if name is None:
+                self.problems.add(
+                    self.at(path, "gpus_per_node"),
+                    f"{count} is not offered for {accelerator.name}; allowed: "
+                    f"{listing(accelerator.allowed_counts)}",
+                )
+                return None
+            machine = accelerator.machine_type(name)
+            assert machine is not None, f"catalog default {name} missing for {accelerator.name}"
+            return machine
+        machine = accelerator.machine_type(pool.machine_type)
+        if machine is None:
+            self.problems.add(
+                self.at(path, "machine_type"),
+                f"{cut(pool.machine_type)} cannot carry {accelerator.name}; allowed: "
+                f"{listing(accelerator.machine_type_examples())}",
+            )
+        return machine
+
+    def _gpu_count(self, pool: GpuPool, path: str, accelerator: Accelerator, machine: MachineType) -> int:
+        allowed = accelerator.counts_for(machine)
+        if not allowed:
+            limits = ", ".join(
+                f"{n} GPU(s): <= {lim.max_vcpus} vCPUs and {lim.max_memory_gb:g} GB"
+                for n, lim in sorted(accelerator.attach_limits.items())
+            )
+            self.problems.add(
+                self.at(path, "machine_type"),
+                f"{cut(machine.name)} ({machine.vcpus} vCPUs, {machine.memory_gb:g} GB) is too large "
+                f"for any count of {accelerator.name}; N1 limits: {limits}",
+            )
+            return pool.gpus_per_node or 0
+        if pool.gpus_per_node is None:
+            return allowed[0]
+        if pool.gpus_per_node not in allowed:
+            self.problems.add(
+                self.at(path, "gpus_per_node"),
+                f"{pool.gpus_per_node} is not allowed for {accelerator.name} on {machine.name}; "
+                f"allowed: {listing(allowed)}",
+            )
+        return pool.gpus_per_node
+
+    def _local_ssds(self, pool: GpuPool, path: str, machine: MachineType) -> int:
+        requested = pool.local_ssd_count
+        if machine.bundled_local_ssds:
+            if requested is not None and requested != machine.bundled_local_ssds:
+                self.problems.add(
+                    self.at(path, "local_ssd_count"),
+                    f"{requested} is not allowed: {machine.name} comes with "
+                    f"{machine.bundled_local_ssds} Local SSDs; allowed: "
+                    f"{machine.bundled_local_ssds} (or leave it out)",
+                )
+            return machine.bundled_local_ssds
+        if not requested:
+            return 0
+        if requested not in machine.local_ssd_counts:
+            self.problems.add(
+                self.at(path, "local_ssd_count"),
+                f"{requested} is not allowed on {machine.name}; allowed: {listing(machine.local_ssd_counts)}",
+            )
+        return requested
+
+    def _disk_type(self, pool: GpuPool, path: str, machine: MachineType) -> str | None:
+        allowed = self.catalog.boot_disk_types(machine)
+        if pool.disk_type is None:
+            return allowed[0] if allowed else None
+        if allowed and pool.disk_type not in allowed:
+            self.problems.add(
+                self.at(path, "disk_type"),
+                f"{cut(pool.disk_type)} is not a boot disk type of {machine.name}; "
+                f"allowed: {listing(allowed)}",
+            )
+        return pool.disk_type

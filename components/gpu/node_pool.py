@@ -1,0 +1,326 @@
+"""A GKE Standard node pool of NVIDIA GPUs, from args checked against the accelerator catalog."""
+
+import math
+from typing import Annotated
+
+import pulumi
+from pulumi_gcp import container
+from pydantic import Field
+
+from ..cluster.gke_cluster import hardened_node_settings
+from ..core.arg_types import ClusterName, NodeNetworks, ProjectId
+from ..core.catalog import load_catalog
+from ..core.common import REGION_PATTERN, ZONE_PATTERN, cut
+from ..core.package import component_options, component_type
+from ..core.validation import Deferrable, pick, report_notes
+from ..gpudirect.flavors import FLAVORS, flavor_of
+from .pool import GpuPool
+from .pool_args import GpuNodePoolArgs, node_network_list
+from .rules import GpuPoolRules, validate_pool_args
+
+__all__ = [
+    "REPLACE_ON_CHANGE",
+    "GpuNodePool",
+    "GpuNodePoolArgs",
+    "GpuNodePoolSpec",
+    "check_gpu_node_pool",
+    "node_pool_args",
+    "validate_gpu_node_pool_args",
+]
+
+# Inputs whose change makes GKE delete and recreate the node pool (ForceNew in the provider),
+# keyed by their camelCase path in the NodePool's inputs. The offline render marks them, and
+# `tools/render.py --diff` turns a change to any of them into "REPLACE".
+# (terraform-provider-google node_config.go / resource_container_node_pool.go, which pulumi-gcp
+# bridges.) Machine type, disk size and type, image type, labels and taints are updated in place:
+# GKE recreates the nodes one by one but keeps the pool.
+REPLACE_ON_CHANGE = (
+    "name",
+    "location",
+    "nodeLocations",
+    "placementPolicy",
+    "queuedProvisioning",
+    # A pool's NICs are fixed at creation (ForceNew in the provider; GKE's multi-network guide: node
+    # networks cannot be added to or removed from an existing pool).
+    "networkConfig.additionalNodeNetworkConfigs",
+    "nodeConfig.guestAccelerators",
+    "nodeConfig.spot",
+    # Flex-start and its run limit: node_config fields, ForceNew like spot (by analogy; UNVERIFIED
+    # against the provider's schema, which marks most node_config fields ForceNew).
+    "nodeConfig.flexStart",
+    "nodeConfig.maxRunDuration",
+    "nodeConfig.reservationAffinity",
+    "nodeConfig.ephemeralStorageLocalSsdConfig",
+    "nodeConfig.serviceAccount",
+    "nodeConfig.oauthScopes",
+    "nodeConfig.metadata",
+    "nodeConfig.shieldedInstanceConfig",
+    "nodeConfig.gvnic",
+    "nodeConfig.gcfsConfig",
+)
+
+
+class GpuNodePoolSpec(GpuPool):
+    """GpuNodePool's args as checked: a GPU pool (the same model as a stack file's `gpuPools` entry, read
+    with snake_case names) plus where it goes. The GPU count and the node limit are required here."""
+
+    name: Annotated[str, Field(max_length=100)]
+    gpus_per_node: int = Field(ge=1, le=16)
+    max_nodes: int = Field(ge=1, le=1000)
+    project: ProjectId  # type: ignore[valid-type]
+    location: Annotated[str, Field(max_length=40)]
+    cluster_name: Deferrable[ClusterName]  # type: ignore[valid-type]
+    node_service_account_email: Deferrable[Annotated[str, Field(max_length=254)]] | None = None
+    additional_node_networks: NodeNetworks | None = None
+
+
+def _region_of(location: str) -> str | None:
+    zone = ZONE_PATTERN.fullmatch(location)
+    if zone:
+        return zone.group(1)
+    return location if REGION_PATTERN.fullmatch(location) else None
+
+
+def check_gpu_node_pool(spec: GpuNodePoolSpec) -> tuple[GpuNodePoolSpec | None, list[str], list[str]]:
+    """The catalog rules for a node pool's args: (the pool with every default resolved, or None;
+    problems; notes). Problems name the args in snake_case."""
+    catalog = load_catalog()
+    region = _region_of(spec.location)
+    if region is None or region not in catalog.gcp_regions:
+        return (
+            None,
+            [
+                f"location: {cut(spec.location)} is not a Compute Engine region or zone (for example "
+                "us-central1 or us-central1-a)"
+            ],
+            [],
+        )
+    rules = GpuPoolRules(
+        catalog,
+        autopilot=False,
+        region=region,
+        region_known=True,
+        cluster_location=spec.location,
+        release_channel=None,
+        camel_keys=False,
+    )
+    pool = rules.check(spec)
+    if rules.problems.items:
+        return None, rules.problems.items, rules.warnings
+    assert isinstance(pool, GpuNodePoolSpec)
+    problems = _node_network_problems(pool)
+    return (None if problems else pool), problems, rules.warnings
+
+
+def _node_network_problems(pool: GpuNodePoolSpec) -> list[str]:
+    """A GPUDirect pool attaches exactly its flavour's extra NICs; a pool without GPUDirect none."""
+    networks = pool.additional_node_networks
+    flavor = flavor_of(pool.machine_type)
+    if not pool.gpudirect:
+        if networks is not None:
+            return ["additional_node_networks: only allowed with gpudirect: true (the GPUDirect NICs)"]
+        return []
+    assert flavor is not None, "the pool rules refuse gpudirect on a machine without a flavour"
+    expected = len(FLAVORS[flavor].nics)
+    if networks is None:
+        return [
+            f"additional_node_networks: required with gpudirect: true: the {expected} extra NICs of "
+            f"{pool.machine_type} ({flavor}), e.g. GpuDirectNetworks' node_networks"
+        ]
+    if isinstance(networks, list) and len(networks) != expected:
+        return [
+            f"additional_node_networks: {len(networks)} given; {pool.machine_type} ({flavor}) has "
+            f"{expected} extra NICs, each needs one (GpuDirectNetworks' node_networks)"
+        ]
+    return []
+
+
+class GpuNodePool(pulumi.ComponentResource):
+    """One GPU node pool: the accelerator, its driver, sharing or MIG, and the GPU taint.
+
+    Always declared by the program itself:
+
+    * the taint ``nvidia.com/gpu=present:NoSchedule``. GKE adds it only when the cluster already has a
+      non-GPU pool, so a pool created in parallel could come up untainted and fill with ordinary
+      Pods; declaring it also means GKE's own taint never shows up as a diff. Pods that request
+      ``nvidia.com/gpu`` get the toleration from GKE's ExtendedResourceToleration admission plugin.
+    * COS_CONTAINERD, gVNIC and image streaming; Shielded VMs with secure boot; Workload Identity
+      metadata; the cluster's dedicated node service account.
+    * autoscaling by total node counts with location policy ANY (the zones with capacity first,
+      unused reservations first), from ``min_nodes`` (0 by default: the pool costs nothing idle).
+
+    Hazard: most GPU settings are immutable. Changing the accelerator, its count, the driver
+    version, sharing, MIG partition, Spot, reservation, Local SSDs, placement or zones deletes and
+    recreates the pool (see REPLACE_ON_CHANGE); a new machine type or disk rolls the nodes instead.
+    The pool has a fixed name, so the old pool is deleted before the new one is created (no double
+    GPU quota, but no capacity in between): ``pulumi preview`` shows it as a replacement, and the
+    offline render's ``--diff`` marks it.
+    """
+
+    pool_name: pulumi.Output[str]
+    """The GKE node pool's name."""
+    machine_type: pulumi.Output[str]
+    """The nodes' machine type (derived from the accelerator and GPU count unless given)."""
+    zones: pulumi.Output[list[str]]
+    """The zones of the nodes."""
+    schedulable_gpus_per_node: pulumi.Output[int]
+    """`nvidia.com/gpu` each node advertises: GPUs x MIG partitions x sharing clients."""
+
+    @staticmethod
+    def check_args(name: str, args: GpuNodePoolArgs) -> GpuNodePoolSpec:
+        """The constructor's check of its args, declaring nothing: the pool with every default
+        resolved, or an InvalidArgsError naming every bad arg."""
+        return validate_gpu_node_pool_args(name, args)[0]
+
+    def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        # Every problem is raised before anything is declared, the component itself included.
+        pool, notes = validate_gpu_node_pool_args(name, args)
+        super().__init__(component_type("GpuNodePool"), name, None, component_options("GpuNodePool", opts))
+        report_notes("GpuNodePool", name, notes, resource=self)
+
+        # initial_node_count is per zone and ForceNew; it only seeds the pool (see ignore_changes).
+        initial_per_zone = math.ceil(pool.min_nodes / max(len(pool.zones or []), 1))
+        self.node_pool = container.NodePool(
+            f"{name}-pool",
+            name=pool.name,
+            project=pool.project,
+            location=pool.location,
+            cluster=pick(pool.cluster_name, args["cluster_name"]),
+            node_locations=list(pool.zones or []),
+            initial_node_count=initial_per_zone,
+            autoscaling=container.NodePoolAutoscalingArgs(
+                total_min_node_count=pool.min_nodes,
+                total_max_node_count=pool.max_nodes,
+                location_policy="ANY",
+            ),
+            management=container.NodePoolManagementArgs(
+                # Queued-provisioning and flex-start nodes live until their request or run limit
+                # ends: GKE's DWS guides create such pools with --no-enable-autorepair. Auto-upgrade
+                # stays on (every cluster here is on a release channel, which enforces it).
+                auto_repair=not (pool.queued_provisioning or pool.flex_start),
+                auto_upgrade=True,
+            ),
+            # Upgrade one node at a time without a surge node: a surge node needs spare GPU
+            # quota and capacity (or reservation room), which GPU pools rarely have.
+            upgrade_settings=container.NodePoolUpgradeSettingsArgs(max_surge=0, max_unavailable=1),
+            queued_provisioning=(
+                container.NodePoolQueuedProvisioningArgs(enabled=True) if pool.queued_provisioning else None
+            ),
+            placement_policy=(
+                container.NodePoolPlacementPolicyArgs(type="COMPACT") if pool.compact_placement else None
+            ),
+            network_config=(
+                container.NodePoolNetworkConfigArgs(
+                    additional_node_network_configs=node_network_list(args.get("additional_node_networks"))
+                )
+                if pool.gpudirect
+                else None
+            ),
+            node_config=self._node_config(pool, args.get("node_service_account_email")),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                ignore_changes=["initialNodeCount"],
+                # The name is fixed, so a replacement must delete the old pool first.
+                delete_before_replace=True,
+            ),
+        )
+        self.pool_name = self.node_pool.name
+        self.machine_type = pulumi.Output.from_input(pool.machine_type)
+        self.zones = pulumi.Output.from_input(list(pool.zones or []))
+        self.schedulable_gpus_per_node = pulumi.Output.from_input(pool.schedulable_gpus_per_node)
+        self.register_outputs(
+            {
+                "poolName": self.pool_name,
+                "machineType": self.machine_type,
+                "zones": self.zones,
+                "schedulableGpusPerNode": self.schedulable_gpus_per_node,
+            }
+        )
+
+    @staticmethod
+    def _node_config(
+        pool: GpuNodePoolSpec, service_account_email: pulumi.Input[str] | None
+    ) -> "container.NodePoolNodeConfigArgs":
+        sharing = (
+            container.NodePoolNodeConfigGuestAcceleratorGpuSharingConfigArgs(
+                gpu_sharing_strategy=pool.sharing.strategy,
+                max_shared_clients_per_gpu=pool.sharing.max_clients_per_gpu,
+            )
+            if pool.sharing
+            else None
+        )
+        reservation = container.NodePoolNodeConfigReservationAffinityArgs(
+            consume_reservation_type=pool.reservation.api_type,
+            key="compute.googleapis.com/reservation-name" if pool.reservation.name else None,
+            values=[pool.reservation.name] if pool.reservation.name else None,
+        )
+        labels = dict(pool.labels)
+        if pool.queued_provisioning:
+            labels["cloud.google.com/gke-queued"] = "true"
+        return container.NodePoolNodeConfigArgs(
+            machine_type=pool.machine_type,
+            image_type="COS_CONTAINERD",
+            disk_size_gb=pool.disk_size_gb,
+            disk_type=pool.disk_type,
+            spot=pool.spot,
+            flex_start=True if pool.flex_start else None,
+            max_run_duration=f"{pool.max_run_seconds}s" if pool.max_run_seconds else None,
+            guest_accelerators=[
+                container.NodePoolNodeConfigGuestAcceleratorArgs(
+                    type=pool.accelerator,
+                    count=pool.gpus_per_node,
+                    gpu_driver_installation_config=container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
+                        gpu_driver_version=pool.driver_version
+                    ),
+                    gpu_partition_size=pool.mig_partition_size,
+                    gpu_sharing_config=sharing,
+                )
+            ],
+            reservation_affinity=reservation,
+            ephemeral_storage_local_ssd_config=(
+                container.NodePoolNodeConfigEphemeralStorageLocalSsdConfigArgs(
+                    local_ssd_count=pool.local_ssd_count
+                )
+                if pool.local_ssd_count
+                else None
+            ),
+            gcfs_config=container.NodePoolNodeConfigGcfsConfigArgs(enabled=True),
+            gvnic=container.NodePoolNodeConfigGvnicArgs(enabled=True),
+            labels=labels,
+            **hardened_node_settings(service_account_email),
+            taints=[
+                container.NodePoolNodeConfigTaintArgs(key=t.key, value=t.value, effect=t.effect)
+                for t in pool.all_taints
+            ],
+        )
+
+
+def validate_gpu_node_pool_args(name: str, args: GpuNodePoolArgs) -> tuple[GpuNodePoolSpec, list[str]]:
+    """GpuNodePool's boundary check: the pool with every default resolved, and its notes; raises
+    InvalidArgsError naming every bad arg."""
+    pool, notes = validate_pool_args(
+        "GpuNodePool", name, GpuNodePoolSpec, args, check_gpu_node_pool, GpuNodePoolArgs
+    )
+    assert isinstance(pool, GpuNodePoolSpec) and pool.machine_type and pool.max_nodes is not None
+    return pool, notes
+
+
+def node_pool_args(
+    pool: GpuPool,
+    *,
+    project: str,
+    location: str,
+    cluster_name: pulumi.Input[str],
+    node_service_account_email: pulumi.Input[str] | None = None,
+) -> GpuNodePoolArgs:
+    """GpuNodePool's args for a pool of a stack file (checked and resolved by the same rules)."""
+    values = pool.model_dump(exclude_none=True, exclude={"on_demand_fallback"})
+    args: dict[str, object] = {
+        **values,
+        "project": project,
+        "location": location,
+        "cluster_name": cluster_name,
+    }
+    if node_service_account_email is not None:
+        args["node_service_account_email"] = node_service_account_email
+    return args  # type: ignore[return-value]

@@ -1,0 +1,128 @@
+"""One GPU pool, one type: what a stack file's `gpuPools` entry and `GpuNodePool`'s args describe.
+
+`GpuPool` checks the shape of a pool (types, ranges, unknown keys). The stack file writes its keys in
+camelCase (`gpusPerNode`); a component's args in snake_case (`gpus_per_node`): the same model reads
+both (`model_validate(..., by_name=True, by_alias=False)` for args). The catalog rules
+(gpu_pool_rules.py) then return the same type with every default resolved: the machine type, the GPU
+count, the zones, the disk type, the Local SSDs.
+"""
+
+from typing import Annotated, Literal
+
+from pydantic import Field, PrivateAttr
+
+from ..core.common import (
+    GPU_TAINT_KEY,
+    GPU_TAINT_VALUE,
+    MAX_BOOT_DISK_GB,
+    MAX_NODES_PER_POOL,
+    MAX_SHARED_CLIENTS,
+)
+from ..core.model import DURATION, LabelKey, LabelValue, MachineTypeName, StackModel
+
+_SHARING_LABELS = {"TIME_SHARING": "time-sharing", "MPS": "mps"}
+_RESERVATION_API_TYPES = {
+    "NONE": "NO_RESERVATION",
+    "ANY": "ANY_RESERVATION",
+    "SPECIFIC": "SPECIFIC_RESERVATION",
+}
+_KUBERNETES_EFFECTS = {
+    "NO_SCHEDULE": "NoSchedule",
+    "PREFER_NO_SCHEDULE": "PreferNoSchedule",
+    "NO_EXECUTE": "NoExecute",
+}
+
+
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration_seconds(text: str) -> int:
+    """A duration as written in a stack file ("90m", "24h", "7d", "3600s") in seconds."""
+    return int(text[:-1]) * _UNIT_SECONDS[text[-1]]
+
+
+class SharingConfig(StackModel):
+    strategy: Literal["TIME_SHARING", "MPS"]
+    max_clients_per_gpu: int = Field(ge=2, le=MAX_SHARED_CLIENTS)
+
+    @property
+    def label_value(self) -> str:
+        """Value of the node label `cloud.google.com/gke-gpu-sharing-strategy`."""
+        return _SHARING_LABELS[self.strategy]
+
+
+class ReservationConfig(StackModel):
+    type: Literal["NONE", "ANY", "SPECIFIC"] = "NONE"
+    name: Annotated[str, Field(max_length=300)] | None = None
+
+    @property
+    def api_type(self) -> str:
+        return _RESERVATION_API_TYPES[self.type]
+
+
+class TaintConfig(StackModel):
+    key: LabelKey
+    value: LabelValue = ""
+    effect: Literal["NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE"] = "NO_SCHEDULE"
+
+    @property
+    def kubernetes_effect(self) -> str:
+        return _KUBERNETES_EFFECTS[self.effect]
+
+
+GPU_TAINT = TaintConfig(key=GPU_TAINT_KEY, value=GPU_TAINT_VALUE, effect="NO_SCHEDULE")
+
+
+class GpuPool(StackModel):
+    """A GPU node pool (Standard) or GPU profile (Autopilot). After the catalog rules, every default
+    is resolved (machine type, GPU count, zones, disk type, Local SSDs, the on-demand fallback)."""
+
+    name: Annotated[str, Field(max_length=100)]
+    accelerator: Annotated[str, Field(max_length=100)]
+    gpus_per_node: int | None = Field(None, ge=1, le=16)
+    machine_type: MachineTypeName | None = None
+    spot: bool = False
+    on_demand_fallback: bool | None = None
+    min_nodes: int = Field(0, ge=0, le=MAX_NODES_PER_POOL)
+    max_nodes: int | None = Field(None, ge=1, le=MAX_NODES_PER_POOL)
+    zones: Annotated[list[Annotated[str, Field(max_length=40)]], Field(max_length=26)] | None = None
+    driver_version: Literal["DEFAULT", "LATEST", "INSTALLATION_DISABLED"] = "DEFAULT"
+    sharing: SharingConfig | None = None
+    mig_partition_size: Annotated[str, Field(max_length=40)] | None = None
+    reservation: ReservationConfig = ReservationConfig()
+    queued_provisioning: bool = False
+    # DWS flex-start VMs (capacity for at most 7 days, obtained when available); max_run_duration is
+    # how long a node may run, as a duration such as "24h" or "7d" (GKE's default and limit: 7 days).
+    flex_start: bool = False
+    max_run_duration: Annotated[str, Field(max_length=20, pattern=DURATION)] | None = None
+    compact_placement: bool = False
+    # GPUDirect networking, in the machine type's own flavour (gpudirect.py): TCPX, TCPXO or RDMA.
+    gpudirect: bool = False
+    local_ssd_count: int | None = Field(None, ge=0, le=32)
+    disk_size_gb: int = Field(200, ge=10, le=MAX_BOOT_DISK_GB)
+    disk_type: Annotated[str, Field(max_length=40)] | None = None
+    labels: Annotated[dict[LabelKey, LabelValue], Field(max_length=64)] = {}
+    taints: Annotated[list[TaintConfig], Field(max_length=32)] = []
+
+    # Set by the catalog rules: MIG instances per GPU (1 without MIG).
+    _mig_partitions_per_gpu: int = PrivateAttr(default=1)
+
+    @property
+    def mig_partitions_per_gpu(self) -> int:
+        return self._mig_partitions_per_gpu
+
+    @property
+    def max_run_seconds(self) -> int | None:
+        """max_run_duration in seconds (the form GKE takes: "<n>s")."""
+        return duration_seconds(self.max_run_duration) if self.max_run_duration else None
+
+    @property
+    def all_taints(self) -> tuple[TaintConfig, ...]:
+        """The GPU taint the program always declares, then the pool's own."""
+        return (GPU_TAINT, *self.taints)
+
+    @property
+    def schedulable_gpus_per_node(self) -> int:
+        """`nvidia.com/gpu` a node advertises: GPUs x MIG partitions x sharing clients."""
+        clients = self.sharing.max_clients_per_gpu if self.sharing else 1
+        return (self.gpus_per_node or 0) * self.mig_partitions_per_gpu * clients

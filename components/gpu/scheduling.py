@@ -1,0 +1,100 @@
+"""How a Pod lands on a GPU pool or profile: node selectors, tolerations and the GPU request.
+
+One source of truth shared by the sample workloads, the stack exports (so users can copy the
+selectors into their own manifests) and the policy checks. Label keys are GKE's documented node
+labels; on Autopilot the same selectors make GKE create a matching node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ..core.common import GPU_TAINT_KEY
+from .pool import GpuPool
+
+ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
+NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
+SPOT_LABEL = "cloud.google.com/gke-spot"
+SHARING_STRATEGY_LABEL = "cloud.google.com/gke-gpu-sharing-strategy"
+MAX_CLIENTS_LABEL = "cloud.google.com/gke-max-shared-clients-per-gpu"
+PARTITION_LABEL = "cloud.google.com/gke-gpu-partition-size"
+DRIVER_LABEL = "cloud.google.com/gke-gpu-driver-version"
+COMPUTE_CLASS_LABEL = "cloud.google.com/compute-class"
+GPU_RESOURCE = "nvidia.com/gpu"
+# Tolerates the GPU taint whatever its value (GKE's ExtendedResourceToleration adds the same one).
+GPU_TOLERATION = {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+# GKE taints (and labels) queued-provisioning nodes cloud.google.com/gke-queued=true:NoSchedule.
+QUEUED_TAINT_KEY = "cloud.google.com/gke-queued"
+QUEUED_TOLERATION = {"key": QUEUED_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+
+
+def union_tolerations(groups: Iterable[Iterable[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The tolerations of several pools, each once, in the order first seen."""
+    seen: list[dict[str, Any]] = []
+    for group in groups:
+        for item in group:
+            if item not in seen:
+                seen.append(item)
+    return seen
+
+
+def compute_class_name(pool: GpuPool) -> str:
+    """Name of the ComputeClass of an Autopilot profile with an on-demand fallback."""
+    return f"gpu-{pool.name}"
+
+
+def node_selector(pool: GpuPool, *, autopilot: bool) -> dict[str, str]:
+    """Node selectors that put a Pod on this pool (Standard) or make Autopilot create its node."""
+    if autopilot and pool.on_demand_fallback:
+        # The ComputeClass carries the accelerator, count and Spot preference.
+        return {COMPUTE_CLASS_LABEL: compute_class_name(pool)}
+    selector = {ACCELERATOR_LABEL: pool.accelerator}
+    if not autopilot:
+        selector[NODEPOOL_LABEL] = pool.name
+    if pool.spot:
+        selector[SPOT_LABEL] = "true"
+    if pool.sharing:
+        selector[SHARING_STRATEGY_LABEL] = pool.sharing.label_value
+        selector[MAX_CLIENTS_LABEL] = str(pool.sharing.max_clients_per_gpu)
+    if pool.mig_partition_size:
+        selector[PARTITION_LABEL] = pool.mig_partition_size
+    if autopilot and pool.driver_version == "LATEST":
+        selector[DRIVER_LABEL] = "latest"
+    return selector
+
+
+def tolerations(pool: GpuPool, *, autopilot: bool) -> list[dict[str, Any]]:
+    """Tolerations for the GPU taint, Spot and the pool's own taints (Kubernetes field names)."""
+    result: list[dict[str, Any]] = [dict(GPU_TOLERATION)]
+    if pool.spot:
+        result.append({"key": SPOT_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"})
+    if autopilot and pool.on_demand_fallback:
+        result.append(
+            {
+                "key": COMPUTE_CLASS_LABEL,
+                "operator": "Equal",
+                "value": compute_class_name(pool),
+                "effect": "NoSchedule",
+            }
+        )
+    for taint in pool.taints:
+        toleration: dict[str, Any] = {"key": taint.key, "effect": taint.kubernetes_effect}
+        if taint.value:
+            toleration.update(operator="Equal", value=taint.value)
+        else:
+            toleration["operator"] = "Exists"
+        result.append(toleration)
+    return result
+
+
+def gpus_per_pod(pool: GpuPool, *, autopilot: bool) -> int:
+    """`nvidia.com/gpu` one sample Pod requests on this pool.
+
+    A MIG partition or a shared GPU is one `nvidia.com/gpu`, and GKE refuses more than one shared
+    GPU per container. On Autopilot the request also picks the node shape, so it must be a count
+    Autopilot offers for the accelerator (the profile's gpusPerNode).
+    """
+    if pool.sharing or pool.mig_partition_size:
+        return 1
+    return pool.gpus_per_node if autopilot else 1

@@ -1,0 +1,178 @@
+"""GPUDirect flavours: which machine types have GPU-to-GPU NICs, and the networks each flavour needs.
+
+Sources: ../shared/reference/gke-gpu-scale-out.md section 1a (NIC layouts: Google's GPU network
+bandwidth page, cluster-toolkit's blueprints) and 2a/2b (GKENetworkParamSet, Network and the Pod
+annotations: GoogleCloudPlatform/gke-networking-api). One table, used by the pool rules, the VPCs
+(GpuDirectNetworks), the in-cluster objects (GpuDirectSoftware), the node pool and the workloads.
+
+Every flavour's extra networks get fixed slots of the stack's GPUDirect range (32 equal slots), so
+adding a second flavour later never renumbers the subnets of the first (a subnet's range is
+ForceNew, and a pool's additional networks are too).
+"""
+
+import ipaddress
+from dataclasses import dataclass
+from enum import StrEnum
+
+from ..core.common import Problems, cut
+
+
+class GpuDirectFlavor(StrEnum):
+    """How a machine type's GPUs talk to other nodes' GPUs."""
+
+    TCPX = "TCPX"
+    """GPUDirect-TCPX (A3 High, A3 Edge): 4 extra gVNIC NICs."""
+    TCPXO = "TCPXO"
+    """GPUDirect-TCPXO (A3 Mega): 8 extra gVNIC NICs."""
+    RDMA = "RDMA"
+    """GPUDirect-RDMA over RoCE (A3 Ultra, A4): 1 extra gVNIC NIC and 8 MRDMA NICs."""
+
+
+@dataclass(frozen=True)
+class ExtraNic:
+    """One extra NIC of a GPUDirect node: its VPC, its subnet, and the Kubernetes Network Pods use."""
+
+    # The Kubernetes Network (and GKENetworkParamSet) name, unique per cluster across flavours.
+    network_name: str
+    # The VPC this NIC's subnet is in, as a suffix of `<prefix>-`: the 8 RDMA NICs share one RoCE VPC.
+    vpc_suffix: str
+    # The subnet's name suffix (`<prefix>-<subnet_suffix>`).
+    subnet_suffix: str
+    # The interface the NIC appears as inside the Pod (eth0 is the primary network).
+    interface: str
+    # GKENetworkParamSet.spec.deviceMode: NetDevice for gVNIC, RDMA for MRDMA NICs.
+    device_mode: str
+    # Slot of the stack's GPUDirect range this subnet takes (0..31).
+    slot: int
+
+
+@dataclass(frozen=True)
+class FlavorSpec:
+    flavor: GpuDirectFlavor
+    nics: tuple[ExtraNic, ...]
+    # MTU of the flavour's VPCs (cluster-toolkit: 8244 for TCPX/TCPXO, 8896 for its RDMA VPCs).
+    mtu: int
+    # The accelerator values of the nodes its NCCL plugin installer selects.
+    accelerators: tuple[str, ...]
+
+    @property
+    def vpc_suffixes(self) -> tuple[str, ...]:
+        """The flavour's VPCs, each once, in NIC order."""
+        return tuple(dict.fromkeys(nic.vpc_suffix for nic in self.nics))
+
+
+def _gvnic_nics(prefix: str, count: int, first_slot: int) -> tuple[ExtraNic, ...]:
+    return tuple(
+        ExtraNic(
+            network_name=f"{prefix}-{i}",
+            vpc_suffix=f"{prefix}-{i}",
+            subnet_suffix=f"{prefix}-{i}",
+            interface=f"eth{i}",
+            device_mode="NetDevice",
+            slot=first_slot + i - 1,
+        )
+        for i in range(1, count + 1)
+    )
+
+
+# The RoCE VPC's name suffix: its network profile is `<zone>-vpc-roce`, so it is zonal.
+ROCE_VPC_SUFFIX = "rdma"
+
+FLAVORS: dict[GpuDirectFlavor, FlavorSpec] = {
+    GpuDirectFlavor.TCPX: FlavorSpec(
+        GpuDirectFlavor.TCPX, _gvnic_nics("tcpx", 4, 0), 8244, ("nvidia-h100-80gb",)
+    ),
+    GpuDirectFlavor.TCPXO: FlavorSpec(
+        GpuDirectFlavor.TCPXO, _gvnic_nics("tcpxo", 8, 4), 8244, ("nvidia-h100-mega-80gb",)
+    ),
+    GpuDirectFlavor.RDMA: FlavorSpec(
+        GpuDirectFlavor.RDMA,
+        (
+            ExtraNic("gvnic-1", "gvnic-1", "gvnic-1", "eth1", "NetDevice", 12),
+            *(
+                ExtraNic(f"rdma-{i}", ROCE_VPC_SUFFIX, f"rdma-{i}", f"eth{i + 2}", "RDMA", 13 + i)
+                for i in range(8)
+            ),
+        ),
+        8896,
+        ("nvidia-h200-141gb", "nvidia-b200"),
+    ),
+}
+
+# Machine type -> flavour. Only 8-GPU A3/A4 shapes have GPU NICs: a3-highgpu-1g/2g/4g have a single
+# physical NIC, and L4, A100, T4, V100, P4, P100 and RTX PRO 6000 machines have none.
+MACHINE_FLAVORS: dict[str, GpuDirectFlavor] = {
+    "a3-highgpu-8g": GpuDirectFlavor.TCPX,
+    "a3-edgegpu-8g": GpuDirectFlavor.TCPX,
+    "a3-megagpu-8g": GpuDirectFlavor.TCPXO,
+    "a3-ultragpu-8g": GpuDirectFlavor.RDMA,
+    "a4-highgpu-8g": GpuDirectFlavor.RDMA,
+}
+# Machine types with GPU NICs that this program does not wire, and why (the pool rules say so).
+UNSUPPORTED_MACHINES: dict[str, str] = {
+    "a4x-highgpu-4g": (
+        "A4X (GB200) takes GPUDirect-RDMA through GKE's managed DRANET (accelerator network profile "
+        "'auto', a ResourceClaim per Pod, GKE 1.34.1-gke.1829001+) and its multi-node NVLink domain "
+        "through the NVIDIA DRA driver's ComputeDomain, neither of which gke-gpu installs yet; see "
+        "cluster-toolkit's examples/gke-a4x"
+    ),
+}
+# Not in Google's NIC table as clearly as A3 High (the reference marks its layout UNVERIFIED).
+UNVERIFIED_MACHINES = frozenset({"a3-edgegpu-8g"})
+
+# The default GPUDirect range (cluster-toolkit's global_ip_address_range for A3 Mega) and its slots.
+DEFAULT_GPUDIRECT_CIDR = "192.168.0.0/16"
+SLOTS = 32
+# The largest prefix the range may have: a slot of a /16 is a /21 (2,046 node addresses).
+MAX_GPUDIRECT_PREFIX = 16
+
+
+def flavor_of(machine_type: str | None) -> GpuDirectFlavor | None:
+    return MACHINE_FLAVORS.get(machine_type or "")
+
+
+def subnet_range(cidr: str, nic: ExtraNic) -> str:
+    """The NIC's subnet: its slot of the GPUDirect range."""
+    network = ipaddress.ip_network(cidr)
+    subnets = list(network.subnets(prefixlen_diff=5))
+    return str(subnets[nic.slot])
+
+
+def pod_interfaces(flavor: GpuDirectFlavor) -> list[dict[str, str]]:
+    """The `networking.gke.io/interfaces` annotation's value (as a list): eth0 on the Pod network,
+    then one interface per extra NIC on its Network."""
+    return [
+        {"interfaceName": "eth0", "network": "default"},
+        *({"interfaceName": nic.interface, "network": nic.network_name} for nic in FLAVORS[flavor].nics),
+    ]
+
+
+def gpudirect_range_problems(cidr: str, cluster_ranges: list[tuple[str, str]], key: str) -> list[str]:
+    """The GPUDirect range's own rules: an address of its network, at most a /16, private, and clear
+    of the cluster's ranges (`(name, cidr)` pairs). The stack file and the component share them."""
+    problems = Problems()
+    try:
+        network = ipaddress.ip_network(cidr)
+    except ValueError:
+        problems.add(key, f"{cut(cidr)} is not a network address (host bits set?), e.g. 192.168.0.0/16")
+        return problems.items
+    if network.version != 4 or network.prefixlen > MAX_GPUDIRECT_PREFIX:
+        problems.add(
+            key,
+            f"{network} is too small: the GPUDirect subnets take 32 equal slots of a /{MAX_GPUDIRECT_PREFIX} "
+            "or larger IPv4 range (a /21 each, room for every node of a pool)",
+        )
+    if not network.is_private:
+        problems.add(key, f"{network} is not a private range; use e.g. 192.168.0.0/16")
+    for name, value in cluster_ranges:
+        try:
+            other = ipaddress.ip_network(value, strict=False)
+        except ValueError:
+            continue  # reported where it is written
+        if network.overlaps(other):
+            problems.add(
+                key,
+                f"{network} overlaps {name} {other}; a node's GPU NICs and its primary NIC must not share "
+                "addresses",
+            )
+    return problems.items

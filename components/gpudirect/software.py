@@ -1,0 +1,443 @@
+"""The in-cluster objects one GPUDirect flavour needs: its Networks and its node software.
+
+Sources: ../shared/reference/gke-gpu-scale-out.md sections 2a-2c, and Google's own manifests in
+GoogleCloudPlatform/container-engine-accelerators at commit
+992db81257553607f1477945f1b3219632991829 (2026-06-11, "bump tcpxo-daemon version to 1.0.21 and
+remove deprecated flags"), written here as our own objects (the images, host paths and commands are
+the facts taken from them):
+
+* gpudirect-tcpx/nccl-tcpx-installer.yaml (last changed 22f1e653, 2024-06-12)
+* gpudirect-tcpxo/nccl-tcpxo-installer.yaml (685dca25, 2026-01-09)
+* gpudirect-rdma/nccl-rdma-installer.yaml (2da1c92f, 2026-05-06)
+* nri_device_injector/nri-device-injector.yaml (3491157a, 2026-05-29)
+* gpudirect-tcpx/nccl-test-latest.yaml, gpudirect-tcpxo/nccl-test-latest.yaml and
+  gpudirect-tcpxo/README.md (the RxDM images, used by gpudirect_pod.py)
+"""
+
+from dataclasses import dataclass
+from typing import Annotated, NotRequired, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+from pydantic import Field
+
+from ..core.arg_types import K8sName, NodeNetworks, enum_values
+from ..core.k8s import (
+    Toleration,
+    TolerationSpec,
+    app_labels,
+    image_version,
+    selector_labels,
+    toleration_args,
+    toleration_problems,
+)
+from ..core.package import component_options, component_type
+from ..core.validation import ArgsModel, validate_args
+from ..gpu.pool_args import NodeNetwork, node_network_at
+from ..gpu.scheduling import ACCELERATOR_LABEL, GPU_TOLERATION, NODEPOOL_LABEL, QUEUED_TOLERATION
+from .flavors import FLAVORS, GpuDirectFlavor
+
+# -- Pinned images (container-engine-accelerators@992db812, files named per line) -----------------
+# Version coupling: the RxDM ("tcpx(o)-daemon") tag must match the NCCL plugin tag the installer put
+# on the node (gpudirect-tcpxo/README.md: "The tcpxo-daemon version is coupled with the NCCL plugin
+# installer version"), and all Pods of one job must see the same plugin: TCPX v3.1.9 <-> RxDM
+# v2.0.12, TCPXO v1.0.15 <-> RxDM v1.0.21 (release of 2026-01-09). Bump each pair together.
+# gpudirect-tcpx/nccl-tcpx-installer.yaml
+TCPX_PLUGIN = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9"
+# gpudirect-tcpx/nccl-test-latest.yaml (container tcpx-daemon)
+TCPX_RXDM = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.12"
+# gpudirect-tcpxo/nccl-tcpxo-installer.yaml
+TCPXO_PLUGIN = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15"
+# gpudirect-tcpxo/nccl-test-latest.yaml (container tcpxo-daemon), gpudirect-tcpxo/README.md
+TCPXO_RXDM = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.21"
+# gpudirect-rdma/nccl-rdma-installer.yaml (gIB: no per-Pod daemon)
+GIB_PLUGIN = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1"
+# nri_device_injector/nri-device-injector.yaml (pinned by digest there)
+NRI_DEVICE_INJECTOR = (
+    "gcr.io/gke-release/nri-device-injector"
+    "@sha256:6e79483d52abdc28454bf186320b10a56b0f117a10e8d65d5c74dbb821a76970"
+)
+# Every installer's long-running container (the installers are init containers), as in all three.
+PAUSE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
+# TCPXO's pre-installation step only needs `nsenter` from its image: everything after it runs in the
+# host's namespaces. Google's manifest says plain "ubuntu"; pinned to an LTS tag here (no digest:
+# UNVERIFIED, the registry was not reachable when this was written).
+TCPXO_PRE_INSTALL = "ubuntu:24.04"
+
+# -- Host paths on GKE's COS nodes ----------------------------------------------------------------
+# Where GKE installs the NVIDIA driver; the installers add the NCCL plugin (and NCCL) to its lib64.
+NVIDIA_HOST_DIR = "/home/kubernetes/bin/nvidia"
+NVIDIA_LIB64_HOST = f"{NVIDIA_HOST_DIR}/lib64"
+# gIB (RDMA): its libraries, configs and scripts/set_nccl_env.sh.
+GIB_HOST_DIR = "/home/kubernetes/bin/gib"
+# TCPXO: the "aperture" PCI devices the pre-installation step bind-mounts for the LLCM path.
+APERTURE_DEVICES = "/dev/aperture_devices"
+
+NAMESPACE = "kube-system"
+NETWORK_API = "networking.gke.io/v1"
+# GKE's taints on the nodes these DaemonSets must reach: the GPU taint, queued provisioning's,
+# flex-start's (GKE labels flex-start nodes cloud.google.com/gke-flex-start=true; a taint of that
+# key is UNVERIFIED, tolerating it costs nothing) and Spot's when a pool sets it.
+NODE_TOLERATIONS = (
+    dict(GPU_TOLERATION),
+    dict(QUEUED_TOLERATION),
+    {"key": "cloud.google.com/gke-flex-start", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "cloud.google.com/gke-spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"},
+)
+
+
+@dataclass(frozen=True)
+class _HostDir:
+    name: str
+    host_path: str
+    mount_path: str
+    type: str | None = None
+
+
+@dataclass(frozen=True)
+class _Installer:
+    """One flavour's NCCL plugin installer DaemonSet (and whether the flavour needs the NRI device
+    injector, which hands the RxDM sidecar the GPU devices without making it privileged)."""
+
+    name: str
+    image: str
+    dirs: tuple[_HostDir, ...]
+    script: str
+    nri_injector: bool
+    pre_install: str | None = None
+
+
+# TCPX/TCPXO installers: install the plugin and NCCL under the host's /var/lib, then copy them into
+# GKE's driver lib64 (the host's /home/kubernetes/bin is mounted at /usr/local). As Google's scripts
+# (TCPXO's makes its entry script executable first).
+def _tcpx_script(directory: str, *, chmod: bool) -> str:
+    chmod_line = "chmod 755 /scripts/container_entry.sh\n" if chmod else ""
+    return f"""set -ex
+{chmod_line}/scripts/container_entry.sh install --install-nccl
+mkdir -p /usr/local/nvidia/lib64
+cp -r /var/lib/{directory}/lib64/. /usr/local/nvidia/lib64
+echo "installation finishes"
+"""
+
+
+# TCPXO, run on the host (nsenter into PID 1's namespaces). What it must do is Google's (the
+# installer manifest): accept inbound TCP on the host firewall (COS drops it by default), load the
+# dmabuf import-helper module, and bind-mount each "aperture" PCI device (vendor:device 1ae0:0084)
+# under /dev/aperture_devices, readable by workloads. Written here to be safe to re-run when the Pod
+# restarts: the firewall rule is added once, a device already mounted is left as it is.
+_TCPXO_HOST_SETUP = f"""set -e
+/sbin/iptables -C INPUT -p tcp -m tcp -j ACCEPT 2>/dev/null || /sbin/iptables -I INPUT -p tcp -m tcp -j ACCEPT
+modprobe import-helper
+mkdir -p {APERTURE_DEVICES}
+for bdf in $(lspci -D -n -d 1ae0:0084 | cut -d' ' -f1); do
+  target="{APERTURE_DEVICES}/$bdf"
+  mkdir -p "$target"
+  if ! mountpoint -q "$target"; then
+    mount --bind "$(readlink -f "/sys/bus/pci/devices/$bdf")" "$target"
+  fi
+  chmod -R a+r "$target"
+  chmod a+rw "$target"/resource*
+done
+"""
+# RDMA (gIB): copy into the host's driver lib64 and gib directories. Without --install-nccl: Google
+# dropped it from its RDMA installers in May 2026.
+_GIB_SCRIPT = f"""set -ex
+/scripts/container_entry.sh install
+cp -r /var/lib/gib/lib64/. /usr/local{NVIDIA_LIB64_HOST}
+cp -r /var/lib/gib/. /usr/local{GIB_HOST_DIR}
+echo "installation finishes"
+"""
+_TCPX_DIRS = (
+    _HostDir("var-lib", "/var/lib", "/var/lib"),
+    _HostDir("library-dir-host", "/home/kubernetes/bin", "/usr/local"),
+)
+_GIB_DIRS = (
+    _HostDir("library-dir-host", NVIDIA_LIB64_HOST, f"/usr/local{NVIDIA_LIB64_HOST}", "DirectoryOrCreate"),
+    _HostDir("gib", GIB_HOST_DIR, f"/usr/local{GIB_HOST_DIR}"),
+)
+INSTALLERS: dict[GpuDirectFlavor, _Installer] = {
+    GpuDirectFlavor.TCPX: _Installer(
+        "nccl-tcpx-installer", TCPX_PLUGIN, _TCPX_DIRS, _tcpx_script("tcpx", chmod=False), nri_injector=True
+    ),
+    GpuDirectFlavor.TCPXO: _Installer(
+        "nccl-tcpxo-installer",
+        TCPXO_PLUGIN,
+        _TCPX_DIRS,
+        _tcpx_script("tcpxo", chmod=True),
+        nri_injector=True,
+        pre_install=_TCPXO_HOST_SETUP,
+    ),
+    GpuDirectFlavor.RDMA: _Installer(
+        "nccl-rdma-installer", GIB_PLUGIN, _GIB_DIRS, _GIB_SCRIPT, nri_injector=False
+    ),
+}
+
+
+class GpuDirectSoftwareArgs(TypedDict):
+    """One GPUDirect flavour present in the cluster, and where its extra NICs are."""
+
+    flavor: GpuDirectFlavor
+    """The flavour: TCPX (A3 High), TCPXO (A3 Mega) or RDMA (A3 Ultra, A4)."""
+    node_networks: pulumi.Input[list[NodeNetwork]]
+    """The VPC and subnet names of each extra NIC, in the flavour's NIC order (TCPX 4, TCPXO 8, RDMA 9:
+    the gVNIC one first, then the 8 RDMA subnets of the RoCE VPC): GpuDirectNetworks' `node_networks`."""
+    tolerations: NotRequired[list[Toleration]]
+    """More tolerations for the installers, for the GPU pools' own taints. GKE's GPU, queued,
+    flex-start and Spot taints are always tolerated."""
+    node_pools: NotRequired[list[str]]
+    """The GPUDirect node pools: the installers run on their nodes only. Without it they run on every
+    node with the flavour's accelerator, as Google's manifests do; a pool of that accelerator without
+    GPUDirect then gets the NCCL plugin in its driver directory (and, for TCPXO, the host firewall
+    opened to TCP). Defaults to every node of the accelerator."""
+
+
+class _GpuDirectSoftwareSpec(ArgsModel):
+    flavor: enum_values(GpuDirectFlavor)  # type: ignore[valid-type]
+    node_networks: NodeNetworks  # type: ignore[valid-type]
+    tolerations: list[TolerationSpec] = Field(default_factory=list, max_length=64)
+    node_pools: Annotated[list[K8sName], Field(min_length=1, max_length=64)] | None = None  # type: ignore[valid-type]
+
+
+def _rules(spec: _GpuDirectSoftwareSpec) -> list[str]:
+    problems = []
+    expected = len(FLAVORS[GpuDirectFlavor(spec.flavor)].nics)
+    if isinstance(spec.node_networks, list) and len(spec.node_networks) != expected:
+        problems.append(
+            f"node_networks: {len(spec.node_networks)} given; {spec.flavor} has {expected} extra NICs, "
+            "each needs its VPC and subnet (in the flavour's NIC order)"
+        )
+    for i, toleration in enumerate(spec.tolerations):
+        problems += toleration_problems(f"tolerations[{i}]", toleration)
+    return problems
+
+
+class GpuDirectSoftware(pulumi.ComponentResource):
+    """What one GPUDirect flavour needs inside the cluster (one instance per flavour present).
+
+    Per extra NIC: a `GKENetworkParamSet` (its VPC and subnet, deviceMode NetDevice for gVNIC, RDMA
+    for MRDMA NICs) and the `Network` Pods name in their `networking.gke.io/interfaces` annotation,
+    both cluster-scoped (`networking.gke.io/v1`; the cluster needs Dataplane V2 and multi-networking).
+
+    In kube-system, on the flavour's nodes only (node affinity on their accelerator, as Google's): the
+    NCCL plugin installer DaemonSet (TCPX, TCPXO; gIB for RDMA) and, for TCPX and TCPXO, the NRI
+    device injector, which gives the workloads' RxDM sidecar the GPU devices so that it need not be
+    privileged. Both are privileged by necessity, with host PID and host network as Google's
+    manifests have them (each privilege is commented in `_daemon_set`); otherwise they mount no
+    service account token, request and cap their resources, and run at system-node-critical
+    priority (evicted last, as Google's). The workloads' side is `gpudirect_pod_parts` in
+    gpudirect_pod.py."""
+
+    network_names: pulumi.Output[list[str]]
+    """The Network names, in the flavour's NIC order."""
+    flavor: pulumi.Output[str]
+    """The GPUDirect flavour."""
+
+    @staticmethod
+    def check_args(name: str, args: GpuDirectSoftwareArgs) -> _GpuDirectSoftwareSpec:
+        """The constructor's check of its args, declaring nothing: the checked args, or an
+        InvalidArgsError naming every bad arg."""
+        return validate_args(
+            "GpuDirectSoftware",
+            name,
+            _GpuDirectSoftwareSpec,
+            args,
+            rules=_rules,
+            args_type=GpuDirectSoftwareArgs,
+        )
+
+    def __init__(
+        self, name: str, args: GpuDirectSoftwareArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        spec = self.check_args(name, args)
+        self._node_pools = spec.node_pools
+        super().__init__(
+            component_type("GpuDirectSoftware"), name, None, component_options("GpuDirectSoftware", opts)
+        )
+        flavor = GpuDirectFlavor(spec.flavor)
+        flavor_spec = FLAVORS[flavor]
+        child = pulumi.ResourceOptions(parent=self)
+        labels = app_labels(f"gpudirect-{flavor.lower()}", component="network")
+        networks = args["node_networks"]
+        for index, nic in enumerate(flavor_spec.nics):
+            params = k8s.apiextensions.CustomResource(
+                f"{name}-{nic.network_name}-params",
+                api_version=NETWORK_API,
+                kind="GKENetworkParamSet",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=nic.network_name, labels=labels),
+                spec={
+                    "vpc": node_network_at(networks, index, "network"),
+                    "vpcSubnet": node_network_at(networks, index, "subnetwork"),
+                    "deviceMode": nic.device_mode,
+                },
+                opts=child,
+            )
+            k8s.apiextensions.CustomResource(
+                f"{name}-{nic.network_name}-network",
+                api_version=NETWORK_API,
+                kind="Network",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=nic.network_name, labels=labels),
+                spec={
+                    "type": "Device",
+                    "parametersRef": {
+                        "group": "networking.gke.io",
+                        "kind": "GKENetworkParamSet",
+                        "name": nic.network_name,
+                    },
+                },
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[params]),
+            )
+        tolerations = [k8s.core.v1.TolerationArgs(**t) for t in NODE_TOLERATIONS]  # type: ignore[arg-type]
+        tolerations += [toleration_args(t) for t in spec.tolerations]
+        installer = INSTALLERS[flavor]
+        self._daemon_set(f"{name}-installer", installer.name, flavor, tolerations, installer=installer)
+        if installer.nri_injector:
+            self._daemon_set(
+                f"{name}-device-injector", f"nri-device-injector-{flavor.lower()}", flavor, tolerations
+            )
+        self.network_names = pulumi.Output.from_input([nic.network_name for nic in flavor_spec.nics])
+        self.flavor = pulumi.Output.from_input(flavor.value)
+        self.register_outputs({"networkNames": self.network_names, "flavor": self.flavor})
+
+    def _daemon_set(
+        self,
+        resource_name: str,
+        object_name: str,
+        flavor: GpuDirectFlavor,
+        tolerations: "list[k8s.core.v1.TolerationArgs]",
+        *,
+        installer: _Installer | None = None,
+    ) -> "k8s.apps.v1.DaemonSet":
+        """The installer (init containers, then pause) or, without one, the NRI device injector."""
+        image = installer.image if installer else NRI_DEVICE_INJECTOR
+        component = "nccl-installer" if installer else "nri-device-injector"
+        labels = app_labels(object_name, component=component, version=image_version(image))
+        # Privileged: the installers write the plugin into host directories and (TCPXO) load a
+        # kernel module, mount devices and change the host firewall; the injector talks to
+        # containerd's NRI socket and opens host devices for the containers it injects them into.
+        privileged = k8s.core.v1.SecurityContextArgs(privileged=True)
+        init_containers: list[k8s.core.v1.ContainerArgs] = []
+        containers: list[k8s.core.v1.ContainerArgs]
+        dirs: tuple[_HostDir, ...]
+        if installer:
+            dirs = installer.dirs
+            if installer.pre_install:
+                init_containers.append(
+                    k8s.core.v1.ContainerArgs(
+                        name="pre-installation",
+                        image=TCPXO_PRE_INSTALL,
+                        security_context=privileged,
+                        # Host PID namespace (hostPID below) lets nsenter reach the host's PID 1.
+                        command=["nsenter", "-at", "1", "--", "bash", "-c", installer.pre_install],
+                        resources=_resources("50m", "64Mi", "500m", "256Mi"),
+                    )
+                )
+            init_containers.append(
+                k8s.core.v1.ContainerArgs(
+                    name=installer.name,
+                    image=installer.image,
+                    security_context=privileged,
+                    command=["/bin/sh", "-c"],
+                    args=[installer.script],
+                    volume_mounts=[
+                        k8s.core.v1.VolumeMountArgs(name=d.name, mount_path=d.mount_path) for d in dirs
+                    ],
+                    # Google requests 150m CPU; the memory figures are ours (UNVERIFIED on a node).
+                    resources=_resources("150m", "256Mi", "1", "1Gi"),
+                )
+            )
+            containers = [
+                k8s.core.v1.ContainerArgs(
+                    name="pause",
+                    image=PAUSE,
+                    resources=_resources("10m", "16Mi", "50m", "32Mi"),
+                    security_context=k8s.core.v1.SecurityContextArgs(
+                        run_as_user=65535,
+                        run_as_non_root=True,
+                        allow_privilege_escalation=False,
+                        read_only_root_filesystem=True,
+                        capabilities=k8s.core.v1.CapabilitiesArgs(drop=["ALL"]),
+                    ),
+                )
+            ]
+        else:
+            # /dev: the device nodes it injects; /var/run/nri: containerd's NRI plugin socket.
+            dirs = (_HostDir("dev", "/dev", "/dev"), _HostDir("nri", "/var/run/nri", "/var/run/nri"))
+            containers = [
+                k8s.core.v1.ContainerArgs(
+                    name="device-injector",
+                    image=NRI_DEVICE_INJECTOR,
+                    security_context=privileged,
+                    volume_mounts=[
+                        k8s.core.v1.VolumeMountArgs(name=d.name, mount_path=d.mount_path) for d in dirs
+                    ],
+                    resources=_resources("150m", "64Mi", "500m", "256Mi"),
+                )
+            ]
+        return k8s.apps.v1.DaemonSet(
+            resource_name,
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=object_name, namespace=NAMESPACE, labels=labels),
+            spec=k8s.apps.v1.DaemonSetSpecArgs(
+                selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector_labels(labels)),
+                update_strategy=k8s.apps.v1.DaemonSetUpdateStrategyArgs(type="RollingUpdate"),
+                template=k8s.core.v1.PodTemplateSpecArgs(
+                    metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
+                    spec=k8s.core.v1.PodSpecArgs(
+                        priority_class_name="system-node-critical",
+                        affinity=_node_affinity(FLAVORS[flavor].accelerators, self._node_pools),
+                        tolerations=tolerations,
+                        # Host network and host PID as in Google's manifests: TCPXO's pre-install
+                        # step enters PID 1's namespaces; the install scripts and the injector (which
+                        # enables NRI on the node) are opaque, so whether the others can drop them
+                        # is UNVERIFIED.
+                        host_network=True,
+                        host_pid=True,
+                        # None of them calls the Kubernetes API.
+                        automount_service_account_token=False,
+                        enable_service_links=False,
+                        # Takes effect on the unprivileged pause container (containerd runs
+                        # privileged containers unconfined).
+                        security_context=k8s.core.v1.PodSecurityContextArgs(
+                            seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault")
+                        ),
+                        init_containers=init_containers or None,
+                        containers=containers,
+                        volumes=[
+                            k8s.core.v1.VolumeArgs(
+                                name=d.name,
+                                host_path=k8s.core.v1.HostPathVolumeSourceArgs(path=d.host_path, type=d.type),
+                            )
+                            for d in dirs
+                        ],
+                    ),
+                ),
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+
+def _resources(
+    cpu: str, memory: str, cpu_limit: str, memory_limit: str
+) -> "k8s.core.v1.ResourceRequirementsArgs":
+    return k8s.core.v1.ResourceRequirementsArgs(
+        requests={"cpu": cpu, "memory": memory}, limits={"cpu": cpu_limit, "memory": memory_limit}
+    )
+
+
+def _node_affinity(accelerators: tuple[str, ...], pools: list[str] | None) -> "k8s.core.v1.AffinityArgs":
+    """The flavour's accelerators and, when given, only these node pools (both must hold)."""
+    expressions = [
+        k8s.core.v1.NodeSelectorRequirementArgs(
+            key=ACCELERATOR_LABEL, operator="In", values=list(accelerators)
+        )
+    ]
+    if pools:
+        expressions.append(
+            k8s.core.v1.NodeSelectorRequirementArgs(key=NODEPOOL_LABEL, operator="In", values=list(pools))
+        )
+    return k8s.core.v1.AffinityArgs(
+        node_affinity=k8s.core.v1.NodeAffinityArgs(
+            required_during_scheduling_ignored_during_execution=k8s.core.v1.NodeSelectorArgs(
+                node_selector_terms=[k8s.core.v1.NodeSelectorTermArgs(match_expressions=expressions)]
+            )
+        )
+    )

@@ -1,0 +1,1 @@
+"""GPU monitoring: the component, the DCGM exporter, the dashboard, the alert rules."""

@@ -1,0 +1,125 @@
+"""DcgmExporter's args, and the same settings as GpuMonitoring's `exporter`, with the model that
+checks both at the boundary.
+
+The two TypedDicts list the same keys: the schema takes each property's description from the class
+that declares it, so a subclass would leave the inherited ones undocumented; and GpuMonitoring's
+nested type cannot be named ``DcgmExporterArgs`` (code generation names the component's own args
+so). tests/test_component_args.py checks that they stay the same.
+"""
+
+from enum import StrEnum
+from typing import Annotated, NotRequired, TypedDict
+
+from pydantic import Field
+
+from ..core.arg_types import K8sName, LabelKey, LabelValue, enum_values, matching
+from ..core.k8s import Toleration, TolerationSpec, toleration_problems
+from ..core.model import DNS_LABEL
+from ..core.validation import ArgsModel
+
+# A Prometheus duration such as 30s, 1m or 1m30s.
+PROMETHEUS_DURATION = r"([0-9]+(ms|s|m|h))+"
+
+
+class DcgmFlavor(StrEnum):
+    """How the exporter reaches the GPUs."""
+
+    GKE = "gke"
+    """GKE's driver from the host path, privileged (GKE has no NVIDIA container runtime)."""
+    GENERIC = "generic"
+    """The NVIDIA container toolkit injects the GPUs; root with SYS_ADMIN, not privileged."""
+
+
+class ScrapeMode(StrEnum):
+    """What scrapes the exporter's metrics."""
+
+    POD_MONITORING = "podMonitoring"
+    """A PodMonitoring: Google Cloud Managed Service for Prometheus."""
+    SERVICE_MONITOR = "serviceMonitor"
+    """A ServiceMonitor: the Prometheus Operator."""
+    ANNOTATIONS = "annotations"
+    """prometheus.io/* annotations on the Service, for annotation-based scrapers."""
+
+
+class DcgmExporterArgs(TypedDict):
+    """Where the exporter runs, and what may scrape it."""
+
+    flavor: DcgmFlavor
+    """gke (GKE-installed driver, privileged) or generic (NVIDIA container toolkit)."""
+    scraper_namespace: str
+    """The only namespace whose Pods may reach the metrics port (a NetworkPolicy): the scraper's,
+    e.g. gmp-system for Managed Prometheus' collectors."""
+    namespace: NotRequired[str]
+    """The exporter's namespace. Defaults to gpu-monitoring."""
+    node_selector: NotRequired[dict[str, str]]
+    """Labels of the GPU nodes (generic clusters). Defaults to none."""
+    required_node_labels: NotRequired[list[str]]
+    """Label keys a node must have (node affinity). Defaults to cloud.google.com/gke-accelerator."""
+    tolerations: NotRequired[list[Toleration]]
+    """Tolerations for the GPU nodes' taints. Defaults to none."""
+    scrape: NotRequired[ScrapeMode]
+    """What scrapes the metrics. Defaults to podMonitoring."""
+    scrape_interval: NotRequired[str]
+    """The scrape interval (podMonitoring, serviceMonitor), a Prometheus duration. Defaults to 30s."""
+    runtime_class_name: NotRequired[str]
+    """The RuntimeClass of the NVIDIA container runtime (generic clusters). Defaults to none."""
+
+
+class DcgmExporterSettings(TypedDict):
+    """The self-managed DCGM exporter: where it runs, and what may scrape it."""
+
+    flavor: DcgmFlavor
+    """gke (GKE-installed driver, privileged) or generic (NVIDIA container toolkit)."""
+    scraper_namespace: str
+    """The only namespace whose Pods may reach the metrics port (a NetworkPolicy): the scraper's,
+    e.g. gmp-system for Managed Prometheus' collectors."""
+    namespace: NotRequired[str]
+    """The exporter's namespace. Defaults to gpu-monitoring."""
+    node_selector: NotRequired[dict[str, str]]
+    """Labels of the GPU nodes (generic clusters). Defaults to none."""
+    required_node_labels: NotRequired[list[str]]
+    """Label keys a node must have (node affinity). Defaults to cloud.google.com/gke-accelerator."""
+    tolerations: NotRequired[list[Toleration]]
+    """Tolerations for the GPU nodes' taints. Defaults to none."""
+    scrape: NotRequired[ScrapeMode]
+    """What scrapes the metrics. Defaults to podMonitoring."""
+    scrape_interval: NotRequired[str]
+    """The scrape interval (podMonitoring, serviceMonitor), a Prometheus duration. Defaults to 30s."""
+    runtime_class_name: NotRequired[str]
+    """The RuntimeClass of the NVIDIA container runtime (generic clusters). Defaults to none."""
+
+
+Namespace = Annotated[str, Field(max_length=63, pattern=DNS_LABEL)]
+
+
+class DcgmExporterSpec(ArgsModel):
+    flavor: enum_values(DcgmFlavor)  # type: ignore[valid-type]
+    scraper_namespace: Namespace
+    namespace: Namespace = "gpu-monitoring"
+    node_selector: Annotated[dict[LabelKey, LabelValue], Field(max_length=64)] | None = None  # type: ignore[valid-type]
+    required_node_labels: Annotated[list[LabelKey], Field(max_length=16)] = Field(
+        default_factory=lambda: ["cloud.google.com/gke-accelerator"]
+    )
+    tolerations: Annotated[list[TolerationSpec], Field(max_length=32)] = Field(default_factory=list)
+    scrape: enum_values(ScrapeMode) = "podMonitoring"  # type: ignore[valid-type]
+    scrape_interval: matching(  # type: ignore[valid-type]
+        PROMETHEUS_DURATION, "a Prometheus duration such as 30s or 1m", max_length=20
+    ) = "30s"
+    runtime_class_name: K8sName | None = None  # type: ignore[valid-type]
+
+
+def exporter_problems(spec: DcgmExporterSpec, prefix: str = "") -> list[str]:
+    """What the exporter cannot run with (problem lines, each arg path under `prefix`)."""
+    problems = []
+    for i, toleration in enumerate(spec.tolerations):
+        problems += toleration_problems(f"{prefix}tolerations[{i}]", toleration)
+    if not spec.node_selector and not spec.required_node_labels:
+        problems.append(
+            f"{prefix}node_selector: required without required_node_labels: the exporter must run on "
+            "the GPU nodes only"
+        )
+    return problems
+
+
+def exporter_rules(spec: DcgmExporterSpec) -> list[str]:
+    return exporter_problems(spec)

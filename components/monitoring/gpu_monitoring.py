@@ -1,0 +1,249 @@
+"""GPU monitoring: the DCGM exporter when self-managed, a Cloud Monitoring dashboard, alert policies."""
+
+import json
+from collections.abc import Sequence
+from enum import StrEnum
+from functools import partial
+from typing import Annotated, Any, NotRequired, TypedDict
+
+import pulumi
+from pulumi_gcp import monitoring
+from pydantic import Field
+
+from ..cluster.rules import check_xid_errors
+from ..core.arg_types import LabelValue, ProjectId, enum_values
+from ..core.common import LABEL_VALUE_PATTERN, KeyNames, Problems, cut
+from ..core.package import component_options, component_type
+from ..core.validation import ArgsModel, Deferrable, InvalidArgsError, pick, validate_args
+from .alert_rules import EVALUATION_INTERVAL, RULE_GROUP, AlertRule, AlertThresholds, alert_rules
+from .dashboard import gpu_dashboard
+from .dcgm_exporter import DcgmExporter
+from .dcgm_exporter_args import DcgmExporterSettings, DcgmExporterSpec, exporter_problems
+from .model import AlertPolicyConfig
+
+
+class DcgmSource(StrEnum):
+    """Where the DCGM metrics come from."""
+
+    MANAGED = "managed"
+    """GKE's managed DCGM (switched on in the cluster: GkeCluster's `managed_dcgm`)."""
+    EXPORTER = "exporter"
+    """The self-managed DCGM exporter this component declares (`exporter`)."""
+    NONE = "none"
+    """No DCGM: GKE's built-in accelerator metrics only."""
+
+
+class AlertPolicies(TypedDict):
+    """The GPU alert policies: an idle GPU always, XID errors with the exporter."""
+
+    notification_channels: NotRequired[list[str]]
+    """Channels every policy notifies: projects/<project>/notificationChannels/<id> (at most 16).
+    Defaults to none (incidents show in the console only)."""
+    idle_gpu_minutes: NotRequired[int]
+    """How long a GPU must stay under the threshold before the idle alert fires (5 to 1440).
+    Defaults to 120."""
+    idle_gpu_utilization_percent: NotRequired[float]
+    """The idle threshold, percent of GPU utilization (0 to 100). Defaults to 5."""
+    xid_errors: NotRequired[bool]
+    """An alert on any new XID error (dcgm exporter only: GKE's managed DCGM exports no XID field).
+    Defaults to true with the exporter."""
+
+
+class GpuMonitoringArgs(TypedDict):
+    """The DCGM source, the dashboard and the alert policies of one cluster."""
+
+    dcgm: DcgmSource
+    """Where the DCGM metrics come from: managed, exporter or none."""
+    project: NotRequired[pulumi.Input[str]]
+    """The GCP project of the dashboard and alert policies. Defaults to the provider's project."""
+    cluster_name: NotRequired[pulumi.Input[str]]
+    """The cluster's name: every chart and alert query filters on it. Required with a dashboard or
+    alerts."""
+    exporter: NotRequired[DcgmExporterSettings]
+    """The self-managed DCGM exporter. Required with dcgm exporter, and only then."""
+    dashboard: NotRequired[bool]
+    """A Cloud Monitoring dashboard of the cluster's GPUs. Defaults to true."""
+    alerts: NotRequired[AlertPolicies]
+    """Alert policies. Defaults to none."""
+
+
+# A cluster name as the queries filter on it (a non-empty label value).
+ClusterLabel = Annotated[LabelValue, Field(min_length=1)]
+
+
+class _GpuMonitoringSpec(ArgsModel):
+    dcgm: enum_values(DcgmSource)  # type: ignore[valid-type]
+    project: Deferrable[ProjectId] | None = None  # type: ignore[valid-type]
+    # It reaches PromQL and Monitoring filters: checked here when known, or when the Output resolves.
+    cluster_name: Deferrable[ClusterLabel] | None = None  # type: ignore[valid-type]
+    exporter: DcgmExporterSpec | None = None
+    dashboard: bool = True
+    # The stack file's own model for the thresholds, read with snake_case names (one set of types).
+    alerts: AlertPolicyConfig | None = None
+
+
+def _monitoring_rules(spec: _GpuMonitoringSpec) -> list[str]:
+    problems = Problems()
+    if spec.dcgm == "exporter" and spec.exporter is None:
+        problems.add("exporter", "required with dcgm exporter")
+    if spec.dcgm != "exporter" and spec.exporter is not None:
+        problems.add("exporter", f"only allowed with dcgm exporter (dcgm is {spec.dcgm})")
+    if (spec.dashboard or spec.alerts is not None) and spec.cluster_name is None:
+        problems.add("cluster_name", "required with a dashboard or alerts: they filter on the cluster's name")
+    alerts = spec.alerts
+    if alerts is not None:
+        check_xid_errors(
+            KeyNames("alerts", camel=False), problems, dcgm=spec.dcgm, alerts=alerts, dcgm_key="dcgm"
+        )
+    items = problems.items
+    if spec.exporter is not None:
+        items += exporter_problems(spec.exporter, "exporter.")
+    return items
+
+
+class GpuMonitoring(pulumi.ComponentResource):
+    """DCGM collection (GKE-managed DCGM is switched on in the cluster itself; this component adds
+    the self-managed exporter), the GPU dashboard, and alerts for idle GPUs and XID errors.
+
+    Alerts: an idle GPU node (utilization under a threshold for a long window: money burning) and,
+    where DCGM exports it (the exporter; GKE's managed set has no XID field), any XID error. Both
+    notify the configured channels (a stack file must name at least one; with none, the policies
+    still fire in Cloud Monitoring but notify nobody).
+    """
+
+    dashboard_url: pulumi.Output[str] | None
+    """The dashboard in the Cloud Console; none without a dashboard."""
+    alert_policy_names: pulumi.Output[list[str]]
+    """The alert policies' resource names (projects/<project>/alertPolicies/<id>)."""
+
+    @staticmethod
+    def check_args(name: str, args: GpuMonitoringArgs) -> _GpuMonitoringSpec:
+        """The constructor's check of its args, declaring nothing: the checked args, or an
+        InvalidArgsError naming every bad arg."""
+        return validate_args(
+            "GpuMonitoring", name, _GpuMonitoringSpec, args, rules=_monitoring_rules, by_name=True
+        )
+
+    def __init__(
+        self, name: str, args: GpuMonitoringArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        spec = self.check_args(name, args)
+        super().__init__(
+            component_type("GpuMonitoring"), name, None, component_options("GpuMonitoring", opts)
+        )
+        child = pulumi.ResourceOptions(parent=self)
+
+        self.exporter: DcgmExporter | None = None
+        if spec.dcgm == "exporter":
+            self.exporter = DcgmExporter(f"{name}-dcgm", args["exporter"], opts=child)
+
+        self.dashboard: monitoring.Dashboard | None = None
+        self.dashboard_url = None
+        project = pick(spec.project, args.get("project"))
+        # The cluster's name may be another resource's Output: the queries are built once it is known.
+        cluster = pulumi.Output.from_input(pick(spec.cluster_name, args.get("cluster_name")) or "").apply(
+            partial(_checked_cluster_name, name, spec.dashboard or spec.alerts is not None)
+        )
+        if spec.dashboard:
+            with_dcgm = spec.dcgm != "none"
+            self.dashboard = monitoring.Dashboard(
+                f"{name}-dashboard",
+                project=project,
+                dashboard_json=cluster.apply(
+                    lambda c: json.dumps(
+                        gpu_dashboard(cluster=c, display_name=f"GPUs: {c}", dcgm=with_dcgm), sort_keys=True
+                    )
+                ),
+                opts=child,
+            )
+            self.dashboard_url = pulumi.Output.all(self.dashboard.id, project).apply(
+                lambda values: (
+                    "https://console.cloud.google.com/monitoring/dashboards/builder/"
+                    f"{values[0].rsplit('/', 1)[-1]}?project={values[1]}"
+                )
+            )
+
+        # Resources, not outputs (the schema would reference the gcp package): the program reads
+        # their display names.
+        self.alert_policies: list[monitoring.AlertPolicy] = []
+        if spec.alerts is not None:
+            alerts, dcgm = spec.alerts, spec.dcgm
+            channels = alerts.notification_channels
+            # Which policies exist does not depend on the name; their queries and words do.
+            policies = cluster.apply(lambda c: alert_policies(c, dcgm, alerts, channels))
+            for key in alert_policies("", dcgm, alerts, channels):
+                policy = policies.apply(lambda all_policies, key=key: all_policies[key])
+                self.alert_policies.append(
+                    monitoring.AlertPolicy(
+                        f"{name}-{key}",
+                        project=project,
+                        **{field: policy.apply(lambda p, field=field: p[field]) for field in POLICY_FIELDS},
+                        opts=child,
+                    )
+                )
+        self.alert_policy_names = pulumi.Output.all(*[p.name for p in self.alert_policies])
+        self.register_outputs(
+            {"dashboardUrl": self.dashboard_url, "alertPolicyNames": self.alert_policy_names}
+        )
+
+
+def _checked_cluster_name(component: str, queried: bool, value: str) -> str:
+    """The cluster's name once known: it reaches PromQL and Monitoring filters unescaped, so it must
+    be a label value (an Output is checked here, a plain value at the boundary already)."""
+    if (queried and not value) or len(value) > 63 or not LABEL_VALUE_PATTERN.fullmatch(value):
+        raise InvalidArgsError(
+            "GpuMonitoring", component, [f"cluster_name: {cut(value)} is not a Kubernetes label value"]
+        )
+    return value
+
+
+# The AlertPolicy arguments each policy sets (alert_policies' keys).
+POLICY_FIELDS = (
+    "display_name",
+    "combiner",
+    "severity",
+    "notification_channels",
+    "documentation",
+    "user_labels",
+    "conditions",
+)
+
+
+def alert_policies(
+    cluster: str, dcgm: str, alerts: AlertThresholds, channels: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """Alert policy arguments keyed by a short name; PromQL over Managed Service for Prometheus.
+
+    The rules themselves (query, duration, words) live in components.alert_rules, which the tests
+    also turn into a Prometheus rules file and run through promtool.
+    """
+    return {rule.key: _policy(rule, channels=channels) for rule in alert_rules(cluster, dcgm, alerts)}
+
+
+def _policy(rule: AlertRule, *, channels: Sequence[str]) -> dict[str, Any]:
+    return {
+        "display_name": rule.display_name,
+        "combiner": "OR",
+        "severity": rule.severity,
+        "notification_channels": list(channels),
+        "documentation": monitoring.AlertPolicyDocumentationArgs(
+            content=rule.documentation, mime_type="text/markdown"
+        ),
+        "user_labels": {"managed-by": "pulumi", "app": "gke-gpu"},
+        "conditions": [
+            monitoring.AlertPolicyConditionArgs(
+                display_name=rule.condition,
+                condition_prometheus_query_language=monitoring.AlertPolicyConditionConditionPrometheusQueryLanguageArgs(
+                    query=rule.query,
+                    duration=rule.duration,
+                    evaluation_interval=EVALUATION_INTERVAL,
+                    # Name the rule as a Prometheus rules file would: the tests rebuild that file
+                    # from these conditions.
+                    rule_group=RULE_GROUP,
+                    alert_rule=rule.alert,
+                    # The DCGM series only exist once a GPU node has run: create the policy anyway.
+                    disable_metric_validation=True,
+                ),
+            )
+        ],
+    }

@@ -1,0 +1,1 @@
+"""The VPC built for GKE: its model and component."""

@@ -1,0 +1,120 @@
+"""The stack's GPU pools: each checked by the same catalog rules GpuNodePool runs on its args
+(gpu_pool_rules.py); what spans pools (unique names, the system pool's names) is checked here."""
+
+from __future__ import annotations
+
+from ..cluster.model import ClusterConfig
+from ..core.common import NAMESPACE, cut
+from ..gpu.pool import GpuPool
+from ..gpu.rules import GpuPoolRules
+from ..gpudirect.flavors import DEFAULT_GPUDIRECT_CIDR, GpuDirectFlavor, flavor_of, gpudirect_range_problems
+from ..network.model import NetworkConfig
+from .schema import RuleBase
+
+
+class PoolRules(RuleBase):
+    def pool_rules(self, cluster: ClusterConfig) -> GpuPoolRules:
+        """The catalog rules for one pool of this stack: the same rules GpuNodePool runs on its args,
+        with the stack file's camelCase keys."""
+        return GpuPoolRules(
+            self.catalog,
+            autopilot=cluster.autopilot,
+            region=self.region,
+            region_known=self.region_ok,
+            cluster_location=cluster.location,
+            release_channel=self.config.cluster.release_channel,
+            camel_keys=True,
+        )
+
+    def _pools(self, cluster: ClusterConfig) -> tuple[GpuPool, ...]:
+        pools_config = self.config.gpu_pools
+        if cluster.mode == "existing":
+            if pools_config:
+                self.problems.add(
+                    f"{NAMESPACE}:gpuPools",
+                    "not allowed with cluster.mode existing: node pools of an existing cluster are "
+                    "not managed here (use gpuNodes and devicePlugin for a generic cluster)",
+                )
+            return ()
+        seen: dict[str, int] = {}
+        resolved: list[GpuPool] = []
+        for i, pool in self.indexed_pools():
+            path = f"{NAMESPACE}:gpuPools[{i}]"
+            if pool.name in seen:
+                self.problems.add(
+                    f"{path}.name",
+                    f"{cut(pool.name)} is already used by gpuPools[{seen[pool.name]}]; pool names must "
+                    "be unique",
+                )
+            seen.setdefault(pool.name, i)
+            rules = self.pool_rules(cluster)
+            result = rules.check(pool, path)
+            self.problems.items += rules.problems.items
+            self.warnings += rules.warnings
+            if result is not None:
+                resolved.append(result)
+            else:
+                self.broken.pools.add(pool.name)
+        if cluster.mode == "standard" and cluster.system_pool:
+            reserved = {"system", "default-pool"}
+            for i, pool in self.indexed_pools():
+                if pool.name in reserved:
+                    self.problems.add(
+                        f"{NAMESPACE}:gpuPools[{i}].name",
+                        f"{cut(pool.name)} is reserved for the system pool; choose another name",
+                    )
+        return tuple(resolved)
+
+    def _gpudirect(self, network: NetworkConfig, pools: tuple[GpuPool, ...]) -> NetworkConfig:
+        """The GPUDirect range (one per stack, every flavour's subnets in it) clear of the cluster's
+        ranges, and one zone for every RDMA pool (the stack creates one zonal RoCE VPC)."""
+        key = f"{NAMESPACE}:network.gpudirectCidr"
+        if not any(p.gpudirect for p in self.config.gpu_pools):
+            # A pool that failed its own checks may be the one with gpudirect: not judged then.
+            if network.gpudirect_cidr is not None and not self.broken.any_pool():
+                self.problems.add(
+                    key,
+                    f"{cut(network.gpudirect_cidr)} would be ignored: no GPU pool has gpudirect: true; "
+                    "remove it or turn GPUDirect on for a pool",
+                )
+            return network
+        cidr = network.gpudirect_cidr or DEFAULT_GPUDIRECT_CIDR
+        ranges = (
+            []
+            if network.existing
+            else [
+                (f"{NAMESPACE}:network.{name}", value)
+                for name, value in (
+                    ("subnetCidr", network.subnet_cidr),
+                    ("podsCidr", network.pods_cidr),
+                    ("servicesCidr", network.services_cidr),
+                )
+            ]
+        )
+        written = key if network.gpudirect_cidr else f"{key} (default {DEFAULT_GPUDIRECT_CIDR})"
+        for problem in gpudirect_range_problems(cidr, ranges, written):
+            self.problems.items.append(problem)
+        if network.existing:
+            self.warnings.append(
+                f"{key}: the GPUDirect subnets take {cidr}; the existing VPC's ranges could not be "
+                "checked against it, so make sure none of them overlaps it"
+            )
+        resolved = {p.name: p for p in pools}
+        first_rdma: tuple[int, str] | None = None  # the first RDMA pool's index and zone
+        for i, written in self.indexed_pools():
+            pool = resolved.get(written.name)
+            if pool is None or not pool.gpudirect or flavor_of(pool.machine_type) != GpuDirectFlavor.RDMA:
+                continue
+            if len(pool.zones or []) != 1:
+                continue  # reported by the pool's own rules
+            zone = (pool.zones or [""])[0]
+            if first_rdma is None:
+                first_rdma = (i, zone)
+            elif zone != first_rdma[1]:
+                self.problems.add(
+                    f"{NAMESPACE}:gpuPools[{i}].zones",
+                    f"{[zone]} differs from gpuPools[{first_rdma[0]}]'s zone {first_rdma[1]}: this program "
+                    "creates one RoCE VPC per stack, and its network profile is zonal; put the stack's RDMA "
+                    "pools in one zone, or those of another zone in a stack of their own",
+                )
+        return network.model_copy(update={"gpudirect_cidr": cidr})

@@ -1,0 +1,475 @@
+"""The composition root: typed settings in, components declared, stack outputs out.
+
+`__main__.py` calls :func:`build` with the settings that `components.config.load_settings` validated;
+the offline render and the tests call it the same way, through `__main__.py`, under mocks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+
+from ..cluster.args import GkeClusterArgs, KubeconfigEndpoint, ReleaseChannel
+from ..cluster.existing import ExistingCluster, ExistingClusterArgs
+from ..cluster.gke_cluster import GkeCluster
+from ..gpu.compute_class import GpuComputeClass, compute_class_args
+from ..gpu.device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
+from ..gpu.node_labels import GpuNodeLabels
+from ..gpu.node_pool import GpuNodePool, node_pool_args
+from ..gpu.scheduling import GPU_TOLERATION, gpus_per_pod, node_selector, tolerations, union_tolerations
+from ..gpudirect.flavors import flavor_of
+from ..monitoring.dcgm_exporter_args import DcgmExporterSettings, DcgmFlavor, ScrapeMode
+from ..monitoring.gpu_monitoring import AlertPolicies, DcgmSource, GpuMonitoring, GpuMonitoringArgs
+from ..network.vpc import GkeNetwork
+from ..workloads.samples import SampleWorkloads
+from ..workloads.samples_args import GpuTarget, SampleKind, SampleWorkload, TargetSharing
+from .config import NAMESPACE, ConfigError, GpuPool, Settings
+from .declare import checking_only, declare
+from .program_batch import batch_queues, nccl_allreduce_tests
+from .program_gpudirect import (
+    gpudirect_networks,
+    gpudirect_output,
+    gpudirect_software,
+    pool_gpudirect_summary,
+    stack_flavors,
+)
+
+SAMPLES_NAMESPACE = "gpu-samples"
+GKE_DEVICE_PLUGIN_PODS = "kubectl get pods -n kube-system -l k8s-app=nvidia-gpu-device-plugin -o wide"
+# The name sample workloads use for "the GPU nodes" of a cluster the program does not manage.
+EXISTING_TARGET = "gpu-nodes"
+DEVICE_PLUGIN_LOGS = (
+    "kubectl logs -n kube-system -l app.kubernetes.io/name=nvidia-device-plugin --tail=50 --prefix"
+)
+# Lines the NVIDIA device plugin logs when it has found the GPUs and registered with the kubelet.
+DEVICE_PLUGIN_HEALTHY_LINES = [
+    "Retrieving plugins.",
+    "Starting GRPC server for 'nvidia.com/gpu'",
+    "Starting to serve 'nvidia.com/gpu' on /var/lib/kubelet/device-plugins/nvidia-gpu.sock",
+    "Registered device plugin for 'nvidia.com/gpu' with Kubelet",
+]
+
+ALLOCATABLE_GPUS_COLUMNS_GENERIC = r"NODE:.metadata.name,GPUS:.status.allocatable.nvidia\.com/gpu"
+ALLOCATABLE_GPUS_COLUMNS = (
+    "NODE:.metadata.name,"
+    r"POOL:.metadata.labels.cloud\.google\.com/gke-nodepool,"
+    r"ACCELERATOR:.metadata.labels.cloud\.google\.com/gke-accelerator,"
+    r"GPUS:.status.allocatable.nvidia\.com/gpu"
+)
+
+
+def check_components(settings: Settings) -> None:
+    """Check every component's args as the stack would declare them, declaring nothing; raise one
+    ConfigError keyed by the stack file's paths. The stack's rules and the components' own checks
+    are the same for GPU pools, and meant to agree elsewhere: this makes sure that a stack file the
+    stack's rules accepted never stops half-way through the declarations."""
+    with checking_only() as problems:
+        build(settings)
+    if problems:
+        raise ConfigError(problems)
+
+
+def build(settings: Settings) -> dict[str, Any]:
+    """Declare every resource of the stack and return its outputs."""
+    if settings.cluster.mode == "existing":
+        return _build_existing(settings)
+    networks = gpudirect_networks(settings)
+    cluster = _gke_cluster(settings)
+    autopilot = settings.cluster.autopilot
+    pools: dict[str, pulumi.ComponentResource] = {}
+    # Every pool of a stack that reached this point is valid, so its index is its stack-file index.
+    for index, pool in enumerate(settings.gpu_pools):
+        if not autopilot:
+            args = node_pool_args(
+                pool,
+                project=settings.project or "",
+                location=settings.cluster.location,
+                cluster_name=cluster.cluster_name,
+                node_service_account_email=cluster.node_service_account_email,
+            )
+            if pool.gpudirect and (flavor := flavor_of(pool.machine_type)) is not None:
+                args["additional_node_networks"] = networks[flavor].node_networks
+            pools[pool.name] = declare(
+                GpuNodePool, f"gpu-{pool.name}", args, key=f"{NAMESPACE}:gpuPools[{index}]"
+            )
+        elif pool.on_demand_fallback:
+            pools[pool.name] = declare(
+                GpuComputeClass,
+                f"gpu-{pool.name}",
+                compute_class_args(pool, region=settings.region),
+                opts=pulumi.ResourceOptions(provider=cluster.provider),
+                key=f"{NAMESPACE}:gpuPools[{index}]",
+            )
+
+    kubernetes = pulumi.ResourceOptions(providers={"kubernetes": cluster.provider})
+    software = gpudirect_software(settings, networks, kubernetes)
+    monitoring = _monitoring(settings, kubernetes)
+    targets = {pool.name: gpu_target(pool, autopilot=autopilot) for pool in settings.gpu_pools}
+    samples, samples_component = _samples(settings, targets, cluster.provider, list(pools.values()))
+    batch: list[dict[str, Any]] = []
+    if settings.batch.kueue:
+        batch, queues = batch_queues(
+            settings,
+            cluster.provider,
+            [*pools.values(), *([samples_component] if samples_component else [])],
+            local_queue_namespace=SAMPLES_NAMESPACE if samples_component else None,
+        )
+        samples.update(nccl_allreduce_tests(settings, cluster.provider, [queues, *software]))
+
+    return {
+        "clusterName": cluster.cluster_name,
+        "clusterMode": settings.cluster.mode,
+        "project": settings.project,
+        "region": settings.region,
+        "location": cluster.location,
+        "endpoint": cluster.endpoint,
+        # The DNS-based control-plane endpoint (IAM-checked): what the kubeconfig and kubectl use.
+        "dnsEndpoint": cluster.dns_endpoint,
+        "kubeconfig": cluster.kubeconfig,
+        "nodeServiceAccount": cluster.node_service_account_email,
+        "gpuPools": [_pool_summary(pool, autopilot=autopilot) for pool in settings.gpu_pools],
+        "monitoring": _monitoring_summary(settings, monitoring),
+        "sampleWorkloads": samples,
+        "checks": _checks(settings),
+        **({"batchQueues": batch} if settings.batch.kueue else {}),
+        **({"gpudirect": gpudirect_output(settings)} if software else {}),
+    }
+
+
+def _monitoring(
+    settings: Settings, kubernetes: pulumi.ResourceOptions, exporter: DcgmExporterSettings | None = None
+) -> GpuMonitoring | None:
+    """The monitoring component; `exporter` says where the exporter runs (default: the GKE pools)."""
+    m = settings.monitoring
+    if m.dcgm != "exporter" and not m.dashboard and not m.alerts.enabled:
+        return None
+    args: GpuMonitoringArgs = {"dcgm": DcgmSource(m.dcgm), "dashboard": m.dashboard}
+    if settings.project:
+        args["project"] = settings.project
+    if settings.cluster.name:
+        args["cluster_name"] = settings.cluster.name
+    if m.dcgm == "exporter":
+        assert m.scraper_namespace is not None, "the settings name the scraper's namespace"
+        args["exporter"] = exporter or {
+            "flavor": DcgmFlavor.GKE,
+            "tolerations": _union(
+                tolerations(pool, autopilot=settings.cluster.autopilot) for pool in settings.gpu_pools
+            ),
+            "scrape": ScrapeMode(m.scrape or "podMonitoring"),
+            "scraper_namespace": m.scraper_namespace,
+        }
+    if m.alerts.enabled:
+        alerts: AlertPolicies = {
+            "notification_channels": list(m.alerts.notification_channels),
+            "idle_gpu_minutes": m.alerts.idle_gpu_minutes,
+            "idle_gpu_utilization_percent": m.alerts.idle_gpu_utilization_percent,
+            "xid_errors": m.alerts.xid_errors,
+        }
+        args["alerts"] = alerts
+    return declare(GpuMonitoring, "monitoring", args, opts=kubernetes)
+
+
+def _union(groups: Any) -> list[dict[str, Any]]:
+    """Tolerations of several pools without repeats (the GPU taint once)."""
+    return union_tolerations(groups) or [dict(GPU_TOLERATION)]
+
+
+def _samples(
+    settings: Settings,
+    targets: dict[str, GpuTarget],
+    provider: pulumi.ProviderResource,
+    depends_on: list[pulumi.Resource],
+) -> tuple[dict[str, dict[str, str]], pulumi.Resource | None]:
+    """Declare the opted-in samples; return, per sample, how to wait for it and read its log (and
+    the component, whose namespace the batch queues' LocalQueues use)."""
+    # nccl-allreduce is a NcclAllReduce of its own, queued by Kueue (program_batch.py).
+    samples_listed = [w for w in settings.workloads if w.name != "nccl-allreduce"]
+    if not samples_listed:
+        return {}, None
+    default = next(iter(targets))
+    workloads: list[SampleWorkload] = []
+    for w in samples_listed:
+        # A target's optional keys are left out rather than None (gpu_target writes None for them).
+        target: Any = {k: v for k, v in targets[w.pool or default].items() if v is not None}
+        workload: SampleWorkload = {"kind": SampleKind(w.name), "target": target}
+        if w.replicas is not None:
+            workload["replicas"] = w.replicas
+        workloads.append(workload)
+    samples = declare(
+        SampleWorkloads,
+        "samples",
+        {"workloads": workloads, "namespace": SAMPLES_NAMESPACE},
+        # The GPU pools, ComputeClasses or device plugin first, so no sample waits on nothing.
+        opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
+    )
+    return samples.commands, samples
+
+
+def gpu_target(pool: GpuPool, *, autopilot: bool) -> GpuTarget:
+    """Where a sample runs on a GKE pool or profile."""
+    return GpuTarget(
+        name=pool.name,
+        accelerator=pool.accelerator,
+        node_selector=node_selector(pool, autopilot=autopilot),
+        tolerations=tolerations(pool, autopilot=autopilot),
+        gpus_per_pod=gpus_per_pod(pool, autopilot=autopilot),
+        sharing=pool.sharing.strategy if pool.sharing else None,
+        shared_clients=pool.sharing.max_clients_per_gpu if pool.sharing else None,
+        gke_driver=True,
+    )
+
+
+def _monitoring_summary(settings: Settings, monitoring: GpuMonitoring | None) -> dict[str, Any]:
+    m = settings.monitoring
+    return {
+        "dcgm": m.dcgm,
+        "dashboardUrl": monitoring.dashboard_url if monitoring and monitoring.dashboard_url else None,
+        "alerts": [p.display_name for p in monitoring.alert_policies] if monitoring else [],
+    }
+
+
+def _build_existing(settings: Settings) -> dict[str, Any]:
+    """The GPU layer on a cluster the program does not manage (GKE of another team, or generic)."""
+    cluster = settings.cluster
+    assert cluster.kubeconfig is not None
+    existing_args: ExistingClusterArgs = {"kubeconfig": cluster.kubeconfig}
+    if cluster.context is not None:
+        existing_args["context"] = cluster.context
+    existing = declare(ExistingCluster, "cluster", existing_args)
+    kubernetes = pulumi.ResourceOptions(providers={"kubernetes": existing.provider})
+    gpu_taint: Any = dict(GPU_TOLERATION)
+    layer: list[pulumi.Resource] = []
+    checks = {"allocatableGpus": f"kubectl get nodes -o custom-columns={ALLOCATABLE_GPUS_COLUMNS_GENERIC}"}
+    scraper_namespace = settings.monitoring.scraper_namespace or ""
+    if cluster.flavor == "generic":
+        plugin = settings.device_plugin
+        assert plugin is not None
+        node_selector = {plugin.node_label_key: plugin.node_label_value}
+        if settings.gpu_nodes:
+            layer.append(
+                declare(
+                    GpuNodeLabels,
+                    "gpu-nodes",
+                    {
+                        "nodes": list(settings.gpu_nodes),
+                        "label_key": plugin.node_label_key,
+                        "label_value": plugin.node_label_value,
+                        "taint": plugin.taint_gpu_nodes,
+                    },
+                    opts=kubernetes,
+                )
+            )
+        plugin_args: NvidiaDevicePluginArgs = {"node_selector": node_selector}
+        if plugin.time_slicing_replicas is not None:
+            plugin_args["time_slicing_replicas"] = plugin.time_slicing_replicas
+        if plugin.runtime_class_name is not None:
+            plugin_args["runtime_class_name"] = plugin.runtime_class_name
+        layer.append(
+            declare(
+                NvidiaDevicePlugin,
+                "device-plugin",
+                plugin_args,
+                # After the labels: the plugin's Pods only land on labelled nodes.
+                opts=pulumi.ResourceOptions(
+                    providers={"kubernetes": existing.provider}, depends_on=list(layer)
+                ),
+            )
+        )
+        target: GpuTarget = {
+            "name": EXISTING_TARGET,
+            "node_selector": node_selector,
+            "tolerations": [gpu_taint],
+            "gpus_per_pod": 1,
+            "gke_driver": False,
+        }
+        if plugin.time_slicing_replicas:
+            target["sharing"] = TargetSharing.TIME_SLICING
+            target["shared_clients"] = plugin.time_slicing_replicas
+        exporter: DcgmExporterSettings = {
+            "flavor": DcgmFlavor.GENERIC,
+            "node_selector": node_selector,
+            "required_node_labels": [],
+            "tolerations": [gpu_taint],
+            "scrape": ScrapeMode(settings.monitoring.scrape or "serviceMonitor"),
+            "scraper_namespace": scraper_namespace,
+        }
+        if plugin.runtime_class_name is not None:
+            target["runtime_class_name"] = plugin.runtime_class_name
+            exporter["runtime_class_name"] = plugin.runtime_class_name
+        checks.update(
+            gpuNodesByLabel=f"kubectl get nodes -l {plugin.node_label_key}={plugin.node_label_value}",
+            devicePluginPods=(
+                "kubectl get pods -n kube-system -l app.kubernetes.io/name=nvidia-device-plugin -o wide"
+            ),
+            devicePluginLogs=DEVICE_PLUGIN_LOGS,
+        )
+    else:
+        # GKE: its own device plugin and labels; any node with a GKE accelerator label is a GPU node.
+        target = {
+            "name": EXISTING_TARGET,
+            "node_selector": {},
+            "required_node_labels": ["cloud.google.com/gke-accelerator"],
+            "tolerations": [gpu_taint],
+            "gpus_per_pod": 1,
+            "gke_driver": True,
+        }
+        exporter = {
+            "flavor": DcgmFlavor.GKE,
+            "tolerations": [gpu_taint],
+            "scrape": ScrapeMode(settings.monitoring.scrape or "podMonitoring"),
+            "scraper_namespace": scraper_namespace,
+        }
+        checks.update(
+            devicePluginPods=GKE_DEVICE_PLUGIN_PODS,
+            managedDcgm=(
+                "kubectl get pods -n gke-managed-system "
+                "-l app.kubernetes.io/name=gke-managed-dcgm-exporter -o wide"
+            ),
+        )
+    monitoring = _monitoring(settings, kubernetes, exporter)
+    samples, _ = _samples(settings, {EXISTING_TARGET: target}, existing.provider, layer)
+    return {
+        "clusterMode": "existing",
+        "flavor": cluster.flavor,
+        "clusterName": cluster.name or None,
+        "project": settings.project,
+        "gpuNodes": list(settings.gpu_nodes),
+        "gpuNodeSelector": dict(target.get("node_selector", {}))
+        or {"exists": list(target.get("required_node_labels", []))},
+        "devicePluginHealthyLogLines": DEVICE_PLUGIN_HEALTHY_LINES if cluster.flavor == "generic" else [],
+        "monitoring": _monitoring_summary(settings, monitoring),
+        "sampleWorkloads": samples,
+        "checks": checks,
+    }
+
+
+def _gke_cluster(settings: Settings) -> GkeCluster:
+    cluster = settings.cluster
+    project = settings.project or ""
+    region = settings.region or ""
+    if settings.network and settings.network.existing:
+        existing = settings.network.existing
+        network: pulumi.Input[str] = existing.network
+        subnetwork: pulumi.Input[str] = existing.subnetwork
+        pods_range: pulumi.Input[str] = existing.pods_range_name
+        services_range: pulumi.Input[str] = existing.services_range_name
+    else:
+        assert settings.network and settings.network.subnet_cidr
+        vpc = declare(
+            GkeNetwork,
+            "network",
+            {
+                "project": project,
+                "region": region,
+                "name_prefix": cluster.name,
+                "subnet_cidr": settings.network.subnet_cidr,
+                "pods_cidr": settings.network.pods_cidr or "",
+                "services_cidr": settings.network.services_cidr or "",
+                "cloud_nat": cluster.private_nodes,
+                "flow_log_sampling": settings.network.flow_log_sampling or 0,
+            },
+        )
+        network, subnetwork = vpc.network_self_link, vpc.subnetwork_self_link
+        pods_range, services_range = vpc.pods_range_name, vpc.services_range_name
+    args: GkeClusterArgs = {
+        "project": project,
+        "name": cluster.name,
+        "location": cluster.location,
+        "autopilot": cluster.autopilot,
+        "network": network,
+        "subnetwork": subnetwork,
+        "pods_range_name": pods_range,
+        "services_range_name": services_range,
+        "release_channel": ReleaseChannel(cluster.release_channel),
+        "private_nodes": cluster.private_nodes,
+        "public_endpoint": cluster.public_endpoint,
+        "authorized_networks": [
+            {"cidr_block": n.cidr_block, "display_name": n.display_name}
+            for n in cluster.master_authorized_networks
+        ],
+        "binary_authorization": cluster.binary_authorization,
+        "kubeconfig_endpoint": KubeconfigEndpoint(cluster.kubeconfig_endpoint),
+        "deletion_protection": cluster.deletion_protection,
+        "managed_dcgm": settings.monitoring.dcgm == "managed",
+        "resource_labels": {"managed-by": "pulumi", "pulumi-stack": _label_value(settings.stack)},
+    }
+    if not cluster.autopilot:
+        # Standard only: the config refuses both on Autopilot.
+        args["intranode_visibility"] = cluster.intranode_visibility
+        if stack_flavors(settings):
+            args["multi_networking"] = True
+        if cluster.system_pool is not None:
+            pool = cluster.system_pool
+            args["system_pool"] = {
+                "machine_type": pool.machine_type,
+                "min_nodes": pool.min_nodes,
+                "max_nodes": pool.max_nodes,
+                "spot": pool.spot,
+                "disk_size_gb": pool.disk_size_gb,
+            }
+    return declare(GkeCluster, "gke", args)
+
+
+def _pool_summary(pool: GpuPool, *, autopilot: bool) -> dict[str, Any]:
+    """What a workload author needs to target the pool, as a stack output."""
+    summary: dict[str, Any] = {
+        "name": pool.name,
+        "kind": "autopilot-profile" if autopilot else "node-pool",
+        "accelerator": pool.accelerator,
+        "gpusPerNode": pool.gpus_per_node,
+        "spot": pool.spot,
+        "zones": list(pool.zones),
+        "nodeSelector": node_selector(pool, autopilot=autopilot),
+        "tolerations": tolerations(pool, autopilot=autopilot),
+        "gpusPerPod": gpus_per_pod(pool, autopilot=autopilot),
+    }
+    if not autopilot:
+        summary.update(
+            machineType=pool.machine_type,
+            minNodes=pool.min_nodes,
+            maxNodes=pool.max_nodes,
+            schedulableGpusPerNode=pool.schedulable_gpus_per_node,
+        )
+    else:
+        summary["onDemandFallback"] = pool.on_demand_fallback
+    if pool.sharing:
+        summary["sharing"] = {
+            "strategy": pool.sharing.strategy,
+            "maxClientsPerGpu": pool.sharing.max_clients_per_gpu,
+        }
+    if pool.mig_partition_size:
+        summary["migPartitionSize"] = pool.mig_partition_size
+    if pool.flex_start:
+        summary["flexStart"] = True
+    if pool.queued_provisioning:
+        summary["queuedProvisioning"] = True
+    gpudirect = pool_gpudirect_summary(pool)
+    if gpudirect:
+        summary["gpudirect"] = gpudirect
+    return summary
+
+
+def _checks(settings: Settings) -> dict[str, str]:
+    """Copy-paste commands that prove the GPUs are there after `pulumi up`."""
+    cluster = settings.cluster
+    return {
+        "getCredentials": (
+            f"gcloud container clusters get-credentials {cluster.name} "
+            f"--location {cluster.location} --project {settings.project} --dns-endpoint"
+        ),
+        "allocatableGpus": (
+            "kubectl get nodes -l cloud.google.com/gke-accelerator "
+            f"-o custom-columns={ALLOCATABLE_GPUS_COLUMNS}"
+        ),
+        "devicePluginPods": GKE_DEVICE_PLUGIN_PODS,
+        "gpuNodeEvents": (
+            "kubectl get events -A --field-selector reason=TriggeredScaleUp,reason=NotTriggerScaleUp"
+        ),
+    }
+
+
+def _label_value(text: str) -> str:
+    """A GCP label value (lowercase letters, digits, '-' and '_', at most 63 characters)."""
+    cleaned = "".join(c if c.isalnum() or c in "-_" else "-" for c in text.lower())
+    return cleaned[:63]

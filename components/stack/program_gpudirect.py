@@ -1,0 +1,101 @@
+"""The stack's GPUDirect layer: per flavour among the stack's pools, its VPCs (GpuDirectNetworks),
+then, once the cluster exists, its in-cluster objects (GpuDirectSoftware)."""
+
+from typing import Any
+
+import pulumi
+
+from ..gpu.pool import GpuPool
+from ..gpu.scheduling import GPU_TOLERATION, tolerations, union_tolerations
+from ..gpudirect.flavors import FLAVORS, GpuDirectFlavor, flavor_of
+from ..gpudirect.networks import GpuDirectNetworks, GpuDirectNetworksArgs
+from ..gpudirect.pod_parts import gpudirect_pod_parts
+from ..gpudirect.software import GpuDirectSoftware, GpuDirectSoftwareArgs
+from .declare import declare
+from .settings import Settings
+
+
+def stack_flavors(settings: Settings) -> dict[GpuDirectFlavor, list[GpuPool]]:
+    """The GPUDirect flavours of the stack's pools, in pool order, with their pools."""
+    flavors: dict[GpuDirectFlavor, list[GpuPool]] = {}
+    for pool in settings.gpu_pools:
+        flavor = flavor_of(pool.machine_type) if pool.gpudirect else None
+        if flavor is not None:
+            flavors.setdefault(flavor, []).append(pool)
+    return flavors
+
+
+def gpudirect_networks(settings: Settings) -> dict[GpuDirectFlavor, GpuDirectNetworks]:
+    """One GpuDirectNetworks per flavour: the VPCs every pool of that flavour attaches to."""
+    network = settings.network
+    declared: dict[GpuDirectFlavor, GpuDirectNetworks] = {}
+    for flavor, pools in stack_flavors(settings).items():
+        assert network is not None and network.gpudirect_cidr, "the stack rules resolve the range"
+        args: GpuDirectNetworksArgs = {
+            "project": settings.project or "",
+            "region": settings.region or "",
+            "name_prefix": settings.cluster.name,
+            "flavor": flavor,
+            "cidr": network.gpudirect_cidr,
+        }
+        if not network.existing:
+            args["flow_log_sampling"] = network.flow_log_sampling or 0
+        if not network.existing:
+            args["cluster_ranges"] = [
+                r for r in (network.subnet_cidr, network.pods_cidr, network.services_cidr) if r
+            ]
+        if flavor == GpuDirectFlavor.RDMA:
+            # The stack rules put every RDMA pool in one zone.
+            args["zone"] = (pools[0].zones or [""])[0]
+        declared[flavor] = declare(GpuDirectNetworks, f"gpudirect-{flavor.lower()}", args)
+    return declared
+
+
+def gpudirect_software(
+    settings: Settings,
+    networks: dict[GpuDirectFlavor, GpuDirectNetworks],
+    kubernetes: pulumi.ResourceOptions,
+) -> list[GpuDirectSoftware]:
+    """Per flavour, its Networks and node software in the cluster; the installers tolerate the
+    taints of the flavour's pools."""
+    declared: list[GpuDirectSoftware] = []
+    for flavor, pools in stack_flavors(settings).items():
+        # The GPU taint is always tolerated by the component; the pools' own taints on top.
+        own = [
+            t
+            for t in union_tolerations(tolerations(p, autopilot=False) for p in pools)
+            if t != GPU_TOLERATION
+        ]
+        args: GpuDirectSoftwareArgs = {
+            "flavor": flavor,
+            "node_networks": networks[flavor].node_networks,
+            # Only the pools that asked for GPUDirect: another pool of the same accelerator keeps its
+            # nodes as they are.
+            "node_pools": [pool.name for pool in pools],
+        }
+        if own:
+            args["tolerations"] = own
+        declared.append(
+            declare(GpuDirectSoftware, f"gpudirect-{flavor.lower()}-software", args, opts=kubernetes)
+        )
+    return declared
+
+
+def gpudirect_output(settings: Settings) -> dict[str, Any]:
+    """Stack output `gpudirect`: per flavour, its pools, its Networks and the Pod pieces a workload
+    copies into its own JobSet (gpudirect_pod.py, the same the nccl-allreduce sample uses)."""
+    return {
+        str(flavor): {
+            "pools": [pool.name for pool in pools],
+            "networks": [nic.network_name for nic in FLAVORS[flavor].nics],
+            "pod": gpudirect_pod_parts(flavor),
+        }
+        for flavor, pools in stack_flavors(settings).items()
+    }
+
+
+def pool_gpudirect_summary(pool: GpuPool) -> dict[str, Any] | None:
+    flavor = flavor_of(pool.machine_type) if pool.gpudirect else None
+    if flavor is None:
+        return None
+    return {"flavor": str(flavor), "networks": [nic.network_name for nic in FLAVORS[flavor].nics]}

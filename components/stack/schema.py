@@ -1,0 +1,77 @@
+"""Pass 1: the shape of the whole stack file (pydantic; camelCase keys; unknown keys forbidden).
+
+Each section's model belongs to its domain (cluster/model.py, network/model.py, gpu/pool.py,
+monitoring/model.py, workloads/model.py, gpu/device_plugin_config.py); this module composes them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import Field, field_validator
+
+from ..cluster.model import ClusterConfig
+from ..core.catalog import Catalog
+from ..core.common import MAX_POOLS, Problems
+from ..core.model import StackModel
+from ..gpu.device_plugin_config import DevicePluginConfig
+from ..gpu.pool import GpuPool
+from ..monitoring.model import MonitoringConfig
+from ..network.model import NetworkConfig
+from ..workloads.model import BatchConfig, WorkloadConfig
+from .broken import Broken
+
+_Model = StackModel
+
+
+class StackConfig(_Model):
+    """All `gke-gpu:` keys of one stack file."""
+
+    network: NetworkConfig | None = None
+    cluster: ClusterConfig
+    gpu_pools: Annotated[list[GpuPool], Field(max_length=MAX_POOLS)] = []
+    monitoring: MonitoringConfig = MonitoringConfig()
+    workloads: Annotated[list[WorkloadConfig], Field(max_length=64)] = []
+    device_plugin: DevicePluginConfig | None = None
+    batch: BatchConfig = BatchConfig()
+    gpu_nodes: Annotated[list[Annotated[str, Field(max_length=253)]], Field(max_length=5000)] | None = None
+
+    @field_validator("workloads", mode="before")
+    @classmethod
+    def _names_as_objects(cls, value: Any) -> Any:
+        """`- nvidia-smi` is shorthand for `- {name: nvidia-smi}`."""
+        if isinstance(value, list):
+            return [{"name": item} if isinstance(item, str) else item for item in value]
+        return value
+
+
+class RuleBase:
+    """State shared by the rule mixins: the shape-valid config, GCP context, problems, warnings."""
+
+    config: StackConfig
+    project: str | None
+    region: str | None
+    stack: str
+    catalog: Catalog
+    problems: Problems
+    warnings: list[str]
+    broken: Broken
+    # True once gcp:region is a known Compute Engine region: zone rules run only then.
+    region_ok: bool
+    # An existing cluster whose flavor is missing (reported): flavor-dependent rules are skipped.
+    flavor_unknown: bool
+
+    def indexed_pools(self) -> list[tuple[int, GpuPool]]:
+        """The shape-valid pools with their index in the stack file (for the key paths)."""
+        return list(zip(self.broken.pool_indexes, self.config.gpu_pools, strict=True))
+
+    def indexed_workloads(self) -> list[tuple[int, WorkloadConfig]]:
+        return list(zip(self.broken.workload_indexes, self.config.workloads, strict=True))
+
+
+def dashboard_on(config: StackConfig) -> bool:
+    """The dashboard defaults to on, except on a generic cluster (its metrics are not in Cloud
+    Monitoring unless it runs Google's Prometheus collectors)."""
+    if config.monitoring.dashboard is not None:
+        return config.monitoring.dashboard
+    return not (config.cluster.mode == "existing" and config.cluster.flavor == "generic")

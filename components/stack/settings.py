@@ -1,0 +1,33 @@
+"""What the stack layer hands the program: one stack file, checked, with every default resolved.
+
+The sections are the stack file's own pydantic models (config_schema.py, gpu_pool.py), returned by
+the rules with their cluster-dependent defaults filled in (a cluster's name and location, a pool's
+machine type and zones, the DCGM source, a workload's pool): one set of types, not a second copy.
+"""
+
+from dataclasses import dataclass, field
+
+from ..cluster.model import ClusterConfig
+from ..gpu.device_plugin_config import DevicePluginConfig
+from ..gpu.pool import GpuPool
+from ..monitoring.model import MonitoringConfig
+from ..network.model import NetworkConfig
+from ..workloads.model import BatchConfig, WorkloadConfig
+
+
+@dataclass(frozen=True)
+class Settings:
+    project: str | None
+    region: str | None
+    stack: str
+    cluster: ClusterConfig
+    # None for an existing cluster (no network is declared for it).
+    network: NetworkConfig | None
+    gpu_pools: tuple[GpuPool, ...]
+    monitoring: MonitoringConfig
+    workloads: tuple[WorkloadConfig, ...]
+    # An existing generic cluster only: the device plugin and the nodes to label.
+    device_plugin: DevicePluginConfig | None = None
+    gpu_nodes: tuple[str, ...] = ()
+    # Kueue and JobSet, with a queue per GPU pool (Standard clusters of this stack only).
+    batch: BatchConfig = field(default_factory=BatchConfig)

@@ -1,0 +1,147 @@
+"""Pass 1, staged: each `gke-gpu:` section, and each pool and workload, is shape-checked on its own.
+
+A bad pool does not hide a bad workload, and a broken section is recorded in :class:`Broken` so
+that the second pass skips the rules that would read it (instead of judging defaults in its place).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+from pydantic.alias_generators import to_snake
+
+from ..cluster.model import ClusterConfig
+from ..core.common import NAMESPACE, TOP_LEVEL_KEYS
+from ..core.messages import cut_key, describe_pydantic_error
+from ..gpu.pool import GpuPool
+from ..workloads.model import WorkloadConfig
+from .broken import Broken
+from .schema import StackConfig
+
+# Sections validated item by item, so one bad entry does not hide the others.
+_ITEM_MODELS: dict[str, type] = {"gpuPools": GpuPool, "workloads": WorkloadConfig}
+
+
+@dataclass
+class Shape:
+    """The shape-valid part of the config (None when the cluster section is unusable) and problems."""
+
+    config: StackConfig | None
+    problems: list[str] = field(default_factory=list)
+    broken: Broken = field(default_factory=Broken)
+
+
+def _errors(exc: ValidationError, prefix: tuple[Any, ...]) -> list[str]:
+    return [
+        describe_pydantic_error({**e, "loc": (*prefix, *e["loc"])}, root=StackConfig) for e in exc.errors()
+    ]
+
+
+def _adapter(key: str) -> TypeAdapter[Any]:
+    return TypeAdapter(StackConfig.model_fields[to_snake(key)].annotation)
+
+
+def validate_shape(raw: Mapping[str, Any]) -> Shape:
+    """Check every section's shape; return what passed, every problem, and what is broken."""
+    problems: list[str] = []
+    broken = Broken()
+    valid: dict[str, Any] = {}
+    for key in sorted(set(raw) - set(TOP_LEVEL_KEYS)):
+        problems.append(
+            f"{NAMESPACE}:{cut_key(str(key))}: unknown key; allowed keys: "
+            + ", ".join(f"{NAMESPACE}:{k}" for k in TOP_LEVEL_KEYS)
+        )
+    if raw.get("cluster") is None:
+        problems.append(
+            f"{NAMESPACE}:cluster: required; at least `{NAMESPACE}:cluster: {{mode: autopilot}}` "
+            "(autopilot, standard or existing)"
+        )
+        broken.sections.add("cluster")
+    for key in TOP_LEVEL_KEYS:
+        value = raw.get(key)
+        if value is None:
+            continue
+        if key in _ITEM_MODELS:
+            items = _validate_items(key, value, problems, broken)
+            if items is not None:
+                valid[key] = items
+            continue
+        try:
+            _adapter(key).validate_python(value)
+        except ValidationError as exc:
+            problems += _errors(exc, (key,))
+            salvaged = _salvage_cluster(value, broken) if key == "cluster" else None
+            if salvaged is None:
+                broken.sections.add(key)
+            else:
+                valid[key] = salvaged
+        else:
+            valid[key] = value
+    if "cluster" in broken.sections:
+        return Shape(None, problems, broken)
+    return Shape(StackConfig.model_validate(valid), problems, broken)
+
+
+def _salvage_cluster(value: Any, broken: Broken) -> dict[str, Any] | None:
+    """The keys of a cluster section that are valid on their own, when its `mode` is valid: the
+    other sections' rules need the mode, so one bad cluster key must not hide them."""
+    if not isinstance(value, dict) or "mode" not in value:
+        return None
+    try:
+        ClusterConfig.model_validate({"mode": value["mode"]})
+    except ValidationError:
+        return None
+    kept: dict[str, Any] = {"mode": value["mode"]}
+    for key, item in value.items():
+        if key == "mode":
+            continue
+        try:
+            ClusterConfig.model_validate({"mode": value["mode"], key: item})
+        except ValidationError:
+            broken.cluster_keys.add(str(key))
+        else:
+            kept[key] = item
+    return kept
+
+
+def _validate_items(key: str, value: Any, problems: list[str], broken: Broken) -> list[Any] | None:
+    if not isinstance(value, list):
+        problems.append(f"{NAMESPACE}:{key}: expected a list, got {type(value).__name__}")
+        broken.sections.add(key)
+        return None
+    max_items = _max_length(key)
+    if max_items is not None and len(value) > max_items:
+        problems.append(f"{NAMESPACE}:{key}: has {len(value)} entries; at most {max_items}")
+        broken.sections.add(key)
+        return None
+    adapter = TypeAdapter(_ITEM_MODELS[key])
+    kept: list[Any] = []
+    for i, item in enumerate(value):
+        entry = {"name": item} if key == "workloads" and isinstance(item, str) else item
+        try:
+            adapter.validate_python(entry)
+        except ValidationError as exc:
+            problems += _errors(exc, (key, i))
+            if key == "gpuPools":
+                name = entry.get("name") if isinstance(entry, dict) else None
+                if isinstance(name, str):
+                    broken.pools.add(name)
+                else:
+                    broken.unnamed_pools += 1
+            else:
+                broken.sections.add(f"{key}[{i}]")
+        else:
+            kept.append(entry)
+            (broken.pool_indexes if key == "gpuPools" else broken.workload_indexes).append(i)
+    return kept
+
+
+def _max_length(key: str) -> int | None:
+    for meta in StackConfig.model_fields[to_snake(key)].metadata:
+        value = getattr(meta, "max_length", None)
+        if value is not None:
+            return int(value)
+    return None

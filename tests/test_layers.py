@@ -1,0 +1,89 @@
+"""The package's layers (docs/architecture.md): core <- domain packages <- stack <- __main__.py and tools/.
+
+Every import in every module of the library, top-level or inside a function, is read from its source
+(ast), so a lazy import cannot hide a violation.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+LIBRARY = Path(__file__).resolve().parent.parent / "components"
+DOMAINS = ("gpu", "cluster", "network", "gpudirect", "monitoring", "workloads")
+MAX_LINES = 500  # "no module over about 500 lines": the longest today is well under it
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(LIBRARY).with_suffix("").parts
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(("gke_gpu", *parts))
+
+
+def _imports(path: Path) -> set[str]:
+    """The gke_gpu modules (or packages) `path` imports, as absolute names."""
+    package = _module_name(path).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            names = [module] + [f"{module}.{alias.name}" for alias in node.names]
+            found.update(name for name in names if name.startswith("gke_gpu"))
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.startswith("gke_gpu"))
+    return found
+
+
+def _layer(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+MODULES = sorted(LIBRARY.rglob("*.py"))
+
+
+def test_the_library_has_the_layered_packages() -> None:
+    packages = {p.parent.name for p in LIBRARY.glob("*/__init__.py")}
+    assert packages == {"core", "stack", *DOMAINS}
+    flat = sorted(p.name for p in LIBRARY.glob("*.py") if p.name != "__init__.py")
+    assert flat == [], f"modules belong in a layer's package: {flat}"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(LIBRARY)))
+def test_no_layer_imports_one_above_it(path: Path) -> None:
+    layer = _layer(_module_name(path))
+    imported = {_layer(name) for name in _imports(path)} - {None, layer}
+    if layer == "core":
+        assert not imported, f"core imports {sorted(imported)}: core is the bottom layer"
+    elif layer in DOMAINS:
+        assert "stack" not in imported, "a domain package never imports the stack layer"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(LIBRARY)))
+def test_no_module_is_over_about_500_lines(path: Path) -> None:
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_LINES, f"{lines} lines: split it by what it owns"
+
+
+def test_the_import_walk_sees_a_violation(tmp_path: Path) -> None:
+    """The walk itself: a relative import of the stack layer from a domain module, inside a function."""
+    domain = tmp_path / "gpu"
+    domain.mkdir()
+    module = domain / "bad.py"
+    module.write_text("def f():\n    from ..stack.config import load_settings\n")
+    global LIBRARY
+    saved, LIBRARY = LIBRARY, tmp_path
+    try:
+        assert "gke_gpu.stack.config" in _imports(module)
+        assert _layer("gke_gpu.stack.config") == "stack"
+    finally:
+        LIBRARY = saved
