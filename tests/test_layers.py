@@ -87,3 +87,15 @@ def test_the_import_walk_sees_a_violation(tmp_path: Path) -> None:
         assert _layer("gke_gpu.stack.config") == "stack"
     finally:
         LIBRARY = saved
+
+
+def test_every_sub_package_is_in_the_distribution() -> None:
+    """pyproject.toml lists the packages the wheel ships: a sub-package left out would be missing for
+    every consumer (`pip install gke-gpu`) while the editable install here still finds it."""
+    import tomllib
+
+    listed = tomllib.loads((LIBRARY.parent / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
+        "setuptools"
+    ]["packages"]
+    on_disk = ["gke_gpu", *(f"gke_gpu.{p.parent.name}" for p in LIBRARY.glob("*/__init__.py"))]
+    assert sorted(listed) == sorted(on_disk)
