@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from gke_gpu.package import PACKAGE
+from gke_gpu.core.package import PACKAGE
 from tools import schema as package_schema
 from tools.offline import UNKNOWN, run_program
 
@@ -222,23 +222,22 @@ def test_the_example_checks_can_fail(schema: dict[str, Any]) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------
-# The README's Python example, run as a program under mocks.
+# The Python example of docs/library.md, run as a program under mocks.
 
 
-def _readme_python_example() -> str:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Use the components in your own program", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
-    assert len(blocks) == 1, "the section has one Python program"
+def _library_python_example() -> str:
+    library = (ROOT / "docs" / "library.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", library, re.S)
+    assert len(blocks) == 1, "docs/library.md has one Python program"
     return blocks[0]
 
 
-def test_the_readme_python_example_runs_under_mocks() -> None:
-    code = _readme_python_example()
+def test_the_library_python_example_runs_under_mocks() -> None:
+    code = _library_python_example()
 
     def program() -> dict[str, Any]:
         namespace: dict[str, Any] = {"__name__": "__main__"}
-        exec(compile(code, "README.md", "exec"), namespace)  # our own README's example
+        exec(compile(code, "docs/library.md", "exec"), namespace)  # our own docs' example
         return {}
 
     result = run_program({"gcp:project": "ml-project-123"}, preview=True, program=program)

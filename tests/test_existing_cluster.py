@@ -115,7 +115,7 @@ def test_gpu_nodes_are_labelled_and_tainted_by_minimal_patches() -> None:
 
 def test_removing_a_node_from_the_list_deletes_its_patch() -> None:
     """Deleting a Patch gives its fields up (pulumi-kubernetes): the label goes, and the taint unless
-    another manager has since rewritten the node's atomic taint list (README)."""
+    another manager has since rewritten the node's atomic taint list (docs/bring-your-own-cluster.md)."""
     before = plan.to_document(render(generic(gpuNodes=["gpu-1", "gpu-2"])))
     after = plan.to_document(render(generic(gpuNodes=["gpu-1"])))
     changes = plan.diff(before, after)

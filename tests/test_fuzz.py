@@ -35,12 +35,12 @@ import yaml
 from hypothesis import HealthCheck, assume, event, example, given, settings
 from hypothesis import strategies as st
 
+from gke_gpu.stack.config_value import decode_config_value
 from gke_gpu.stack.stack_file import (
     MAX_DEPTH,
     MAX_NODES,
     StackFile,
     StackFileError,
-    decode_config_value,
     load_stack_file,
 )
 from tools import render

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from gke_gpu.package import PACKAGE, PUBLIC_COMPONENTS
+from gke_gpu.core.package import PACKAGE, PUBLIC_COMPONENTS
 from tools import schema as package_schema
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,9 +95,9 @@ def test_gpu_node_pool_requires_exactly_the_six_identity_and_capacity_inputs(cur
 def test_the_readme_reference_is_generated_from_the_golden_file() -> None:
     readme = package_schema.README_PATH.read_text(encoding="utf-8")
     section = package_schema.readme_section(readme)
-    assert section is not None, "README.md lost its component-reference markers"
+    assert section is not None, "docs/components.md lost its component-reference markers"
     assert section == package_schema.markdown(package_schema.load_committed()), (
-        f"README.md's component reference is out of date: {package_schema.UPDATE_COMMAND}"
+        f"docs/components.md is out of date: {package_schema.UPDATE_COMMAND}"
     )
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gke_gpu.stack.config_value import decode_config_value
 from gke_gpu.stack.stack_file import (
     MAX_DEPTH,
     MAX_FILE_BYTES,
@@ -21,7 +22,6 @@ from gke_gpu.stack.stack_file import (
     MAX_VALUE_CHARS,
     SECRET_NOT_DECRYPTED,
     StackFileError,
-    decode_config_value,
     load_stack_file,
     parse_stack_text,
 )

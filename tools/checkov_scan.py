@@ -295,7 +295,7 @@ def _text(value: Any) -> str:
 
 
 def skips_table(skips: Sequence[Skip]) -> str:
-    """The skips as a Markdown table (README's security section)."""
+    """The skips as a Markdown table (docs/security.md, between its checkov-skips markers)."""
     lines = ["| check | what | resources (stacks) | why accepted |", "| --- | --- | --- | --- |"]
     for s in skips:
         where = ", ".join(f"`{r}`" for r in s.resources)

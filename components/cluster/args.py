@@ -44,7 +44,8 @@ class KubeconfigEndpoint(StrEnum):
     DNS = "dns"
     """The DNS-based endpoint, every request checked by IAM (works with the IP endpoint closed)."""
     IP = "ip"
-    """The IP endpoint, as stacks created before the DNS endpoint had it (README 'Upgrading')."""
+    """The IP endpoint, as stacks created before the DNS endpoint had it (docs/configuration.md,
+    'Upgrading')."""
 
 
 class AuthorizedNetwork(TypedDict):

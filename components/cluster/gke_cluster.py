@@ -131,7 +131,7 @@ class GkeCluster(pulumi.ComponentResource):
             # HAZARD: without an identifier, pulumi-kubernetes takes a new kubeconfig server (the move
             # from the IP to the DNS endpoint) for a new cluster and replaces every Kubernetes object.
             # With a stable identifier, known at preview, a server change is a provider update. It must
-            # be in state before the server changes: see README "Upgrading an existing stack".
+            # be in state before the server changes: see docs/configuration.md "Upgrading an existing stack".
             cluster_identifier=f"gke/{spec.project}/{spec.location}/{spec.name}",
             # Apply conflicts with fields other managers own surface as errors, not silent takeovers.
             enable_server_side_apply=True,

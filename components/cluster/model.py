@@ -55,7 +55,7 @@ class ClusterConfig(_Model):
     # Standard only: opt-in, because turning it on for an existing cluster restarts every node.
     intranode_visibility: bool = False
     # Which endpoint the program's kubeconfig (and so `pulumi up`) uses: the DNS endpoint, or the IP
-    # endpoint as before (the first step of moving an existing stack, see README "Upgrading").
+    # endpoint as before (the first step of moving an existing stack, see docs/configuration.md "Upgrading").
     kubeconfig_endpoint: Literal["dns", "ip"] = "dns"
     # mode: existing
     kubeconfig: str | None = Field(None, repr=False, max_length=1_000_000)

@@ -1,8 +1,8 @@
 """Every container image the program deploys, pinned to an exact tag, with why that tag.
 
-Tags were checked against the upstream repositories on 2026-11-21 (see README "Images"). CUDA 12.x
-images are used on purpose: GKE's DEFAULT driver branch is older than R580, which CUDA 13 needs,
-and CUDA 12 images run on any R525+ driver through CUDA minor-version compatibility.
+Tags were checked against the upstream repositories on 2026-11-21 (see docs/configuration.md
+"Images"). CUDA 12.x images are used on purpose: GKE's DEFAULT driver branch is older than R580,
+which CUDA 13 needs, and CUDA 12 images run on any R525+ driver through CUDA minor-version compatibility.
 """
 
 from __future__ import annotations

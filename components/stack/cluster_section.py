@@ -158,7 +158,7 @@ class ClusterRules(RuleBase):
         if c.kubeconfig_endpoint == "ip" and not c.public_endpoint:
             self.warnings.append(
                 f"{prefix}.kubeconfigEndpoint: ip with a private IP endpoint: `pulumi up` reaches the "
-                "cluster only from inside its VPC (README 'Upgrading an existing stack')"
+                "cluster only from inside its VPC (docs/configuration.md, 'Upgrading an existing stack')"
             )
         endpoint_keys = {"publicEndpoint", "publicEndpointOpenToInternet", "masterAuthorizedNetworks"}
         if not endpoint_keys & self.broken.cluster_keys:
@@ -214,7 +214,7 @@ class ClusterRules(RuleBase):
             else:
                 self.warnings.append(
                     f"{prefix}.publicEndpoint: the control plane's public IP endpoint accepts connections "
-                    "from any address (authentication is still required); see README 'Access'"
+                    "from any address (authentication is still required); see docs/configuration.md, 'Access'"
                 )
         elif wide_open:
             what = (

@@ -42,12 +42,13 @@ from ..network.model import NetworkConfig
 from ..workloads.model import BatchConfig, WorkloadConfig
 from .broken import Broken
 from .cluster_section import ClusterRules
+from .config_value import decode_config_value
 from .keys import check_config_keys
 from .pools_section import PoolRules
 from .schema import StackConfig, dashboard_on
 from .settings import Settings
 from .shape import validate_shape
-from .stack_file import StackFileError, decode_config_value
+from .stack_file import StackFileError
 from .workloads_section import WorkloadRules
 
 # The public names of the config layer; components import the settings types from here.
