@@ -6,11 +6,16 @@ one list the package exports, tools/schema.py and the tests share); the version 
 distribution's, i.e. pyproject.toml's at the tag the plugin was fetched at.
 """
 
+import sys
 from importlib.metadata import version
 
-from pulumi.provider.experimental import component_provider_host
+from pulumi.provider.server import main
 
 from gke_gpu.core.package import PACKAGE, public_components
+from gke_gpu.core.provider import GkeGpuComponentProvider
 
 if __name__ == "__main__":
-    component_provider_host(public_components(), PACKAGE, version=version("gke-gpu"))
+    # What pulumi.provider.experimental.component_provider_host does, with our provider: it keeps a
+    # component's InvalidArgsError structured (gke_gpu/core/provider.py). argv: the plugin's directory,
+    # then the engine's address and flags.
+    main(GkeGpuComponentProvider(public_components(), PACKAGE, version=version("gke-gpu")), sys.argv[1:])

@@ -12,6 +12,8 @@ import yaml
 
 from gke_gpu.cluster import existing as existing_cluster
 from gke_gpu.cluster import gke_cluster as cluster
+from gke_gpu.core import component as component_base
+from gke_gpu.core.component import GkeGpuComponent
 from gke_gpu.core.validation import InvalidArgsError
 from gke_gpu.gpu import device_plugin as nvidia_device_plugin
 from gke_gpu.gpu import node_labels as gpu_node_labels
@@ -103,7 +105,10 @@ def with_value(args: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
 
 
 def spy(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[Any]:
-    """The checked model each call of `module.validate_args` returned."""
+    """The checked model each call of `validate_args` returned for a component of `module` (the
+    components' one base, core/component.py, makes the call)."""
+    assert issubclass(next(v for v in vars(module).values() if _is_component(v, module)), GkeGpuComponent)
+    module = component_base
     seen: list[Any] = []
     original = module.validate_args
 
@@ -113,6 +118,14 @@ def spy(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[Any]:
 
     monkeypatch.setattr(module, "validate_args", recording)
     return seen
+
+
+def _is_component(value: Any, module: Any) -> bool:
+    return (
+        isinstance(value, type)
+        and issubclass(value, pulumi.ComponentResource)
+        and value.__module__ == module.__name__
+    )
 
 
 # -- every component -------------------------------------------------------------------------------

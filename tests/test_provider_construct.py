@@ -24,7 +24,6 @@ from gke_gpu import InvalidArgsError
 from gke_gpu.core.package import PACKAGE, PUBLIC_COMPONENTS, component_type, public_components
 from tools import schema as package_schema
 from tools.offline import SECRET, Resource, RunResult, run_program
-from tools.pulumi_provider import ComponentInitError
 
 NAME = "remote"
 PROJECT = "p-123456"
@@ -408,12 +407,17 @@ def test_a_bad_input_is_refused_naming_the_arg_before_any_child(
     for path, value in patch.items():
         wire = _set(wire, path, value)
     result = _construct(component, wire)
-    assert isinstance(result.error, (ComponentInitError, InputPropertyError)), repr(result.error)
-    if isinstance(result.error, ComponentInitError):
-        # The component's own check: InvalidArgsError, its problems keyed by snake_case arg paths.
-        assert isinstance(result.error.inner, InvalidArgsError), repr(result.error.inner)
-        problems = result.error.inner.problems
+    assert isinstance(result.error, (InvalidArgsError, InputPropertyError)), repr(result.error)
+    if isinstance(result.error, InvalidArgsError):
+        # The component's own check, unwrapped from the SDK's ComponentInitError (core/provider.py) so
+        # the gRPC server sends it as INVALID_ARGUMENT with one property error per problem, keyed by
+        # the snake_case arg path.
+        assert isinstance(result.error, pulumi.InputPropertiesError)
+        problems = result.error.problems
         assert any(p.startswith(f"{arg}:") for p in problems), problems
+        details = result.error.errors or []
+        assert len(details) == len(problems)
+        assert any(d["property_path"] == arg and d["reason"] for d in details), details
     else:
         # The provider's check against the schema (a missing input, a bad enum value): camelCase.
         assert arg in result.error.property_path, (result.error.property_path, result.error.reason)

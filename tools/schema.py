@@ -39,7 +39,8 @@ try:
     import pulumi
 
     from gke_gpu.core.package import PACKAGE, public_components
-    from tools.pulumi_provider import ComponentProvider
+    from gke_gpu.core.provider import GkeGpuComponentProvider
+    from tools.pulumi_provider import ComponentProvider  # first: it reconciles the SDK's and Google's protos
 except ModuleNotFoundError as exc:  # not the project's virtualenv: say how to get it, no traceback
     from tools.venv_guard import exit_without_venv
 
@@ -89,7 +90,7 @@ def provider(
     classes = list(components) if components is not None else public_components()
     version = version or pinned_version()
     try:
-        return ComponentProvider(classes, PACKAGE, version=version)
+        return GkeGpuComponentProvider(classes, PACKAGE, version=version)
     except Exception:
         problems = []
         for cls in classes:

@@ -169,7 +169,7 @@ class GkeClusterSpec(ArgsModel):
     system_pool: SystemPoolConfig | None = None
     managed_dcgm: bool = True
     resource_labels: Annotated[
-        dict[GcpLabelKey, GcpLabelValue],  # type: ignore[valid-type]
+        dict[GcpLabelKey, GcpLabelValue],
         Field(default_factory=dict, max_length=MAX_RESOURCE_LABELS),
     ]
 

@@ -6,9 +6,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import Field
 
+from ..core.component import GkeGpuComponent
 from ..core.model import PRINTABLE
-from ..core.package import component_options, component_type
-from ..core.validation import ArgsModel, Deferrable, pick, validate_args
+from ..core.validation import ArgsModel, Deferrable, pick
 
 
 class ExistingClusterArgs(TypedDict):
@@ -25,7 +25,7 @@ class _ExistingClusterSpec(ArgsModel):
     context: Annotated[str, Field(min_length=1, max_length=253, pattern=PRINTABLE)] | None = None
 
 
-class ExistingCluster(pulumi.ComponentResource):
+class ExistingCluster(GkeGpuComponent[_ExistingClusterSpec]):
     """The Kubernetes provider for a cluster someone else owns (kubeadm, Charmed Kubernetes, a GKE
     cluster of another team). Nothing in GCP is declared; deleting the stack leaves the cluster.
     """
@@ -33,19 +33,12 @@ class ExistingCluster(pulumi.ComponentResource):
     context: pulumi.Output[str] | None
     """The kubeconfig context the provider uses; none for the kubeconfig's current-context."""
 
-    @staticmethod
-    def check_args(name: str, args: ExistingClusterArgs) -> _ExistingClusterSpec:
-        """The constructor's check of its args, declaring nothing: the checked args, or an
-        InvalidArgsError naming every bad arg."""
-        return validate_args("ExistingCluster", name, _ExistingClusterSpec, args)
+    _args_model = _ExistingClusterSpec
 
     def __init__(
         self, name: str, args: ExistingClusterArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        spec = self.check_args(name, args)
-        super().__init__(
-            component_type("ExistingCluster"), name, None, component_options("ExistingCluster", opts)
-        )
+        spec = self._begin(name, args, opts)
         # A resource, not an output: the Kubernetes layer's components take it as their provider.
         self.provider: k8s.Provider = k8s.Provider(
             f"{name}-k8s",

@@ -7,8 +7,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_gcp import container, projects, serviceaccount
 
-from ..core.package import component_options, component_type
-from ..core.validation import pick, validate_args
+from ..core.component import GkeGpuComponent
+from ..core.validation import pick
 from .args import GkeClusterArgs, GkeClusterSpec, cluster_rules
 from .model import SystemPoolConfig
 
@@ -18,7 +18,7 @@ CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 NODE_SERVICE_ACCOUNT_ROLES = ("roles/container.defaultNodeServiceAccount",)
 
 
-class GkeCluster(pulumi.ComponentResource):
+class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
     """GKE cluster, its dedicated node service account, the system pool, and a Kubernetes provider.
 
     Secure defaults: a dedicated node service account with only
@@ -52,15 +52,12 @@ class GkeCluster(pulumi.ComponentResource):
     node_service_account_email: pulumi.Output[str]
     """The email of the nodes' dedicated service account."""
 
-    @staticmethod
-    def check_args(name: str, args: GkeClusterArgs) -> GkeClusterSpec:
-        """The constructor's check of its args, declaring nothing: the checked args, or an
-        InvalidArgsError naming every bad arg."""
-        return validate_args("GkeCluster", name, GkeClusterSpec, args, rules=cluster_rules, by_name=True)
+    _args_model = GkeClusterSpec
+    _args_rules = staticmethod(cluster_rules)
+    _args_by_name = True
 
     def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        spec = self.check_args(name, args)
-        super().__init__(component_type("GkeCluster"), name, None, component_options("GkeCluster", opts))
+        spec = self._begin(name, args, opts)
         child = pulumi.ResourceOptions(parent=self)
 
         self.node_service_account = serviceaccount.Account(

@@ -9,7 +9,7 @@ gets the messages it always got and a program gets the same rules. Pure function
 """
 
 import ipaddress
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from ..core.common import (
     DEFAULT_REGIONAL_ZONES,
@@ -78,7 +78,7 @@ def check_nodes(
     location: str,
     system_pool: SystemPoolConfig | None,
     intranode_visibility_set: bool,
-    gpu_series: Sequence[str],
+    gpu_series: Collection[str],
 ) -> None:
     """Autopilot's limits on the nodes, and the system pool (None on Standard means the default one).
     `autopilot_key` says how the user chose Autopilot (`mode autopilot`, `autopilot: true`)."""

@@ -98,7 +98,7 @@ def describe_pydantic_error(
     loc = list(error["loc"])
     where = (path or format_path)(loc)
     kind = error["type"]
-    value = error.get("input")
+    value: Any = error.get("input")  # whatever the caller gave: a too_long error's input is sized
     ctx = error.get("ctx") or {}
     if kind == "extra_forbidden":
         parent = _model_at(root, loc[:-1], by_name=by_name)

@@ -31,16 +31,27 @@ from .messages import cut_key, describe_pydantic_error
 M = TypeVar("M", bound=BaseModel)
 
 
-class InvalidArgsError(pulumi.RunError, ValueError):
-    """A component's args are invalid: the CLI prints the message only (RunError), and it is a
-    ValueError for programs that catch it."""
+class InvalidArgsError(pulumi.InputPropertiesError, pulumi.RunError, ValueError):
+    """A component's args are invalid. It is the SDK's `InputPropertiesError`, with one
+    `InputPropertyErrorDetails(property_path, reason)` per problem, so the engine shows a component
+    built through the multi-language provider the way it shows a provider's bad inputs; a RunError,
+    so the CLI prints the message only; and a ValueError for programs that catch it."""
 
     def __init__(self, component: str, name: str, problems: Sequence[str]) -> None:
         self.component = component
         self.resource_name = name
         self.problems = list(problems)
         lines = "\n".join(f"  - {p}" for p in self.problems)
-        super().__init__(f"{component} {name!r}: invalid args ({len(self.problems)} problem(s)):\n{lines}")
+        message = f"{component} {name!r}: invalid args ({len(self.problems)} problem(s)):\n{lines}"
+        super().__init__(message, [_details(problem) for problem in self.problems])
+
+
+def _details(problem: str) -> pulumi.InputPropertyErrorDetails:
+    """`sharing.max_clients_per_gpu: 99 is not allowed; ...` -> the arg's path and the reason."""
+    path, separator, reason = problem.partition(": ")
+    if not separator:
+        return {"property_path": "", "reason": problem}
+    return {"property_path": path, "reason": reason}
 
 
 class Unknown:

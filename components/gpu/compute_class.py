@@ -8,9 +8,8 @@ from pydantic import Field
 
 from ..core.arg_types import RegionName
 from ..core.catalog import load_catalog
+from ..core.component import GkeGpuComponent
 from ..core.k8s import app_labels
-from ..core.package import component_options, component_type
-from ..core.validation import report_notes
 from .pool import GpuPool
 from .pool_args import GpuComputeClassArgs
 from .rules import GpuPoolRules, validate_pool_args
@@ -37,7 +36,7 @@ class GpuComputeClassSpec(GpuPool):
     with snake_case names) that prefers Spot and falls back to on-demand."""
 
     gpus_per_node: int = Field(ge=1, le=16)
-    region: RegionName | None = None  # type: ignore[valid-type]
+    region: RegionName | None = None
 
 
 def check_compute_class(spec: GpuComputeClassSpec) -> tuple[GpuPool | None, list[str], list[str]]:
@@ -96,7 +95,7 @@ def gpu_sharing(pool: GpuPool) -> dict[str, Any] | None:
     return sharing or None
 
 
-class GpuComputeClass(pulumi.ComponentResource):
+class GpuComputeClass(GkeGpuComponent[GpuPool]):
     """A ComputeClass whose priorities are the profile's GPU on Spot, then the same GPU on-demand.
 
     Workloads select it with the node selector ``cloud.google.com/compute-class: gpu-<profile>``
@@ -115,20 +114,16 @@ class GpuComputeClass(pulumi.ComponentResource):
     """The ComputeClass's name, `gpu-<name>`: Pods select it with the node selector
     `cloud.google.com/compute-class`."""
 
-    @staticmethod
-    def check_args(name: str, args: GpuComputeClassArgs) -> GpuPool:
-        """The constructor's check of its args, declaring nothing: the pool with every default
-        resolved, or an InvalidArgsError naming every bad arg."""
-        return validate_compute_class_args(name, args)[0]
+    @classmethod
+    def _check(cls, name: str, args: Any) -> tuple[GpuPool, list[str]]:
+        """The pool with every default resolved, and the rules' notes."""
+        return validate_compute_class_args(name, args)
 
     def __init__(
         self, name: str, args: GpuComputeClassArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        pool, notes = validate_compute_class_args(name, args)
-        super().__init__(
-            component_type("GpuComputeClass"), name, None, component_options("GpuComputeClass", opts)
-        )
-        report_notes("GpuComputeClass", name, notes, resource=self)
+        # Every problem is raised before anything is declared, the component itself included.
+        pool = self._begin(name, args, opts)
         class_name = compute_class_name(pool)
         self.class_name = pulumi.Output.from_input(class_name)
         gpu: dict[str, Any] = {

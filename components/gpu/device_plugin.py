@@ -11,10 +11,10 @@ from pydantic import Field
 from ..core import images
 from ..core.arg_types import K8sName, LabelKey, LabelValue
 from ..core.common import MAX_TIME_SLICING_REPLICAS
+from ..core.component import GkeGpuComponent
 from ..core.k8s import app_labels, image_version, selector_labels
 from ..core.model import DNS_LABEL
-from ..core.package import component_options, component_type
-from ..core.validation import ArgsModel, validate_args
+from ..core.validation import ArgsModel
 from .scheduling import GPU_RESOURCE
 
 DEVICE_PLUGIN_PATH = "/var/lib/kubelet/device-plugins"
@@ -38,13 +38,13 @@ class NvidiaDevicePluginArgs(TypedDict):
 
 
 class _NvidiaDevicePluginSpec(ArgsModel):
-    node_selector: Annotated[dict[LabelKey, LabelValue], Field(min_length=1, max_length=64)]  # type: ignore[valid-type]
+    node_selector: Annotated[dict[LabelKey, LabelValue], Field(min_length=1, max_length=64)]
     time_slicing_replicas: Annotated[int, Field(ge=2, le=MAX_TIME_SLICING_REPLICAS)] | None = None
-    runtime_class_name: K8sName | None = None  # type: ignore[valid-type]
+    runtime_class_name: K8sName | None = None
     namespace: Annotated[str, Field(max_length=63, pattern=DNS_LABEL)] = "kube-system"
 
 
-class NvidiaDevicePlugin(pulumi.ComponentResource):
+class NvidiaDevicePlugin(GkeGpuComponent[_NvidiaDevicePluginSpec]):
     """The device plugin DaemonSet (apps/v1) that advertises `nvidia.com/gpu` to the kubelet.
 
     It runs in kube-system with `system-node-critical` priority (evicted last), tolerates the GPU
@@ -63,19 +63,12 @@ class NvidiaDevicePlugin(pulumi.ComponentResource):
     time_slicing_replicas: pulumi.Output[int] | None
     """nvidia.com/gpu advertised per GPU with time-slicing; none for whole GPUs."""
 
-    @staticmethod
-    def check_args(name: str, args: NvidiaDevicePluginArgs) -> _NvidiaDevicePluginSpec:
-        """The constructor's check of its args, declaring nothing: the checked args, or an
-        InvalidArgsError naming every bad arg."""
-        return validate_args("NvidiaDevicePlugin", name, _NvidiaDevicePluginSpec, args)
+    _args_model = _NvidiaDevicePluginSpec
 
     def __init__(
         self, name: str, args: NvidiaDevicePluginArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        spec = self.check_args(name, args)
-        super().__init__(
-            component_type("NvidiaDevicePlugin"), name, None, component_options("NvidiaDevicePlugin", opts)
-        )
+        spec = self._begin(name, args, opts)
         labels = app_labels(
             "nvidia-device-plugin", component="device-plugin", version=image_version(images.DEVICE_PLUGIN)
         )

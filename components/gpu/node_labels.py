@@ -9,8 +9,8 @@ from pydantic import Field
 
 from ..core.arg_types import LabelKey, LabelValue, NodeName
 from ..core.common import GPU_TAINT_KEY, GPU_TAINT_VALUE
-from ..core.package import component_options, component_type
-from ..core.validation import ArgsModel, validate_args
+from ..core.component import GkeGpuComponent
+from ..core.validation import ArgsModel
 
 MAX_NODES = 5000  # the config's bound for gpuNodes (Kubernetes supports 5000 nodes per cluster)
 
@@ -29,9 +29,9 @@ class GpuNodeLabelsArgs(TypedDict):
 
 
 class _GpuNodeLabelsSpec(ArgsModel):
-    nodes: Annotated[list[NodeName], Field(max_length=MAX_NODES)]  # type: ignore[valid-type]
+    nodes: Annotated[list[NodeName], Field(max_length=MAX_NODES)]
     label_key: LabelKey
-    label_value: LabelValue  # type: ignore[valid-type]
+    label_value: LabelValue
     taint: bool = True
 
 
@@ -40,7 +40,7 @@ def _node_rules(spec: _GpuNodeLabelsSpec) -> list[str]:
     return [f"nodes: lists {node!r} {n} times" for node, n in sorted(counts.items()) if n > 1]
 
 
-class GpuNodeLabels(pulumi.ComponentResource):
+class GpuNodeLabels(GkeGpuComponent[_GpuNodeLabelsSpec]):
     """One NodePatch per GPU node: the label the device plugin selects, and the GPU taint.
 
     A patch is a server-side apply of exactly what the program owns: the node's name (which node),
@@ -64,19 +64,13 @@ class GpuNodeLabels(pulumi.ComponentResource):
     nodes: pulumi.Output[list[str]]
     """The nodes labelled (and tainted)."""
 
-    @staticmethod
-    def check_args(name: str, args: GpuNodeLabelsArgs) -> _GpuNodeLabelsSpec:
-        """The constructor's check of its args, declaring nothing: the checked args, or an
-        InvalidArgsError naming every bad arg."""
-        return validate_args("GpuNodeLabels", name, _GpuNodeLabelsSpec, args, rules=_node_rules)
+    _args_model = _GpuNodeLabelsSpec
+    _args_rules = staticmethod(_node_rules)
 
     def __init__(
         self, name: str, args: GpuNodeLabelsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        spec = self.check_args(name, args)
-        super().__init__(
-            component_type("GpuNodeLabels"), name, None, component_options("GpuNodeLabels", opts)
-        )
+        spec = self._begin(name, args, opts)
         self.patches: dict[str, k8s.core.v1.NodePatch] = {}
         for node in spec.nodes:
             taints = None

@@ -1,7 +1,7 @@
 """A GKE Standard node pool of NVIDIA GPUs, from args checked against the accelerator catalog."""
 
 import math
-from typing import Annotated
+from typing import Annotated, Any
 
 import pulumi
 from pulumi_gcp import container
@@ -11,8 +11,8 @@ from ..cluster.gke_cluster import hardened_node_settings
 from ..core.arg_types import ClusterName, NodeNetworks, ProjectId
 from ..core.catalog import load_catalog
 from ..core.common import REGION_PATTERN, ZONE_PATTERN, cut
-from ..core.package import component_options, component_type
-from ..core.validation import Deferrable, pick, report_notes
+from ..core.component import GkeGpuComponent
+from ..core.validation import Deferrable, pick
 from ..gpudirect.flavors import FLAVORS, flavor_of
 from .pool import GpuPool
 from .pool_args import GpuNodePoolArgs, node_network_list
@@ -67,9 +67,9 @@ class GpuNodePoolSpec(GpuPool):
     name: Annotated[str, Field(max_length=100)]
     gpus_per_node: int = Field(ge=1, le=16)
     max_nodes: int = Field(ge=1, le=1000)
-    project: ProjectId  # type: ignore[valid-type]
+    project: ProjectId
     location: Annotated[str, Field(max_length=40)]
-    cluster_name: Deferrable[ClusterName]  # type: ignore[valid-type]
+    cluster_name: Deferrable[ClusterName]
     node_service_account_email: Deferrable[Annotated[str, Field(max_length=254)]] | None = None
     additional_node_networks: NodeNetworks | None = None
 
@@ -135,7 +135,7 @@ def _node_network_problems(pool: GpuNodePoolSpec) -> list[str]:
     return []
 
 
-class GpuNodePool(pulumi.ComponentResource):
+class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
     """One GPU node pool: the accelerator, its driver, sharing or MIG, and the GPU taint.
 
     Always declared by the program itself:
@@ -166,17 +166,14 @@ class GpuNodePool(pulumi.ComponentResource):
     schedulable_gpus_per_node: pulumi.Output[int]
     """`nvidia.com/gpu` each node advertises: GPUs x MIG partitions x sharing clients."""
 
-    @staticmethod
-    def check_args(name: str, args: GpuNodePoolArgs) -> GpuNodePoolSpec:
-        """The constructor's check of its args, declaring nothing: the pool with every default
-        resolved, or an InvalidArgsError naming every bad arg."""
-        return validate_gpu_node_pool_args(name, args)[0]
+    @classmethod
+    def _check(cls, name: str, args: Any) -> tuple[GpuNodePoolSpec, list[str]]:
+        """The pool with every default resolved, and the rules' notes."""
+        return validate_gpu_node_pool_args(name, args)
 
     def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         # Every problem is raised before anything is declared, the component itself included.
-        pool, notes = validate_gpu_node_pool_args(name, args)
-        super().__init__(component_type("GpuNodePool"), name, None, component_options("GpuNodePool", opts))
-        report_notes("GpuNodePool", name, notes, resource=self)
+        pool = self._begin(name, args, opts)
 
         # initial_node_count is per zone and ForceNew; it only seeds the pool (see ignore_changes).
         initial_per_zone = math.ceil(pool.min_nodes / max(len(pool.zones or []), 1))

@@ -8,7 +8,7 @@ gpu_pool_rules.py.
 """
 
 from enum import StrEnum
-from typing import NotRequired, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 import pulumi
 
@@ -99,12 +99,15 @@ def node_network_list(networks: "pulumi.Input[list[NodeNetwork]] | None") -> pul
     return networks if networks is not None else []
 
 
-def node_network_at(networks: "pulumi.Input[list[NodeNetwork]]", index: int, key: str) -> pulumi.Input[str]:
+def node_network_at(
+    networks: "pulumi.Input[list[NodeNetwork]]", index: int, key: Literal["network", "subnetwork"]
+) -> pulumi.Input[str]:
     """One field (`network` or `subnetwork`) of the NIC at `index`: from the list, or from the Output of
     the whole list."""
     if isinstance(networks, pulumi.Output):
-        return networks.apply(lambda nics: nics[index][key])  # type: ignore[index]
-    return networks[index][key]  # type: ignore[index,literal-required]
+        return networks.apply(lambda nics: nics[index][key])
+    # Input also admits an Awaitable, which no caller passes (the args hold a list or an Output).
+    return networks[index][key]  # type: ignore[index]
 
 
 class GpuNodePoolArgs(TypedDict):

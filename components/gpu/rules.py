@@ -114,7 +114,7 @@ class GpuPoolRules(MachineRules, PlacementRules, GpuDirectRules):
                     f"{self.at(path, 'labels')}.{key}",
                     f"{cut(value)} is not a valid Kubernetes label value",
                 )
-        seen: set[str] = set()
+        seen: set[tuple[str, str]] = set()
         for j, taint in enumerate(pool.taints):
             tpath = f"{self.at(path, 'taints')}[{j}]"
             if taint.key == GPU_TAINT_KEY:
@@ -127,9 +127,9 @@ class GpuPoolRules(MachineRules, PlacementRules, GpuDirectRules):
                 self.problems.add(f"{tpath}.key", f"{cut(taint.key)} is not a valid taint key")
             if taint.value and (len(taint.value) > 63 or not LABEL_VALUE_PATTERN.fullmatch(taint.value)):
                 self.problems.add(f"{tpath}.value", f"{cut(taint.value)} is not a valid taint value")
-            if (taint.key, taint.effect) in seen:  # type: ignore[comparison-overlap]
+            if (taint.key, taint.effect) in seen:
                 self.problems.add(f"{tpath}", f"duplicate taint {taint.key}:{taint.effect}")
-            seen.add((taint.key, taint.effect))  # type: ignore[arg-type]
+            seen.add((taint.key, taint.effect))
 
     def _autopilot_profile(self, pool: GpuPool, path: str, accelerator: Accelerator) -> GpuPool | None:
         standard_only = {

@@ -97,4 +97,7 @@ def gpus_per_pod(pool: GpuPool, *, autopilot: bool) -> int:
     """
     if pool.sharing or pool.mig_partition_size:
         return 1
-    return pool.gpus_per_node if autopilot else 1
+    if not autopilot:
+        return 1
+    assert pool.gpus_per_node is not None, "the pool rules resolve every pool's gpus_per_node"
+    return pool.gpus_per_node

@@ -8,9 +8,9 @@ from pydantic import Field
 
 from ..core.arg_types import ProjectId, RegionName, enum_values, matching
 from ..core.common import K8S_NAME, ZONE_PATTERN, cut
+from ..core.component import GkeGpuComponent
 from ..core.model import Cidr
-from ..core.package import component_options, component_type
-from ..core.validation import ArgsModel, Deferrable, pick, validate_args
+from ..core.validation import ArgsModel, Deferrable, pick
 from ..gpu.pool_args import NodeNetwork
 from ..network.vpc import flow_log_config
 from .flavors import (
@@ -54,8 +54,8 @@ class GpuDirectNetworksArgs(TypedDict):
 
 
 class _GpuDirectNetworksSpec(ArgsModel):
-    project: Deferrable[ProjectId]  # type: ignore[valid-type]
-    region: Deferrable[RegionName]  # type: ignore[valid-type]
+    project: Deferrable[ProjectId]
+    region: Deferrable[RegionName]
     name_prefix: matching(  # type: ignore[valid-type]
         K8S_NAME, "lowercase letters, digits and hyphens, starting with a letter", max_length=MAX_PREFIX
     )
@@ -82,7 +82,7 @@ def _rules(spec: _GpuDirectNetworksSpec) -> list[str]:
     return problems
 
 
-class GpuDirectNetworks(pulumi.ComponentResource):
+class GpuDirectNetworks(GkeGpuComponent[_GpuDirectNetworksSpec]):
     """The VPCs and subnets a GPUDirect flavour's extra NICs attach to, with firewall rules that let
     the nodes of the cluster reach each other on them and nothing else.
 
@@ -105,26 +105,14 @@ class GpuDirectNetworks(pulumi.ComponentResource):
     subnet_ranges: pulumi.Output[list[str]]
     """Per extra NIC, its subnet's range."""
 
-    @staticmethod
-    def check_args(name: str, args: GpuDirectNetworksArgs) -> _GpuDirectNetworksSpec:
-        """The constructor's check of its args, declaring nothing: the checked args, or an
-        InvalidArgsError naming every bad arg."""
-        return validate_args(
-            "GpuDirectNetworks",
-            name,
-            _GpuDirectNetworksSpec,
-            args,
-            rules=_rules,
-            args_type=GpuDirectNetworksArgs,
-        )
+    _args_model = _GpuDirectNetworksSpec
+    _args_rules = staticmethod(_rules)
+    _args_type = GpuDirectNetworksArgs
 
     def __init__(
         self, name: str, args: GpuDirectNetworksArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        spec = self.check_args(name, args)
-        super().__init__(
-            component_type("GpuDirectNetworks"), name, None, component_options("GpuDirectNetworks", opts)
-        )
+        spec = self._begin(name, args, opts)
         child = pulumi.ResourceOptions(parent=self)
         project = pick(spec.project, args["project"])
         region = pick(spec.region, args["region"])

@@ -22,6 +22,7 @@ import pulumi_kubernetes as k8s
 from pydantic import Field
 
 from ..core.arg_types import K8sName, NodeNetworks, enum_values
+from ..core.component import GkeGpuComponent
 from ..core.k8s import (
     Toleration,
     TolerationSpec,
@@ -31,8 +32,7 @@ from ..core.k8s import (
     toleration_args,
     toleration_problems,
 )
-from ..core.package import component_options, component_type
-from ..core.validation import ArgsModel, validate_args
+from ..core.validation import ArgsModel
 from ..gpu.pool_args import NodeNetwork, node_network_at
 from ..gpu.scheduling import ACCELERATOR_LABEL, GPU_TOLERATION, NODEPOOL_LABEL, QUEUED_TOLERATION
 from .flavors import FLAVORS, GpuDirectFlavor
@@ -193,9 +193,9 @@ class GpuDirectSoftwareArgs(TypedDict):
 
 class _GpuDirectSoftwareSpec(ArgsModel):
     flavor: enum_values(GpuDirectFlavor)  # type: ignore[valid-type]
-    node_networks: NodeNetworks  # type: ignore[valid-type]
+    node_networks: NodeNetworks
     tolerations: list[TolerationSpec] = Field(default_factory=list, max_length=64)
-    node_pools: Annotated[list[K8sName], Field(min_length=1, max_length=64)] | None = None  # type: ignore[valid-type]
+    node_pools: Annotated[list[K8sName], Field(min_length=1, max_length=64)] | None = None
 
 
 def _rules(spec: _GpuDirectSoftwareSpec) -> list[str]:
@@ -211,7 +211,7 @@ def _rules(spec: _GpuDirectSoftwareSpec) -> list[str]:
     return problems
 
 
-class GpuDirectSoftware(pulumi.ComponentResource):
+class GpuDirectSoftware(GkeGpuComponent[_GpuDirectSoftwareSpec]):
     """What one GPUDirect flavour needs inside the cluster (one instance per flavour present).
 
     Per extra NIC: a `GKENetworkParamSet` (its VPC and subnet, deviceMode NetDevice for gVNIC, RDMA
@@ -232,27 +232,15 @@ class GpuDirectSoftware(pulumi.ComponentResource):
     flavor: pulumi.Output[str]
     """The GPUDirect flavour."""
 
-    @staticmethod
-    def check_args(name: str, args: GpuDirectSoftwareArgs) -> _GpuDirectSoftwareSpec:
-        """The constructor's check of its args, declaring nothing: the checked args, or an
-        InvalidArgsError naming every bad arg."""
-        return validate_args(
-            "GpuDirectSoftware",
-            name,
-            _GpuDirectSoftwareSpec,
-            args,
-            rules=_rules,
-            args_type=GpuDirectSoftwareArgs,
-        )
+    _args_model = _GpuDirectSoftwareSpec
+    _args_rules = staticmethod(_rules)
+    _args_type = GpuDirectSoftwareArgs
 
     def __init__(
         self, name: str, args: GpuDirectSoftwareArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        spec = self.check_args(name, args)
+        spec = self._begin(name, args, opts)
         self._node_pools = spec.node_pools
-        super().__init__(
-            component_type("GpuDirectSoftware"), name, None, component_options("GpuDirectSoftware", opts)
-        )
         flavor = GpuDirectFlavor(spec.flavor)
         flavor_spec = FLAVORS[flavor]
         child = pulumi.ResourceOptions(parent=self)

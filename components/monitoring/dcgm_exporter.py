@@ -8,9 +8,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from ..core import images
+from ..core.component import GkeGpuComponent
 from ..core.k8s import app_labels, image_version, require_node_labels, selector_labels, toleration_args
-from ..core.package import component_options, component_type
-from ..core.validation import validate_args
 from .dcgm_exporter_args import DcgmExporterArgs, DcgmExporterSpec, exporter_rules
 
 METRICS_PORT = 9400
@@ -29,7 +28,7 @@ COLLECTOR_TYPES = frozenset({"gauge", "counter", "histogram", "summary", "label"
 WRITABLE_PATHS = {"tmp": "/tmp", "var-log": "/var/log"}
 
 
-class DcgmExporter(pulumi.ComponentResource):
+class DcgmExporter(GkeGpuComponent[DcgmExporterSpec]):
     """Namespace, ServiceAccount, collectors ConfigMap, DaemonSet, headless Service, NetworkPolicy
     and the scrape object.
 
@@ -55,15 +54,11 @@ class DcgmExporter(pulumi.ComponentResource):
     scrape: pulumi.Output[str]
     """What scrapes the metrics: podMonitoring, serviceMonitor or annotations."""
 
-    @staticmethod
-    def check_args(name: str, args: DcgmExporterArgs) -> DcgmExporterSpec:
-        """The constructor's check of its args, declaring nothing: the checked args, or an
-        InvalidArgsError naming every bad arg."""
-        return validate_args("DcgmExporter", name, DcgmExporterSpec, args, rules=exporter_rules)
+    _args_model = DcgmExporterSpec
+    _args_rules = staticmethod(exporter_rules)
 
     def __init__(self, name: str, args: DcgmExporterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        spec = self.check_args(name, args)
-        super().__init__(component_type("DcgmExporter"), name, None, component_options("DcgmExporter", opts))
+        spec = self._begin(name, args, opts)
         self._declare(name, spec)
         self.namespace = pulumi.Output.from_input(spec.namespace)
         self.scrape = pulumi.Output.from_input(spec.scrape)

@@ -96,7 +96,7 @@ class DcgmExporterSpec(ArgsModel):
     flavor: enum_values(DcgmFlavor)  # type: ignore[valid-type]
     scraper_namespace: Namespace
     namespace: Namespace = "gpu-monitoring"
-    node_selector: Annotated[dict[LabelKey, LabelValue], Field(max_length=64)] | None = None  # type: ignore[valid-type]
+    node_selector: Annotated[dict[LabelKey, LabelValue], Field(max_length=64)] | None = None
     required_node_labels: Annotated[list[LabelKey], Field(max_length=16)] = Field(
         default_factory=lambda: ["cloud.google.com/gke-accelerator"]
     )
@@ -105,7 +105,7 @@ class DcgmExporterSpec(ArgsModel):
     scrape_interval: matching(  # type: ignore[valid-type]
         PROMETHEUS_DURATION, "a Prometheus duration such as 30s or 1m", max_length=20
     ) = "30s"
-    runtime_class_name: K8sName | None = None  # type: ignore[valid-type]
+    runtime_class_name: K8sName | None = None
 
 
 def exporter_problems(spec: DcgmExporterSpec, prefix: str = "") -> list[str]:

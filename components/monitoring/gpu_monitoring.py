@@ -13,8 +13,8 @@ from pydantic import Field
 from ..cluster.rules import check_xid_errors
 from ..core.arg_types import LabelValue, ProjectId, enum_values
 from ..core.common import LABEL_VALUE_PATTERN, KeyNames, Problems, cut
-from ..core.package import component_options, component_type
-from ..core.validation import ArgsModel, Deferrable, InvalidArgsError, pick, validate_args
+from ..core.component import GkeGpuComponent
+from ..core.validation import ArgsModel, Deferrable, InvalidArgsError, pick
 from .alert_rules import EVALUATION_INTERVAL, RULE_GROUP, AlertRule, AlertThresholds, alert_rules
 from .dashboard import gpu_dashboard
 from .dcgm_exporter import DcgmExporter
@@ -73,9 +73,9 @@ ClusterLabel = Annotated[LabelValue, Field(min_length=1)]
 
 class _GpuMonitoringSpec(ArgsModel):
     dcgm: enum_values(DcgmSource)  # type: ignore[valid-type]
-    project: Deferrable[ProjectId] | None = None  # type: ignore[valid-type]
+    project: Deferrable[ProjectId] | None = None
     # It reaches PromQL and Monitoring filters: checked here when known, or when the Output resolves.
-    cluster_name: Deferrable[ClusterLabel] | None = None  # type: ignore[valid-type]
+    cluster_name: Deferrable[ClusterLabel] | None = None
     exporter: DcgmExporterSpec | None = None
     dashboard: bool = True
     # The stack file's own model for the thresholds, read with snake_case names (one set of types).
@@ -101,7 +101,7 @@ def _monitoring_rules(spec: _GpuMonitoringSpec) -> list[str]:
     return items
 
 
-class GpuMonitoring(pulumi.ComponentResource):
+class GpuMonitoring(GkeGpuComponent[_GpuMonitoringSpec]):
     """DCGM collection (GKE-managed DCGM is switched on in the cluster itself; this component adds
     the self-managed exporter), the GPU dashboard, and alerts for idle GPUs and XID errors.
 
@@ -116,21 +116,14 @@ class GpuMonitoring(pulumi.ComponentResource):
     alert_policy_names: pulumi.Output[list[str]]
     """The alert policies' resource names (projects/<project>/alertPolicies/<id>)."""
 
-    @staticmethod
-    def check_args(name: str, args: GpuMonitoringArgs) -> _GpuMonitoringSpec:
-        """The constructor's check of its args, declaring nothing: the checked args, or an
-        InvalidArgsError naming every bad arg."""
-        return validate_args(
-            "GpuMonitoring", name, _GpuMonitoringSpec, args, rules=_monitoring_rules, by_name=True
-        )
+    _args_model = _GpuMonitoringSpec
+    _args_rules = staticmethod(_monitoring_rules)
+    _args_by_name = True
 
     def __init__(
         self, name: str, args: GpuMonitoringArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        spec = self.check_args(name, args)
-        super().__init__(
-            component_type("GpuMonitoring"), name, None, component_options("GpuMonitoring", opts)
-        )
+        spec = self._begin(name, args, opts)
         child = pulumi.ResourceOptions(parent=self)
 
         self.exporter: DcgmExporter | None = None

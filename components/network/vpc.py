@@ -9,9 +9,9 @@ from pydantic import Field
 from ..cluster.rules import check_ranges
 from ..core.arg_types import ProjectId, RegionName, matching
 from ..core.common import K8S_NAME, KeyNames, Problems
+from ..core.component import GkeGpuComponent
 from ..core.model import Cidr
-from ..core.package import component_options, component_type
-from ..core.validation import ArgsModel, Deferrable, pick, validate_args
+from ..core.validation import ArgsModel, Deferrable, pick
 
 PODS_RANGE_NAME = "pods"
 SERVICES_RANGE_NAME = "services"
@@ -71,7 +71,7 @@ def _network_rules(spec: _GkeNetworkSpec) -> list[str]:
     return problems.items
 
 
-class GkeNetwork(pulumi.ComponentResource):
+class GkeNetwork(GkeGpuComponent[_GkeNetworkSpec]):
     """Custom-mode VPC, one subnet with Pod and Service secondary ranges, and Cloud NAT.
 
     Private Google Access is on, so private nodes reach Google APIs (Artifact Registry, Cloud
@@ -98,15 +98,11 @@ class GkeNetwork(pulumi.ComponentResource):
     services_range_name: pulumi.Output[str]
     """The name of the subnet's secondary range for Services."""
 
-    @staticmethod
-    def check_args(name: str, args: GkeNetworkArgs) -> _GkeNetworkSpec:
-        """The constructor's check of its args, declaring nothing: the checked args, or an
-        InvalidArgsError naming every bad arg."""
-        return validate_args("GkeNetwork", name, _GkeNetworkSpec, args, rules=_network_rules)
+    _args_model = _GkeNetworkSpec
+    _args_rules = staticmethod(_network_rules)
 
     def __init__(self, name: str, args: GkeNetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        spec = self.check_args(name, args)
-        super().__init__(component_type("GkeNetwork"), name, None, component_options("GkeNetwork", opts))
+        spec = self._begin(name, args, opts)
         child = pulumi.ResourceOptions(parent=self)
         project = pick(spec.project, args["project"])
         region = pick(spec.region, args["region"])

@@ -91,8 +91,8 @@ class PoolRules(RuleBase):
                 )
             ]
         )
-        written = key if network.gpudirect_cidr else f"{key} (default {DEFAULT_GPUDIRECT_CIDR})"
-        for problem in gpudirect_range_problems(cidr, ranges, written):
+        shown_key = key if network.gpudirect_cidr else f"{key} (default {DEFAULT_GPUDIRECT_CIDR})"
+        for problem in gpudirect_range_problems(cidr, ranges, shown_key):
             self.problems.items.append(problem)
         if network.existing:
             self.warnings.append(

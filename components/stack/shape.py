@@ -41,7 +41,9 @@ def _errors(exc: ValidationError, prefix: tuple[Any, ...]) -> list[str]:
 
 
 def _adapter(key: str) -> TypeAdapter[Any]:
-    return TypeAdapter(StackConfig.model_fields[to_snake(key)].annotation)
+    annotation = StackConfig.model_fields[to_snake(key)].annotation
+    assert annotation is not None, "every StackConfig field is annotated"
+    return TypeAdapter(annotation)
 
 
 def validate_shape(raw: Mapping[str, Any]) -> Shape:
@@ -117,7 +119,7 @@ def _validate_items(key: str, value: Any, problems: list[str], broken: Broken) -
         problems.append(f"{NAMESPACE}:{key}: has {len(value)} entries; at most {max_items}")
         broken.sections.add(key)
         return None
-    adapter = TypeAdapter(_ITEM_MODELS[key])
+    adapter: TypeAdapter[Any] = TypeAdapter(_ITEM_MODELS[key])
     kept: list[Any] = []
     for i, item in enumerate(value):
         entry = {"name": item} if key == "workloads" and isinstance(item, str) else item

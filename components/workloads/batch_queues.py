@@ -8,9 +8,9 @@ from pydantic import Field, model_validator
 
 from ..core.arg_types import K8sName, LabelKey
 from ..core.common import Problems
+from ..core.component import GkeGpuComponent
 from ..core.k8s import Toleration, TolerationSpec, app_labels, toleration_args, toleration_problems
-from ..core.package import component_options, component_type
-from ..core.validation import ArgsModel, validate_args
+from ..core.validation import ArgsModel
 
 # Pinned upstream charts (../shared/reference/gke-gpu-scale-out.md, section 4): the real deploy
 # installs upstream's own manifests, CRDs included. Offline the charts cannot be expanded; the
@@ -57,8 +57,8 @@ class GpuBatchQueuesArgs(TypedDict):
 
 
 class _QueueSpec(ArgsModel):
-    name: K8sName  # type: ignore[valid-type]
-    node_labels: dict[LabelKey, Annotated[str, Field(max_length=63)]]  # type: ignore[valid-type]
+    name: K8sName
+    node_labels: dict[LabelKey, Annotated[str, Field(max_length=63)]]
     tolerations: list[TolerationSpec]
     gpus: int = Field(ge=1, le=100_000)
     cpus: int = Field(ge=1, le=10_000_000)
@@ -69,7 +69,7 @@ class _QueueSpec(ArgsModel):
 
 class _GpuBatchQueuesSpec(ArgsModel):
     queues: Annotated[list[_QueueSpec], Field(min_length=1, max_length=100)]
-    local_queue_namespace: K8sName | None = None  # type: ignore[valid-type]
+    local_queue_namespace: K8sName | None = None
 
     @model_validator(mode="after")
     def _unique_names(self) -> "_GpuBatchQueuesSpec":
@@ -94,7 +94,7 @@ def queue_name(pool: str) -> str:
     return f"gpu-{pool}"
 
 
-class GpuBatchQueues(pulumi.ComponentResource):
+class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
     """Kueue and JobSet from their upstream Helm charts, and per GPU pool a ResourceFlavor (the pool's
     node labels and tolerations) and a ClusterQueue whose quota is what the pool can hold at most:
     GPUs, CPU, memory and ephemeral storage (Kueue admits only Pods whose every request is covered).
@@ -111,19 +111,13 @@ class GpuBatchQueues(pulumi.ComponentResource):
     local_queue_names: pulumi.Output[list[str]]
     """The LocalQueues in `local_queue_namespace` (none without it)."""
 
-    @staticmethod
-    def check_args(name: str, args: GpuBatchQueuesArgs) -> _GpuBatchQueuesSpec:
-        """The constructor's check of its args, declaring nothing: the checked args, or an
-        InvalidArgsError naming every bad arg."""
-        return validate_args("GpuBatchQueues", name, _GpuBatchQueuesSpec, args, rules=_queue_rules)
+    _args_model = _GpuBatchQueuesSpec
+    _args_rules = staticmethod(_queue_rules)
 
     def __init__(
         self, name: str, args: GpuBatchQueuesArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        spec = self.check_args(name, args)
-        super().__init__(
-            component_type("GpuBatchQueues"), name, None, component_options("GpuBatchQueues", opts)
-        )
+        spec = self._begin(name, args, opts)
         child = pulumi.ResourceOptions(parent=self)
         charts = [
             self._chart(name, "kueue", KUEUE_CHART, KUEUE_VERSION, "kueue-system"),

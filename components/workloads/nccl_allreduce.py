@@ -9,9 +9,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from ..core.component import GkeGpuComponent
 from ..core.k8s import GKE_DRIVER_MOUNT, NONROOT_ID, app_labels, image_version, selector_labels
-from ..core.package import component_options, component_type
-from ..core.validation import validate_args
 from ..gpu.scheduling import GPU_RESOURCE, QUEUED_TAINT_KEY, QUEUED_TOLERATION
 from ..gpudirect.pod_parts import gpudirect_pod_parts, plain_tcp_pod_parts
 from .batch_queues import KUEUE_API
@@ -75,7 +74,7 @@ RUNTIME_DEFAULT = {"type": "RuntimeDefault"}
 POD_SECURITY_REASONS_ANNOTATION = "gke-gpu/pod-security-reasons"
 
 
-class NcclAllReduce(pulumi.ComponentResource):
+class NcclAllReduce(GkeGpuComponent[NcclAllReduceSpec]):
     """A 2-node (or N-node) NCCL all-reduce on one GPU pool: a JobSet of one Indexed Job, one Pod per
     node taking every GPU of its node, queued by Kueue (the LocalQueue it makes points at the pool's
     ClusterQueue, which admits all the Pods at once or none).
@@ -102,21 +101,14 @@ class NcclAllReduce(pulumi.ComponentResource):
     floor_gbps: pulumi.Output[float]
     """The bus bandwidth floor the run is judged by, in GB/s."""
 
-    @staticmethod
-    def check_args(name: str, args: NcclAllReduceArgs) -> NcclAllReduceSpec:
-        """The constructor's check of its args, declaring nothing: the checked args, or an
-        InvalidArgsError naming every bad arg."""
-        return validate_args(
-            "NcclAllReduce", name, NcclAllReduceSpec, args, rules=nccl_rules, args_type=NcclAllReduceArgs
-        )
+    _args_model = NcclAllReduceSpec
+    _args_rules = staticmethod(nccl_rules)
+    _args_type = NcclAllReduceArgs
 
     def __init__(
         self, name: str, args: NcclAllReduceArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        spec = self.check_args(name, args)
-        super().__init__(
-            component_type("NcclAllReduce"), name, None, component_options("NcclAllReduce", opts)
-        )
+        spec = self._begin(name, args, opts)
         jobset = jobset_name(spec.pool)
         floor = floor_for(spec.machine_type, spec.transport, spec.min_bus_bandwidth_gbps)
         parts = pod_parts(spec)

@@ -268,7 +268,7 @@ class NcclAllReduceSpec(ArgsModel):
     pool: matching(  # type: ignore[valid-type]
         K8S_NAME, "lowercase letters, digits and hyphens, starting with a letter", max_length=MAX_POOL_NAME
     )
-    node_selector: Annotated[dict[LabelKey, LabelValue], Field(max_length=64)]  # type: ignore[valid-type]
+    node_selector: Annotated[dict[LabelKey, LabelValue], Field(max_length=64)]
     tolerations: Annotated[list[TolerationSpec], Field(default_factory=list, max_length=32)]
     machine_type: Annotated[str, Field(min_length=1, max_length=64)]
     accelerator: Annotated[str, Field(min_length=1, max_length=100)]
@@ -276,7 +276,7 @@ class NcclAllReduceSpec(ArgsModel):
     nodes: int = Field(2, ge=2, le=MAX_NODES_PER_POOL)
     max_nodes: int | None = Field(None, ge=1, le=MAX_NODES_PER_POOL)
     gpudirect: enum_values(GpuDirectFlavor) | None = None  # type: ignore[valid-type]
-    cluster_queue: K8sName  # type: ignore[valid-type]
+    cluster_queue: K8sName
     namespace: Annotated[str, Field(max_length=63, pattern=DNS_LABEL)] = DEFAULT_NAMESPACE
     min_bus_bandwidth_gbps: float | None = Field(None, gt=0, le=10_000)
     queued: bool = False

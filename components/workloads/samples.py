@@ -10,6 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from ..core import images
+from ..core.component import GkeGpuComponent
 from ..core.k8s import (
     GKE_DRIVER_MOUNT,
     app_labels,
@@ -20,8 +21,6 @@ from ..core.k8s import (
     restricted_pod_security_context,
     toleration_args,
 )
-from ..core.package import component_options, component_type
-from ..core.validation import validate_args
 from ..gpu.scheduling import GPU_RESOURCE
 from .samples_args import (
     GpuTargetSpec,
@@ -74,7 +73,7 @@ AMD64_ONLY_IMAGES = frozenset({images.PYTORCH, images.PYTORCH_BLACKWELL})
 DENY_ALL_POLICY = "deny-all"
 
 
-class SampleWorkloads(pulumi.ComponentResource):
+class SampleWorkloads(GkeGpuComponent[SampleWorkloadsSpec]):
     """The sample Jobs, each pinned to its GPU pool, in a 'restricted' namespace whose traffic is
     denied both ways.
 
@@ -93,19 +92,13 @@ class SampleWorkloads(pulumi.ComponentResource):
     job_names: pulumi.Output[list[str]]
     """The samples' Job names, sorted: `<kind>-<target name>`."""
 
-    @staticmethod
-    def check_args(name: str, args: SampleWorkloadsArgs) -> SampleWorkloadsSpec:
-        """The constructor's check of its args, declaring nothing: the checked args, or an
-        InvalidArgsError naming every bad arg."""
-        return validate_args("SampleWorkloads", name, SampleWorkloadsSpec, args, rules=sample_rules)
+    _args_model = SampleWorkloadsSpec
+    _args_rules = staticmethod(sample_rules)
 
     def __init__(
         self, name: str, args: SampleWorkloadsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        spec = self.check_args(name, args)
-        super().__init__(
-            component_type("SampleWorkloads"), name, None, component_options("SampleWorkloads", opts)
-        )
+        spec = self._begin(name, args, opts)
         self._name = name
         self._args = spec
         # Resources by namespace or Job name (not outputs: the schema would reference kubernetes').

@@ -97,15 +97,15 @@ class GpuTargetSpec(ArgsModel):
     name: matching(  # type: ignore[valid-type]
         K8S_NAME, "lowercase letters, digits and hyphens, starting with a letter", max_length=MAX_OBJECT_NAME
     )
-    accelerator: LabelValue | None = None  # type: ignore[valid-type]
-    node_selector: Annotated[dict[LabelKey, LabelValue], Field(default_factory=dict, max_length=64)]  # type: ignore[valid-type]
+    accelerator: LabelValue | None = None
+    node_selector: Annotated[dict[LabelKey, LabelValue], Field(default_factory=dict, max_length=64)]
     tolerations: Annotated[list[TolerationSpec], Field(default_factory=list, max_length=32)]
     gpus_per_pod: int = Field(1, ge=1, le=16)
     sharing: enum_values(TargetSharing) | None = None  # type: ignore[valid-type]
     shared_clients: int | None = Field(None, ge=2, le=MAX_TIME_SLICING_REPLICAS)
     required_node_labels: Annotated[list[LabelKey], Field(default_factory=list, max_length=16)]
     gke_driver: bool = True
-    runtime_class_name: K8sName | None = None  # type: ignore[valid-type]
+    runtime_class_name: K8sName | None = None
 
 
 class SampleWorkloadSpec(ArgsModel):
@@ -119,7 +119,7 @@ class SampleWorkloadsSpec(ArgsModel):
     namespace: Annotated[str, Field(max_length=MAX_OBJECT_NAME - len(MPS_SUFFIX), pattern=DNS_LABEL)] = (
         "gpu-samples"
     )
-    extra_labels: Annotated[dict[LabelKey, LabelValue], Field(default_factory=dict, max_length=32)]  # type: ignore[valid-type]
+    extra_labels: Annotated[dict[LabelKey, LabelValue], Field(default_factory=dict, max_length=32)]
 
 
 def object_name(workload: SampleWorkloadSpec) -> str:

@@ -1,0 +1,74 @@
+"""The one base of the public components: the arg check, the type token and its alias, the options.
+
+A component states only what it declares::
+
+    class GkeNetwork(GkeGpuComponent[_GkeNetworkSpec]):
+        _args_model = _GkeNetworkSpec
+        _args_rules = staticmethod(_network_rules)
+
+        def __init__(self, name: str, args: GkeNetworkArgs, opts: ResourceOptions | None = None) -> None:
+            spec = self._begin(name, args, opts)  # checked args; the component is registered
+            ...                                   # children, with parent=self
+            self.register_outputs({...})
+
+`_begin` checks the args (raising InvalidArgsError, an `InputPropertiesError`, before anything is
+declared, the component itself included), registers the component as ``gke-gpu:index:<Class>`` with
+the alias to its pre-0.9.0 token, and logs the check's notes on it. Each subclass keeps its own typed
+``__init__(self, name, args: <Class>Args, opts)``: the SDK's schema analyzer reads the args type from
+it. Names on this base start with ``_`` so that the analyzer, which walks the MRO, sees no outputs here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Generic, TypeVar, cast
+
+import pulumi
+from pydantic import BaseModel
+
+from .package import component_options, component_type
+from .validation import report_notes, validate_args
+
+SpecT = TypeVar("SpecT")
+
+
+class GkeGpuComponent(pulumi.ComponentResource, Generic[SpecT]):
+    """Base of gke-gpu's components (not itself a component: it has no type token)."""
+
+    # The pydantic model of the args, its cross-field rules, and whether the model's fields carry
+    # camelCase aliases (a model shared with the stack file: args are matched by field name).
+    _args_model: ClassVar[type[BaseModel]]
+    _args_rules: ClassVar[Callable[[Any], list[str]] | None] = None
+    _args_by_name: ClassVar[bool] = False
+    # The TypedDict callers write; set where the model accepts more keys than the args do.
+    _args_type: ClassVar[type | None] = None
+
+    @classmethod
+    def _check(cls, name: str, args: Mapping[str, Any]) -> tuple[SpecT, list[str]]:
+        """The checked args and the notes for the user (a subclass with its own check overrides this)."""
+        spec = validate_args(
+            cls.__name__,
+            name,
+            cls._args_model,
+            args,
+            rules=cls._args_rules,
+            by_name=cls._args_by_name,
+            args_type=cls._args_type,
+        )
+        return cast(SpecT, spec), []
+
+    @classmethod
+    def check_args(cls, name: str, args: Any) -> SpecT:
+        """The constructor's check of its args, declaring nothing: the checked args, or an
+        InvalidArgsError naming every bad arg."""
+        return cls._check(name, args)[0]
+
+    def _begin(self, name: str, args: Any, opts: pulumi.ResourceOptions | None) -> SpecT:
+        """Check the args, then register this component; returns the checked args."""
+        component = type(self).__name__
+        spec, notes = self._check(name, args)
+        pulumi.ComponentResource.__init__(
+            self, component_type(component), name, None, component_options(component, opts)
+        )
+        report_notes(component, name, notes, resource=self)
+        return spec
