@@ -151,18 +151,29 @@ def test_the_dns_endpoint_is_known_after_apply_in_a_preview() -> None:
     assert run_stack("prod", preview=False).outputs["dnsEndpoint"].endswith(".us-central1.gke.goog")
 
 
+ALERTING = {
+    "alerts": {"enabled": True, "notificationChannels": ["projects/test-project/notificationChannels/1"]}
+}
+
+
+def _with_idle_minutes(valid, minutes):
+    """Settings the stack rules never produce: alerts.idleGpuMinutes forced past them."""
+    alerts = valid.monitoring.alerts.model_copy(update={"idle_gpu_minutes": minutes})
+    return dataclasses.replace(valid, monitoring=valid.monitoring.model_copy(update={"alerts": alerts}))
+
+
 def test_component_checks_run_before_anything_is_declared_and_are_keyed_by_the_stack_file():
-    """A stack the stack rules accepted, with a pool the component would refuse (here forced past the
-    stack rules): check_components names the stack-file key, and nothing is declared."""
+    """A stack the stack rules accepted, with a component arg the component would refuse (here forced
+    past the stack rules): check_components names the stack-file section, and nothing is declared.
+    (GPU pools are not re-checked: the stack layer ran their rules and hands the checked pool over;
+    tests/test_rules_once.py.)"""
     from gke_gpu.stack.config import ConfigError
     from gke_gpu.stack.program import check_components
     from tests.conftest import settings
     from tools.offline import run_program
 
-    valid = settings({"cluster": STANDARD_CLUSTER, "gpuPools": [L4_POOL, {**L4_POOL, "name": "l4b"}]})
-    broken = dataclasses.replace(
-        valid, gpu_pools=(valid.gpu_pools[0], valid.gpu_pools[1].model_copy(update={"gpus_per_node": 3}))
-    )
+    valid = settings({"cluster": STANDARD_CLUSTER, "gpuPools": [L4_POOL], "monitoring": ALERTING})
+    broken = _with_idle_minutes(valid, 3)
     check_components(valid)
 
     def program():
@@ -171,7 +182,8 @@ def test_component_checks_run_before_anything_is_declared_and_are_keyed_by_the_s
     result = run_program({}, program=program)
     assert isinstance(result.error, ConfigError)
     assert result.error.problems == [
-        "gke-gpu:gpuPools[1].gpusPerNode: 3 is not allowed for nvidia-l4 on g2-standard-8; allowed: 1"
+        "gke-gpu:monitoring: GpuMonitoring 'monitoring': "
+        "alerts.idle_gpu_minutes: 3 is not allowed; must be >= 5"
     ]
     assert result.resources == []
     with pytest.raises(ConfigError):
@@ -184,10 +196,12 @@ def test_main_checks_the_components_before_declaring(monkeypatch):
     from tests.conftest import settings
     from tools.offline import run_program
 
-    valid = settings({"cluster": STANDARD_CLUSTER, "gpuPools": [L4_POOL]})
-    broken = dataclasses.replace(valid, gpu_pools=(valid.gpu_pools[0].model_copy(update={"min_nodes": 5}),))
-    monkeypatch.setattr(gke_gpu.stack.config, "load_settings", lambda: broken)
-    result = run_program(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[L4_POOL]))
+    valid = settings({"cluster": STANDARD_CLUSTER, "gpuPools": [L4_POOL], "monitoring": ALERTING})
+    monkeypatch.setattr(gke_gpu.stack.config, "load_settings", lambda: _with_idle_minutes(valid, 2))
+    result = run_program(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[L4_POOL], monitoring=ALERTING))
     assert isinstance(result.error, ConfigError), result.error
-    assert result.error.problems == ["gke-gpu:gpuPools[0].minNodes: 5 is greater than maxNodes 2"]
+    assert result.error.problems == [
+        "gke-gpu:monitoring: GpuMonitoring 'monitoring': "
+        "alerts.idle_gpu_minutes: 2 is not allowed; must be >= 5"
+    ]
     assert result.resources == []

@@ -32,6 +32,17 @@ from .validation import report_notes, validate_args
 SpecT = TypeVar("SpecT")
 
 
+class CheckedArgs(dict[str, Any], Generic[SpecT]):
+    """Args that were already checked by the same rules: the raw args (the component still reads its
+    Outputs from them) and the checked spec. The stack layer hands a GPU pool's args over this way, so
+    that the pool's rules, which it ran on the stack file's `gpuPools` entry, run once per render and
+    not again in the component. Not for programs of one's own: their args are checked here."""
+
+    def __init__(self, raw: Mapping[str, Any], spec: SpecT) -> None:
+        super().__init__(raw)
+        self.spec = spec
+
+
 class GkeGpuComponent(pulumi.ComponentResource, Generic[SpecT]):
     """Base of gke-gpu's components (not itself a component: it has no type token)."""
 
@@ -61,12 +72,17 @@ class GkeGpuComponent(pulumi.ComponentResource, Generic[SpecT]):
     def check_args(cls, name: str, args: Any) -> SpecT:
         """The constructor's check of its args, declaring nothing: the checked args, or an
         InvalidArgsError naming every bad arg."""
+        if isinstance(args, CheckedArgs):
+            return cast(SpecT, args.spec)
         return cls._check(name, args)[0]
 
     def _begin(self, name: str, args: Any, opts: pulumi.ResourceOptions | None) -> SpecT:
         """Check the args, then register this component; returns the checked args."""
         component = type(self).__name__
-        spec, notes = self._check(name, args)
+        if isinstance(args, CheckedArgs):
+            spec, notes = cast(SpecT, args.spec), []
+        else:
+            spec, notes = self._check(name, args)
         pulumi.ComponentResource.__init__(
             self, component_type(component), name, None, component_options(component, opts)
         )

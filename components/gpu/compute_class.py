@@ -8,7 +8,7 @@ from pydantic import Field
 
 from ..core.arg_types import RegionName
 from ..core.catalog import load_catalog
-from ..core.component import GkeGpuComponent
+from ..core.component import CheckedArgs, GkeGpuComponent
 from ..core.k8s import app_labels
 from .pool import GpuPool
 from .pool_args import GpuComputeClassArgs
@@ -68,7 +68,8 @@ def validate_compute_class_args(name: str, args: GpuComputeClassArgs) -> tuple[G
 
 
 def compute_class_args(pool: GpuPool, *, region: str | None) -> GpuComputeClassArgs:
-    """GpuComputeClass's args for an Autopilot profile of a stack file (resolved by the same rules)."""
+    """GpuComputeClass's args for an Autopilot profile of a stack file, checked and resolved by the
+    stack's run of the same pool rules."""
     args: dict[str, Any] = {
         "name": pool.name,
         "accelerator": pool.accelerator,
@@ -81,7 +82,9 @@ def compute_class_args(pool: GpuPool, *, region: str | None) -> GpuComputeClassA
         args["sharing"] = pool.sharing.model_dump()
     if pool.mig_partition_size:
         args["mig_partition_size"] = pool.mig_partition_size
-    return args  # type: ignore[return-value]
+    # The profile was checked and resolved by the pool rules on the stack file's entry: the component
+    # does not run them again (CheckedArgs).
+    return CheckedArgs(args, pool)  # type: ignore[return-value]
 
 
 def gpu_sharing(pool: GpuPool) -> dict[str, Any] | None:

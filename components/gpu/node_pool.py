@@ -11,11 +11,11 @@ from ..cluster.gke_cluster import hardened_node_settings
 from ..core.arg_types import ClusterName, NodeNetworks, ProjectId
 from ..core.catalog import load_catalog
 from ..core.common import REGION_PATTERN, ZONE_PATTERN, cut
-from ..core.component import GkeGpuComponent
+from ..core.component import CheckedArgs, GkeGpuComponent
 from ..core.validation import Deferrable, pick
 from ..gpudirect.flavors import FLAVORS, flavor_of
 from .pool import GpuPool
-from .pool_args import GpuNodePoolArgs, node_network_list
+from .pool_args import GpuNodePoolArgs, NodeNetwork, node_network_list
 from .rules import GpuPoolRules, validate_pool_args
 
 __all__ = [
@@ -309,8 +309,10 @@ def node_pool_args(
     location: str,
     cluster_name: pulumi.Input[str],
     node_service_account_email: pulumi.Input[str] | None = None,
+    additional_node_networks: pulumi.Input[list[NodeNetwork]] | None = None,
 ) -> GpuNodePoolArgs:
-    """GpuNodePool's args for a pool of a stack file (checked and resolved by the same rules)."""
+    """GpuNodePool's args for a pool of a stack file, checked and resolved by the stack's run of the
+    same pool rules."""
     values = pool.model_dump(exclude_none=True, exclude={"on_demand_fallback"})
     args: dict[str, object] = {
         **values,
@@ -320,4 +322,11 @@ def node_pool_args(
     }
     if node_service_account_email is not None:
         args["node_service_account_email"] = node_service_account_email
-    return args  # type: ignore[return-value]
+    if additional_node_networks is not None:
+        args["additional_node_networks"] = additional_node_networks
+    # The pool was checked and resolved by the pool rules on the stack file's entry: the component does
+    # not run them again (CheckedArgs). The spec takes the values as they are, Outputs included.
+    spec = GpuNodePoolSpec.model_construct(
+        **{**dict(pool), **{k: v for k, v in args.items() if k not in values}}
+    )
+    return CheckedArgs(args, spec)  # type: ignore[return-value]

@@ -81,15 +81,15 @@ def build(settings: Settings) -> dict[str, Any]:
     # Every pool of a stack that reached this point is valid, so its index is its stack-file index.
     for index, pool in enumerate(settings.gpu_pools):
         if not autopilot:
+            flavor = flavor_of(pool.machine_type) if pool.gpudirect else None
             args = node_pool_args(
                 pool,
                 project=settings.project or "",
                 location=settings.cluster.location,
                 cluster_name=cluster.cluster_name,
                 node_service_account_email=cluster.node_service_account_email,
+                additional_node_networks=networks[flavor].node_networks if flavor is not None else None,
             )
-            if pool.gpudirect and (flavor := flavor_of(pool.machine_type)) is not None:
-                args["additional_node_networks"] = networks[flavor].node_networks
             pools[pool.name] = declare(
                 GpuNodePool, f"gpu-{pool.name}", args, key=f"{NAMESPACE}:gpuPools[{index}]"
             )

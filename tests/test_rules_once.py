@@ -1,0 +1,58 @@
+"""Each GPU pool's rules run once per render: the stack layer runs them on the stack file's entry and
+hands the checked pool to GpuNodePool or GpuComputeClass (CheckedArgs), which does not run them again.
+A program of one's own that declares the components with plain args gets them run there, once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gke_gpu.gpu.rules import GpuPoolRules
+from tests.conftest import AUTOPILOT_CLUSTER, STANDARD_CLUSTER, render, stack_config
+
+STANDARD_POOLS = [
+    {"name": "l4", "accelerator": "nvidia-l4", "maxNodes": 2},
+    {"name": "t4", "accelerator": "nvidia-tesla-t4", "gpusPerNode": 2, "maxNodes": 1, "spot": True},
+    {"name": "a100", "accelerator": "nvidia-tesla-a100", "migPartitionSize": "1g.5gb", "maxNodes": 1},
+]
+AUTOPILOT_PROFILES = [
+    {"name": "l4", "accelerator": "nvidia-l4", "spot": True},
+    {"name": "h100", "accelerator": "nvidia-h100-80gb", "gpusPerNode": 8, "spot": True},
+]
+
+
+@pytest.fixture
+def checked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The name of each pool GpuPoolRules.check ran on, in order."""
+    seen: list[str] = []
+    original = GpuPoolRules.check
+
+    def counting(self: GpuPoolRules, pool: Any, path: str = "") -> Any:
+        seen.append(pool.name)
+        return original(self, pool, path)
+
+    monkeypatch.setattr(GpuPoolRules, "check", counting)
+    return seen
+
+
+def test_each_standard_pool_is_checked_once_per_render(checked: list[str]) -> None:
+    result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=STANDARD_POOLS))
+    assert len(result.of_type("gcp:container/nodePool:NodePool")) == 1 + len(STANDARD_POOLS)  # + system
+    assert checked == [p["name"] for p in STANDARD_POOLS]
+
+
+def test_each_autopilot_profile_is_checked_once_per_render(checked: list[str]) -> None:
+    result = render(stack_config(cluster=AUTOPILOT_CLUSTER, gpuPools=AUTOPILOT_PROFILES))
+    assert result.of_type("kubernetes:cloud.google.com/v1:ComputeClass")
+    assert checked == [p["name"] for p in AUTOPILOT_PROFILES]
+
+
+def test_the_example_stacks_check_each_pool_once(checked: list[str]) -> None:
+    from tools.offline import run_stack
+
+    for stack in ("dev", "prod", "train"):
+        checked.clear()
+        result = run_stack(stack)
+        assert result.error is None, result.error
+        assert len(checked) == len(set(checked)) > 0, (stack, checked)
