@@ -10,8 +10,8 @@ settings = load_settings()  # every problem of the stack file, or its notes, bef
 from gke_gpu.core.validation import stack_notes_reported  # noqa: E402
 from gke_gpu.stack.program import build, check_components  # noqa: E402
 
-check_components(settings)  # and every component's own check of its args
+checked = check_components(settings)  # every component's own check of its args, before any declaration
 with stack_notes_reported():  # so the components do not repeat those notes
-    outputs = build(settings)
+    outputs = build(settings, checked)  # each component gets its checked args: none is checked twice
 for key, value in outputs.items():
     pulumi.export(key, value)

@@ -56,3 +56,26 @@ def test_the_example_stacks_check_each_pool_once(checked: list[str]) -> None:
         result = run_stack(stack)
         assert result.error is None, result.error
         assert len(checked) == len(set(checked)) > 0, (stack, checked)
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "onprem", "train"])
+def test_each_components_args_are_validated_once_per_render(
+    stack: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """check_components checks every component's args before anything is declared; the declaration
+    then hands each component its checked args instead of checking them again."""
+    from gke_gpu.core import component
+    from tools.offline import run_stack
+
+    validated: list[tuple[str, str]] = []
+    original = component.validate_args
+
+    def counting(name: str, resource: str, *args: Any, **kwargs: Any) -> Any:
+        validated.append((name, resource))
+        return original(name, resource, *args, **kwargs)
+
+    monkeypatch.setattr(component, "validate_args", counting)
+    result = run_stack(stack)
+    assert result.error is None, result.error
+    assert validated, "the stack declares components that validate their args"
+    assert len(validated) == len(set(validated)), sorted(validated)

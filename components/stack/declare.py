@@ -1,27 +1,32 @@
 """Declaring a component, or only checking its args: what lets the stack program check every
-component's args, as it would declare them, before it declares anything.
+component's args, as it would declare them, before it declares anything, and check each once.
 
 Under :func:`checking_only`, :func:`declare` calls the component's ``check_args`` instead of its
-constructor, keys each problem by the stack file's path the args come from, and returns a stand-in
-whose outputs are unknown (the args of later components take them as Outputs, unchecked).
+constructor, keys each problem by the stack file's section the args come from, keeps the checked
+args, and returns a stand-in whose outputs are unknown (the args of later components take them as
+Outputs, unchecked). The real declaration then hands each component its checked args
+(:class:`CheckedArgs`) where its args are the same as when they were checked (Outputs aside, which a
+check never reads), so no component's args are validated twice in one render. A GPU pool's args come
+checked from the stack layer's own run of the pool rules (CheckedArgs already), so no problem is ever
+keyed by a pool's stack-file path here.
 """
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
 import pulumi
-from pydantic.alias_generators import to_camel
 
 from ..cluster.existing import ExistingCluster
 from ..cluster.gke_cluster import GkeCluster
 from ..core.common import NAMESPACE
-from ..core.validation import UNKNOWN, InvalidArgsError
+from ..core.component import CheckedArgs
+from ..core.validation import UNKNOWN, InvalidArgsError, known
+from ..gpu.compute_class import GpuComputeClass
 from ..gpu.device_plugin import NvidiaDevicePlugin
 from ..gpu.node_labels import GpuNodeLabels
-from ..gpu.pool import GpuPool, ReservationConfig, SharingConfig, TaintConfig
+from ..gpu.node_pool import GpuNodePool
 from ..gpudirect.networks import GpuDirectNetworks
 from ..gpudirect.software import GpuDirectSoftware
 from ..monitoring.gpu_monitoring import GpuMonitoring
@@ -31,9 +36,13 @@ from ..workloads.nccl_allreduce import NcclAllReduce
 from ..workloads.samples import SampleWorkloads
 
 C = TypeVar("C", bound=pulumi.ComponentResource)
+# Each component's args as checked, by (class, resource name): the args as plain data, and the spec.
+Checked = dict[tuple[type, str], tuple[Any, Any]]
 # Set while check_components runs build(): the problems found so far (None: declare for real).
 _CHECKING: ContextVar[list[str] | None] = ContextVar("checking_component_args", default=None)
-# Where in the stack file each component's args come from (pools are keyed by their index).
+# The checked args: filled while checking, read while declaring for real.
+_CHECKED: ContextVar[Checked | None] = ContextVar("checked_component_args", default=None)
+# Where in the stack file each component's args come from.
 _STACK_KEYS = {
     GkeNetwork: f"{NAMESPACE}:network",
     GpuDirectNetworks: f"{NAMESPACE}:network",
@@ -46,6 +55,8 @@ _STACK_KEYS = {
     NvidiaDevicePlugin: f"{NAMESPACE}:devicePlugin",
     GpuBatchQueues: f"{NAMESPACE}:batch",
     NcclAllReduce: f"{NAMESPACE}:workloads",
+    GpuNodePool: f"{NAMESPACE}:gpuPools",
+    GpuComputeClass: f"{NAMESPACE}:gpuPools",
 }
 # What the program reads from a component besides its outputs, while only checking.
 _STAND_IN_ATTRIBUTES: dict[str, Any] = {"provider": None, "alert_policies": [], "commands": {}}
@@ -66,55 +77,44 @@ class _StandIn(pulumi.ComponentResource):
         raise AttributeError(name)
 
 
-def declare(
-    cls: type[C], name: str, args: Any, opts: pulumi.ResourceOptions | None = None, *, key: str | None = None
-) -> C:
-    """Declare a component, or, under checking_only, only check its args (`key`: the stack-file path of
-    a GPU pool's args; other components are keyed by their section)."""
+def declare(cls: type[C], name: str, args: Any, opts: pulumi.ResourceOptions | None = None) -> C:
+    """Declare a component, or, under checking_only, only check its args."""
     problems = _CHECKING.get()
     if problems is None:
+        checked = _CHECKED.get() or {}
+        plain, spec = checked.get((cls, name), (None, None))
+        if spec is not None and not isinstance(args, CheckedArgs) and known(args) == plain:
+            args = CheckedArgs(args, spec)
         return cls(name, args, opts=opts)
     try:
-        cls.check_args(name, args)  # type: ignore[attr-defined]
+        spec = cls.check_args(name, args)  # type: ignore[attr-defined]
     except InvalidArgsError as exc:
-        where = key or _STACK_KEYS[cls]
-        if key is not None:  # a pool: the args are the stack file's keys, in snake_case
-            problems += [f"{where}.{_camel_path(problem)}" for problem in exc.problems]
-        else:
-            problems += [f"{where}: {cls.__name__} {name!r}: {problem}" for problem in exc.problems]
+        problems += [f"{_STACK_KEYS[cls]}: {cls.__name__} {name!r}: {problem}" for problem in exc.problems]
+    else:
+        checked = _CHECKED.get()
+        if checked is not None and not isinstance(args, CheckedArgs):
+            checked[(cls, name)] = (known(args), spec)
     return _StandIn(cls)  # type: ignore[return-value]
 
 
-# A pool's args are its stack-file keys in snake_case: those names, and only those (not a label key or
-# a value the user wrote), read in camelCase in a problem keyed by the stack file.
-_POOL_KEYS = {
-    name: to_camel(name)
-    for model in (GpuPool, SharingConfig, ReservationConfig, TaintConfig)
-    for name in model.model_fields
-    if "_" in name
-}
-_SNAKE_NAME = re.compile(r"\b[a-z]+(?:_[a-z]+)+\b")
-
-
-def _camel_path(problem: str) -> str:
-    path, sep, message = problem.partition(": ")
-    parts = path.split(".")
-    # After `labels.`, a part is the user's label key: left as written.
-    for i, part in enumerate(parts):
-        if i and parts[i - 1].startswith("labels"):
-            break
-        name, bracket, index = part.partition("[")
-        parts[i] = _POOL_KEYS.get(name, name) + bracket + index
-    named = _SNAKE_NAME.sub(lambda m: _POOL_KEYS.get(m.group(), m.group()), message)
-    return ".".join(parts) + sep + named
+@contextmanager
+def checking_only() -> Iterator[tuple[list[str], Checked]]:
+    """Within this block, `declare` only checks args; it yields the problems and the checked args."""
+    problems: list[str] = []
+    checked: Checked = {}
+    token, specs = _CHECKING.set(problems), _CHECKED.set(checked)
+    try:
+        yield problems, checked
+    finally:
+        _CHECKING.reset(token)
+        _CHECKED.reset(specs)
 
 
 @contextmanager
-def checking_only() -> Iterator[list[str]]:
-    """Within this block, `declare` only checks args; the list it yields collects the problems."""
-    problems: list[str] = []
-    token = _CHECKING.set(problems)
+def declaring_checked(checked: Checked) -> Iterator[None]:
+    """Within this block, `declare` hands a component the args checked under checking_only."""
+    token = _CHECKED.set(checked)
     try:
-        yield problems
+        yield
     finally:
-        _CHECKING.reset(token)
+        _CHECKED.reset(token)

@@ -6,13 +6,14 @@ the offline render and the tests call it the same way, through `__main__.py`, un
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pulumi
 
 from ..cluster.args import GkeClusterArgs, KubeconfigEndpoint, ReleaseChannel
 from ..cluster.existing import ExistingCluster, ExistingClusterArgs
 from ..cluster.gke_cluster import GkeCluster
+from ..core.k8s import Toleration
 from ..gpu.compute_class import GpuComputeClass, compute_class_args
 from ..gpu.device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
 from ..gpu.node_labels import GpuNodeLabels
@@ -24,8 +25,8 @@ from ..monitoring.gpu_monitoring import AlertPolicies, DcgmSource, GpuMonitoring
 from ..network.vpc import GkeNetwork
 from ..workloads.samples import SampleWorkloads
 from ..workloads.samples_args import GpuTarget, SampleKind, SampleWorkload, TargetSharing
-from .config import NAMESPACE, ConfigError, GpuPool, Settings
-from .declare import checking_only, declare
+from .config import ConfigError, GpuPool, Settings
+from .declare import Checked, checking_only, declare, declaring_checked
 from .program_batch import batch_queues, nccl_allreduce_tests
 from .program_gpudirect import (
     gpudirect_networks,
@@ -59,28 +60,33 @@ ALLOCATABLE_GPUS_COLUMNS = (
 )
 
 
-def check_components(settings: Settings) -> None:
+def check_components(settings: Settings) -> Checked:
     """Check every component's args as the stack would declare them, declaring nothing; raise one
-    ConfigError keyed by the stack file's paths. The stack's rules and the components' own checks
-    are the same for GPU pools, and meant to agree elsewhere: this makes sure that a stack file the
-    stack's rules accepted never stops half-way through the declarations."""
-    with checking_only() as problems:
+    ConfigError keyed by the stack file's sections, or return the checked args for `build`. The
+    stack's rules and the components' own checks are meant to agree: this makes sure that a stack
+    file the stack's rules accepted never stops half-way through the declarations."""
+    with checking_only() as (problems, checked):
         build(settings)
     if problems:
         raise ConfigError(problems)
+    return checked
 
 
-def build(settings: Settings) -> dict[str, Any]:
-    """Declare every resource of the stack and return its outputs."""
+def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
+    """Declare every resource of the stack and return its outputs (`checked`: check_components'
+    result, so that no component checks its args again)."""
+    if checked is not None:
+        with declaring_checked(checked):
+            return build(settings)
     if settings.cluster.mode == "existing":
         return _build_existing(settings)
     networks = gpudirect_networks(settings)
     cluster = _gke_cluster(settings)
     autopilot = settings.cluster.autopilot
     pools: dict[str, pulumi.ComponentResource] = {}
-    # Every pool of a stack that reached this point is valid, so its index is its stack-file index.
-    for index, pool in enumerate(settings.gpu_pools):
+    for pool in settings.gpu_pools:
         if not autopilot:
+            assert settings.cluster.location is not None, "the cluster rules resolve the location"
             flavor = flavor_of(pool.machine_type) if pool.gpudirect else None
             args = node_pool_args(
                 pool,
@@ -90,16 +96,13 @@ def build(settings: Settings) -> dict[str, Any]:
                 node_service_account_email=cluster.node_service_account_email,
                 additional_node_networks=networks[flavor].node_networks if flavor is not None else None,
             )
-            pools[pool.name] = declare(
-                GpuNodePool, f"gpu-{pool.name}", args, key=f"{NAMESPACE}:gpuPools[{index}]"
-            )
+            pools[pool.name] = declare(GpuNodePool, f"gpu-{pool.name}", args)
         elif pool.on_demand_fallback:
             pools[pool.name] = declare(
                 GpuComputeClass,
                 f"gpu-{pool.name}",
                 compute_class_args(pool, region=settings.region),
                 opts=pulumi.ResourceOptions(provider=cluster.provider),
-                key=f"{NAMESPACE}:gpuPools[{index}]",
             )
 
     kubernetes = pulumi.ResourceOptions(providers={"kubernetes": cluster.provider})
@@ -144,6 +147,7 @@ def _monitoring(
     m = settings.monitoring
     if m.dcgm != "exporter" and not m.dashboard and not m.alerts.enabled:
         return None
+    assert m.dcgm is not None and m.dashboard is not None, "the settings resolve both"
     args: GpuMonitoringArgs = {"dcgm": DcgmSource(m.dcgm), "dashboard": m.dashboard}
     if settings.project:
         args["project"] = settings.project
@@ -151,14 +155,16 @@ def _monitoring(
         args["cluster_name"] = settings.cluster.name
     if m.dcgm == "exporter":
         assert m.scraper_namespace is not None, "the settings name the scraper's namespace"
-        args["exporter"] = exporter or {
-            "flavor": DcgmFlavor.GKE,
-            "tolerations": _union(
-                tolerations(pool, autopilot=settings.cluster.autopilot) for pool in settings.gpu_pools
-            ),
-            "scrape": ScrapeMode(m.scrape or "podMonitoring"),
-            "scraper_namespace": m.scraper_namespace,
-        }
+        if not exporter:
+            exporter = {
+                "flavor": DcgmFlavor.GKE,
+                "tolerations": _union(
+                    tolerations(pool, autopilot=settings.cluster.autopilot) for pool in settings.gpu_pools
+                ),
+                "scrape": ScrapeMode(m.scrape or "podMonitoring"),
+                "scraper_namespace": m.scraper_namespace,
+            }
+        args["exporter"] = exporter
     if m.alerts.enabled:
         alerts: AlertPolicies = {
             "notification_channels": list(m.alerts.notification_channels),
@@ -170,9 +176,10 @@ def _monitoring(
     return declare(GpuMonitoring, "monitoring", args, opts=kubernetes)
 
 
-def _union(groups: Any) -> list[dict[str, Any]]:
+def _union(groups: Any) -> list[Toleration]:
     """Tolerations of several pools without repeats (the GPU taint once)."""
-    return union_tolerations(groups) or [dict(GPU_TOLERATION)]
+    # The enums' plain values ("Exists"), which the args' check takes as well as the members.
+    return cast("list[Toleration]", union_tolerations(groups) or [dict(GPU_TOLERATION)])
 
 
 def _samples(
@@ -190,8 +197,7 @@ def _samples(
     default = next(iter(targets))
     workloads: list[SampleWorkload] = []
     for w in samples_listed:
-        # A target's optional keys are left out rather than None (gpu_target writes None for them).
-        target: Any = {k: v for k, v in targets[w.pool or default].items() if v is not None}
+        target = targets[w.pool or default].copy()
         workload: SampleWorkload = {"kind": SampleKind(w.name), "target": target}
         if w.replicas is not None:
             workload["replicas"] = w.replicas
@@ -207,17 +213,20 @@ def _samples(
 
 
 def gpu_target(pool: GpuPool, *, autopilot: bool) -> GpuTarget:
-    """Where a sample runs on a GKE pool or profile."""
-    return GpuTarget(
+    """Where a sample runs on a GKE pool or profile (optional keys left out, never None)."""
+    target = GpuTarget(
         name=pool.name,
         accelerator=pool.accelerator,
         node_selector=node_selector(pool, autopilot=autopilot),
-        tolerations=tolerations(pool, autopilot=autopilot),
+        # The enums' plain values ("Exists"), which the args' check takes as well as the members.
+        tolerations=cast("list[Toleration]", tolerations(pool, autopilot=autopilot)),
         gpus_per_pod=gpus_per_pod(pool, autopilot=autopilot),
-        sharing=pool.sharing.strategy if pool.sharing else None,
-        shared_clients=pool.sharing.max_clients_per_gpu if pool.sharing else None,
-        gke_driver=True,
     )
+    if pool.sharing:
+        target["sharing"] = TargetSharing(pool.sharing.strategy)
+        target["shared_clients"] = pool.sharing.max_clients_per_gpu
+    target["gke_driver"] = True
+    return target
 
 
 def _monitoring_summary(settings: Settings, monitoring: GpuMonitoring | None) -> dict[str, Any]:
@@ -346,6 +355,7 @@ def _build_existing(settings: Settings) -> dict[str, Any]:
 
 def _gke_cluster(settings: Settings) -> GkeCluster:
     cluster = settings.cluster
+    assert cluster.name is not None and cluster.location is not None, "the cluster rules resolve both"
     project = settings.project or ""
     region = settings.region or ""
     if settings.network and settings.network.existing:
@@ -413,6 +423,7 @@ def _gke_cluster(settings: Settings) -> GkeCluster:
 
 def _pool_summary(pool: GpuPool, *, autopilot: bool) -> dict[str, Any]:
     """What a workload author needs to target the pool, as a stack output."""
+    assert pool.zones is not None, "the pool rules resolve every pool's zones"
     summary: dict[str, Any] = {
         "name": pool.name,
         "kind": "autopilot-profile" if autopilot else "node-pool",
