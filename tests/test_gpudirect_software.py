@@ -13,7 +13,7 @@ import pulumi_kubernetes as k8s
 import pytest
 
 from gke_gpu.core.validation import InvalidArgsError
-from gke_gpu.gpudirect import software
+from gke_gpu.gpudirect import images
 from gke_gpu.gpudirect.flavors import FLAVORS, GpuDirectFlavor, pod_interfaces
 from gke_gpu.gpudirect.pod_parts import RXDM_CONTAINER, gpudirect_pod_parts, plain_tcp_pod_parts
 from gke_gpu.gpudirect.software import GpuDirectSoftware
@@ -167,8 +167,8 @@ def test_installer_images_and_host_paths() -> None:
 
 def test_plugin_and_rxdm_tags_move_together() -> None:
     """Google couples each RxDM release to one plugin release: bump both or neither."""
-    pairs = {software.TCPX_PLUGIN.rsplit(":", 1)[1]: software.TCPX_RXDM.rsplit(":", 1)[1]}
-    pairs[software.TCPXO_PLUGIN.rsplit(":", 1)[1]] = software.TCPXO_RXDM.rsplit(":", 1)[1]
+    pairs = {images.TCPX_PLUGIN.rsplit(":", 1)[1]: images.TCPX_RXDM.rsplit(":", 1)[1]}
+    pairs[images.TCPXO_PLUGIN.rsplit(":", 1)[1]] = images.TCPXO_RXDM.rsplit(":", 1)[1]
     assert pairs == {"v3.1.9": "v2.0.12", "v1.0.15": "v1.0.21"}
 
 
@@ -276,7 +276,7 @@ def test_tcpx_flavours_have_one_native_rxdm_sidecar_with_its_devices(flavor: Gpu
     (sidecar,) = parts["initContainers"]
     assert sidecar["restartPolicy"] == "Always"
     assert sidecar["name"] == RXDM_CONTAINER[flavor]
-    assert sidecar["image"] == (software.TCPX_RXDM if flavor is TCPX else software.TCPXO_RXDM)
+    assert sidecar["image"] == (images.TCPX_RXDM if flavor is TCPX else images.TCPXO_RXDM)
     assert sidecar["securityContext"]["privileged"] is False
     devices = parts["annotations"][f"devices.gke.io/container.{sidecar['name']}"]
     paths = [line.removeprefix("- path: ") for line in devices.splitlines()]

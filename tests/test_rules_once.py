@@ -79,3 +79,34 @@ def test_each_components_args_are_validated_once_per_render(
     assert result.error is None, result.error
     assert validated, "the stack declares components that validate their args"
     assert len(validated) == len(set(validated)), sorted(validated)
+
+
+POOL_STACKS = [
+    ("standard", STANDARD_CLUSTER, STANDARD_POOLS),
+    ("autopilot", AUTOPILOT_CLUSTER, AUTOPILOT_PROFILES),
+]
+
+
+@pytest.mark.parametrize(("mode", "cluster", "pools"), POOL_STACKS, ids=[s[0] for s in POOL_STACKS])
+def test_the_handed_over_pool_is_the_one_the_components_own_check_resolves(mode, cluster, pools) -> None:
+    """What the stack layer hands a pool component without checking it again (CheckedArgs) equals what
+    the component's own check makes of the same args as a plain dict: every field, and the values the
+    rules set beside the fields (MIG partitions per GPU)."""
+    from gke_gpu.gpu.compute_class import GpuComputeClass, compute_class_args
+    from gke_gpu.gpu.node_pool import GpuNodePool, node_pool_args
+    from tests.conftest import settings
+
+    resolved = settings({"cluster": cluster, "gpuPools": pools})
+    for pool in resolved.gpu_pools:
+        if mode == "standard":
+            args: Any = node_pool_args(
+                pool, project="test-project", location="us-central1", cluster_name="gpu-test"
+            )
+            component: Any = GpuNodePool
+        else:
+            args = compute_class_args(pool, region="us-central1")
+            component = GpuComputeClass
+        own = component.check_args(f"gpu-{pool.name}", dict(args))
+        assert args.spec == own, pool.name
+        assert args.spec.mig_partitions_per_gpu == own.mig_partitions_per_gpu
+        assert args.spec.schedulable_gpus_per_node == own.schedulable_gpus_per_node

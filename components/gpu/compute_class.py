@@ -84,7 +84,8 @@ def compute_class_args(pool: GpuPool, *, region: str | None) -> GpuComputeClassA
         args["mig_partition_size"] = pool.mig_partition_size
     # The profile was checked and resolved by the pool rules on the stack file's entry: the component
     # does not run them again (CheckedArgs).
-    return CheckedArgs(args, pool)  # type: ignore[return-value]
+    spec = pool.as_spec(GpuComputeClassSpec, **({"region": region} if region else {}))
+    return CheckedArgs(args, spec)  # type: ignore[return-value]
 
 
 def gpu_sharing(pool: GpuPool) -> dict[str, Any] | None:

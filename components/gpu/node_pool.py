@@ -1,7 +1,8 @@
 """A GKE Standard node pool of NVIDIA GPUs, from args checked against the accelerator catalog."""
 
 import math
-from typing import Annotated, Any
+from collections.abc import Sequence
+from typing import Annotated, Any, TypeAlias, cast
 
 import pulumi
 from pulumi_gcp import container
@@ -13,7 +14,7 @@ from ..core.catalog import load_catalog
 from ..core.common import REGION_PATTERN, ZONE_PATTERN, cut
 from ..core.component import CheckedArgs, GkeGpuComponent
 from ..core.validation import Deferrable, pick
-from ..gpudirect.flavors import FLAVORS, flavor_of
+from ..gpudirect.flavors import FLAVORS
 from .pool import GpuPool
 from .pool_args import GpuNodePoolArgs, NodeNetwork, node_network_list
 from .rules import GpuPoolRules, validate_pool_args
@@ -57,6 +58,12 @@ REPLACE_ON_CHANGE = (
     "nodeConfig.shieldedInstanceConfig",
     "nodeConfig.gvnic",
     "nodeConfig.gcfsConfig",
+)
+
+# pulumi-gcp types this list of NodePoolNetworkConfigArgs as Args objects only; the provider takes the
+# same keys as a dict too, which is what a NodeNetwork is (its ...AdditionalNodeNetworkConfigArgsDict).
+_NodeNetworkConfigs: TypeAlias = (
+    "pulumi.Input[Sequence[container.NodePoolNetworkConfigAdditionalNodeNetworkConfigArgs]]"
 )
 
 
@@ -115,7 +122,7 @@ def check_gpu_node_pool(spec: GpuNodePoolSpec) -> tuple[GpuNodePoolSpec | None, 
 def _node_network_problems(pool: GpuNodePoolSpec) -> list[str]:
     """A GPUDirect pool attaches exactly its flavour's extra NICs; a pool without GPUDirect none."""
     networks = pool.additional_node_networks
-    flavor = flavor_of(pool.machine_type)
+    flavor = pool.gpudirect_flavor
     if not pool.gpudirect:
         if networks is not None:
             return ["additional_node_networks: only allowed with gpudirect: true (the GPUDirect NICs)"]
@@ -208,7 +215,9 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
             ),
             network_config=(
                 container.NodePoolNetworkConfigArgs(
-                    additional_node_network_configs=node_network_list(args.get("additional_node_networks"))
+                    additional_node_network_configs=cast(
+                        _NodeNetworkConfigs, node_network_list(args.get("additional_node_networks"))
+                    )
                 )
                 if pool.gpudirect
                 else None
@@ -222,6 +231,7 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
             ),
         )
         self.pool_name = self.node_pool.name
+        assert pool.machine_type is not None, "the pool rules resolve the machine type"
         self.machine_type = pulumi.Output.from_input(pool.machine_type)
         self.zones = pulumi.Output.from_input(list(pool.zones or []))
         self.schedulable_gpus_per_node = pulumi.Output.from_input(pool.schedulable_gpus_per_node)
@@ -326,7 +336,5 @@ def node_pool_args(
         args["additional_node_networks"] = additional_node_networks
     # The pool was checked and resolved by the pool rules on the stack file's entry: the component does
     # not run them again (CheckedArgs). The spec takes the values as they are, Outputs included.
-    spec = GpuNodePoolSpec.model_construct(
-        **{**dict(pool), **{k: v for k, v in args.items() if k not in values}}
-    )
+    spec = pool.as_spec(GpuNodePoolSpec, **{k: v for k, v in args.items() if k not in values})
     return CheckedArgs(args, spec)  # type: ignore[return-value]

@@ -7,7 +7,7 @@ both (`model_validate(..., by_name=True, by_alias=False)` for args). The catalog
 count, the zones, the disk type, the Local SSDs.
 """
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import Field, PrivateAttr
 
@@ -19,6 +19,7 @@ from ..core.common import (
     MAX_SHARED_CLIENTS,
 )
 from ..core.model import DURATION, LabelKey, LabelValue, MachineTypeName, StackModel
+from ..gpudirect.flavors import GpuDirectFlavor, flavor_of
 
 _SHARING_LABELS = {"TIME_SHARING": "time-sharing", "MPS": "mps"}
 _RESERVATION_API_TYPES = {
@@ -73,6 +74,9 @@ class TaintConfig(StackModel):
 GPU_TAINT = TaintConfig(key=GPU_TAINT_KEY, value=GPU_TAINT_VALUE, effect="NO_SCHEDULE")
 
 
+PoolT = TypeVar("PoolT", bound="GpuPool")
+
+
 class GpuPool(StackModel):
     """A GPU node pool (Standard) or GPU profile (Autopilot). After the catalog rules, every default
     is resolved (machine type, GPU count, zones, disk type, Local SSDs, the on-demand fallback)."""
@@ -110,6 +114,21 @@ class GpuPool(StackModel):
     @property
     def mig_partitions_per_gpu(self) -> int:
         return self._mig_partitions_per_gpu
+
+    def as_spec(self, spec_type: type[PoolT], **placement: Any) -> PoolT:
+        """This pool, already checked and resolved by the pool rules, as a component's args model
+        (a subclass that adds where the pool goes), without checking it again: every field as it is,
+        the placement values as given (Outputs included), and what the rules set beside the fields."""
+        spec = spec_type.model_construct(
+            _fields_set=self.model_fields_set | set(placement), **dict(self), **placement
+        )
+        spec._mig_partitions_per_gpu = self._mig_partitions_per_gpu
+        return spec
+
+    @property
+    def gpudirect_flavor(self) -> GpuDirectFlavor | None:
+        """The pool's GPUDirect flavour (its machine type's NICs), None without `gpudirect`."""
+        return flavor_of(self.machine_type) if self.gpudirect else None
 
     @property
     def max_run_seconds(self) -> int | None:

@@ -20,7 +20,7 @@ import re
 from typing import Any
 
 from .flavors import FLAVORS, GpuDirectFlavor, pod_interfaces
-from .software import (
+from .images import (
     APERTURE_DEVICES,
     GIB_HOST_DIR,
     NVIDIA_HOST_DIR,

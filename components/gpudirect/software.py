@@ -11,7 +11,8 @@ the facts taken from them):
 * gpudirect-rdma/nccl-rdma-installer.yaml (2da1c92f, 2026-05-06)
 * nri_device_injector/nri-device-injector.yaml (3491157a, 2026-05-29)
 * gpudirect-tcpx/nccl-test-latest.yaml, gpudirect-tcpxo/nccl-test-latest.yaml and
-  gpudirect-tcpxo/README.md (the RxDM images, used by gpudirect_pod.py)
+  gpudirect-tcpxo/README.md (the RxDM images, used by pod_parts.py); the images and host paths
+  themselves are in images.py
 """
 
 from dataclasses import dataclass
@@ -36,42 +37,17 @@ from ..core.validation import ArgsModel
 from ..gpu.pool_args import NodeNetwork, node_network_at
 from ..gpu.scheduling import ACCELERATOR_LABEL, GPU_TOLERATION, NODEPOOL_LABEL, QUEUED_TOLERATION
 from .flavors import FLAVORS, GpuDirectFlavor
-
-# -- Pinned images (container-engine-accelerators@992db812, files named per line) -----------------
-# Version coupling: the RxDM ("tcpx(o)-daemon") tag must match the NCCL plugin tag the installer put
-# on the node (gpudirect-tcpxo/README.md: "The tcpxo-daemon version is coupled with the NCCL plugin
-# installer version"), and all Pods of one job must see the same plugin: TCPX v3.1.9 <-> RxDM
-# v2.0.12, TCPXO v1.0.15 <-> RxDM v1.0.21 (release of 2026-01-09). Bump each pair together.
-# gpudirect-tcpx/nccl-tcpx-installer.yaml
-TCPX_PLUGIN = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9"
-# gpudirect-tcpx/nccl-test-latest.yaml (container tcpx-daemon)
-TCPX_RXDM = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.12"
-# gpudirect-tcpxo/nccl-tcpxo-installer.yaml
-TCPXO_PLUGIN = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15"
-# gpudirect-tcpxo/nccl-test-latest.yaml (container tcpxo-daemon), gpudirect-tcpxo/README.md
-TCPXO_RXDM = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.21"
-# gpudirect-rdma/nccl-rdma-installer.yaml (gIB: no per-Pod daemon)
-GIB_PLUGIN = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1"
-# nri_device_injector/nri-device-injector.yaml (pinned by digest there)
-NRI_DEVICE_INJECTOR = (
-    "gcr.io/gke-release/nri-device-injector"
-    "@sha256:6e79483d52abdc28454bf186320b10a56b0f117a10e8d65d5c74dbb821a76970"
+from .images import (
+    APERTURE_DEVICES,
+    GIB_HOST_DIR,
+    GIB_PLUGIN,
+    NRI_DEVICE_INJECTOR,
+    NVIDIA_LIB64_HOST,
+    PAUSE,
+    TCPX_PLUGIN,
+    TCPXO_PLUGIN,
+    TCPXO_PRE_INSTALL,
 )
-# Every installer's long-running container (the installers are init containers), as in all three.
-PAUSE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
-# TCPXO's pre-installation step only needs `nsenter` from its image: everything after it runs in the
-# host's namespaces. Google's manifest says plain "ubuntu"; pinned to an LTS tag here (no digest:
-# UNVERIFIED, the registry was not reachable when this was written).
-TCPXO_PRE_INSTALL = "ubuntu:24.04"
-
-# -- Host paths on GKE's COS nodes ----------------------------------------------------------------
-# Where GKE installs the NVIDIA driver; the installers add the NCCL plugin (and NCCL) to its lib64.
-NVIDIA_HOST_DIR = "/home/kubernetes/bin/nvidia"
-NVIDIA_LIB64_HOST = f"{NVIDIA_HOST_DIR}/lib64"
-# gIB (RDMA): its libraries, configs and scripts/set_nccl_env.sh.
-GIB_HOST_DIR = "/home/kubernetes/bin/gib"
-# TCPXO: the "aperture" PCI devices the pre-installation step bind-mounts for the LLCM path.
-APERTURE_DEVICES = "/dev/aperture_devices"
 
 NAMESPACE = "kube-system"
 NETWORK_API = "networking.gke.io/v1"

@@ -114,8 +114,10 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules):
         if mode != "existing" or (monitoring_known and (dashboard_on(cfg) or cfg.monitoring.alerts.enabled)):
             self._require_gcp(needed_for=None if mode != "existing" else "the dashboard or alerts")
         cluster = self._cluster()
+        network: NetworkConfig | None
         if mode == "existing":
-            network = self._no_network()
+            self._no_network()
+            network = None
         else:
             network = None if "network" in broken else self._network()
         pools = self._pools(cluster)
@@ -127,6 +129,8 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules):
             else MonitoringConfig(dcgm="none", dashboard=False)
         )
         workloads = self._workloads(cluster, pools)
+        device_plugin: DevicePluginConfig | None
+        gpu_nodes: tuple[str, ...]
         if {"devicePlugin", "gpuNodes"} & broken or self.flavor_unknown:
             device_plugin, gpu_nodes = None, ()
         else:

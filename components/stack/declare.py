@@ -91,9 +91,9 @@ def declare(cls: type[C], name: str, args: Any, opts: pulumi.ResourceOptions | N
     except InvalidArgsError as exc:
         problems += [f"{_STACK_KEYS[cls]}: {cls.__name__} {name!r}: {problem}" for problem in exc.problems]
     else:
-        checked = _CHECKED.get()
-        if checked is not None and not isinstance(args, CheckedArgs):
-            checked[(cls, name)] = (known(args), spec)
+        record = _CHECKED.get()
+        if record is not None and not isinstance(args, CheckedArgs):
+            record[(cls, name)] = (known(args), spec)
     return _StandIn(cls)  # type: ignore[return-value]
 
 

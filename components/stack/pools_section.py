@@ -7,7 +7,7 @@ from ..cluster.model import ClusterConfig
 from ..core.common import NAMESPACE, cut
 from ..gpu.pool import GpuPool
 from ..gpu.rules import GpuPoolRules
-from ..gpudirect.flavors import DEFAULT_GPUDIRECT_CIDR, GpuDirectFlavor, flavor_of, gpudirect_range_problems
+from ..gpudirect.flavors import DEFAULT_GPUDIRECT_CIDR, GpuDirectFlavor, gpudirect_range_problems
 from ..network.model import NetworkConfig
 from .schema import RuleBase
 
@@ -103,7 +103,7 @@ class PoolRules(RuleBase):
         first_rdma: tuple[int, str] | None = None  # the first RDMA pool's index and zone
         for i, written in self.indexed_pools():
             pool = resolved.get(written.name)
-            if pool is None or not pool.gpudirect or flavor_of(pool.machine_type) != GpuDirectFlavor.RDMA:
+            if pool is None or pool.gpudirect_flavor != GpuDirectFlavor.RDMA:
                 continue
             if len(pool.zones or []) != 1:
                 continue  # reported by the pool's own rules

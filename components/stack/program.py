@@ -19,7 +19,6 @@ from ..gpu.device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
 from ..gpu.node_labels import GpuNodeLabels
 from ..gpu.node_pool import GpuNodePool, node_pool_args
 from ..gpu.scheduling import GPU_TOLERATION, gpus_per_pod, node_selector, tolerations, union_tolerations
-from ..gpudirect.flavors import flavor_of
 from ..monitoring.dcgm_exporter_args import DcgmExporterSettings, DcgmFlavor, ScrapeMode
 from ..monitoring.gpu_monitoring import AlertPolicies, DcgmSource, GpuMonitoring, GpuMonitoringArgs
 from ..network.vpc import GkeNetwork
@@ -87,7 +86,7 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
     for pool in settings.gpu_pools:
         if not autopilot:
             assert settings.cluster.location is not None, "the cluster rules resolve the location"
-            flavor = flavor_of(pool.machine_type) if pool.gpudirect else None
+            flavor = pool.gpudirect_flavor
             args = node_pool_args(
                 pool,
                 project=settings.project or "",

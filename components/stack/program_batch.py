@@ -6,7 +6,6 @@ import pulumi
 
 from ..core.catalog import load_catalog
 from ..gpu.scheduling import QUEUED_TOLERATION, node_selector, tolerations
-from ..gpudirect.flavors import flavor_of
 from ..workloads.batch_queues import GpuBatchQueues, GpuBatchQueuesArgs, queue_name
 from ..workloads.nccl_allreduce import NcclAllReduce
 from ..workloads.nccl_allreduce_args import NcclAllReduceArgs
@@ -91,7 +90,7 @@ def nccl_allreduce_tests(
         if workload.name != "nccl-allreduce":
             continue
         pool = pools[workload.pool or settings.gpu_pools[0].name]
-        flavor = flavor_of(pool.machine_type) if pool.gpudirect else None
+        flavor = pool.gpudirect_flavor
         assert pool.machine_type and pool.gpus_per_node, "a resolved Standard pool"
         args: NcclAllReduceArgs = {
             "pool": pool.name,

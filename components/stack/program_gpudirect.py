@@ -1,13 +1,14 @@
 """The stack's GPUDirect layer: per flavour among the stack's pools, its VPCs (GpuDirectNetworks),
 then, once the cluster exists, its in-cluster objects (GpuDirectSoftware)."""
 
-from typing import Any
+from typing import Any, cast
 
 import pulumi
 
+from ..core.k8s import Toleration
 from ..gpu.pool import GpuPool
 from ..gpu.scheduling import GPU_TOLERATION, tolerations, union_tolerations
-from ..gpudirect.flavors import FLAVORS, GpuDirectFlavor, flavor_of
+from ..gpudirect.flavors import FLAVORS, GpuDirectFlavor
 from ..gpudirect.networks import GpuDirectNetworks, GpuDirectNetworksArgs
 from ..gpudirect.pod_parts import gpudirect_pod_parts
 from ..gpudirect.software import GpuDirectSoftware, GpuDirectSoftwareArgs
@@ -19,7 +20,7 @@ def stack_flavors(settings: Settings) -> dict[GpuDirectFlavor, list[GpuPool]]:
     """The GPUDirect flavours of the stack's pools, in pool order, with their pools."""
     flavors: dict[GpuDirectFlavor, list[GpuPool]] = {}
     for pool in settings.gpu_pools:
-        flavor = flavor_of(pool.machine_type) if pool.gpudirect else None
+        flavor = pool.gpudirect_flavor
         if flavor is not None:
             flavors.setdefault(flavor, []).append(pool)
     return flavors
@@ -31,6 +32,7 @@ def gpudirect_networks(settings: Settings) -> dict[GpuDirectFlavor, GpuDirectNet
     declared: dict[GpuDirectFlavor, GpuDirectNetworks] = {}
     for flavor, pools in stack_flavors(settings).items():
         assert network is not None and network.gpudirect_cidr, "the stack rules resolve the range"
+        assert settings.cluster.name is not None, "the cluster rules resolve the name"
         args: GpuDirectNetworksArgs = {
             "project": settings.project or "",
             "region": settings.region or "",
@@ -74,7 +76,8 @@ def gpudirect_software(
             "node_pools": [pool.name for pool in pools],
         }
         if own:
-            args["tolerations"] = own
+            # The enums' plain values ("Exists"), which the args' check takes as well as the members.
+            args["tolerations"] = cast("list[Toleration]", own)
         declared.append(
             declare(GpuDirectSoftware, f"gpudirect-{flavor.lower()}-software", args, opts=kubernetes)
         )
@@ -95,7 +98,7 @@ def gpudirect_output(settings: Settings) -> dict[str, Any]:
 
 
 def pool_gpudirect_summary(pool: GpuPool) -> dict[str, Any] | None:
-    flavor = flavor_of(pool.machine_type) if pool.gpudirect else None
+    flavor = pool.gpudirect_flavor
     if flavor is None:
         return None
     return {"flavor": str(flavor), "networks": [nic.network_name for nic in FLAVORS[flavor].nics]}

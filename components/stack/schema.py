@@ -21,10 +21,8 @@ from ..network.model import NetworkConfig
 from ..workloads.model import BatchConfig, WorkloadConfig
 from .broken import Broken
 
-_Model = StackModel
 
-
-class StackConfig(_Model):
+class StackConfig(StackModel):
     """All `gke-gpu:` keys of one stack file."""
 
     network: NetworkConfig | None = None

@@ -202,6 +202,7 @@ class _Composer:
 
     def _alias(self, event: events.AliasEvent, line: int) -> None:
         anchor = event.anchor
+        assert anchor is not None, "PyYAML's parser names the anchor of every alias"
         if anchor in self.building:
             raise self.error(line, f"{_clip(self._path())}: alias *{anchor} is used inside its own anchor")
         node = self.anchors.get(anchor)
@@ -390,6 +391,7 @@ def _strip_secure(value: Any) -> tuple[Any, bool]:
 
 
 def _yaml_problem(exc: yaml.YAMLError, text: str) -> tuple[int | None, str]:
+    line: int | None
     if isinstance(exc, yaml.reader.ReaderError):
         line = text.count("\n", 0, exc.position) + 1
         char = chr(exc.character) if isinstance(exc.character, int) else str(exc.character)

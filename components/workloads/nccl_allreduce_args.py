@@ -40,7 +40,7 @@ from ..core.k8s import Toleration, TolerationSpec, toleration_problems
 from ..core.model import DNS_LABEL
 from ..core.validation import ArgsModel
 from ..gpudirect.flavors import MACHINE_FLAVORS, GpuDirectFlavor
-from ..gpudirect.software import TCPX_PLUGIN, TCPXO_PLUGIN
+from ..gpudirect.images import TCPX_PLUGIN, TCPXO_PLUGIN
 
 # The JobSet is `nccl-<pool>`; a pool name has at most 40 characters (the pool rules'), so a Pod's
 # hostname `nccl-<pool>-node-0-<i>` stays within a DNS label's 63.
