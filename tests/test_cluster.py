@@ -243,7 +243,7 @@ def test_intranode_visibility_when_asked() -> None:
     assert cluster_inputs(declare(intranode_visibility=True))["enableIntranodeVisibility"] is True
 
 
-# The kubeconfig stacks created before the DNS endpoint hold in state (components/cluster.py at
+# The kubeconfig stacks created before the DNS endpoint hold in state (components/cluster/gke_cluster.py at
 # 88e95bc): `kubeconfigEndpoint: ip` must reproduce it exactly, so pulumi-kubernetes sees no change
 # of cluster while the provider's clusterIdentifier is added.
 PRE_DNS_KUBECONFIG = """\

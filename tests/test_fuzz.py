@@ -1,6 +1,6 @@
 """Property-based tests: no stack file, however broken, makes the loader or the render crash or hang.
 
-(a) The loader (`components/stack_file.py`) on text fuzz, mutated valid files, and generated YAML with
+(a) The loader (`components/stack/stack_file.py`) on text fuzz, mutated valid files, and generated YAML with
 aliases, tags, merge keys, deep nesting and alias bombs; `decode_config_value` against `json.loads`.
 (b) The render's `main()` in-process on mutations of every `Pulumi.<stack>.yaml` (keys deleted,
 renamed, retyped, unknown keys, deep nesting, huge strings, wrong namespaces, broken text).

@@ -176,7 +176,7 @@ class GkeClusterSpec(ArgsModel):
 
 def cluster_rules(spec: GkeClusterSpec) -> list[str]:
     """What GKE (or the provider, too late) would refuse in a combination of args: the rules a stack
-    file's cluster section gets too (cluster_rules.py), and a zone is no Autopilot location."""
+    file's cluster section gets too (cluster/rules.py), and a zone is no Autopilot location."""
     problems = Problems()
     names = KeyNames(camel=False)
     check_private_nodes(

@@ -2,6 +2,7 @@
 
 import hashlib
 import textwrap
+from typing import TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -16,6 +17,64 @@ CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 # Google's least-privilege role for node service accounts: write logs and metrics, read
 # monitoring config, nothing else (no Compute or Storage admin as the default compute account has).
 NODE_SERVICE_ACCOUNT_ROLES = ("roles/container.defaultNodeServiceAccount",)
+
+
+# The provider's inputs as the helpers below build them, keyed by the resource's keyword arguments, so
+# that a type checker sees each value the resource gets from `**`.
+class NetworkInputs(TypedDict):
+    """The cluster's network args: checked values, or the caller's Outputs."""
+
+    network: pulumi.Input[str]
+    subnetwork: pulumi.Input[str]
+    pods_range_name: pulumi.Input[str]
+    services_range_name: pulumi.Input[str]
+
+
+class ControlPlaneAccess(TypedDict, total=False):
+    """container.Cluster's inputs that decide who reaches the control plane."""
+
+    private_cluster_config: container.ClusterPrivateClusterConfigArgs
+    control_plane_endpoints_config: container.ClusterControlPlaneEndpointsConfigArgs
+    master_auth: container.ClusterMasterAuthArgs
+    master_authorized_networks_config: container.ClusterMasterAuthorizedNetworksConfigArgs
+
+
+class ClusterInputs(ControlPlaneAccess, total=False):
+    """container.Cluster's inputs, but for its name and options."""
+
+    name: str
+    project: str
+    location: str
+    network: pulumi.Input[str]
+    subnetwork: pulumi.Input[str]
+    networking_mode: str
+    ip_allocation_policy: container.ClusterIpAllocationPolicyArgs
+    release_channel: container.ClusterReleaseChannelArgs
+    monitoring_config: container.ClusterMonitoringConfigArgs
+    deletion_protection: bool
+    resource_labels: dict[str, str]
+    binary_authorization: container.ClusterBinaryAuthorizationArgs
+    enable_autopilot: bool
+    cluster_autoscaling: container.ClusterClusterAutoscalingArgs
+    remove_default_node_pool: bool
+    initial_node_count: int
+    enable_shielded_nodes: bool
+    datapath_provider: str
+    network_policy: container.ClusterNetworkPolicyArgs
+    enable_intranode_visibility: bool
+    enable_multi_networking: bool | None
+    workload_identity_config: container.ClusterWorkloadIdentityConfigArgs
+    node_config: container.ClusterNodeConfigArgs
+
+
+class HardenedNodeSettings(TypedDict):
+    """container.NodePoolNodeConfigArgs fields every node pool shares (hardened_node_settings)."""
+
+    service_account: pulumi.Input[str] | None
+    oauth_scopes: list[str]
+    metadata: dict[str, str]
+    shielded_instance_config: container.NodePoolNodeConfigShieldedInstanceConfigArgs
+    workload_metadata_config: container.NodePoolNodeConfigWorkloadMetadataConfigArgs
 
 
 class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
@@ -149,11 +208,11 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
             }
         )
 
-    def _cluster_inputs(self, spec: GkeClusterSpec, network: dict[str, object]) -> dict[str, object]:
+    def _cluster_inputs(self, spec: GkeClusterSpec, network: NetworkInputs) -> ClusterInputs:
         components = ["SYSTEM_COMPONENTS"]
         if spec.managed_dcgm:
             components.append("DCGM")
-        inputs: dict[str, object] = {
+        inputs: ClusterInputs = {
             "name": spec.name,
             "project": spec.project,
             "location": spec.location,
@@ -193,36 +252,40 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
             )
             return inputs
         inputs.update(
-            remove_default_node_pool=True,
-            initial_node_count=1,
-            enable_shielded_nodes=True,
-            # Dataplane V2 (eBPF): enforces Kubernetes NetworkPolicy and logs network policy
-            # decisions; Autopilot always has it. Only settable at creation (ForceNew).
-            datapath_provider="ADVANCED_DATAPATH",
-            # Calico off, written out: Dataplane V2 is the NetworkPolicy enforcer (GKE refuses both).
-            # What the provider stores for a cluster without the block, so no change for existing ones.
-            network_policy=container.ClusterNetworkPolicyArgs(enabled=False),
-            # Pod-to-Pod traffic on one node goes through the VPC too, so the subnet's flow logs and
-            # firewall rules see it (Autopilot's default; the provider refuses the field there).
-            # HAZARD: switching it on for an existing cluster restarts the control plane and nodes.
-            enable_intranode_visibility=spec.intranode_visibility,
-            # Extra Pod interfaces on the GPUDirect NICs (Networks and GKENetworkParamSets). Left
-            # unset when off, so clusters created before it existed see no diff.
-            enable_multi_networking=True if spec.multi_networking else None,
-            workload_identity_config=container.ClusterWorkloadIdentityConfigArgs(
-                workload_pool=f"{spec.project}.svc.id.goog"
-            ),
-            # The default pool lives for a minute; it still must not use the default compute account.
-            node_config=container.ClusterNodeConfigArgs(
-                service_account=self.node_service_account.email,
-                oauth_scopes=[CLOUD_PLATFORM_SCOPE],
-                shielded_instance_config=container.ClusterNodeConfigShieldedInstanceConfigArgs(
-                    enable_secure_boot=True, enable_integrity_monitoring=True
+            {
+                "remove_default_node_pool": True,
+                "initial_node_count": 1,
+                "enable_shielded_nodes": True,
+                # Dataplane V2 (eBPF): enforces Kubernetes NetworkPolicy and logs network policy
+                # decisions; Autopilot always has it. Only settable at creation (ForceNew).
+                "datapath_provider": "ADVANCED_DATAPATH",
+                # Calico off, written out: Dataplane V2 is the NetworkPolicy enforcer (GKE refuses
+                # both). What the provider stores for a cluster without the block, so no change for
+                # existing ones.
+                "network_policy": container.ClusterNetworkPolicyArgs(enabled=False),
+                # Pod-to-Pod traffic on one node goes through the VPC too, so the subnet's flow logs and
+                # firewall rules see it (Autopilot's default; the provider refuses the field there).
+                # HAZARD: switching it on for an existing cluster restarts the control plane and nodes.
+                "enable_intranode_visibility": spec.intranode_visibility,
+                # Extra Pod interfaces on the GPUDirect NICs (Networks and GKENetworkParamSets). Left
+                # unset when off, so clusters created before it existed see no diff.
+                "enable_multi_networking": True if spec.multi_networking else None,
+                "workload_identity_config": container.ClusterWorkloadIdentityConfigArgs(
+                    workload_pool=f"{spec.project}.svc.id.goog"
                 ),
-                workload_metadata_config=container.ClusterNodeConfigWorkloadMetadataConfigArgs(
-                    mode="GKE_METADATA"
+                # The default pool lives for a minute; it still must not use the default compute
+                # account.
+                "node_config": container.ClusterNodeConfigArgs(
+                    service_account=self.node_service_account.email,
+                    oauth_scopes=[CLOUD_PLATFORM_SCOPE],
+                    shielded_instance_config=container.ClusterNodeConfigShieldedInstanceConfigArgs(
+                        enable_secure_boot=True, enable_integrity_monitoring=True
+                    ),
+                    workload_metadata_config=container.ClusterNodeConfigWorkloadMetadataConfigArgs(
+                        mode="GKE_METADATA"
+                    ),
                 ),
-            ),
+            }
         )
         return inputs
 
@@ -258,18 +321,22 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
         )
 
 
-def network_inputs(spec: GkeClusterSpec, args: GkeClusterArgs) -> dict[str, object]:
+def network_inputs(spec: GkeClusterSpec, args: GkeClusterArgs) -> NetworkInputs:
     """The network args as the cluster takes them: checked values, or the caller's Outputs."""
-    keys = ("network", "subnetwork", "pods_range_name", "services_range_name")
-    return {key: pick(getattr(spec, key), args[key]) for key in keys}
+    return {
+        "network": pick(spec.network, args["network"]),
+        "subnetwork": pick(spec.subnetwork, args["subnetwork"]),
+        "pods_range_name": pick(spec.pods_range_name, args["pods_range_name"]),
+        "services_range_name": pick(spec.services_range_name, args["services_range_name"]),
+    }
 
 
-def control_plane_access(spec: GkeClusterSpec) -> dict[str, object]:
+def control_plane_access(spec: GkeClusterSpec) -> ControlPlaneAccess:
     """Cluster inputs that decide who reaches the control plane, and how. Every one is an in-place
     update of an existing cluster (terraform-provider-google: none is ForceNew except
     ``client_certificate_config``, whose value, false, is what the state of a cluster created
     without client certificates already holds)."""
-    access: dict[str, object] = {
+    access: ControlPlaneAccess = {
         # No master_ipv4_cidr_block: new clusters get a Private Service Connect control plane.
         # enable_private_endpoint turns the IP endpoint's public address off (the API's
         # controlPlaneEndpointsConfig.ipEndpointsConfig.enablePublicEndpoint, negated); the
@@ -320,12 +387,13 @@ def _dns_endpoint(config: "container.outputs.ClusterControlPlaneEndpointsConfig 
     return dns.endpoint if dns else None
 
 
-def hardened_node_settings(service_account_email: pulumi.Input[str]) -> dict[str, object]:
+def hardened_node_settings(service_account_email: pulumi.Input[str] | None) -> HardenedNodeSettings:
     """NodePoolNodeConfigArgs fields every node pool shares: the dedicated service account (its
-    IAM roles, not OAuth scopes, limit it), Workload Identity metadata (Pods never see the node's
-    credentials), Shielded VM with secure boot (GKE's GPU drivers are signed) and the legacy
-    metadata endpoints off. All but the workload metadata mode are ForceNew: changing one
-    recreates the pool."""
+    IAM roles, not OAuth scopes, limit it; None: the project's Compute Engine default service
+    account, as GpuNodePool without `node_service_account_email`), Workload Identity metadata (Pods
+    never see the node's credentials), Shielded VM with secure boot (GKE's GPU drivers are signed)
+    and the legacy metadata endpoints off. All but the workload metadata mode are ForceNew: changing
+    one recreates the pool."""
     return {
         "service_account": service_account_email,
         "oauth_scopes": [CLOUD_PLATFORM_SCOPE],

@@ -19,15 +19,13 @@ from ..core.model import (
     StackModel,
 )
 
-_Model = StackModel
 
-
-class AuthorizedNetworkConfig(_Model):
+class AuthorizedNetworkConfig(StackModel):
     cidr_block: Cidr
     display_name: Annotated[str, Field(max_length=100, pattern=PRINTABLE)] = ""
 
 
-class SystemPoolConfig(_Model):
+class SystemPoolConfig(StackModel):
     machine_type: MachineTypeName = "e2-standard-4"
     min_nodes: int = Field(1, ge=0, le=MAX_NODES_PER_POOL)
     max_nodes: int = Field(3, ge=1, le=MAX_NODES_PER_POOL)
@@ -35,7 +33,7 @@ class SystemPoolConfig(_Model):
     disk_size_gb: int = Field(100, ge=10, le=MAX_BOOT_DISK_GB)
 
 
-class ClusterConfig(_Model):
+class ClusterConfig(StackModel):
     mode: Literal["autopilot", "standard", "existing"]
     name: Annotated[str, Field(max_length=100)] | None = None
     location: Annotated[str, Field(max_length=40)] | None = None

@@ -1,9 +1,9 @@
-"""Constrained types for the pydantic models that check the components' args (validation.py).
+"""Constrained types for the pydantic models that check the components' args (core/validation.py).
 
-The stack file's models (config_schema.py) share their patterns and limits through the same
-constants (config_common.py), so a value the stack file accepts is one the components accept too.
-Where a pattern has no entry in ``PATTERN_MEANINGS`` (the stack file's error wording), ``matching``
-names what is expected in the error itself.
+The stack file's section models (each domain's model.py, gpu/pool.py) share their patterns and
+limits through the same constants (core/common.py), so a value the stack file accepts is one the
+components accept too. Where a pattern has no entry in ``PATTERN_MEANINGS`` (the stack file's error
+wording), ``matching`` names what is expected in the error itself.
 """
 
 import re

@@ -20,7 +20,7 @@ it. Names on this base start with ``_`` so that the analyzer, which walks the MR
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
 import pulumi
@@ -49,7 +49,8 @@ class GkeGpuComponent(pulumi.ComponentResource, Generic[SpecT]):
     # The pydantic model of the args, its cross-field rules, and whether the model's fields carry
     # camelCase aliases (a model shared with the stack file: args are matched by field name).
     _args_model: ClassVar[type[BaseModel]]
-    _args_rules: ClassVar[Callable[[Any], list[str]] | None] = None
+    # A staticmethod, so typed: a type checker binds a class attribute typed Callable as a method.
+    _args_rules: ClassVar[staticmethod[[Any], list[str]] | None] = None
     _args_by_name: ClassVar[bool] = False
     # The TypedDict callers write; set where the model accepts more keys than the args do.
     _args_type: ClassVar[type | None] = None
@@ -79,6 +80,7 @@ class GkeGpuComponent(pulumi.ComponentResource, Generic[SpecT]):
     def _begin(self, name: str, args: Any, opts: pulumi.ResourceOptions | None) -> SpecT:
         """Check the args, then register this component; returns the checked args."""
         component = type(self).__name__
+        notes: list[str]
         if isinstance(args, CheckedArgs):
             spec, notes = cast(SpecT, args.spec), []
         else:

@@ -23,8 +23,8 @@ PYTORCH_BLACKWELL = "pytorch/pytorch:2.14.1-cuda13.0-cudnn9-runtime"
 # Label rename ahead: dcgm-exporter main renames the `Hostname` label to `hostname` (commit
 # d5e5f51, PR #655, 2026-05-12); this tag still emits `Hostname`. Bumping past it means changing
 # DCGM_HOSTNAME_LABEL below, which every query keyed on the node name uses: the exporter alerts'
-# `by (...)` clauses (components/alert_rules.py) and the dashboard's DCGM group-by keys
-# (components/dashboard.py). GKE's managed DCGM ships its own exporter build: check its labels too.
+# `by (...)` clauses (components/monitoring/alert_rules.py) and the dashboard's DCGM group-by keys
+# (components/monitoring/dashboard.py). GKE's managed DCGM ships its own exporter build: check its labels too.
 DCGM_EXPORTER = "nvcr.io/nvidia/k8s/dcgm-exporter:4.5.3-4.8.2-ubuntu22.04"
 DCGM_HOSTNAME_LABEL = "Hostname"
 # NVIDIA Kubernetes device plugin, for clusters that are not GKE (GKE ships its own).

@@ -13,20 +13,18 @@ from ..core.model import (
     StackModel,
 )
 
-_Model = StackModel
 
-
-class TimeSlicingConfig(_Model):
+class TimeSlicingConfig(StackModel):
     # The NVIDIA device plugin only requires >= 2 (api/config/v1/replicas.go); 48 is GKE's limit for
     # its own sharing, not the plugin's. The upper bound here only keeps the value sane.
     replicas: int = Field(ge=2, le=MAX_TIME_SLICING_REPLICAS)
 
 
-class DevicePluginSharingConfig(_Model):
+class DevicePluginSharingConfig(StackModel):
     time_slicing: TimeSlicingConfig
 
 
-class DevicePluginConfig(_Model):
+class DevicePluginConfig(StackModel):
     gpu_node_label: Annotated[str, Field(max_length=400)] = "nvidia.com/gpu.present=true"
     # Taint the nodes of gpuNodes with nvidia.com/gpu=present:NoSchedule (off for a single-node
     # workstation, whose only node must also run everything else).

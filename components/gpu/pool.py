@@ -3,7 +3,7 @@
 `GpuPool` checks the shape of a pool (types, ranges, unknown keys). The stack file writes its keys in
 camelCase (`gpusPerNode`); a component's args in snake_case (`gpus_per_node`): the same model reads
 both (`model_validate(..., by_name=True, by_alias=False)` for args). The catalog rules
-(gpu_pool_rules.py) then return the same type with every default resolved: the machine type, the GPU
+(gpu/rules.py) then return the same type with every default resolved: the machine type, the GPU
 count, the zones, the disk type, the Local SSDs.
 """
 
@@ -100,7 +100,7 @@ class GpuPool(StackModel):
     flex_start: bool = False
     max_run_duration: Annotated[str, Field(max_length=20, pattern=DURATION)] | None = None
     compact_placement: bool = False
-    # GPUDirect networking, in the machine type's own flavour (gpudirect.py): TCPX, TCPXO or RDMA.
+    # GPUDirect networking, in the machine type's own flavour (gpudirect/flavors.py): TCPX, TCPXO or RDMA.
     gpudirect: bool = False
     local_ssd_count: int | None = Field(None, ge=0, le=32)
     disk_size_gb: int = Field(200, ge=10, le=MAX_BOOT_DISK_GB)

@@ -2,9 +2,9 @@
 
 These TypedDicts are the package schema's inputs (the Pulumi analyzer reads them, with each field's
 docstring as its description), so this module must not use `from __future__ import annotations`,
-`Literal` or unions other than `X | None`. The shape checks are the pydantic models in gpu_pool.py
+`Literal` or unions other than `X | None`. The shape checks are the pydantic models in gpu/pool.py
 (the same ones a stack file's `gpuPools` entry goes through) and the catalog rules in
-gpu_pool_rules.py.
+gpu/rules.py.
 """
 
 from enum import StrEnum

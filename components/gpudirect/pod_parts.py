@@ -1,7 +1,7 @@
 """The GPUDirect pieces of a workload Pod, per flavour: the one place workloads get them.
 
 Plain Kubernetes manifest pieces (camelCase keys, JSON-serialisable), for the sample JobSet and, as a
-stack output, for users' own JobSets. The node side is GpuDirectSoftware (gpudirect_software.py).
+stack output, for users' own JobSets. The node side is GpuDirectSoftware (gpudirect/software.py).
 
 Sources (container-engine-accelerators@992db81257553607f1477945f1b3219632991829, 2026-06-11):
 gpudirect-tcpx/nccl-test-latest.yaml and nccl-config.yaml (TCPX: annotations, the tcpx-daemon and its

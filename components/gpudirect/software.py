@@ -201,7 +201,7 @@ class GpuDirectSoftware(GkeGpuComponent[_GpuDirectSoftwareSpec]):
     manifests have them (each privilege is commented in `_daemon_set`); otherwise they mount no
     service account token, request and cap their resources, and run at system-node-critical
     priority (evicted last, as Google's). The workloads' side is `gpudirect_pod_parts` in
-    gpudirect_pod.py."""
+    gpudirect/pod_parts.py."""
 
     network_names: pulumi.Output[list[str]]
     """The Network names, in the flavour's NIC order."""

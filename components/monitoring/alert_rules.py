@@ -9,7 +9,7 @@ Labels the queries rely on:
 
 * DCGM exporter series (`prometheus_target`): `cluster` (added by Managed Prometheus), and the
   exporter's own `gpu`, `modelName`, `err_code`/`err_msg` (XID) and the node name label
-  (`images.DCGM_HOSTNAME_LABEL`, renamed upstream: see components/images.py).
+  (`images.DCGM_HOSTNAME_LABEL`, renamed upstream: see components/core/images.py).
 * GKE's accelerator metrics (`k8s_node`): `cluster_name`, `node_name`, `accelerator_id`, with
   `monitored_resource="k8s_node"` picking the node-level series.
 """

@@ -129,7 +129,7 @@ def _dcgm(field: str) -> str:
 NODE_KEYS = ('resource.label."node_name"', 'metric.label."model"', 'metric.label."accelerator_id"')
 # One series per GPU, and per MIG instance: the exporter reports each instance as its own series
 # (GPU_I_ID; `gpu` stays the parent's index), so averaging a MIG GPU's instances by `gpu` would show
-# a seventh of a full 1g.5gb instance's framebuffer. The node label is renamed upstream (images.py).
+# a seventh of a full 1g.5gb instance's framebuffer. The node label is renamed upstream (core/images.py).
 DCGM_KEYS = (
     f'metric.label."{DCGM_HOSTNAME_LABEL}"',
     'metric.label."gpu"',

@@ -4,6 +4,7 @@ import json
 from collections.abc import Sequence
 from enum import StrEnum
 from functools import partial
+from operator import itemgetter
 from typing import Annotated, Any, NotRequired, TypedDict
 
 import pulumi
@@ -165,12 +166,12 @@ class GpuMonitoring(GkeGpuComponent[_GpuMonitoringSpec]):
             # Which policies exist does not depend on the name; their queries and words do.
             policies = cluster.apply(lambda c: alert_policies(c, dcgm, alerts, channels))
             for key in alert_policies("", dcgm, alerts, channels):
-                policy = policies.apply(lambda all_policies, key=key: all_policies[key])
+                policy = policies.apply(itemgetter(key))
                 self.alert_policies.append(
                     monitoring.AlertPolicy(
                         f"{name}-{key}",
                         project=project,
-                        **{field: policy.apply(lambda p, field=field: p[field]) for field in POLICY_FIELDS},
+                        **{field: policy.apply(itemgetter(field)) for field in POLICY_FIELDS},
                         opts=child,
                     )
                 )

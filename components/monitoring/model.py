@@ -15,10 +15,8 @@ from ..core.model import (
     StackModel,
 )
 
-_Model = StackModel
 
-
-class AlertPolicyConfig(_Model):
+class AlertPolicyConfig(StackModel):
     """The alert policies' settings: the stack file's `monitoring.alerts` and GpuMonitoring's `alerts`."""
 
     notification_channels: Annotated[
@@ -34,7 +32,7 @@ class AlertsConfig(AlertPolicyConfig):
     enabled: bool = False
 
 
-class MonitoringConfig(_Model):
+class MonitoringConfig(StackModel):
     # Defaults depend on the cluster: managed and a dashboard on GKE; the exporter and no Cloud
     # Monitoring dashboard on a generic cluster.
     dcgm: Literal["managed", "exporter", "none"] | None = None

@@ -14,23 +14,21 @@ from ..core.model import (
     StackModel,
 )
 
-_Model = StackModel
 
-
-class ExistingNetworkConfig(_Model):
+class ExistingNetworkConfig(StackModel):
     network: Annotated[str, Field(max_length=200, pattern=NETWORK_REF)]
     subnetwork: Annotated[str, Field(max_length=250, pattern=SUBNETWORK_REF)]
     pods_range_name: GceName
     services_range_name: GceName
 
 
-class NetworkConfig(_Model):
+class NetworkConfig(StackModel):
     subnet_cidr: Cidr = "10.10.0.0/20"
     pods_cidr: Cidr = "10.16.0.0/14"
     services_cidr: Cidr = "10.20.0.0/20"
     # VPC flow logs on the subnet, sampled: 0 turns them off.
     flow_log_sampling: float = Field(0.5, ge=0, le=1)
     existing: ExistingNetworkConfig | None = None
-    # The range the GPUDirect NICs' subnets are carved from (gpudirect.py); resolved to
+    # The range the GPUDirect NICs' subnets are carved from (gpudirect/flavors.py); resolved to
     # 192.168.0.0/16 when a pool has gpudirect: true.
     gpudirect_cidr: Cidr | None = None

@@ -59,7 +59,7 @@ class _GkeNetworkSpec(ArgsModel):
 
 
 def _network_rules(spec: _GkeNetworkSpec) -> list[str]:
-    """The ranges' own rules, the same a stack file's network section gets (cluster_rules.py); the
+    """The ranges' own rules, the same a stack file's network section gets (cluster/rules.py); the
     stack file's capacity checks (every node of every pool) stay in the stack layer."""
     problems = Problems()
     ranges = [

@@ -58,7 +58,7 @@ class ClusterRules(RuleBase):
                     "not allowed with network.existing: flow logs are a setting of the existing subnet",
                 )
             return net
-        # The ranges' own rules are GkeNetwork's (cluster_rules.py); their place in the VPC is the stack's.
+        # The ranges' own rules are GkeNetwork's (cluster/rules.py); their place in the VPC is the stack's.
         names = KeyNames(f"{NAMESPACE}:network", camel=True)
         ranges = [(key, getattr(net, key)) for key in ("subnet_cidr", "pods_cidr", "services_cidr")]
         for key, value in check_ranges(ranges, names, self.problems).items():
@@ -150,7 +150,7 @@ class ClusterRules(RuleBase):
                 authorized.append(
                     entry.model_copy(update={"display_name": entry.display_name or entry.cidr_block})
                 )
-        # GkeCluster's own rules (cluster_rules.py), named as the stack file writes them.
+        # GkeCluster's own rules (cluster/rules.py), named as the stack file writes them.
         names = KeyNames(prefix, camel=True)
         check_private_nodes(
             names, self.problems, private_nodes=c.private_nodes, public_endpoint=c.public_endpoint

@@ -1,4 +1,4 @@
-"""One engine config value, the program's side of the stack file's contract (stack_file.py): the
+"""One engine config value, the program's side of the stack file's contract (stack/stack_file.py): the
 engine's string for one key, decoded as JSON with the stack file's bounds (``json.loads`` recurses)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The stack's GPU pools: each checked by the same catalog rules GpuNodePool runs on its args
-(gpu_pool_rules.py); what spans pools (unique names, the system pool's names) is checked here."""
+(gpu/rules.py); what spans pools (unique names, the system pool's names) is checked here."""
 
 from __future__ import annotations
 

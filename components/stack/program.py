@@ -189,7 +189,7 @@ def _samples(
 ) -> tuple[dict[str, dict[str, str]], pulumi.Resource | None]:
     """Declare the opted-in samples; return, per sample, how to wait for it and read its log (and
     the component, whose namespace the batch queues' LocalQueues use)."""
-    # nccl-allreduce is a NcclAllReduce of its own, queued by Kueue (program_batch.py).
+    # nccl-allreduce is a NcclAllReduce of its own, queued by Kueue (stack/program_batch.py).
     samples_listed = [w for w in settings.workloads if w.name != "nccl-allreduce"]
     if not samples_listed:
         return {}, None

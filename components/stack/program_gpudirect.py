@@ -86,7 +86,7 @@ def gpudirect_software(
 
 def gpudirect_output(settings: Settings) -> dict[str, Any]:
     """Stack output `gpudirect`: per flavour, its pools, its Networks and the Pod pieces a workload
-    copies into its own JobSet (gpudirect_pod.py, the same the nccl-allreduce sample uses)."""
+    copies into its own JobSet (gpudirect/pod_parts.py, the same the nccl-allreduce sample uses)."""
     return {
         str(flavor): {
             "pools": [pool.name for pool in pools],

@@ -103,7 +103,7 @@ class WorkloadRules(RuleBase):
                     "required when alerts.enabled is true: at least one "
                     "projects/<project>/notificationChannels/<id>",
                 )
-            # GpuMonitoring's own rule (cluster_rules.py), named as the stack file writes it.
+            # GpuMonitoring's own rule (cluster/rules.py), named as the stack file writes it.
             names = KeyNames(f"{prefix}.alerts", camel=True)
             check_xid_errors(names, self.problems, dcgm=dcgm, alerts=a, dcgm_key="dcgm")
             alerts = a.model_copy(update={"xid_errors": a.xid_errors and dcgm == "exporter"})

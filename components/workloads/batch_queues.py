@@ -163,7 +163,7 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
                     },
                     after_charts,
                 )
-                admission = {
+                admission: dict[str, object] = {
                     "controllerName": "kueue.x-k8s.io/provisioning-request",
                     "parameters": {
                         "apiGroup": "kueue.x-k8s.io",

@@ -14,10 +14,8 @@ from ..core.model import (
     StackModel,
 )
 
-_Model = StackModel
 
-
-class WorkloadConfig(_Model):
+class WorkloadConfig(StackModel):
     name: Literal["nvidia-smi", "cuda-vector-add", "pytorch-smoke", "sharing-demo", "nccl-allreduce"]
     pool: Annotated[str, Field(max_length=100)] | None = None
     replicas: int | None = Field(None, ge=2, le=MAX_SHARED_CLIENTS)
@@ -25,6 +23,6 @@ class WorkloadConfig(_Model):
     nodes: int | None = Field(None, ge=2, le=MAX_NODES_PER_POOL)
 
 
-class BatchConfig(_Model):
+class BatchConfig(StackModel):
     # Kueue and JobSet from their Helm charts, a ResourceFlavor and a ClusterQueue per GPU pool.
     kueue: bool = False

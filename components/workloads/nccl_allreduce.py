@@ -1,5 +1,5 @@
 """NcclAllReduce: the multi-node NCCL all-reduce that proves a GPU pool's network, a JobSet queued by
-Kueue. Args, the image per transport and the bandwidth floors: nccl_allreduce_args.py. The script
+Kueue. Args, the image per transport and the bandwidth floors: workloads/nccl_allreduce_args.py. The script
 the Pods run: scripts/nccl_allreduce.sh."""
 
 import hashlib
@@ -84,7 +84,7 @@ class NcclAllReduce(GkeGpuComponent[NcclAllReduceSpec]):
     over ssh, prints the out-of-place bus bandwidth at the largest message with the floor it is judged
     by (and where that floor comes from), and fails below it; the other ranks serve until rank 0 is
     done. GPUDirect pools get their flavour's Pod pieces (network annotations, the RxDM sidecar, the
-    plugin's libraries and NCCL settings: gpudirect_pod.py); other pools run NCCL over TCP sockets.
+    plugin's libraries and NCCL settings: gpudirect/pod_parts.py); other pools run NCCL over TCP sockets.
 
     Bounded: no retry (Job backoffLimit 0, JobSet maxRestarts 0), an hour's deadline, deleted a day
     after it finishes; `pulumi up` does not wait for it. A change of the script or the spec replaces
@@ -202,7 +202,7 @@ class NcclAllReduce(GkeGpuComponent[NcclAllReduceSpec]):
 
 
 def pod_parts(spec: NcclAllReduceSpec) -> dict[str, Any]:
-    """The flavour's Pod pieces (gpudirect_pod.py), or the plain-TCP ones."""
+    """The flavour's Pod pieces (gpudirect/pod_parts.py), or the plain-TCP ones."""
     if spec.gpudirect:
         return gpudirect_pod_parts(spec.gpudirect, container=CONTAINER)
     return plain_tcp_pod_parts()
@@ -341,7 +341,7 @@ def nccl_pod_spec(spec: NcclAllReduceSpec, parts: dict[str, Any], floor: Bandwid
     }
     if not sidecars:
         # Pod-wide RuntimeDefault where no RxDM sidecar runs (its seccomp needs are not documented:
-        # Google's manifests leave it unconfined, so it keeps what gpudirect_pod.py gives it).
+        # Google's manifests leave it unconfined, so it keeps what gpudirect/pod_parts.py gives it).
         pod["securityContext"] = {"seccompProfile": dict(RUNTIME_DEFAULT)}
     if not pod["nodeSelector"]:
         del pod["nodeSelector"]
