@@ -152,7 +152,8 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
       Pods; declaring it also means GKE's own taint never shows up as a diff. Pods that request
       ``nvidia.com/gpu`` get the toleration from GKE's ExtendedResourceToleration admission plugin.
     * COS_CONTAINERD, gVNIC and image streaming; Shielded VMs with secure boot; Workload Identity
-      metadata; the cluster's dedicated node service account.
+      metadata; the node service account ``node_service_account_email`` names (the stack passes the
+      cluster's dedicated one; left out, the nodes run as Compute Engine's default account).
     * autoscaling by total node counts with location policy ANY (the zones with capacity first,
       unused reservations first), from ``min_nodes`` (0 by default: the pool costs nothing idle).
 

@@ -7,7 +7,7 @@ both (`model_validate(..., by_name=True, by_alias=False)` for args). The catalog
 count, the zones, the disk type, the Local SSDs.
 """
 
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, cast
 
 from pydantic import Field, PrivateAttr
 
@@ -119,8 +119,12 @@ class GpuPool(StackModel):
         """This pool, already checked and resolved by the pool rules, as a component's args model
         (a subclass that adds where the pool goes), without checking it again: every field as it is,
         the placement values as given (Outputs included), and what the rules set beside the fields."""
-        spec = spec_type.model_construct(
-            _fields_set=self.model_fields_set | set(placement), **dict(self), **placement
+        # cast: pydantic's mypy plugin types model_construct as returning GpuPool, not spec_type.
+        spec = cast(
+            PoolT,
+            spec_type.model_construct(
+                _fields_set=self.model_fields_set | set(placement), **dict(self), **placement
+            ),
         )
         spec._mig_partitions_per_gpu = self._mig_partitions_per_gpu
         return spec
