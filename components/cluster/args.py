@@ -1,6 +1,5 @@
 """GkeCluster's args: the TypedDicts a caller writes, and the model that checks them at the boundary."""
 
-from enum import StrEnum
 from functools import partial
 from typing import Annotated, NotRequired, TypedDict
 
@@ -19,33 +18,10 @@ from ..core.common import (
 )
 from ..core.model import NETWORK_REF, SUBNETWORK_REF, GceName
 from ..core.validation import ArgsModel, Deferrable
-from .model import AuthorizedNetworkConfig, SystemPoolConfig
+from .model import AuthorizedNetworkConfig, KubeconfigEndpoint, ReleaseChannel, SystemPoolConfig
 from .rules import check_nodes, check_private_nodes, check_public_endpoint_networks
 
 MAX_RESOURCE_LABELS = 64
-
-
-class ReleaseChannel(StrEnum):
-    """A GKE release channel: how soon the cluster gets new GKE versions."""
-
-    RAPID = "RAPID"
-    """The newest versions, first."""
-    REGULAR = "REGULAR"
-    """Versions that have been in RAPID for a while."""
-    STABLE = "STABLE"
-    """Versions that have been in REGULAR for a while."""
-    EXTENDED = "EXTENDED"
-    """A minor version supported for up to 24 months."""
-
-
-class KubeconfigEndpoint(StrEnum):
-    """The control-plane endpoint the kubeconfig (and so the Kubernetes provider) uses."""
-
-    DNS = "dns"
-    """The DNS-based endpoint, every request checked by IAM (works with the IP endpoint closed)."""
-    IP = "ip"
-    """The IP endpoint, as stacks created before the DNS endpoint had it (docs/configuration.md,
-    'Upgrading')."""
 
 
 class AuthorizedNetwork(TypedDict):

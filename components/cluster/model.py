@@ -3,10 +3,12 @@ cluster."""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated, Literal
 
 from pydantic import Field
 
+from ..core.arg_types import enum_values
 from ..core.common import (
     MAX_AUTHORIZED_NETWORKS_PRIVATE,
     MAX_BOOT_DISK_GB,
@@ -18,6 +20,29 @@ from ..core.model import (
     MachineTypeName,
     StackModel,
 )
+
+
+class ReleaseChannel(StrEnum):
+    """A GKE release channel: how soon the cluster gets new GKE versions."""
+
+    RAPID = "RAPID"
+    """The newest versions, first."""
+    REGULAR = "REGULAR"
+    """Versions that have been in RAPID for a while."""
+    STABLE = "STABLE"
+    """Versions that have been in REGULAR for a while."""
+    EXTENDED = "EXTENDED"
+    """A minor version supported for up to 24 months."""
+
+
+class KubeconfigEndpoint(StrEnum):
+    """The control-plane endpoint the kubeconfig (and so the Kubernetes provider) uses."""
+
+    DNS = "dns"
+    """The DNS-based endpoint, every request checked by IAM (works with the IP endpoint closed)."""
+    IP = "ip"
+    """The IP endpoint, as stacks created before the DNS endpoint had it (docs/configuration.md,
+    'Upgrading')."""
 
 
 class AuthorizedNetworkConfig(StackModel):
@@ -37,7 +62,7 @@ class ClusterConfig(StackModel):
     mode: Literal["autopilot", "standard", "existing"]
     name: Annotated[str, Field(max_length=100)] | None = None
     location: Annotated[str, Field(max_length=40)] | None = None
-    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = "REGULAR"
+    release_channel: enum_values(ReleaseChannel) = "REGULAR"  # type: ignore[valid-type]
     private_nodes: bool = True
     master_authorized_networks: Annotated[
         list[AuthorizedNetworkConfig], Field(max_length=MAX_AUTHORIZED_NETWORKS_PRIVATE)
@@ -54,7 +79,7 @@ class ClusterConfig(StackModel):
     intranode_visibility: bool = False
     # Which endpoint the program's kubeconfig (and so `pulumi up`) uses: the DNS endpoint, or the IP
     # endpoint as before (the first step of moving an existing stack, see docs/configuration.md "Upgrading").
-    kubeconfig_endpoint: Literal["dns", "ip"] = "dns"
+    kubeconfig_endpoint: enum_values(KubeconfigEndpoint) = "dns"  # type: ignore[valid-type]
     # mode: existing
     kubeconfig: str | None = Field(None, repr=False, max_length=1_000_000)
     context: Annotated[str, Field(max_length=253, pattern=PRINTABLE)] | None = None

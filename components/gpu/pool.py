@@ -7,10 +7,11 @@ both (`model_validate(..., by_name=True, by_alias=False)` for args). The catalog
 count, the zones, the disk type, the Local SSDs.
 """
 
-from typing import Annotated, Any, Literal, TypeVar, cast
+from typing import Annotated, Any, TypeVar, cast
 
 from pydantic import Field, PrivateAttr
 
+from ..core.arg_types import enum_values
 from ..core.common import (
     GPU_TAINT_KEY,
     GPU_TAINT_VALUE,
@@ -20,6 +21,7 @@ from ..core.common import (
 )
 from ..core.model import DURATION, LabelKey, LabelValue, MachineTypeName, StackModel
 from ..gpudirect.flavors import GpuDirectFlavor, flavor_of
+from .pool_args import GpuDriverVersion, GpuSharingStrategy, ReservationType, TaintEffect
 
 _SHARING_LABELS = {"TIME_SHARING": "time-sharing", "MPS": "mps"}
 _RESERVATION_API_TYPES = {
@@ -43,7 +45,7 @@ def duration_seconds(text: str) -> int:
 
 
 class SharingConfig(StackModel):
-    strategy: Literal["TIME_SHARING", "MPS"]
+    strategy: enum_values(GpuSharingStrategy)  # type: ignore[valid-type]
     max_clients_per_gpu: int = Field(ge=2, le=MAX_SHARED_CLIENTS)
 
     @property
@@ -53,7 +55,7 @@ class SharingConfig(StackModel):
 
 
 class ReservationConfig(StackModel):
-    type: Literal["NONE", "ANY", "SPECIFIC"] = "NONE"
+    type: enum_values(ReservationType) = "NONE"  # type: ignore[valid-type]
     name: Annotated[str, Field(max_length=300)] | None = None
 
     @property
@@ -64,7 +66,7 @@ class ReservationConfig(StackModel):
 class TaintConfig(StackModel):
     key: LabelKey
     value: LabelValue = ""
-    effect: Literal["NO_SCHEDULE", "PREFER_NO_SCHEDULE", "NO_EXECUTE"] = "NO_SCHEDULE"
+    effect: enum_values(TaintEffect) = "NO_SCHEDULE"  # type: ignore[valid-type]
 
     @property
     def kubernetes_effect(self) -> str:
@@ -90,7 +92,7 @@ class GpuPool(StackModel):
     min_nodes: int = Field(0, ge=0, le=MAX_NODES_PER_POOL)
     max_nodes: int | None = Field(None, ge=1, le=MAX_NODES_PER_POOL)
     zones: Annotated[list[Annotated[str, Field(max_length=40)]], Field(max_length=26)] | None = None
-    driver_version: Literal["DEFAULT", "LATEST", "INSTALLATION_DISABLED"] = "DEFAULT"
+    driver_version: enum_values(GpuDriverVersion) = "DEFAULT"  # type: ignore[valid-type]
     sharing: SharingConfig | None = None
     mig_partition_size: Annotated[str, Field(max_length=40)] | None = None
     reservation: ReservationConfig = ReservationConfig()

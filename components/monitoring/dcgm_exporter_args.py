@@ -16,6 +16,7 @@ from ..core.arg_types import K8sName, LabelKey, LabelValue, enum_values, matchin
 from ..core.k8s import Toleration, TolerationSpec, toleration_problems
 from ..core.model import DNS_LABEL
 from ..core.validation import ArgsModel
+from .model import ScrapeMode
 
 # A Prometheus duration such as 30s, 1m or 1m30s.
 PROMETHEUS_DURATION = r"([0-9]+(ms|s|m|h))+"
@@ -28,17 +29,6 @@ class DcgmFlavor(StrEnum):
     """GKE's driver from the host path, privileged (GKE has no NVIDIA container runtime)."""
     GENERIC = "generic"
     """The NVIDIA container toolkit injects the GPUs; root with SYS_ADMIN, not privileged."""
-
-
-class ScrapeMode(StrEnum):
-    """What scrapes the exporter's metrics."""
-
-    POD_MONITORING = "podMonitoring"
-    """A PodMonitoring: Google Cloud Managed Service for Prometheus."""
-    SERVICE_MONITOR = "serviceMonitor"
-    """A ServiceMonitor: the Prometheus Operator."""
-    ANNOTATIONS = "annotations"
-    """prometheus.io/* annotations on the Service, for annotation-based scrapers."""
 
 
 class DcgmExporterArgs(TypedDict):

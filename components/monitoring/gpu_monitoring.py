@@ -2,7 +2,6 @@
 
 import json
 from collections.abc import Sequence
-from enum import StrEnum
 from functools import partial
 from operator import itemgetter
 from typing import Annotated, Any, NotRequired, TypedDict
@@ -20,18 +19,7 @@ from .alert_rules import EVALUATION_INTERVAL, RULE_GROUP, AlertRule, AlertThresh
 from .dashboard import gpu_dashboard
 from .dcgm_exporter import DcgmExporter
 from .dcgm_exporter_args import DcgmExporterSettings, DcgmExporterSpec, exporter_problems
-from .model import AlertPolicyConfig
-
-
-class DcgmSource(StrEnum):
-    """Where the DCGM metrics come from."""
-
-    MANAGED = "managed"
-    """GKE's managed DCGM (switched on in the cluster: GkeCluster's `managed_dcgm`)."""
-    EXPORTER = "exporter"
-    """The self-managed DCGM exporter this component declares (`exporter`)."""
-    NONE = "none"
-    """No DCGM: GKE's built-in accelerator metrics only."""
+from .model import AlertPolicyConfig, DcgmSource
 
 
 class AlertPolicies(TypedDict):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from enum import StrEnum
+from typing import Annotated
 
 from pydantic import Field
 
+from ..core.arg_types import enum_values
 from ..core.common import (
     MAX_CHANNELS_PER_POLICY,
 )
@@ -14,6 +16,28 @@ from ..core.model import (
     DNS_LABEL,
     StackModel,
 )
+
+
+class DcgmSource(StrEnum):
+    """Where the DCGM metrics come from."""
+
+    MANAGED = "managed"
+    """GKE's managed DCGM (switched on in the cluster: GkeCluster's `managed_dcgm`)."""
+    EXPORTER = "exporter"
+    """The self-managed DCGM exporter this component declares (`exporter`)."""
+    NONE = "none"
+    """No DCGM: GKE's built-in accelerator metrics only."""
+
+
+class ScrapeMode(StrEnum):
+    """What scrapes the exporter's metrics."""
+
+    POD_MONITORING = "podMonitoring"
+    """A PodMonitoring: Google Cloud Managed Service for Prometheus."""
+    SERVICE_MONITOR = "serviceMonitor"
+    """A ServiceMonitor: the Prometheus Operator."""
+    ANNOTATIONS = "annotations"
+    """prometheus.io/* annotations on the Service, for annotation-based scrapers."""
 
 
 class AlertPolicyConfig(StackModel):
@@ -35,10 +59,10 @@ class AlertsConfig(AlertPolicyConfig):
 class MonitoringConfig(StackModel):
     # Defaults depend on the cluster: managed and a dashboard on GKE; the exporter and no Cloud
     # Monitoring dashboard on a generic cluster.
-    dcgm: Literal["managed", "exporter", "none"] | None = None
+    dcgm: enum_values(DcgmSource) | None = None  # type: ignore[valid-type]
     dashboard: bool | None = None
     alerts: AlertsConfig = AlertsConfig()
-    scrape: Literal["podMonitoring", "serviceMonitor", "annotations"] | None = None
+    scrape: enum_values(ScrapeMode) | None = None  # type: ignore[valid-type]
     # The namespace of the Prometheus that scrapes the exporter: the only one a NetworkPolicy lets
     # reach the metrics port (default gmp-system on GKE, monitoring on a generic cluster).
     scraper_namespace: Annotated[str, Field(max_length=63, pattern=DNS_LABEL)] | None = None
