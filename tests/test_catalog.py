@@ -76,3 +76,16 @@ def test_n1_limits() -> None:
     assert t4.machine_type("n2-standard-8") is None
     v100 = CATALOG.accelerators["nvidia-tesla-v100"]
     assert v100.counts_for(v100.machine_type("n1-standard-16")) == (2, 4, 8)
+
+
+@pytest.mark.parametrize("name", ["accelerators.yaml", "prices.yaml", "provider_config_keys.yaml"])
+def test_the_data_files_read_the_same_with_either_yaml_loader(name: str) -> None:
+    """core/data.py reads the package's data with libyaml's loader where PyYAML has it: it must give
+    the same documents as the pure-Python one."""
+    import yaml
+
+    from gke_gpu.core.data import DATA_DIR, load_yaml
+
+    assert hasattr(yaml, "CSafeLoader"), "PyYAML without libyaml: the fast path is not taken here"
+    text = (DATA_DIR / name).read_text(encoding="utf-8")
+    assert load_yaml(DATA_DIR / name) == yaml.load(text, Loader=yaml.SafeLoader)

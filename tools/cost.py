@@ -27,11 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gke_gpu.core.catalog import Catalog, load_catalog
+from gke_gpu.core.data import DATA_DIR, load_yaml
 
-PRICES_PATH = Path(__file__).resolve().parent.parent / "components" / "data" / "prices.yaml"
+PRICES_PATH = DATA_DIR / "prices.yaml"
 FORMAT = "gke-gpu-cost/v1"
 HOURS_PER_MONTH = 730
 NA = "n/a"
@@ -106,8 +105,7 @@ def _parse_prices(raw: Mapping[str, Any]) -> PriceTable:
 @functools.cache
 def load_prices(path: Path = PRICES_PATH) -> PriceTable:
     """Load and cache the price table shipped with the program."""
-    with path.open(encoding="utf-8") as handle:
-        return _parse_prices(yaml.safe_load(handle))
+    return _parse_prices(load_yaml(path))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from .data import DATA_DIR, load_yaml
 
-CATALOG_PATH = Path(__file__).parents[1] / "data" / "accelerators.yaml"
+CATALOG_PATH = DATA_DIR / "accelerators.yaml"
 
 # N1 is the only general-purpose series that takes attached GPUs. Its predefined shapes are
 # regular, so they are generated rather than listed: memory is 3.75 GB (standard), 6.5 GB (highmem)
@@ -258,5 +258,4 @@ def _parse(raw: dict[str, Any]) -> Catalog:
 @functools.cache
 def load_catalog(path: Path = CATALOG_PATH) -> Catalog:
     """Load and cache the accelerator catalog shipped with the program."""
-    with path.open(encoding="utf-8") as handle:
-        return _parse(yaml.safe_load(handle))
+    return _parse(load_yaml(path))

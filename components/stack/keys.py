@@ -12,13 +12,11 @@ import difflib
 import functools
 import re
 from collections.abc import Iterable
-from pathlib import Path
-
-import yaml
 
 from ..core.common import NAMESPACE, TOP_LEVEL_KEYS, cut
+from ..core.data import DATA_DIR, load_yaml
 
-PROVIDER_KEYS_PATH = Path(__file__).parents[1] / "data" / "provider_config_keys.yaml"
+PROVIDER_KEYS_PATH = DATA_DIR / "provider_config_keys.yaml"
 # Namespaces whose keys have an effect on this program.
 ENGINE_NAMESPACE = "pulumi"
 GCP_NAMESPACE = "gcp"
@@ -28,8 +26,7 @@ _NAMESPACE_SPELLING = re.compile(r"[-_. ]")
 @functools.cache
 def gcp_provider_keys() -> frozenset[str]:
     """The GCP provider's configuration keys (vendored from the pinned pulumi-gcp SDK)."""
-    with PROVIDER_KEYS_PATH.open(encoding="utf-8") as handle:
-        return frozenset(yaml.safe_load(handle)["gcp"])
+    return frozenset(load_yaml(PROVIDER_KEYS_PATH)["gcp"])
 
 
 def _ours(name: str) -> str:
