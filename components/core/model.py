@@ -40,6 +40,8 @@ LabelValue = Annotated[str, Field(max_length=63)]
 
 class StackModel(BaseModel):
     model_config = ConfigDict(
+        # Each model builds its validator on first use, not at import: a render uses some of them.
+        defer_build=True,
         alias_generator=to_camel,
         populate_by_name=False,
         extra="forbid",

@@ -76,7 +76,10 @@ Deferrable = Annotated[T, WrapValidator(_keep_unknown)]
 class ArgsModel(BaseModel):
     """Base of the pydantic models that check a component's args (snake_case keys, as the TypedDict)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, arbitrary_types_allowed=True)
+    # defer_build: each model builds its validator on first use, not at import (a render uses some).
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, strict=True, arbitrary_types_allowed=True, defer_build=True
+    )
 
 
 def known(value: Any) -> Any:
