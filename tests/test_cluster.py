@@ -7,8 +7,8 @@ import pytest
 import yaml
 
 import tools.offline
-from gke_gpu.cluster.model import ReleaseChannel
 from gke_gpu.cluster.gke_cluster import GkeCluster, node_service_account_id
+from gke_gpu.cluster.model import ReleaseChannel
 from tools.offline import SECRET, run_program
 
 SYSTEM_POOL = {

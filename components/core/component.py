@@ -33,10 +33,11 @@ SpecT = TypeVar("SpecT")
 
 
 class CheckedArgs(dict[str, Any], Generic[SpecT]):
-    """Args that were already checked by the same rules: the raw args (the component still reads its
-    Outputs from them) and the checked spec. The stack layer hands a GPU pool's args over this way, so
-    that the pool's rules, which it ran on the stack file's `gpuPools` entry, run once per render and
-    not again in the component. Not for programs of one's own: their args are checked here."""
+    """Args that were already checked: the raw args (the component still reads its Outputs from them)
+    and the checked spec, which the component takes as it is. The stack layer hands args over this
+    way so that nothing is checked twice in a render: a GPU pool's, whose rules it ran on the stack
+    file's `gpuPools` entry, and every other component's, which check_components checked before
+    anything was declared. Not for programs of one's own: their args are checked at the boundary."""
 
     def __init__(self, raw: Mapping[str, Any], spec: SpecT) -> None:
         super().__init__(raw)
