@@ -372,6 +372,15 @@ def test_international_lowercase_letters_are_gcp_label_values() -> None:
         ({"cluster_name": None}, "cluster_name: required with a dashboard or alerts"),
         ({"alerts": {"xid_errors": True}}, "alerts.xid_errors: true is not allowed with dcgm: managed"),
         ({"alerts": {"notification_channels": ["email"]}}, "alerts.notification_channels[0]: 'email'"),
+        (
+            {
+                "alerts": {
+                    "notification_channels": [f"projects/{PROJECT}/notificationChannels/{i}" for i in (1, 1)]
+                }
+            },
+            f"alerts.notification_channels[1]: 'projects/{PROJECT}/notificationChannels/1' is listed twice "
+            "(also at [0])",
+        ),
         ({"cluster_name": 'gpu"} or vector(1)'}, "cluster_name: "),
         ({"dcgm": "exporter", "exporter": {"flavor": "gke"}}, "exporter.scraper_namespace: required"),
         (

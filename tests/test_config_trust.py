@@ -613,3 +613,16 @@ def test_kubeconfig_endpoint_ip_for_the_upgrade_path() -> None:
 def test_public_nodes_need_a_public_ip_endpoint() -> None:
     message = config_error({"cluster": {**STANDARD_CLUSTER, "privateNodes": False}})
     assert "gke-gpu:cluster.privateNodes: false needs publicEndpoint: true" in message
+
+
+def test_a_notification_channel_listed_twice_is_refused_naming_both_places() -> None:
+    channel = "projects/test-project/notificationChannels/7"
+    other = "projects/test-project/notificationChannels/8"
+    alerts = {"enabled": True, "notificationChannels": [channel, other, channel, channel]}
+    message = config_error(standard(L4_POOL, monitoring={"alerts": alerts}))
+    assert (
+        f"gke-gpu:monitoring.alerts.notificationChannels[2]: '{channel}' is listed twice (also at [0])"
+        in message
+    )
+    assert "notificationChannels[3]" in message
+    assert "notificationChannels[1]" not in message

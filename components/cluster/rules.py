@@ -22,7 +22,6 @@ from ..core.common import (
     cut,
     network_of,
 )
-from ..monitoring.model import AlertPolicyConfig
 from .model import SystemPoolConfig
 
 
@@ -122,18 +121,4 @@ def check_public_endpoint_networks(count: int, key: str, problems: Problems) -> 
             key,
             f"has {count} entries; GKE allows at most {MAX_AUTHORIZED_NETWORKS_PUBLIC} with a public "
             "endpoint",
-        )
-
-
-def check_xid_errors(
-    names: KeyNames, problems: Problems, *, dcgm: str, alerts: AlertPolicyConfig, dcgm_key: str
-) -> None:
-    """An XID alert asked for explicitly needs the self-managed exporter (`dcgm_key`: how the user
-    names the DCGM source, e.g. `dcgm:`)."""
-    if "xid_errors" in alerts.model_fields_set and alerts.xid_errors and dcgm != "exporter":
-        problems.add(
-            names.at("xid_errors"),
-            f"true is not allowed with {dcgm_key}: {dcgm}: XID errors come only from the self-managed "
-            "exporter (GKE's managed DCGM does not export DCGM_FI_DEV_XID_ERRORS); remove it or use "
-            f"{dcgm_key}: exporter",
         )

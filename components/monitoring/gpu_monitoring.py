@@ -10,7 +10,6 @@ import pulumi
 from pulumi_gcp import monitoring
 from pydantic import Field
 
-from ..cluster.rules import check_xid_errors
 from ..core.arg_types import LabelValue, ProjectId, enum_values
 from ..core.common import LABEL_VALUE_PATTERN, KeyNames, Problems, cut
 from ..core.component import GkeGpuComponent
@@ -20,6 +19,7 @@ from .dashboard import gpu_dashboard
 from .dcgm_exporter import DcgmExporter
 from .dcgm_exporter_args import DcgmExporterSettings, DcgmExporterSpec, exporter_problems
 from .model import AlertPolicyConfig, DcgmSource
+from .rules import check_notification_channels, check_xid_errors
 
 
 class AlertPolicies(TypedDict):
@@ -81,9 +81,9 @@ def _monitoring_rules(spec: _GpuMonitoringSpec) -> list[str]:
         problems.add("cluster_name", "required with a dashboard or alerts: they filter on the cluster's name")
     alerts = spec.alerts
     if alerts is not None:
-        check_xid_errors(
-            KeyNames("alerts", camel=False), problems, dcgm=spec.dcgm, alerts=alerts, dcgm_key="dcgm"
-        )
+        names = KeyNames("alerts", camel=False)
+        check_xid_errors(names, problems, dcgm=spec.dcgm, alerts=alerts, dcgm_key="dcgm")
+        check_notification_channels(names, problems, alerts=alerts)
     items = problems.items
     if spec.exporter is not None:
         items += exporter_problems(spec.exporter, "exporter.")

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pydantic.alias_generators import to_camel
 
 from ..cluster.model import ClusterConfig
-from ..cluster.rules import check_xid_errors
 from ..core.common import (
     DNS_SUBDOMAIN,
     K8S_NAME,
@@ -20,6 +19,7 @@ from ..core.images import BLACKWELL_ACCELERATORS
 from ..gpu.device_plugin_config import DevicePluginConfig
 from ..gpu.pool import GpuPool
 from ..monitoring.model import AlertsConfig, MonitoringConfig
+from ..monitoring.rules import check_notification_channels, check_xid_errors
 from ..workloads.model import BatchConfig, WorkloadConfig
 from .schema import RuleBase, dashboard_on
 
@@ -103,9 +103,10 @@ class WorkloadRules(RuleBase):
                     "required when alerts.enabled is true: at least one "
                     "projects/<project>/notificationChannels/<id>",
                 )
-            # GpuMonitoring's own rule (cluster/rules.py), named as the stack file writes it.
+            # GpuMonitoring's own rules (monitoring/rules.py), named as the stack file writes them.
             names = KeyNames(f"{prefix}.alerts", camel=True)
             check_xid_errors(names, self.problems, dcgm=dcgm, alerts=a, dcgm_key="dcgm")
+            check_notification_channels(names, self.problems, alerts=a)
             alerts = a.model_copy(update={"xid_errors": a.xid_errors and dcgm == "exporter"})
         else:
             ignored = sorted(to_camel(k) for k in a.model_fields_set - {"enabled"})
