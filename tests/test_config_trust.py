@@ -626,3 +626,50 @@ def test_a_notification_channel_listed_twice_is_refused_naming_both_places() -> 
     )
     assert "notificationChannels[3]" in message
     assert "notificationChannels[1]" not in message
+
+
+GENERIC_LAB = {
+    "mode": "existing",
+    "flavor": "generic",
+    "kubeconfig": "apiVersion: v1\ncontexts: [{name: lab}]",
+}
+
+
+@pytest.mark.parametrize(
+    ("raw", "key"),
+    [
+        (standard(L4_POOL) | {"cluster": {**STANDARD_CLUSTER, "name": ""}}, "cluster.name"),
+        (standard(L4_POOL) | {"cluster": {**STANDARD_CLUSTER, "name": "   "}}, "cluster.name"),
+        (standard(L4_POOL) | {"cluster": {**STANDARD_CLUSTER, "location": ""}}, "cluster.location"),
+        (standard(L4_POOL, workloads=[{"name": "nvidia-smi", "pool": ""}]), "workloads[0].pool"),
+        (standard({**L4_POOL, "reservation": {"type": "ANY", "name": ""}}), "gpuPools[0].reservation.name"),
+        ({"cluster": {**GENERIC_LAB, "context": ""}}, "cluster.context"),
+        ({"cluster": {**GENERIC_LAB, "kubeconfig": ""}}, "cluster.kubeconfig"),
+    ],
+    ids=lambda value: value if isinstance(value, str) else None,
+)
+def test_an_empty_name_is_refused_not_taken_as_unset(raw: dict, key: str) -> None:
+    """An empty string where a name is expected is a mistake (a template left blank, a variable that
+    did not expand), not a way to ask for the default: it is refused, naming the key."""
+    message = config_error(raw)
+    assert re.search(rf"gke-gpu:{re.escape(key)}: '\s*' is not allowed; it cannot be empty", message), message
+    assert message.count("\n  - ") == 1, message  # no follow-on problem
+
+
+def test_a_component_refuses_an_empty_reservation_name_too() -> None:
+    from gke_gpu import GpuNodePool, InvalidArgsError
+
+    args = {
+        "project": "test-project",
+        "location": "us-central1",
+        "cluster_name": "gpu",
+        "accelerator": "nvidia-l4",
+        "gpus_per_node": 1,
+        "max_nodes": 1,
+        "reservation": {"type": "ANY", "name": ""},
+    }
+    with pytest.raises(InvalidArgsError) as info:
+        GpuNodePool.check_args("l4", args)
+    assert info.value.problems == [
+        "reservation.name: '' is not allowed; it cannot be empty (to leave it unset, leave the key out)"
+    ]

@@ -60,8 +60,8 @@ class SystemPoolConfig(StackModel):
 
 class ClusterConfig(StackModel):
     mode: Literal["autopilot", "standard", "existing"]
-    name: Annotated[str, Field(max_length=100)] | None = None
-    location: Annotated[str, Field(max_length=40)] | None = None
+    name: Annotated[str, Field(min_length=1, max_length=100)] | None = None
+    location: Annotated[str, Field(min_length=1, max_length=40)] | None = None
     release_channel: enum_values(ReleaseChannel) = "REGULAR"  # type: ignore[valid-type]
     private_nodes: bool = True
     master_authorized_networks: Annotated[
@@ -81,8 +81,8 @@ class ClusterConfig(StackModel):
     # endpoint as before (the first step of moving an existing stack, see docs/configuration.md "Upgrading").
     kubeconfig_endpoint: enum_values(KubeconfigEndpoint) = "dns"  # type: ignore[valid-type]
     # mode: existing
-    kubeconfig: str | None = Field(None, repr=False, max_length=1_000_000)
-    context: Annotated[str, Field(max_length=253, pattern=PRINTABLE)] | None = None
+    kubeconfig: str | None = Field(None, repr=False, min_length=1, max_length=1_000_000)
+    context: Annotated[str, Field(min_length=1, max_length=253, pattern=PRINTABLE)] | None = None
     flavor: Literal["gke", "generic"] | None = None
 
     @property

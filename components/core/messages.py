@@ -115,6 +115,15 @@ def describe_pydantic_error(
     if kind == "string_pattern_mismatch":
         meaning = PATTERN_MEANINGS.get(ctx.get("pattern", ""), "the expected format")
         return f"{where}: {cut(value)} is not allowed; expected {meaning}"
+    if kind == "string_too_short" and isinstance(value, str) and not value.strip():
+        # An empty name is a mistake, not "unset": an optional key is unset by leaving it out.
+        parent = _model_at(root, loc[:-1], by_name=by_name)
+        fields = parent.model_fields.items() if parent else []
+        field = next((f for n, f in fields if (n if by_name else f.alias) == loc[-1]), None)
+        unset = (
+            " (to leave it unset, leave the key out)" if field is not None and not field.is_required() else ""
+        )
+        return f"{where}: {cut(value)} is not allowed; it cannot be empty{unset}"
     if kind == "string_too_long":
         return f"{where}: {cut(value, 40)} is too long; at most {ctx.get('max_length')} characters"
     if kind == "too_long":

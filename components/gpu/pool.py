@@ -56,7 +56,7 @@ class SharingConfig(StackModel):
 
 class ReservationConfig(StackModel):
     type: enum_values(ReservationType) = "NONE"  # type: ignore[valid-type]
-    name: Annotated[str, Field(max_length=300)] | None = None
+    name: Annotated[str, Field(min_length=1, max_length=300)] | None = None
 
     @property
     def api_type(self) -> str:

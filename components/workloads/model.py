@@ -17,7 +17,7 @@ from ..core.model import (
 
 class WorkloadConfig(StackModel):
     name: Literal["nvidia-smi", "cuda-vector-add", "pytorch-smoke", "sharing-demo", "nccl-allreduce"]
-    pool: Annotated[str, Field(max_length=100)] | None = None
+    pool: Annotated[str, Field(min_length=1, max_length=100)] | None = None
     replicas: int | None = Field(None, ge=2, le=MAX_SHARED_CLIENTS)
     # nccl-allreduce only: how many nodes (one Pod each, every GPU of its node) the all-reduce spans.
     nodes: int | None = Field(None, ge=2, le=MAX_NODES_PER_POOL)
