@@ -31,9 +31,12 @@ def stack_config(project: str | None = PROJECT, region: str | None = REGION, **k
     return config
 
 
-def render(config: dict[str, Any], *, preview: bool = True, stack: str = "test") -> RunResult:
-    """Run __main__.py with this config; fail the test if the program raised."""
-    result = run_program(config, stack=stack, preview=preview)
+def render(
+    config: dict[str, Any], *, preview: bool = True, stack: str = "test", secret_keys: tuple[str, ...] = ()
+) -> RunResult:
+    """Run __main__.py with this config (`secret_keys`: the keys a stack file would hold as `secure:`);
+    fail the test if the program raised."""
+    result = run_program(config, stack=stack, preview=preview, secret_keys=secret_keys)
     if result.error is not None:
         raise result.error
     return result

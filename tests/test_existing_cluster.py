@@ -7,7 +7,8 @@ import json
 import pytest
 import yaml
 
-from tests.conftest import config_error, render, stack_config, stack_render
+from tests.conftest import config_error, stack_config, stack_render
+from tests.conftest import render as render_config
 from tests.kubernetes_schemas import validate
 from tools import plan
 from tools.offline import SECRET
@@ -24,6 +25,12 @@ KUBECONFIG = yaml.safe_dump(
 )
 GENERIC = {"mode": "existing", "flavor": "generic", "kubeconfig": KUBECONFIG, "context": "gpu-lab"}
 GKE = {"mode": "existing", "flavor": "gke", "kubeconfig": KUBECONFIG, "name": "team-cluster"}
+
+
+def render(config, **options):
+    """Render with the kubeconfig held as a secret, as a stack file stores it (`secure:`): it holds a
+    token, which the stack refuses in plain text."""
+    return render_config(config, secret_keys=("gke-gpu:cluster",), **options)
 
 
 def generic(**keys):
@@ -319,3 +326,53 @@ def test_alerts_on_a_generic_cluster_are_refused() -> None:
         region=None,
     )
     assert "gke-gpu:monitoring.alerts.enabled: true is not allowed on a generic cluster" in message
+
+
+def test_a_kubeconfig_with_a_plain_text_credential_is_refused() -> None:
+    from tools.offline import run_program
+
+    result = run_program(generic(gpuNodes=["gpu-1"]))  # the same config, not held as a secret
+    assert result.error is not None
+    assert "gke-gpu:cluster.kubeconfig: holds a credential in plain text (users[0].user.token)" in str(
+        result.error
+    )
+    assert "pulumi config set --secret --path gke-gpu:cluster.kubeconfig" in str(result.error)
+    assert result.resources == []
+
+
+@pytest.mark.parametrize(
+    ("user", "expected"),
+    [
+        ({"token": "t"}, ["users[0].user.token"]),
+        ({"client-certificate-data": "c", "client-key-data": "k"}, ["users[0].user.client-key-data"]),
+        ({"username": "u", "password": "p"}, ["users[0].user.password"]),
+        (
+            {"auth-provider": {"name": "oidc", "config": {"client-id": "i", "refresh-token": "r"}}},
+            ["users[0].user.auth-provider.config.refresh-token"],
+        ),
+        ({"exec": {"command": "gke-gcloud-auth-plugin"}}, []),
+        ({"tokenFile": "/var/run/token", "client-key": "/etc/key.pem"}, []),
+        ({"token": ""}, []),
+    ],
+)
+def test_which_kubeconfig_fields_are_credentials(user: dict, expected: list[str]) -> None:
+    from gke_gpu.cluster.kubeconfig import kubeconfig_credentials
+
+    assert kubeconfig_credentials({"users": [{"name": "u", "user": user}]}) == expected
+
+
+def test_a_gke_auth_plugin_kubeconfig_needs_no_secret() -> None:
+    """GKE's own kubeconfig (the exec plugin, no credential inside) may be plain text."""
+    from gke_gpu.stack.config import settings_from_config
+
+    kubeconfig = yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "contexts": [{"name": "lab", "context": {"cluster": "lab", "user": "me"}}],
+            "users": [{"name": "me", "user": {"exec": {"command": "gke-gcloud-auth-plugin"}}}],
+        }
+    )
+    cluster = {"mode": "existing", "flavor": "generic", "kubeconfig": kubeconfig, "context": "lab"}
+    config = {"gke-gpu:cluster": json.dumps(cluster)}
+    settings, _ = settings_from_config(config, stack="test", secret_keys=frozenset())
+    assert settings.cluster.context == "lab"

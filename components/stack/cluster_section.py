@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ipaddress
+from typing import Any
 
 import yaml
 from pydantic.alias_generators import to_camel
 
+from ..cluster.kubeconfig import kubeconfig_credentials
 from ..cluster.model import AuthorizedNetworkConfig, ClusterConfig, SystemPoolConfig
 from ..cluster.rules import (
     check_nodes,
@@ -297,6 +299,7 @@ class ClusterRules(RuleBase):
             document = None
         if not isinstance(document, dict):
             return
+        self._check_kubeconfig_secret(document, prefix)
         entries = document.get("contexts")
         entries = entries if isinstance(entries, list) else []
         # Only string names count: an alias-expanded structure is not a context name.
@@ -309,6 +312,19 @@ class ClusterRules(RuleBase):
             self.problems.add(
                 f"{prefix}.context",
                 f"{cut(c.context)} is not a context of the kubeconfig; allowed: {listing(contexts)}",
+            )
+
+    def _check_kubeconfig_secret(self, document: dict[str, Any], prefix: str) -> None:
+        """A kubeconfig that holds a credential must come from a secret (`secure:` in the stack file):
+        in plain text it would sit in the repository and in every `pulumi preview` log."""
+        if self.secret_keys is None or f"{NAMESPACE}:cluster" in self.secret_keys:
+            return  # not known (a caller without the engine's config) or stored as a secret
+        found = kubeconfig_credentials(document)
+        if found:
+            self.problems.add(
+                f"{prefix}.kubeconfig",
+                f"holds a credential in plain text ({listing(found, most=3)}); store the kubeconfig as a "
+                'secret: `pulumi config set --secret --path gke-gpu:cluster.kubeconfig "$(cat kubeconfig)"`',
             )
 
     # -- GPU pools --------------------------------------------------------------------------------

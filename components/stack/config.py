@@ -90,9 +90,11 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules):
         stack: str,
         catalog: Catalog,
         broken: Broken,
+        secret_keys: frozenset[str] | None = None,
     ) -> None:
         self.config = config
         self.broken = broken
+        self.secret_keys = secret_keys
         self.project = project
         self.region = region
         self.stack = stack
@@ -205,8 +207,10 @@ def parse_settings(
     region: str | None,
     stack: str,
     catalog: Catalog | None = None,
+    secret_keys: frozenset[str] | None = None,
 ) -> tuple[Settings, list[str]]:
     """Validate the `gke-gpu:` config (keys without the namespace) and resolve it into Settings.
+    `secret_keys`: the config keys (`gke-gpu:cluster`) the engine holds as secrets, where known.
 
     Returns the settings and any warnings; raises ConfigError with every problem found. Validation
     is staged: each section (and each pool or workload) is shape-checked on its own, and a rule of
@@ -224,6 +228,7 @@ def parse_settings(
         stack=stack,
         catalog=catalog or load_catalog(),
         broken=shape.broken,
+        secret_keys=secret_keys,
     )
     try:
         settings = resolver.resolve()
@@ -234,7 +239,9 @@ def parse_settings(
     return settings, resolver.warnings
 
 
-def settings_from_config(config: Mapping[str, str], *, stack: str) -> tuple[Settings, list[str]]:
+def settings_from_config(
+    config: Mapping[str, str], *, stack: str, secret_keys: frozenset[str] | None = None
+) -> tuple[Settings, list[str]]:
     """Validate a whole stack config as the engine passes it (`namespace:key` -> string).
 
     Every key is accounted for (see :mod:`components.config_keys`); `gke-gpu:` values are decoded
@@ -253,7 +260,9 @@ def settings_from_config(config: Mapping[str, str], *, stack: str) -> tuple[Sett
     project = config.get("gcp:project")
     region = config.get("gcp:region")
     try:
-        settings, warnings = parse_settings(raw, project=project, region=region, stack=stack)
+        settings, warnings = parse_settings(
+            raw, project=project, region=region, stack=stack, secret_keys=secret_keys
+        )
     except ConfigError as exc:
         raise ConfigError([*problems, *exc.problems]) from None
     if problems:
@@ -276,8 +285,10 @@ def load_settings() -> Settings:
     # (cluster.kubeconfig) does not trigger the "use get_secret" warning; the program wraps it in
     # Output.secret itself before handing it to a provider.
     config = {key: runtime_config.get_config(key) for key in _all_config_keys()}
+    # The engine lists a config key as secret when its value, or any value nested in it, is secure.
+    secret_keys = frozenset(key for key in config if runtime_config.is_config_secret(key))
     settings, warnings = settings_from_config(
-        {k: v for k, v in config.items() if v is not None}, stack=pulumi.get_stack()
+        {k: v for k, v in config.items() if v is not None}, stack=pulumi.get_stack(), secret_keys=secret_keys
     )
     for warning in warnings:
         pulumi.log.warn(warning)

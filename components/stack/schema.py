@@ -58,6 +58,9 @@ class RuleBase:
     region_ok: bool
     # An existing cluster whose flavor is missing (reported): flavor-dependent rules are skipped.
     flavor_unknown: bool
+    # The config keys the engine holds as secrets (None: not known to the caller, e.g. a test that
+    # hands parse_settings a dict; the plain-text credential check then does not run).
+    secret_keys: frozenset[str] | None
 
     def indexed_pools(self) -> list[tuple[int, GpuPool]]:
         """The shape-valid pools with their index in the stack file (for the key paths)."""
