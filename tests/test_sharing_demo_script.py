@@ -19,7 +19,7 @@ def _executable(path: Path, body: str) -> Path:
     return path
 
 
-def _run(tmp_path: Path, vector_add_body: str, seconds: str = "1") -> subprocess.CompletedProcess[str]:
+def _start(tmp_path: Path, vector_add_body: str, seconds: str = "1") -> subprocess.Popen[str]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     _executable(bin_dir / "nvidia-smi", 'echo "GPU 0: NVIDIA L4 (UUID: GPU-0000)"\n')
@@ -33,23 +33,54 @@ def _run(tmp_path: Path, vector_add_body: str, seconds: str = "1") -> subprocess
         "NODE_NAME": "gke-node-1",
         "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "25",
     }
-    return subprocess.run(
-        ["sh", "-c", SHARING_DEMO_SCRIPT], env=env, capture_output=True, text=True, timeout=30, check=False
+    return subprocess.Popen(
+        ["sh", "-c", SHARING_DEMO_SCRIPT], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
 
 
-def test_passes_when_every_run_passes(tmp_path: Path) -> None:
-    count = tmp_path / "count"
-    # 2 s, not 1: the script's clock has whole seconds, so a 1 s window can close before the first run.
-    done = _run(
-        tmp_path, f'echo run >> "{count}"\necho "[Vector addition]"\necho "Test PASSED"\n', seconds="2"
-    )
+def _finish(process: subprocess.Popen[str]) -> subprocess.CompletedProcess[str]:
+    try:
+        stdout, stderr = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+def _run(tmp_path: Path, vector_add_body: str, seconds: str = "1") -> subprocess.CompletedProcess[str]:
+    return _finish(_start(tmp_path, vector_add_body, seconds))
+
+
+# The two runs that last their whole window start together, so the file waits ~2 s for both, not 4.
+# 2 s, not 1: the script's clock has whole seconds, so a 1 s window can close before the first run.
+PASSING_BODY = 'echo run >> "{count}"\necho "[Vector addition]"\necho "Test PASSED"\n'
+SLOW_BODY = 'sleep 0.2\necho "Test PASSED"\n'
+
+
+@pytest.fixture(scope="module")
+def two_second_runs(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, tuple[Path, subprocess.Popen[str]]]:
+    passing, slow = tmp_path_factory.mktemp("passing"), tmp_path_factory.mktemp("slow")
+    started = {
+        "passing": (passing, _start(passing, PASSING_BODY.format(count=passing / "count"), seconds="2")),
+        "slow": (slow, _start(slow, SLOW_BODY, seconds="2")),
+    }
+    yield started
+    for _, process in started.values():
+        if process.poll() is None:
+            process.kill()
+
+
+def test_passes_when_every_run_passes(two_second_runs: dict[str, tuple[Path, subprocess.Popen[str]]]) -> None:
+    tmp_path, process = two_second_runs["passing"]
+    done = _finish(process)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "client 3 on node gke-node-1"
     assert "GPU 0: NVIDIA L4 (UUID: GPU-0000)" in lines, "prints the GPU it was given"
     assert "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25" in lines, "prints the MPS limits it was given"
-    runs = len(count.read_text().splitlines())
+    runs = len((tmp_path / "count").read_text().splitlines())
     assert runs >= 1
     assert lines[-1] == f"PASS: client 3 ran vectorAdd {runs} times in 2 s on the shared GPU"
 
@@ -75,7 +106,7 @@ def test_fails_when_nothing_ran(tmp_path: Path) -> None:
     assert "no vectorAdd run completed" in done.stdout
 
 
-def test_ends_after_its_time(tmp_path: Path) -> None:
+def test_ends_after_its_time(two_second_runs: dict[str, tuple[Path, subprocess.Popen[str]]]) -> None:
     """Bounded: a client keeps the GPU busy for SHARING_DEMO_SECONDS, then exits."""
-    done = _run(tmp_path, 'sleep 0.2\necho "Test PASSED"\n', seconds="2")
+    done = _finish(two_second_runs["slow"][1])
     assert done.returncode == 0, done.stdout + done.stderr
