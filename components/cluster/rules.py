@@ -8,9 +8,12 @@ gets the messages it always got and a program gets the same rules. Pure function
 (the stack layer stays light).
 """
 
+import difflib
 import ipaddress
+import re
 from collections.abc import Collection, Sequence
 
+from ..core.catalog import MachineTypes, load_machine_types
 from ..core.common import (
     DEFAULT_REGIONAL_ZONES,
     MAX_AUTHORIZED_NETWORKS_PUBLIC,
@@ -20,9 +23,16 @@ from ..core.common import (
     KeyNames,
     Problems,
     cut,
+    listing,
     network_of,
 )
 from .model import SystemPoolConfig
+
+# Custom machine types: <series>-custom-<vCPUs>-<memory MB>[-ext] (N1 also without the series), and
+# E2's shared-core custom types e2-custom-{micro,small,medium}-<memory MB> (data/machine_types.yaml).
+_CUSTOM = re.compile(r"(?:(?P<series>[a-z][a-z0-9]*)-)?custom-[1-9][0-9]*-[1-9][0-9]*(?:-ext)?")
+_E2_SHARED_CUSTOM = re.compile(r"e2-custom-(?:micro|small|medium)-[1-9][0-9]*")
+_CUSTOM_SYNTAX = "<series>-custom-<vCPUs>-<memory in MB>, -ext for extended memory (e.g. n2-custom-4-16384)"
 
 
 def check_ranges(
@@ -105,6 +115,10 @@ def check_nodes(
             f"{cut(pool.machine_type)} is a GPU machine type; the system pool is for non-GPU system Pods "
             "(e.g. e2-standard-4)",
         )
+    else:
+        problem = machine_type_problem(pool.machine_type, load_machine_types())
+        if problem:
+            problems.add(names.at("system_pool.machine_type"), problem)
     zones = 1 if ZONE_PATTERN.fullmatch(location) else DEFAULT_REGIONAL_ZONES
     if pool.max_nodes < zones:
         problems.add(
@@ -112,6 +126,41 @@ def check_nodes(
             f"{pool.max_nodes} is too small: the system pool of a regional cluster starts with one node in "
             f"each of its {zones} zones; allowed: {zones} or more (or a zonal cluster)",
         )
+
+
+def machine_type_problem(name: str, table: MachineTypes) -> str | None:
+    """Why `name` is not a machine type of the table's Compute Engine series, or None: a listed
+    predefined shape, any shape of a series the table does not list shapes for, or a custom type's
+    syntax on a series that has custom types (the vCPU/memory ratio is left to Compute Engine)."""
+    custom_series = sorted(s.name for s in table.series.values() if s.custom)
+    custom = _CUSTOM.fullmatch(name)
+    if custom or _E2_SHARED_CUSTOM.fullmatch(name):
+        series_name = (custom.group("series") or "n1") if custom else "e2"
+        series = table.series.get(series_name)
+        if series is not None and series.custom:
+            return None
+        return (
+            f"{cut(name)} is not a Compute Engine machine type: {series_name} has no custom machine types; "
+            f"custom types exist for {listing(custom_series)}"
+        )
+    if name.startswith("custom-") or "-custom-" in name:
+        return f"{cut(name)} is not a custom machine type; expected {_CUSTOM_SYNTAX}"
+    series_name = name.split("-", 1)[0]
+    series = table.series.get(series_name)
+    if series is None:
+        close = difflib.get_close_matches(name, table.names(), n=1)
+        hint = f"did you mean {cut(close[0])}?" if close else f"known series: {listing(sorted(table.series))}"
+        return f"{cut(name)} is not a Compute Engine machine type: unknown series {cut(series_name)}; {hint}"
+    if series.shapes is None or name in series.shapes:
+        return None
+    shapes = series.listed()
+    close = difflib.get_close_matches(name, shapes, n=1)
+    hint = f"did you mean {cut(close[0])}? " if close else ""
+    custom_hint = f", or a custom type {series_name}-custom-<vCPUs>-<memory in MB>" if series.custom else ""
+    return (
+        f"{cut(name)} is not a Compute Engine machine type: {series_name} has no such shape; {hint}"
+        f"allowed: {listing(shapes)}{custom_hint}"
+    )
 
 
 def check_public_endpoint_networks(count: int, key: str, problems: Problems) -> None:

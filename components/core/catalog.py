@@ -17,6 +17,7 @@ from typing import Any
 from .data import DATA_DIR, load_yaml
 
 CATALOG_PATH = DATA_DIR / "accelerators.yaml"
+MACHINE_TYPES_PATH = DATA_DIR / "machine_types.yaml"
 
 # N1 is the only general-purpose series that takes attached GPUs. Its predefined shapes are
 # regular, so they are generated rather than listed: memory is 3.75 GB (standard), 6.5 GB (highmem)
@@ -259,3 +260,61 @@ def _parse(raw: dict[str, Any]) -> Catalog:
 def load_catalog(path: Path = CATALOG_PATH) -> Catalog:
     """Load and cache the accelerator catalog shipped with the program."""
     return _parse(load_yaml(path))
+
+
+@dataclass(frozen=True)
+class MachineSeries:
+    """A Compute Engine machine series (``data/machine_types.yaml``) and its predefined machine types."""
+
+    name: str
+    arch: str
+    # Whole machine type names; None where the table does not list the series' shapes (any is accepted).
+    shapes: frozenset[str] | None
+    # Whether the series has custom machine types (<series>-custom-<vCPUs>-<memory MB>[-ext]).
+    custom: bool
+
+    def listed(self) -> list[str]:
+        """The listed predefined machine types, in natural order (e2-standard-4 before e2-standard-16)."""
+        return sorted(self.shapes or (), key=_natural_key)
+
+
+@dataclass(frozen=True)
+class MachineTypes:
+    captured: str
+    series: dict[str, MachineSeries]
+
+    def names(self) -> list[str]:
+        """Every listed predefined machine type, in natural order."""
+        return [name for series in self.series.values() for name in series.listed()]
+
+
+def _series_shapes(name: str, shapes: dict[str, Any] | None) -> frozenset[str] | None:
+    if shapes is None:
+        return None
+    names: set[str] = set()
+    for kind, values in shapes.items():
+        if kind == "named":
+            names.update(f"{name}-{value}" for value in values)
+        elif kind.endswith("-lssd"):
+            names.update(f"{name}-{kind.removesuffix('-lssd')}-{vcpus}-lssd" for vcpus in values)
+        else:
+            names.update(f"{name}-{kind}-{vcpus}" for vcpus in values)
+    return frozenset(names)
+
+
+@functools.cache
+def load_machine_types(path: Path = MACHINE_TYPES_PATH) -> MachineTypes:
+    """Load and cache the table of Compute Engine machine series shipped with the program."""
+    raw = load_yaml(path)
+    return MachineTypes(
+        captured=str(raw["captured"]),
+        series={
+            name: MachineSeries(
+                name=name,
+                arch=str(spec.get("arch", "amd64")),
+                shapes=_series_shapes(name, spec.get("shapes")),
+                custom=bool(spec.get("custom", False)),
+            )
+            for name, spec in raw["series"].items()
+        },
+    )
