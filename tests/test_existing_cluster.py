@@ -376,3 +376,34 @@ def test_a_gke_auth_plugin_kubeconfig_needs_no_secret() -> None:
     config = {"gke-gpu:cluster": json.dumps(cluster)}
     settings, _ = settings_from_config(config, stack="test", secret_keys=frozenset())
     assert settings.cluster.context == "lab"
+
+
+def _plain_text_problems(kubeconfig: str, secret_keys: frozenset[str] = frozenset()) -> list[str]:
+    from gke_gpu.stack.config import ConfigError, settings_from_config
+
+    cluster = {"mode": "existing", "flavor": "generic", "kubeconfig": kubeconfig}
+    try:
+        settings_from_config({"gke-gpu:cluster": json.dumps(cluster)}, stack="test", secret_keys=secret_keys)
+    except ConfigError as exc:
+        return [p for p in exc.problems if p.startswith("gke-gpu:cluster.kubeconfig")]
+    return []
+
+
+@pytest.mark.parametrize(
+    ("kubeconfig", "expected"),
+    [
+        # A token in a second YAML document: the first document alone does not clear it.
+        (
+            KUBECONFIG.replace("token: not-a-real-token", "token: ''") + "---\n" + KUBECONFIG,
+            "users[0].user.token",
+        ),
+        ("apiVersion: v1\nusers: [unclosed", "is in plain text and not YAML, so it could not be checked"),
+        (KUBECONFIG + "#" * (256 * 1024), "is in plain text and over 256 KiB, so it could not be checked"),
+    ],
+    ids=["second-document", "not-yaml", "too-large"],
+)
+def test_a_plain_text_kubeconfig_that_cannot_be_cleared_is_refused(kubeconfig: str, expected: str) -> None:
+    problems = _plain_text_problems(kubeconfig)
+    assert len(problems) == 1 and expected in problems[0], problems
+    assert "pulumi config set --secret --path gke-gpu:cluster.kubeconfig" in problems[0]
+    assert _plain_text_problems(kubeconfig, frozenset({"gke-gpu:cluster"})) == []

@@ -407,20 +407,20 @@ def test_a_bad_input_is_refused_naming_the_arg_before_any_child(
     for path, value in patch.items():
         wire = _set(wire, path, value)
     result = _construct(component, wire)
-    assert isinstance(result.error, (InvalidArgsError, InputPropertyError)), repr(result.error)
-    if isinstance(result.error, InvalidArgsError):
-        # The component's own check, unwrapped from the SDK's ComponentInitError (core/provider.py) so
-        # the gRPC server sends it as INVALID_ARGUMENT with one property error per problem, keyed by
-        # the snake_case arg path.
-        assert isinstance(result.error, pulumi.InputPropertiesError)
-        problems = result.error.problems
-        assert any(p.startswith(f"{arg}:") for p in problems), problems
-        details = result.error.errors or []
-        assert len(details) == len(problems)
+    error = result.error
+    assert isinstance(error, (pulumi.InputPropertiesError, InputPropertyError)), repr(error)
+    if isinstance(error, pulumi.InputPropertiesError):
+        # The component's own check (InvalidArgsError), unwrapped from the SDK's ComponentInitError as
+        # a plain InputPropertiesError (core/provider.py): one property error per problem, keyed by the
+        # snake_case arg path, which the gRPC server sends as INVALID_ARGUMENT.
+        assert not isinstance(error, (InvalidArgsError, pulumi.RunError)), repr(error)
+        assert "invalid args" in error.message
+        details = error.errors or []
+        assert len(details) == error.message.count("\n  - ")
         assert any(d["property_path"] == arg and d["reason"] for d in details), details
     else:
         # The provider's check against the schema (a missing input, a bad enum value): camelCase.
-        assert arg in result.error.property_path, (result.error.property_path, result.error.reason)
+        assert arg in error.property_path, (error.property_path, error.reason)
     assert [r.type for r in result.resources if r.type != component_type(component)] == []
 
 
@@ -449,3 +449,53 @@ def test_the_provider_and_googles_protos_load_in_one_process_in_either_order() -
 
 def test_the_package_token_is_the_providers() -> None:
     assert {component_type(c).split(":")[0] for c in CASES} == {PACKAGE}
+
+
+class _AbortedError(Exception):
+    pass
+
+
+class _Context:
+    """The part of a grpc.aio servicer context that Construct uses on an error."""
+
+    def __init__(self) -> None:
+        self.status: Any = None
+
+    async def abort_with_status(self, status: Any) -> None:
+        self.status = status
+        raise _AbortedError
+
+
+def test_the_grpc_server_sends_a_components_bad_args_as_invalid_argument_with_property_errors() -> None:
+    """What the engine gets: the SDK's server turns the provider's error into INVALID_ARGUMENT with one
+    PropertyError per problem in the status details (a RunError would come back as UNKNOWN)."""
+    import asyncio
+
+    from google.rpc import status_pb2
+    from pulumi.provider.server import ProviderServicer
+    from pulumi.runtime.proto import errors_pb2
+
+    from tools.pulumi_provider import ComponentInitError  # noqa: F401 (the protos, reconciled first)
+
+    wire = _set(CASES["GpuNodePool"].wire, "gpusPerNode", 3)
+    raised = _construct("GpuNodePool", wire).error
+    assert isinstance(raised, pulumi.InputPropertiesError)
+
+    servicer = ProviderServicer(_provider("GpuNodePool"), [], "127.0.0.1:0")
+
+    async def construct(request: Any, context: Any) -> Any:
+        raise raised
+
+    servicer._construct = construct  # type: ignore[method-assign]
+    context = _Context()
+    with pytest.raises(_AbortedError):
+        asyncio.run(servicer.Construct(None, context))
+    import grpc
+
+    assert context.status.code == grpc.StatusCode.INVALID_ARGUMENT
+    details = status_pb2.Status.FromString(dict(context.status.trailing_metadata)["grpc-status-details-bin"])
+    errors = errors_pb2.InputPropertiesError()
+    assert details.details[0].Unpack(errors)
+    assert [(e.property_path, e.reason) for e in errors.errors] == [
+        ("gpus_per_node", "3 is not offered for nvidia-l4; allowed: 1, 2, 4, 8")
+    ]

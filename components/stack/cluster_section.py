@@ -289,17 +289,24 @@ class ClusterRules(RuleBase):
         return c.model_copy(update={"name": name, "location": "", "deletion_protection": False})
 
     def _check_kubeconfig(self, c: ClusterConfig, prefix: str) -> None:
-        """A kubeconfig that parses must have the named context (a secret not decrypted offline, or
-        one that is not YAML, is left for the Kubernetes provider to judge)."""
-        if not c.kubeconfig or len(c.kubeconfig) > KUBECONFIG_CHECK_LIMIT:
-            return  # a kubeconfig this large is left to the Kubernetes provider (parsing it is slow)
-        try:
-            document = yaml.safe_load(c.kubeconfig)
-        except (yaml.YAMLError, RecursionError, ValueError):
-            document = None
-        if not isinstance(document, dict):
+        """A kubeconfig in plain text must hold no credential, and one that parses must have the named
+        context (a secret not decrypted offline, or one that is not YAML, is left for the Kubernetes
+        provider to judge)."""
+        if not c.kubeconfig:
             return
-        self._check_kubeconfig_secret(document, prefix)
+        if len(c.kubeconfig) > KUBECONFIG_CHECK_LIMIT:  # parsing this much is slow: not read here
+            self._check_kubeconfig_secret(None, prefix, f"over {KUBECONFIG_CHECK_LIMIT // 1024} KiB")
+            return
+        try:
+            documents = list(yaml.safe_load_all(c.kubeconfig))
+        except (yaml.YAMLError, RecursionError, ValueError):
+            self._check_kubeconfig_secret(None, prefix, "not YAML")
+            return
+        for document in documents:
+            self._check_kubeconfig_secret(document if isinstance(document, dict) else {}, prefix, "")
+        if len(documents) != 1 or not isinstance(documents[0], dict):
+            return
+        document = documents[0]
         entries = document.get("contexts")
         entries = entries if isinstance(entries, list) else []
         # Only string names count: an alias-expanded structure is not a context name.
@@ -314,17 +321,27 @@ class ClusterRules(RuleBase):
                 f"{cut(c.context)} is not a context of the kubeconfig; allowed: {listing(contexts)}",
             )
 
-    def _check_kubeconfig_secret(self, document: dict[str, Any], prefix: str) -> None:
+    def _check_kubeconfig_secret(self, document: dict[str, Any] | None, prefix: str, unread: str) -> None:
         """A kubeconfig that holds a credential must come from a secret (`secure:` in the stack file):
-        in plain text it would sit in the repository and in every `pulumi preview` log."""
+        in plain text it would sit in the repository and in every `pulumi preview` log. One that cannot
+        be read (`unread` says why; `document` None) cannot be cleared, so it must be a secret too."""
         if self.secret_keys is None or f"{NAMESPACE}:cluster" in self.secret_keys:
             return  # not known (a caller without the engine's config) or stored as a secret
+        store = (
+            "store the kubeconfig as a secret: "
+            '`pulumi config set --secret --path gke-gpu:cluster.kubeconfig "$(cat kubeconfig)"`'
+        )
+        if document is None:
+            self.problems.add(
+                f"{prefix}.kubeconfig",
+                f"is in plain text and {unread}, so it could not be checked for credentials; {store}",
+            )
+            return
         found = kubeconfig_credentials(document)
         if found:
             self.problems.add(
                 f"{prefix}.kubeconfig",
-                f"holds a credential in plain text ({listing(found, most=3)}); store the kubeconfig as a "
-                'secret: `pulumi config set --secret --path gke-gpu:cluster.kubeconfig "$(cat kubeconfig)"`',
+                f"holds a credential in plain text ({listing(found, most=3)}); {store}",
             )
 
     # -- GPU pools --------------------------------------------------------------------------------
