@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 from .common import NAMESPACE, cut
 from .model import PATTERN_MEANINGS
@@ -40,14 +41,16 @@ def _model_at(model: type[BaseModel], loc: Sequence[Any], *, by_name: bool = Fal
             continue
         if not (isinstance(current, type) and issubclass(current, BaseModel)):
             return None
-        match = next(
-            (f for n, f in current.model_fields.items() if (n if by_name else f.alias) == part),
-            None,
-        )
+        match = _field(current, part, by_name=by_name)
         if match is None:
             return None
         current = _unwrap(match.annotation)
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _field(model: type[BaseModel], key: Any, *, by_name: bool) -> FieldInfo | None:
+    """The field a location part names: by its alias (the stack file's key), or by its field name."""
+    return next((f for n, f in model.model_fields.items() if (n if by_name else f.alias) == key), None)
 
 
 def _unwrap(annotation: Any) -> Any:
@@ -118,8 +121,7 @@ def describe_pydantic_error(
     if kind == "string_too_short" and isinstance(value, str) and not value.strip():
         # An empty name is a mistake, not "unset": an optional key is unset by leaving it out.
         parent = _model_at(root, loc[:-1], by_name=by_name)
-        fields = parent.model_fields.items() if parent else []
-        field = next((f for n, f in fields if (n if by_name else f.alias) == loc[-1]), None)
+        field = _field(parent, loc[-1], by_name=by_name) if parent else None
         unset = (
             " (to leave it unset, leave the key out)" if field is not None and not field.is_required() else ""
         )
