@@ -1,4 +1,5 @@
-"""The data files shipped with the package (components/data/): where they are, and how they are read.
+"""The files shipped with the package (components/data/, components/scripts/): where they are, and
+how the data files are read.
 
 They are read with libyaml's loader where PyYAML has it (the wheels for every common platform do):
 the same documents as the pure-Python loader (tests/test_catalog.py checks it), about 7x faster, which
@@ -13,6 +14,8 @@ from typing import Any
 import yaml
 
 DATA_DIR = Path(__file__).parents[1] / "data"
+# The scripts the sample and test Pods run, mounted from ConfigMaps.
+SCRIPTS_DIR = Path(__file__).parents[1] / "scripts"
 _LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 

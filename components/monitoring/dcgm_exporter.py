@@ -2,13 +2,13 @@
 
 import csv
 import hashlib
-from pathlib import Path
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from ..core import images
 from ..core.component import GkeGpuComponent
+from ..core.data import DATA_DIR
 from ..core.k8s import app_labels, image_version, require_node_labels, selector_labels, toleration_args
 from .dcgm_exporter_args import DcgmExporterArgs, DcgmExporterSpec, exporter_rules
 
@@ -18,7 +18,7 @@ GKE_DRIVER_HOST_PATH = "/home/kubernetes/bin/nvidia"
 POD_RESOURCES_PATH = "/var/lib/kubelet/pod-resources"
 # The DCGM fields to collect: our own list (the image's default leaves out DCGM_FI_PROF_SM_ACTIVE),
 # from a ConfigMap, passed with --collectors. Its own directory: the image's files stay visible.
-COLLECTORS_FILE = Path(__file__).parents[1] / "data" / "dcgm-collectors.csv"
+COLLECTORS_FILE = DATA_DIR / "dcgm-collectors.csv"
 COLLECTORS_DIR = "/etc/dcgm-exporter/gke-gpu"
 COLLECTORS_KEY = "counters.csv"
 # The Prometheus types the pinned exporter accepts in that file.

@@ -3,13 +3,13 @@ Kueue. Args, the image per transport and the bandwidth floors: workloads/nccl_al
 the Pods run: scripts/nccl_allreduce.sh."""
 
 import hashlib
-from pathlib import Path
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from ..core.component import GkeGpuComponent
+from ..core.data import SCRIPTS_DIR
 from ..core.k8s import GKE_DRIVER_MOUNT, NONROOT_ID, app_labels, image_version, selector_labels
 from ..gpu.scheduling import GPU_RESOURCE, QUEUED_TAINT_KEY, QUEUED_TOLERATION
 from ..gpudirect.pod_parts import gpudirect_pod_parts, plain_tcp_pod_parts
@@ -32,7 +32,7 @@ from .nccl_allreduce_args import (
 )
 from .samples import SCRIPT_HASH_ANNOTATION, SKIP_AWAIT
 
-SCRIPT = (Path(__file__).parents[1] / "scripts" / "nccl_allreduce.sh").read_text(encoding="utf-8")
+SCRIPT = (SCRIPTS_DIR / "nccl_allreduce.sh").read_text(encoding="utf-8")
 SCRIPT_FILE = "nccl_allreduce.sh"
 SCRIPT_DIR = "/opt/nccl-allreduce"
 SCRIPT_SHA256 = hashlib.sha256(SCRIPT.encode()).hexdigest()

@@ -4,13 +4,13 @@ zero nodes when it is done."""
 
 import hashlib
 from collections.abc import Mapping
-from pathlib import Path
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from ..core import images
 from ..core.component import GkeGpuComponent
+from ..core.data import SCRIPTS_DIR
 from ..core.k8s import (
     GKE_DRIVER_MOUNT,
     app_labels,
@@ -34,7 +34,7 @@ from .samples_args import (
     sharing_clients,
 )
 
-SCRIPTS = Path(__file__).parents[1] / "scripts"
+SCRIPTS = SCRIPTS_DIR
 # Read once, at import: the ConfigMap (pytorch-smoke) and the Job's command (sharing-demo) carry
 # them as they are, so `kubectl get configmap -o yaml` and the rendered manifests read as code.
 PYTORCH_SMOKE_SCRIPT = (SCRIPTS / "pytorch_smoke.py").read_text(encoding="utf-8")
