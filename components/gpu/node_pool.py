@@ -324,18 +324,12 @@ def node_pool_args(
 ) -> GpuNodePoolArgs:
     """GpuNodePool's args for a pool of a stack file, checked and resolved by the stack's run of the
     same pool rules."""
-    values = pool.model_dump(exclude_none=True, exclude={"on_demand_fallback"})
-    args: dict[str, object] = {
-        **values,
-        "project": project,
-        "location": location,
-        "cluster_name": cluster_name,
-    }
+    placement: dict[str, object] = {"project": project, "location": location, "cluster_name": cluster_name}
     if node_service_account_email is not None:
-        args["node_service_account_email"] = node_service_account_email
+        placement["node_service_account_email"] = node_service_account_email
     if additional_node_networks is not None:
-        args["additional_node_networks"] = additional_node_networks
+        placement["additional_node_networks"] = additional_node_networks
+    args = {**pool.model_dump(exclude_none=True, exclude={"on_demand_fallback"}), **placement}
     # The pool was checked and resolved by the pool rules on the stack file's entry: the component does
-    # not run them again (CheckedArgs). The spec takes the values as they are, Outputs included.
-    spec = pool.as_spec(GpuNodePoolSpec, **{k: v for k, v in args.items() if k not in values})
-    return CheckedArgs(args, spec)  # type: ignore[return-value]
+    # not run them again (CheckedArgs). The spec takes the placement as it is, Outputs included.
+    return CheckedArgs(args, pool.as_spec(GpuNodePoolSpec, **placement))  # type: ignore[return-value]
