@@ -295,15 +295,14 @@ class ClusterRules(RuleBase):
         if not c.kubeconfig:
             return
         if len(c.kubeconfig) > KUBECONFIG_CHECK_LIMIT:  # parsing this much is slow: not read here
-            self._check_kubeconfig_secret(None, prefix, f"over {KUBECONFIG_CHECK_LIMIT // 1024} KiB")
+            self._check_kubeconfig_secret(prefix, None, f"over {KUBECONFIG_CHECK_LIMIT // 1024} KiB")
             return
         try:
             documents = list(yaml.safe_load_all(c.kubeconfig))
         except (yaml.YAMLError, RecursionError, ValueError):
-            self._check_kubeconfig_secret(None, prefix, "not YAML")
+            self._check_kubeconfig_secret(prefix, None, "not YAML")
             return
-        for document in documents:
-            self._check_kubeconfig_secret(document if isinstance(document, dict) else {}, prefix, "")
+        self._check_kubeconfig_secret(prefix, documents)
         if len(documents) != 1 or not isinstance(documents[0], dict):
             return
         document = documents[0]
@@ -321,23 +320,28 @@ class ClusterRules(RuleBase):
                 f"{cut(c.context)} is not a context of the kubeconfig; allowed: {listing(contexts)}",
             )
 
-    def _check_kubeconfig_secret(self, document: dict[str, Any] | None, prefix: str, unread: str) -> None:
-        """A kubeconfig that holds a credential must come from a secret (`secure:` in the stack file):
-        in plain text it would sit in the repository and in every `pulumi preview` log. One that cannot
-        be read (`unread` says why; `document` None) cannot be cleared, so it must be a secret too."""
+    def _check_kubeconfig_secret(self, prefix: str, documents: list[Any] | None, unread: str = "") -> None:
+        """A kubeconfig that holds a credential in any of its YAML documents must come from a secret
+        (`secure:` in the stack file): in plain text it would sit in the repository and in every
+        `pulumi preview` log. One that cannot be read (`documents` None; `unread` says why) cannot be
+        cleared, so it must be a secret too."""
         if self.secret_keys is None or f"{NAMESPACE}:cluster" in self.secret_keys:
             return  # not known (a caller without the engine's config) or stored as a secret
         store = (
             "store the kubeconfig as a secret: "
             '`pulumi config set --secret --path gke-gpu:cluster.kubeconfig "$(cat kubeconfig)"`'
         )
-        if document is None:
+        if documents is None:
             self.problems.add(
                 f"{prefix}.kubeconfig",
                 f"is in plain text and {unread}, so it could not be checked for credentials; {store}",
             )
             return
-        found = kubeconfig_credentials(document)
+        found = list(
+            dict.fromkeys(
+                path for doc in documents if isinstance(doc, dict) for path in kubeconfig_credentials(doc)
+            )
+        )
         if found:
             self.problems.add(
                 f"{prefix}.kubeconfig",
