@@ -268,6 +268,10 @@ def test_onprem_stack() -> None:
             ["gke-gpu:devicePlugin.sharing.timeSlicing.replicas: 1 is not allowed; must be >= 2"],
         ),
         (
+            {"cluster": GENERIC, "devicePlugin": {"runtimeClassName": "Nvidia_X"}},
+            ["gke-gpu:devicePlugin.runtimeClassName: 'Nvidia_X' is not allowed: expected lowercase letters"],
+        ),
+        (
             {"cluster": GKE, "devicePlugin": {}},
             ["gke-gpu:devicePlugin: only allowed with cluster.mode existing and cluster.flavor generic"],
         ),

@@ -81,3 +81,26 @@ def test_children_are_parented_to_the_component() -> None:
         "gcp:compute/router:Router",
         "gcp:compute/routerNat:RouterNat",
     }
+
+
+def test_ranges_left_out_take_the_stack_files_defaults() -> None:
+    """The args and the stack file's network section are one model (VpcSettings): same defaults."""
+    from gke_gpu.network.model import NetworkConfig
+
+    def program():
+        GkeNetwork("network", {"project": "test-project", "region": "us-central1", "name_prefix": "gpu-test"})
+
+    result = run_program({}, program=program)
+    assert result.error is None, result.error
+    subnet = result.one("gcp:compute/subnetwork:Subnetwork").inputs
+    section = NetworkConfig()
+    assert subnet["ipCidrRange"] == section.subnet_cidr == "10.10.0.0/20"
+    assert {r["rangeName"]: r["ipCidrRange"] for r in subnet["secondaryIpRanges"]} == {
+        "pods": section.pods_cidr,
+        "services": section.services_cidr,
+    }
+
+
+def test_a_range_with_surrounding_spaces_is_trimmed_as_in_a_stack_file() -> None:
+    subnet = declare(subnet_cidr=" 10.10.0.0/20 ").one("gcp:compute/subnetwork:Subnetwork").inputs
+    assert subnet["ipCidrRange"] == "10.10.0.0/20"

@@ -7,10 +7,9 @@ import pulumi
 from pydantic import AfterValidator, Field
 from pydantic_core import PydanticCustomError
 
-from ..core.arg_types import ClusterName, LocationName, ProjectId, enum_values
+from ..core.arg_types import ClusterName, LocationName, ProjectId
 from ..core.catalog import load_catalog
 from ..core.common import (
-    MAX_AUTHORIZED_NETWORKS_PRIVATE,
     ZONE_PATTERN,
     KeyNames,
     Problems,
@@ -18,7 +17,7 @@ from ..core.common import (
 )
 from ..core.model import NETWORK_REF, SUBNETWORK_REF, GceName
 from ..core.validation import ArgsModel, Deferrable
-from .model import AuthorizedNetworkConfig, KubeconfigEndpoint, ReleaseChannel, SystemPoolConfig
+from .model import GkeClusterSettings, KubeconfigEndpoint, ReleaseChannel
 from .rules import check_nodes, check_private_nodes, check_public_endpoint_networks
 
 MAX_RESOURCE_LABELS = 64
@@ -121,7 +120,9 @@ GcpLabelKey = Annotated[str, Field(max_length=63), AfterValidator(partial(_gcp_l
 GcpLabelValue = Annotated[str, Field(max_length=63), AfterValidator(partial(_gcp_label_text, key=False))]
 
 
-class GkeClusterSpec(ArgsModel):
+class _GkeClusterPlace(ArgsModel):
+    """The cluster's identity and its network: first in GkeCluster's args (and so in their problems)."""
+
     project: ProjectId
     name: ClusterName
     location: LocationName
@@ -130,19 +131,13 @@ class GkeClusterSpec(ArgsModel):
     subnetwork: Deferrable[Annotated[str, Field(max_length=250, pattern=SUBNETWORK_REF)]]
     pods_range_name: Deferrable[GceName]
     services_range_name: Deferrable[GceName]
-    release_channel: enum_values(ReleaseChannel) = "REGULAR"  # type: ignore[valid-type]
-    private_nodes: bool = True
-    public_endpoint: bool = False
-    authorized_networks: Annotated[
-        list[AuthorizedNetworkConfig], Field(default_factory=list, max_length=MAX_AUTHORIZED_NETWORKS_PRIVATE)
-    ]
-    binary_authorization: bool = False
-    intranode_visibility: bool = False
+
+
+class GkeClusterSpec(GkeClusterSettings, _GkeClusterPlace):
+    """GkeCluster's args as checked: its place, then the settings a stack file's cluster section has
+    too (one model, read here by snake_case name), then what only a program sets."""
+
     multi_networking: bool = False
-    kubeconfig_endpoint: enum_values(KubeconfigEndpoint) = "dns"  # type: ignore[valid-type]
-    deletion_protection: bool = True
-    # The stack file's own models for these two, read with snake_case names (one set of types).
-    system_pool: SystemPoolConfig | None = None
     managed_dcgm: bool = True
     resource_labels: Annotated[
         dict[GcpLabelKey, GcpLabelValue],

@@ -58,28 +58,50 @@ class SystemPoolConfig(StackModel):
     disk_size_gb: int = Field(100, ge=10, le=MAX_BOOT_DISK_GB)
 
 
-class ClusterConfig(StackModel):
-    mode: Literal["autopilot", "standard", "existing"]
-    name: Annotated[str, Field(min_length=1, max_length=100)] | None = None
-    location: Annotated[str, Field(min_length=1, max_length=40)] | None = None
+class GkeClusterSettings(StackModel):
+    """The cluster's settings that are not secure defaults: one model for the stack file's `cluster`
+    section (camelCase keys, ClusterConfig) and GkeCluster's args (snake_case names, GkeClusterSpec),
+    so each field's type, bounds and default are written once."""
+
     release_channel: enum_values(ReleaseChannel) = "REGULAR"  # type: ignore[valid-type]
     private_nodes: bool = True
-    master_authorized_networks: Annotated[
-        list[AuthorizedNetworkConfig], Field(max_length=MAX_AUTHORIZED_NETWORKS_PRIVATE)
-    ] = []
+    # The stack file has always called it masterAuthorizedNetworks (GKE's own name); the args, shorter.
+    authorized_networks: Annotated[
+        list[AuthorizedNetworkConfig],
+        Field(
+            default_factory=list, max_length=MAX_AUTHORIZED_NETWORKS_PRIVATE, alias="masterAuthorizedNetworks"
+        ),
+    ]
     deletion_protection: bool = True
     system_pool: SystemPoolConfig | None = None
     # The control plane's IP endpoint is private unless publicEndpoint is true; the DNS-based
     # endpoint (IAM-authorised) is always on, so CI reaches the cluster without an IP allowlist.
     public_endpoint: bool = False
-    # Explicitly allow a public IP endpoint with no allowlist or with 0.0.0.0/0.
-    public_endpoint_open_to_internet: bool = False
     binary_authorization: bool = False
     # Standard only: opt-in, because turning it on for an existing cluster restarts every node.
     intranode_visibility: bool = False
     # Which endpoint the program's kubeconfig (and so `pulumi up`) uses: the DNS endpoint, or the IP
     # endpoint as before (the first step of moving an existing stack, see docs/configuration.md "Upgrading").
     kubeconfig_endpoint: enum_values(KubeconfigEndpoint) = "dns"  # type: ignore[valid-type]
+
+
+class _ClusterChoice(StackModel):
+    """The stack file's choice of cluster, first in its section (and so in its problems): the mode,
+    and a name and location the stack defaults."""
+
+    mode: Literal["autopilot", "standard", "existing"]
+    name: Annotated[str, Field(min_length=1, max_length=100)] | None = None
+    location: Annotated[str, Field(min_length=1, max_length=40)] | None = None
+
+
+# The choice's keys come first (pydantic orders fields by reversed MRO), then the settings, then the
+# section's own keys: the order the section had before the settings became one model with the args.
+class ClusterConfig(GkeClusterSettings, _ClusterChoice):
+    """The stack file's `gke-gpu:cluster`: the choice of cluster, GkeCluster's settings, and an
+    existing cluster's kubeconfig."""
+
+    # Explicitly allow a public IP endpoint with no allowlist or with 0.0.0.0/0.
+    public_endpoint_open_to_internet: bool = False
     # mode: existing
     kubeconfig: str | None = Field(None, repr=False, min_length=1, max_length=1_000_000)
     context: Annotated[str, Field(min_length=1, max_length=253, pattern=PRINTABLE)] | None = None

@@ -9,12 +9,12 @@ import yaml
 from pydantic import Field
 
 from ..core import images
-from ..core.arg_types import K8sName, LabelKey, LabelValue
-from ..core.common import MAX_TIME_SLICING_REPLICAS
+from ..core.arg_types import LabelKey, LabelValue
 from ..core.component import GkeGpuComponent
 from ..core.k8s import app_labels, image_version, selector_labels
 from ..core.model import DNS_LABEL
 from ..core.validation import ArgsModel
+from .device_plugin_config import DevicePluginSettings, TimeSlicingReplicas
 from .scheduling import GPU_RESOURCE
 
 DEVICE_PLUGIN_PATH = "/var/lib/kubelet/device-plugins"
@@ -37,10 +37,15 @@ class NvidiaDevicePluginArgs(TypedDict):
     """The namespace of the DaemonSet. Defaults to kube-system."""
 
 
-class _NvidiaDevicePluginSpec(ArgsModel):
+class _DevicePluginPlace(ArgsModel):
     node_selector: Annotated[dict[LabelKey, LabelValue], Field(min_length=1, max_length=64)]
-    time_slicing_replicas: Annotated[int, Field(ge=2, le=MAX_TIME_SLICING_REPLICAS)] | None = None
-    runtime_class_name: K8sName | None = None
+    time_slicing_replicas: TimeSlicingReplicas | None = None
+
+
+class _NvidiaDevicePluginSpec(DevicePluginSettings, _DevicePluginPlace):
+    """NvidiaDevicePlugin's args as checked: the nodes and the sharing, then the settings a stack
+    file's devicePlugin section has too (one model, read here by snake_case name)."""
+
     namespace: Annotated[str, Field(max_length=63, pattern=DNS_LABEL)] = "kube-system"
 
 
@@ -64,6 +69,7 @@ class NvidiaDevicePlugin(GkeGpuComponent[_NvidiaDevicePluginSpec]):
     """nvidia.com/gpu advertised per GPU with time-slicing; none for whole GPUs."""
 
     _args_model = _NvidiaDevicePluginSpec
+    _args_by_name = True
 
     def __init__(
         self, name: str, args: NvidiaDevicePluginArgs, opts: pulumi.ResourceOptions | None = None

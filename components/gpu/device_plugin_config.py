@@ -6,6 +6,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from ..core.arg_types import K8sName
 from ..core.common import (
     MAX_TIME_SLICING_REPLICAS,
 )
@@ -13,24 +14,38 @@ from ..core.model import (
     StackModel,
 )
 
+# The NVIDIA device plugin only requires >= 2 (api/config/v1/replicas.go); 48 is GKE's limit for
+# its own sharing, not the plugin's. The upper bound here only keeps the value sane.
+TimeSlicingReplicas = Annotated[int, Field(ge=2, le=MAX_TIME_SLICING_REPLICAS)]
+
 
 class TimeSlicingConfig(StackModel):
-    # The NVIDIA device plugin only requires >= 2 (api/config/v1/replicas.go); 48 is GKE's limit for
-    # its own sharing, not the plugin's. The upper bound here only keeps the value sane.
-    replicas: int = Field(ge=2, le=MAX_TIME_SLICING_REPLICAS)
+    replicas: TimeSlicingReplicas
 
 
 class DevicePluginSharingConfig(StackModel):
     time_slicing: TimeSlicingConfig
 
 
-class DevicePluginConfig(StackModel):
+class DevicePluginSettings(StackModel):
+    """What the stack file's `devicePlugin` section and NvidiaDevicePlugin's args share, written once."""
+
+    # For containerd set up with an `nvidia` runtime class that is not the default runtime.
+    runtime_class_name: K8sName | None = None
+
+
+class _DevicePluginNodes(StackModel):
     gpu_node_label: Annotated[str, Field(max_length=400)] = "nvidia.com/gpu.present=true"
     # Taint the nodes of gpuNodes with nvidia.com/gpu=present:NoSchedule (off for a single-node
     # workstation, whose only node must also run everything else).
     taint_gpu_nodes: bool = True
-    # For containerd set up with an `nvidia` runtime class that is not the default runtime.
-    runtime_class_name: Annotated[str, Field(max_length=63)] | None = None
+
+
+class DevicePluginConfig(DevicePluginSettings, _DevicePluginNodes):
+    """The stack file's `gke-gpu:devicePlugin`: the GPU nodes' label as `key=value` and the sharing in
+    the plugin's own config layout (`sharing.timeSlicing.replicas`); the stack turns them into the
+    args' `node_selector` and `time_slicing_replicas`."""
+
     sharing: DevicePluginSharingConfig | None = None
 
     @property

@@ -13,6 +13,7 @@ from ..core.model import (
     GceName,
     StackModel,
 )
+from ..core.validation import Deferrable
 
 
 class ExistingNetworkConfig(StackModel):
@@ -22,12 +23,22 @@ class ExistingNetworkConfig(StackModel):
     services_range_name: GceName
 
 
-class NetworkConfig(StackModel):
-    subnet_cidr: Cidr = "10.10.0.0/20"
-    pods_cidr: Cidr = "10.16.0.0/14"
-    services_cidr: Cidr = "10.20.0.0/20"
+class VpcSettings(StackModel):
+    """The VPC's address ranges and flow logs: one model for the stack file's `network` section
+    (camelCase keys, NetworkConfig) and GkeNetwork's args (snake_case names), so each range's type
+    and default are written once. A range may be an Output in the args (Deferrable)."""
+
+    subnet_cidr: Deferrable[Cidr] = "10.10.0.0/20"
+    pods_cidr: Deferrable[Cidr] = "10.16.0.0/14"
+    services_cidr: Deferrable[Cidr] = "10.20.0.0/20"
     # VPC flow logs on the subnet, sampled: 0 turns them off.
     flow_log_sampling: float = Field(0.5, ge=0, le=1)
+
+
+class NetworkConfig(VpcSettings):
+    """The stack file's `gke-gpu:network`: the VPC's settings, or an existing VPC, and GPUDirect's
+    range."""
+
     existing: ExistingNetworkConfig | None = None
     # The range the GPUDirect NICs' subnets are carved from (gpudirect/flavors.py); resolved to
     # 192.168.0.0/16 when a pool has gpudirect: true.

@@ -1,17 +1,16 @@
 """A VPC built for a VPC-native GKE cluster with private nodes."""
 
-from typing import Annotated, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 import pulumi
 from pulumi_gcp import compute
-from pydantic import Field
 
 from ..cluster.rules import check_ranges
 from ..core.arg_types import ProjectId, RegionName, matching
 from ..core.common import K8S_NAME, KeyNames, Problems
 from ..core.component import GkeGpuComponent
-from ..core.model import Cidr
 from ..core.validation import ArgsModel, Deferrable, pick
+from .model import VpcSettings
 
 PODS_RANGE_NAME = "pods"
 SERVICES_RANGE_NAME = "services"
@@ -29,12 +28,13 @@ class GkeNetworkArgs(TypedDict):
     name_prefix: str
     """Prefix of the GCP resource names (the cluster's name): `<prefix>-vpc`, `<prefix>-nodes`,
     `<prefix>-router`, `<prefix>-nat`. Lowercase letters, digits and hyphens, at most 56 characters."""
-    subnet_cidr: pulumi.Input[str]
-    """The subnet's primary range, the nodes' addresses (a /29 or larger), e.g. 10.10.0.0/20."""
-    pods_cidr: pulumi.Input[str]
-    """The Pods' secondary range (a /24 or larger: GKE gives each node a /24), e.g. 10.16.0.0/14."""
-    services_cidr: pulumi.Input[str]
-    """The Services' secondary range, e.g. 10.20.0.0/20."""
+    subnet_cidr: NotRequired[pulumi.Input[str]]
+    """The subnet's primary range, the nodes' addresses (a /29 or larger). Defaults to 10.10.0.0/20."""
+    pods_cidr: NotRequired[pulumi.Input[str]]
+    """The Pods' secondary range (a /24 or larger: GKE gives each node a /24). Defaults to
+    10.16.0.0/14."""
+    services_cidr: NotRequired[pulumi.Input[str]]
+    """The Services' secondary range. Defaults to 10.20.0.0/20."""
     cloud_nat: NotRequired[bool]
     """Cloud NAT for the subnet: egress for private nodes, which have no external IP (image pulls from
     outside Google). Defaults to true."""
@@ -43,7 +43,7 @@ class GkeNetworkArgs(TypedDict):
     to 0.5."""
 
 
-class _GkeNetworkSpec(ArgsModel):
+class _GkeNetworkPlace(ArgsModel):
     project: Deferrable[ProjectId]
     region: Deferrable[RegionName]
     name_prefix: matching(  # type: ignore[valid-type]
@@ -51,11 +51,13 @@ class _GkeNetworkSpec(ArgsModel):
         "lowercase letters, digits and hyphens, starting with a letter (a cluster name)",
         max_length=MAX_NAME_PREFIX,
     )
-    subnet_cidr: Deferrable[Cidr]
-    pods_cidr: Deferrable[Cidr]
-    services_cidr: Deferrable[Cidr]
+
+
+class _GkeNetworkSpec(VpcSettings, _GkeNetworkPlace):
+    """GkeNetwork's args as checked: where the VPC goes, then the settings a stack file's network
+    section has too (one model, read here by snake_case name)."""
+
     cloud_nat: bool = True
-    flow_log_sampling: Annotated[float, Field(ge=0, le=1)] = 0.5
 
 
 def _network_rules(spec: _GkeNetworkSpec) -> list[str]:
@@ -99,6 +101,7 @@ class GkeNetwork(GkeGpuComponent[_GkeNetworkSpec]):
     """The name of the subnet's secondary range for Services."""
 
     _args_model = _GkeNetworkSpec
+    _args_by_name = True
     _args_rules = staticmethod(_network_rules)
 
     def __init__(self, name: str, args: GkeNetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -123,15 +126,15 @@ class GkeNetwork(GkeGpuComponent[_GkeNetworkSpec]):
             project=project,
             region=region,
             network=self.network.id,
-            ip_cidr_range=pick(spec.subnet_cidr, args["subnet_cidr"]),
+            ip_cidr_range=pick(spec.subnet_cidr, args.get("subnet_cidr")),
             private_ip_google_access=True,
             secondary_ip_ranges=[
                 compute.SubnetworkSecondaryIpRangeArgs(
-                    range_name=PODS_RANGE_NAME, ip_cidr_range=pick(spec.pods_cidr, args["pods_cidr"])
+                    range_name=PODS_RANGE_NAME, ip_cidr_range=pick(spec.pods_cidr, args.get("pods_cidr"))
                 ),
                 compute.SubnetworkSecondaryIpRangeArgs(
                     range_name=SERVICES_RANGE_NAME,
-                    ip_cidr_range=pick(spec.services_cidr, args["services_cidr"]),
+                    ip_cidr_range=pick(spec.services_cidr, args.get("services_cidr")),
                 ),
             ],
             log_config=flow_log_config(spec.flow_log_sampling),

@@ -145,7 +145,7 @@ class ClusterRules(RuleBase):
                 )
 
         authorized: list[AuthorizedNetworkConfig] = []
-        for i, entry in enumerate(c.master_authorized_networks):
+        for i, entry in enumerate(c.authorized_networks):
             path = f"{prefix}.masterAuthorizedNetworks[{i}].cidrBlock"
             net = network_of(entry.cidr_block, path, self.problems)
             if net is not None:
@@ -183,7 +183,7 @@ class ClusterRules(RuleBase):
             update={
                 "name": name,
                 "location": location,
-                "master_authorized_networks": authorized,
+                "authorized_networks": authorized,
                 "system_pool": system_pool,
             }
         )
@@ -236,7 +236,7 @@ class ClusterRules(RuleBase):
             "location",
             "release_channel",
             "private_nodes",
-            "master_authorized_networks",
+            "authorized_networks",
             "deletion_protection",
             "system_pool",
             "public_endpoint",
@@ -259,7 +259,7 @@ class ClusterRules(RuleBase):
         for key in gke_only:
             if key in c.model_fields_set:
                 self.problems.add(
-                    f"{prefix}.{to_camel(key)}",
+                    f"{prefix}.{ClusterConfig.model_fields[key].alias}",
                     "not allowed with mode existing: the program does not manage that cluster",
                 )
         if not c.kubeconfig and "kubeconfig" not in self.broken.cluster_keys:

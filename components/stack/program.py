@@ -394,8 +394,7 @@ def _gke_cluster(settings: Settings) -> GkeCluster:
         "private_nodes": cluster.private_nodes,
         "public_endpoint": cluster.public_endpoint,
         "authorized_networks": [
-            {"cidr_block": n.cidr_block, "display_name": n.display_name}
-            for n in cluster.master_authorized_networks
+            {"cidr_block": n.cidr_block, "display_name": n.display_name} for n in cluster.authorized_networks
         ],
         "binary_authorization": cluster.binary_authorization,
         "kubeconfig_endpoint": KubeconfigEndpoint(cluster.kubeconfig_endpoint),

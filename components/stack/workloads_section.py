@@ -7,7 +7,6 @@ from pydantic.alias_generators import to_camel
 from ..cluster.model import ClusterConfig
 from ..core.common import (
     DNS_SUBDOMAIN,
-    K8S_NAME,
     LABEL_VALUE_PATTERN,
     NAMESPACE,
     KeyNames,
@@ -317,11 +316,6 @@ class WorkloadRules(RuleBase):
                 self.problems.add(f"{NAMESPACE}:gpuNodes[{j}]", f"{cut(node)} is not a Kubernetes node name")
         if len(set(nodes)) != len(nodes):
             self.problems.add(f"{NAMESPACE}:gpuNodes", "lists a node twice")
-        if plugin.runtime_class_name is not None and not K8S_NAME.fullmatch(plugin.runtime_class_name):
-            self.problems.add(
-                f"{NAMESPACE}:devicePlugin.runtimeClassName",
-                f"{cut(plugin.runtime_class_name)} is not a RuntimeClass name (e.g. nvidia)",
-            )
         return plugin, nodes
 
     def _batch(self, cluster: ClusterConfig) -> BatchConfig:
