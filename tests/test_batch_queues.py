@@ -109,7 +109,9 @@ def test_local_queues_in_the_samples_namespace(batch: RunResult) -> None:
 
 def test_every_kueue_object_is_valid_against_the_vendored_crds(batch: RunResult) -> None:
     objects = [r.inputs for r in batch.resources if r.type.startswith(KUEUE)]
-    assert len(objects) == 8  # 2 flavors, 2 cluster queues, 2 local queues, a config and a check
+    # 2 flavors, 2 cluster queues, 2 local queues for the samples and 2 for the default team, a
+    # provisioning config and an admission check.
+    assert len(objects) == 10
     for obj in objects:
         validate(obj)
 
@@ -120,16 +122,28 @@ def test_the_stack_output_lists_the_queues_and_their_quotas(batch: RunResult) ->
         "pool": "l4",
         "clusterQueue": "gpu-l4",
         "localQueue": "gpu-samples/gpu-l4",
-        "quota": {"nvidia.com/gpu": 2, "cpu": 16, "memory": "64Gi", "ephemeral-storage": "400Gi"},
+        "quota": {"cpu": 16, "memory": "64Gi", "ephemeral-storage": "400Gi", "nvidia.com/gpu": 2},
         "admissionCheck": None,
+        "cohort": None,
+        "topology": None,
+        "teams": [{"team": "default", "localQueue": "gpu-jobs/gpu-l4", "clusterQueue": "gpu-l4"}],
     }
     assert queues["a100"]["admissionCheck"] == "dws-a100"
 
 
-def test_without_samples_there_is_no_local_queue() -> None:
+def test_without_teams_a_default_team_can_submit_right_after_pulumi_up() -> None:
+    """No samples and no teams: the default team's namespace gpu-jobs has a LocalQueue per pool on the
+    pool's own ClusterQueue (before issue 17 there was nothing to submit to)."""
     result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[L4_POOL], batch={"kueue": True}))
-    assert result.of_type(f"{KUEUE}:LocalQueue") == []
-    assert result.outputs["batchQueues"][0]["localQueue"] is None
+    (local,) = result.of_type(f"{KUEUE}:LocalQueue")
+    assert local.inputs["metadata"]["namespace"] == "gpu-jobs"
+    assert local.inputs["spec"] == {"clusterQueue": "gpu-l4"}
+    namespace = result.one("kubernetes:core/v1:Namespace", "batch-team-default-namespace").inputs
+    assert namespace["metadata"]["name"] == "gpu-jobs"
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
+    assert result.outputs["batchQueues"][0]["localQueue"] is None  # the samples' LocalQueue
+    queue = kueue_object(result, "ClusterQueue", "batch-l4-cluster-queue")["spec"]
+    assert "cohortName" not in queue and queue["namespaceSelector"] == {}
 
 
 def test_off_by_default() -> None:

@@ -34,6 +34,7 @@ VENDORED_BLOBS = {
     f"{KUEUE_CRDS}localqueues.yaml": "379c64452ad090fa12861c24aad7f102d0118a5f",
     f"{KUEUE_CRDS}admissionchecks.yaml": "317662baa1e7653915510c627ac91c020926c0ca",
     f"{KUEUE_CRDS}provisioningrequestconfigs.yaml": "95ed0039d027647ac09b3bfd7f529cb1cacfca31",
+    f"{KUEUE_CRDS}topologies.yaml": "f5a2774bbc83a5aedbe4272ecb780c399da09532",
     "crds/jobset.x-k8s.io/jobset.x-k8s.io_jobsets.yaml": "96add10d030c2ab2c94b1c774edd23c814692808",
     # GoogleCloudPlatform/gke-networking-api@34c617f2 (2025-12-12), config/crds/.
     f"{GKE_NETWORKING_CRDS}gkenetworkparamsets.yaml": "01dcb67e88e37eda2133fc4089ed904ac01032b0",
@@ -73,6 +74,17 @@ VALID: dict[str, dict[str, Any]] = {
         "kind": "LocalQueue",
         "metadata": {"name": "gpu", "namespace": "training"},
         "spec": {"clusterQueue": "gpu"},
+    },
+    "Topology": {
+        "apiVersion": KUEUE,
+        "kind": "Topology",
+        "metadata": {"name": "gke-default"},
+        "spec": {
+            "levels": [
+                {"nodeLabel": "cloud.google.com/gce-topology-block"},
+                {"nodeLabel": "kubernetes.io/hostname"},
+            ]
+        },
     },
     "AdmissionCheck": {
         "apiVersion": KUEUE,
@@ -192,6 +204,9 @@ INVALID = [
     ("LocalQueue", _set("spec.clusterQeueue", "gpu"), "'clusterQeueue' was unexpected"),
     ("LocalQueue", _set("spec.clusterQueue", "GPU_queue"), "does not match"),
     ("LocalQueue", _set("metadata.lables", {"a": "b"}), "'lables' was unexpected"),
+    ("Topology", _set("spec.levels", []), "should be non-empty"),
+    ("Topology", _set("spec.levels.0.nodeLabel", "Not A Label"), "does not match"),
+    ("Topology", _set("spec.levels.0.label", "x"), "'label' was unexpected"),
     ("AdmissionCheck", _drop("spec.controllerName"), "'controllerName' is a required property"),
     ("AdmissionCheck", _set("spec.parameters.kind", "Provisioning_Request"), "does not match"),
     ("ProvisioningRequestConfig", _set("spec.managedResources", "nvidia.com/gpu"), "is not of type 'array'"),

@@ -259,6 +259,37 @@ def _k8s_summary(i: dict[str, Any]) -> list[str]:
             lines.append(f"container {c.get('name')}: {c.get('image')}" + (f" gpu={gpus}" if gpus else ""))
         if pod.get("nodeSelector"):
             lines.append("nodeSelector=" + ",".join(f"{k}={v}" for k, v in pod["nodeSelector"].items()))
+    lines.extend(_kueue_summary(i))
+    return lines
+
+
+def _kueue_summary(i: dict[str, Any]) -> list[str]:
+    """A Kueue queue's quota, cohort and borrowing; a LocalQueue's ClusterQueue; a flavor's topology."""
+    kind, spec = i.get("kind"), i.get("spec") or {}
+    if not str(i.get("apiVersion", "")).startswith("kueue.x-k8s.io/") or not isinstance(spec, dict):
+        return []
+    if kind == "LocalQueue":
+        return [f"clusterQueue={spec.get('clusterQueue')}"]
+    if kind == "ResourceFlavor":
+        return [f"topology={spec['topologyName']}"] if spec.get("topologyName") else []
+    if kind == "Topology":
+        return ["levels=" + ",".join(str(level.get("nodeLabel")) for level in spec.get("levels", []))]
+    if kind != "ClusterQueue":
+        return []
+    quota, borrow = [], []
+    for group in spec.get("resourceGroups", []):
+        for flavor in group.get("flavors", []):
+            for r in flavor.get("resources", []):
+                quota.append(f"{r.get('name')}={r.get('nominalQuota')}")
+                if r.get("name") == "nvidia.com/gpu":
+                    borrow.append(str(r.get("borrowingLimit", "any idle")))
+    selector = _get(spec, "namespaceSelector.matchLabels", {}).get("kubernetes.io/metadata.name")
+    lines = ["quota " + " ".join(quota)]
+    if spec.get("cohortName"):
+        lines.append(
+            f"cohort={spec['cohortName']} mayBorrowGpus={','.join(borrow)} "
+            f"reclaim={_get(spec, 'preemption.reclaimWithinCohort')} namespaces={selector or 'any'}"
+        )
     return lines
 
 

@@ -40,6 +40,7 @@ from ..gpu.pool import GPU_TAINT, GpuPool, ReservationConfig, SharingConfig, Tai
 from ..monitoring.model import AlertsConfig, MonitoringConfig
 from ..network.model import NetworkConfig
 from ..workloads.model import BatchConfig, WorkloadConfig
+from .batch_section import BatchRules
 from .broken import Broken
 from .cluster_section import ClusterRules
 from .config_value import decode_config_value
@@ -78,7 +79,7 @@ __all__ = [
 ]
 
 
-class _Resolver(ClusterRules, PoolRules, WorkloadRules):
+class _Resolver(ClusterRules, PoolRules, WorkloadRules, BatchRules):
     """Checks a shape-valid StackConfig for meaning and resolves it into Settings."""
 
     def __init__(
@@ -137,7 +138,7 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules):
             device_plugin, gpu_nodes = None, ()
         else:
             device_plugin, gpu_nodes = self._existing_gpu_layer(cluster)
-        batch = self._batch(cluster) if "batch" not in broken else BatchConfig()
+        batch = self._batch(cluster, pools) if "batch" not in broken else BatchConfig()
         capacity_known = not self.broken.any_pool() and "systemPool" not in self.broken.cluster_keys
         if network is not None and cluster.mode == "standard" and capacity_known:
             self._check_address_capacity(network, cluster, pools)

@@ -6,11 +6,29 @@ import pulumi
 
 from ..core.catalog import load_catalog
 from ..gpu.scheduling import QUEUED_TOLERATION, node_selector, tolerations
-from ..workloads.batch_queues import GpuBatchQueues, GpuBatchQueuesArgs, queue_name
+from ..workloads.batch_queues import GpuBatchQueues, GpuBatchQueuesArgs
+from ..workloads.batch_teams import (
+    DEFAULT_TEAM,
+    DEFAULT_TEAM_NAMESPACE,
+    TOPOLOGY_NAME,
+    BatchTeam,
+    Quota,
+    queue_name,
+    team_queue_name,
+    topology_default,
+)
+from ..workloads.model import TeamConfig, TeamShare
 from ..workloads.nccl_allreduce import NcclAllReduce
 from ..workloads.nccl_allreduce_args import NcclAllReduceArgs
 from .declare import declare
 from .settings import Settings
+
+
+def topology_pools(settings: Settings) -> set[str]:
+    """The pools whose queue places Pods by topology: as listed, or by default the GPUDirect pools whose
+    nodes carry GKE's topology labels."""
+    listed = settings.batch.topology
+    return set(listed if listed is not None else topology_default(settings.gpu_pools))
 
 
 def batch_queues(
@@ -20,19 +38,43 @@ def batch_queues(
     *,
     local_queue_namespace: str | None,
 ) -> tuple[list[dict[str, Any]], GpuBatchQueues]:
-    """Declare Kueue, JobSet and a queue per Standard GPU pool; return the queues as a stack output,
-    and the component (what a queued workload waits for).
+    """Declare Kueue, JobSet and a queue per Standard GPU pool, shared by the teams; return the queues
+    as a stack output, and the component (what a queued workload waits for).
 
     A pool's quota is what it can hold at most: maxNodes x the `nvidia.com/gpu` each node advertises
     (with sharing or MIG, the shares), x the machine's vCPUs, memory and boot disk. Kueue admits only
-    Pods whose every request fits, so CPU, memory and ephemeral storage are covered too."""
+    Pods whose every request fits, so CPU, memory and ephemeral storage are covered too. A team's share
+    is a number of those GPUs, with CPU, memory and storage in proportion (batch_teams.Quota)."""
     catalog = load_catalog()
     queues: list[Any] = []
     summary: list[dict[str, Any]] = []
+    batch = settings.batch
+    topology = topology_pools(settings)
+    # GPUDirect's Pods mount the node's NCCL plugin and driver libraries (host paths): 'privileged'.
+    gpudirect_pools = {p.name for p in settings.gpu_pools if p.gpudirect_flavor is not None}
+    teams: list[BatchTeam] = [
+        {
+            "name": team.name,
+            "namespace": team.namespace_name,
+            "create_namespace": team.create_namespace,
+            "privileged": bool(gpudirect_pools & set(team.pools)),
+        }
+        for team in batch.teams
+    ] or [
+        # No teams listed: a default team, queued on every pool's own ClusterQueue.
+        {"name": DEFAULT_TEAM, "namespace": DEFAULT_TEAM_NAMESPACE, "privileged": bool(gpudirect_pools)}
+    ]
     for pool in settings.gpu_pools:
         accelerator = catalog.accelerator(pool.accelerator)
         machine = accelerator.machine_type(pool.machine_type or "") if accelerator else None
         assert machine is not None and pool.max_nodes is not None, "a resolved Standard pool"
+        whole = Quota(
+            gpus=pool.max_nodes * pool.schedulable_gpus_per_node,
+            cpus=pool.max_nodes * machine.vcpus,
+            memory_gib=int(pool.max_nodes * machine.memory_gb),
+            ephemeral_storage_gib=pool.max_nodes * pool.disk_size_gb,
+        )
+        shares = [(team, team.pools[pool.name]) for team in batch.teams if pool.name in team.pools]
         queue = {
             "name": pool.name,
             "node_labels": node_selector(pool, autopilot=False),
@@ -41,13 +83,23 @@ def batch_queues(
                 *tolerations(pool, autopilot=False),
                 *([QUEUED_TOLERATION] if pool.queued_provisioning else []),
             ],
-            "gpus": pool.max_nodes * pool.schedulable_gpus_per_node,
-            "cpus": pool.max_nodes * machine.vcpus,
-            "memory_gib": int(pool.max_nodes * machine.memory_gb),
-            "ephemeral_storage_gib": pool.max_nodes * pool.disk_size_gb,
+            "gpus": whole.gpus,
+            "cpus": whole.cpus,
+            "memory_gib": whole.memory_gib,
+            "ephemeral_storage_gib": whole.ephemeral_storage_gib,
             "queued_provisioning": pool.queued_provisioning,
+            "topology": pool.name in topology,
+            "shares": [
+                {
+                    "team": team.name,
+                    "gpus": share.gpus,
+                    **({"borrowing_limit": share.borrow} if share.borrow is not None else {}),
+                }
+                for team, share in shares
+            ],
         }
         queues.append(queue)
+        own = whole.minus(whole.part(share.gpus) for _, share in shares)
         summary.append(
             {
                 "pool": pool.name,
@@ -55,16 +107,24 @@ def batch_queues(
                 "localQueue": f"{local_queue_namespace}/{queue_name(pool.name)}"
                 if local_queue_namespace
                 else None,
-                "quota": {
-                    "nvidia.com/gpu": queue["gpus"],
-                    "cpu": queue["cpus"],
-                    "memory": f"{queue['memory_gib']}Gi",
-                    "ephemeral-storage": f"{queue['ephemeral_storage_gib']}Gi",
-                },
+                "quota": own.as_resources(),
                 "admissionCheck": f"dws-{pool.name}" if pool.queued_provisioning else None,
+                "cohort": queue_name(pool.name) if shares else None,
+                "topology": TOPOLOGY_NAME if pool.name in topology else None,
+                "teams": _team_summary(pool.name, whole, shares)
+                if shares
+                else [
+                    {
+                        "team": team["name"],
+                        "localQueue": f"{team['namespace']}/{queue_name(pool.name)}",
+                        "clusterQueue": queue_name(pool.name),
+                    }
+                    for team in teams
+                    if not batch.teams
+                ],
             }
         )
-    args: GpuBatchQueuesArgs = {"queues": queues}
+    args: GpuBatchQueuesArgs = {"queues": queues, "teams": teams}
     if local_queue_namespace:
         args["local_queue_namespace"] = local_queue_namespace
     component = declare(
@@ -74,6 +134,26 @@ def batch_queues(
         opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
     )
     return summary, component
+
+
+def _team_summary(
+    pool: str, whole: Quota, shares: list[tuple[TeamConfig, TeamShare]]
+) -> list[dict[str, Any]]:
+    """Each team's queues of a pool, its quota and what it may borrow (the stack output and render)."""
+    rows = []
+    for team, share in shares:
+        others = whole.gpus - share.gpus
+        borrow = others if share.borrow is None else share.borrow
+        rows.append(
+            {
+                "team": team.name,
+                "localQueue": f"{team.namespace_name}/{queue_name(pool)}",
+                "clusterQueue": team_queue_name(pool, team.name),
+                "quota": whole.part(share.gpus).as_resources(),
+                "mayBorrowGpus": borrow,
+            }
+        )
+    return rows
 
 
 def nccl_allreduce_tests(
@@ -86,6 +166,7 @@ def nccl_allreduce_tests(
     `sampleWorkloads`)."""
     commands: dict[str, Any] = {}
     pools = {pool.name: pool for pool in settings.gpu_pools}
+    topology = topology_pools(settings)
     for workload in settings.workloads:
         if workload.name != "nccl-allreduce":
             continue
@@ -104,6 +185,7 @@ def nccl_allreduce_tests(
             # One namespace per test: each NcclAllReduce creates its own.
             "namespace": f"gpu-nccl-{pool.name}",
             "queued": pool.queued_provisioning,
+            "topology": pool.name in topology,
         }
         if pool.max_nodes is not None:
             args["max_nodes"] = pool.max_nodes

@@ -19,7 +19,7 @@ from ..gpu.device_plugin_config import DevicePluginConfig
 from ..gpu.pool import GpuPool
 from ..monitoring.model import AlertsConfig, MonitoringConfig
 from ..monitoring.rules import check_notification_channels, check_xid_errors
-from ..workloads.model import BatchConfig, WorkloadConfig
+from ..workloads.model import WorkloadConfig
 from .schema import RuleBase, dashboard_on
 
 # Samples whose image has no linux/arm64 build (pytorch/pytorch publishes amd64 only:
@@ -317,24 +317,3 @@ class WorkloadRules(RuleBase):
         if len(set(nodes)) != len(nodes):
             self.problems.add(f"{NAMESPACE}:gpuNodes", "lists a node twice")
         return plugin, nodes
-
-    def _batch(self, cluster: ClusterConfig) -> BatchConfig:
-        """Kueue's queues are sized from this stack's Standard GPU pools (maxNodes x their GPUs)."""
-        batch = self.config.batch
-        if not batch.kueue:
-            return batch
-        key = f"{NAMESPACE}:batch.kueue"
-        if cluster.mode != "standard":
-            why = (
-                "the queues are sized from this stack's gpuPools"
-                if cluster.mode == "existing"
-                else "each queue's quota is its pool's maxNodes x GPUs, and Autopilot profiles have no "
-                "maxNodes"
-            )
-            self.problems.add(key, f"true is not allowed with cluster.mode {cluster.mode}: {why}")
-        elif not self.config.gpu_pools and not self.broken.any_pool():
-            self.problems.add(
-                key,
-                f"true needs at least one GPU pool in {NAMESPACE}:gpuPools (a queue per pool; there is none)",
-            )
-        return batch

@@ -1,5 +1,6 @@
 """Kueue and JobSet, and a queue per GPU pool: gang admission for multi-node GPU jobs."""
 
+from collections.abc import Callable
 from typing import Annotated, NotRequired, TypedDict
 
 import pulumi
@@ -7,10 +8,24 @@ import pulumi_kubernetes as k8s
 from pydantic import Field, model_validator
 
 from ..core.arg_types import K8sName, LabelKey
-from ..core.common import Problems
+from ..core.common import KeyNames, Problems, cut, listing
 from ..core.component import GkeGpuComponent
-from ..core.k8s import Toleration, TolerationSpec, app_labels, toleration_args, toleration_problems
+from ..core.k8s import Toleration, TolerationSpec, app_labels, toleration_problems
 from ..core.validation import ArgsModel
+from .batch_teams import (
+    TOPOLOGY_LEVELS,
+    TOPOLOGY_NAME,
+    BatchTeam,
+    Quota,
+    ShareEntry,
+    TeamShare,
+    check_shares,
+    check_team_names,
+    queue_name,
+    team_queue_name,
+)
+from .kueue_objects import cluster_queue, flavor
+from .model import MAX_TEAMS, NamespaceName, TeamName
 
 # Pinned upstream charts (../shared/reference/gke-gpu-scale-out.md, section 4): the real deploy
 # installs upstream's own manifests, CRDs included. Offline the charts cannot be expanded; the
@@ -21,9 +36,8 @@ KUEUE_VERSION = "0.19.2"
 JOBSET_CHART = "oci://registry.k8s.io/jobset/charts/jobset"
 JOBSET_VERSION = "0.12.0"
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
-# What a queue's quota covers: Kueue admits only Pods whose every request is covered.
-COVERED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu")
 QUEUED_PROVISIONING_CLASS = "queued-provisioning.gke.io"
+TEAM_LABEL = "gke-gpu/team"
 
 
 class BatchQueue(TypedDict):
@@ -46,6 +60,13 @@ class BatchQueue(TypedDict):
     queued_provisioning: NotRequired[bool]
     """The pool takes nodes only through ProvisioningRequests: the queue gets a
     ProvisioningRequestConfig and an AdmissionCheck. Defaults to false."""
+    shares: NotRequired[list[TeamShare]]
+    """Teams' shares of the pool: each a ClusterQueue `gpu-<pool>-<team>` in the pool's cohort
+    `gpu-<pool>`; the pool's own ClusterQueue keeps the rest. Defaults to none (one ClusterQueue, no
+    cohort)."""
+    topology: NotRequired[bool]
+    """Place a job's Pods by GKE's topology node labels: the flavor points at the Topology
+    `gke-default`. Defaults to false."""
 
 
 class GpuBatchQueuesArgs(TypedDict):
@@ -54,6 +75,16 @@ class GpuBatchQueuesArgs(TypedDict):
     local_queue_namespace: NotRequired[str]
     """A namespace (that exists) for a LocalQueue per ClusterQueue, e.g. the samples'. Defaults to
     none."""
+    teams: NotRequired[list[BatchTeam]]
+    """Teams: each gets its namespace and, per queue where it has a share, a LocalQueue `gpu-<pool>`
+    on its ClusterQueue; a team with no share anywhere (a default team) gets a LocalQueue per pool
+    on the pool's own ClusterQueue. Defaults to none."""
+
+
+class _ShareSpec(ArgsModel):
+    team: TeamName
+    gpus: int = Field(ge=0, le=100_000)
+    borrowing_limit: int | None = Field(None, ge=0, le=100_000)
 
 
 class _QueueSpec(ArgsModel):
@@ -65,11 +96,25 @@ class _QueueSpec(ArgsModel):
     memory_gib: int = Field(ge=1, le=100_000_000)
     ephemeral_storage_gib: int = Field(ge=1, le=100_000_000)
     queued_provisioning: bool = False
+    shares: Annotated[list[_ShareSpec], Field(default_factory=list, max_length=MAX_TEAMS)]
+    topology: bool = False
+
+    @property
+    def quota(self) -> Quota:
+        return Quota(self.gpus, self.cpus, self.memory_gib, self.ephemeral_storage_gib)
+
+
+class _TeamSpec(ArgsModel):
+    name: TeamName
+    namespace: NamespaceName
+    create_namespace: bool = True
+    privileged: bool = False
 
 
 class _GpuBatchQueuesSpec(ArgsModel):
     queues: Annotated[list[_QueueSpec], Field(min_length=1, max_length=100)]
     local_queue_namespace: K8sName | None = None
+    teams: Annotated[list[_TeamSpec], Field(default_factory=list, max_length=MAX_TEAMS)]
 
     @model_validator(mode="after")
     def _unique_names(self) -> "_GpuBatchQueuesSpec":
@@ -81,17 +126,39 @@ class _GpuBatchQueuesSpec(ArgsModel):
 
 def _queue_rules(spec: _GpuBatchQueuesSpec) -> list[str]:
     problems = Problems()
+    names = KeyNames(camel=False)
     for i, queue in enumerate(spec.queues):
         for j, toleration in enumerate(queue.tolerations):
             for problem in toleration_problems(f"queues[{i}].tolerations[{j}]", toleration):
                 path, _, message = problem.partition(": ")
                 problems.add(path, message)
+    check_team_names([(t.name, t.namespace) for t in spec.teams], names, problems)
+    teams = {t.name for t in spec.teams}
+    entries: list[ShareEntry] = []
+    for i, queue in enumerate(spec.queues):
+        seen: set[str] = set()
+        for j, share in enumerate(queue.shares):
+            key = f"queues[{i}].shares[{j}]"
+            if share.team not in teams:
+                problems.add(
+                    f"{key}.team", f"{cut(share.team)} is not a team; teams: {listing(sorted(teams))}"
+                )
+            elif share.team in seen:
+                problems.add(f"{key}.team", f"{cut(share.team)} has two shares of queue {queue.name}")
+            seen.add(share.team)
+            entries.append(
+                ShareEntry(
+                    share.team,
+                    queue.name,
+                    share.gpus,
+                    share.borrowing_limit,
+                    f"{key}.gpus",
+                    f"{key}.borrowing_limit",
+                )
+            )
+    capacity = {q.name: (q.gpus, "its gpus") for q in spec.queues}
+    check_shares(capacity, entries, problems, pools_key="queues")
     return problems.items
-
-
-def queue_name(pool: str) -> str:
-    """The ResourceFlavor, ClusterQueue and LocalQueue of a pool."""
-    return f"gpu-{pool}"
 
 
 class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
@@ -110,6 +177,8 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
     """The ClusterQueues, one per pool: `gpu-<pool>`."""
     local_queue_names: pulumi.Output[list[str]]
     """The LocalQueues in `local_queue_namespace` (none without it)."""
+    team_local_queue_names: pulumi.Output[list[str]]
+    """The teams' LocalQueues, as `<namespace>/<name>`."""
 
     _args_model = _GpuBatchQueuesSpec
     _args_rules = staticmethod(_queue_rules)
@@ -125,61 +194,50 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
         ]
         # The objects need the charts' CRDs and Kueue's webhook.
         after_charts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=charts))
+
+        def after(*resources: pulumi.Resource) -> pulumi.ResourceOptions:
+            # Kueue's order on create (and its reverse on delete): a ClusterQueue after its flavor
+            # and admission check, a LocalQueue after its ClusterQueue and namespace.
+            return pulumi.ResourceOptions.merge(
+                after_charts, pulumi.ResourceOptions(depends_on=list(resources))
+            )
+
+        topology = None
+        if any(q.topology for q in spec.queues):
+            topology = self._object(
+                f"{name}-topology",
+                "Topology",
+                TOPOLOGY_NAME,
+                {"levels": [{"nodeLabel": label} for label in TOPOLOGY_LEVELS]},
+                after_charts,
+            )
+        team_namespaces = {t.name: self._team_namespace(name, t) for t in spec.teams}
         cluster_queues: list[str] = []
         local_queues: list[str] = []
+        team_local_queues: list[str] = []
         for queue in spec.queues:
             queue_id = queue_name(queue.name)
             prefix = f"{name}-{queue.name}"
-
-            def after(*resources: pulumi.Resource) -> pulumi.ResourceOptions:
-                # Kueue's order on create (and its reverse on delete): a ClusterQueue after its flavor
-                # and admission check, a LocalQueue after its ClusterQueue.
-                return pulumi.ResourceOptions.merge(
-                    after_charts, pulumi.ResourceOptions(depends_on=list(resources))
-                )
-
+            flavor_deps = [topology] if queue.topology and topology is not None else []
             needed = [
-                self._object(f"{prefix}-flavor", "ResourceFlavor", queue_id, _flavor(queue), after_charts)
+                self._object(
+                    f"{prefix}-flavor", "ResourceFlavor", queue_id, flavor(queue), after(*flavor_deps)
+                )
             ]
-            cluster_queue = _cluster_queue(queue)
+            admission: dict[str, object] | None = None
             if queue.queued_provisioning:
-                check = f"dws-{queue.name}"
-                config = self._object(
-                    f"{prefix}-provisioning",
-                    "ProvisioningRequestConfig",
-                    check,
-                    {
-                        "provisioningClassName": QUEUED_PROVISIONING_CLASS,
-                        "managedResources": ["nvidia.com/gpu"],
-                        # Pin each admitted Pod to the nodes provisioned for its own request.
-                        "podSetUpdates": {
-                            "nodeSelector": [
-                                {
-                                    "key": "autoscaling.gke.io/provisioning-request",
-                                    "valueFromProvisioningClassDetail": "ResizeRequestName",
-                                }
-                            ]
-                        },
-                    },
-                    after_charts,
-                )
-                admission: dict[str, object] = {
-                    "controllerName": "kueue.x-k8s.io/provisioning-request",
-                    "parameters": {
-                        "apiGroup": "kueue.x-k8s.io",
-                        "kind": "ProvisioningRequestConfig",
-                        "name": check,
-                    },
-                }
-                needed.append(
-                    self._object(
-                        f"{prefix}-admission-check", "AdmissionCheck", check, admission, after(config)
-                    )
-                )
-                # v1beta2 has admissionChecksStrategy only (spec.admissionChecks is v1beta1's).
-                cluster_queue["admissionChecksStrategy"] = {"admissionChecks": [{"name": check}]}
+                admission_check = self._admission_check(prefix, queue, after_charts, after)
+                needed.append(admission_check)
+                admission = {"admissionChecks": [{"name": f"dws-{queue.name}"}]}
+            parts = [queue.quota.part(share.gpus) for share in queue.shares]
             queue_object = self._object(
-                f"{prefix}-cluster-queue", "ClusterQueue", queue_id, cluster_queue, after(*needed)
+                f"{prefix}-cluster-queue",
+                "ClusterQueue",
+                queue_id,
+                cluster_queue(
+                    queue, queue.quota.minus(parts), admission=admission, in_cohort=bool(queue.shares)
+                ),
+                after(*needed),
             )
             cluster_queues.append(queue_id)
             if spec.local_queue_namespace:
@@ -192,11 +250,142 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
                     namespace=spec.local_queue_namespace,
                 )
                 local_queues.append(queue_id)
+            for share, part in zip(queue.shares, parts, strict=True):
+                team = next(t for t in spec.teams if t.name == share.team)
+                team_queue_id = team_queue_name(queue.name, team.name)
+                team_queue = self._object(
+                    f"{prefix}/{team.name}-cluster-queue",
+                    "ClusterQueue",
+                    team_queue_id,
+                    cluster_queue(
+                        queue,
+                        part,
+                        admission=admission,
+                        in_cohort=True,
+                        namespace=team.namespace,
+                        borrowing_limit=None
+                        if share.borrowing_limit is None
+                        else queue.quota.part(share.borrowing_limit),
+                    ),
+                    after(*needed),
+                )
+                cluster_queues.append(team_queue_id)
+                self._object(
+                    f"{prefix}/{team.name}-local-queue",
+                    "LocalQueue",
+                    queue_id,
+                    {"clusterQueue": team_queue_id},
+                    after(team_queue, *team_namespaces[team.name]),
+                    namespace=team.namespace,
+                    team=team.name,
+                )
+                team_local_queues.append(f"{team.namespace}/{queue_id}")
+        for team in spec.teams:
+            if any(share.team == team.name for q in spec.queues for share in q.shares):
+                continue
+            # A team with no share (the stack's default team) queues on every pool's own ClusterQueue.
+            for queue in spec.queues:
+                queue_id = queue_name(queue.name)
+                self._object(
+                    f"{name}-{queue.name}/{team.name}-local-queue",
+                    "LocalQueue",
+                    queue_id,
+                    {"clusterQueue": queue_id},
+                    after(*team_namespaces[team.name]),
+                    namespace=team.namespace,
+                    team=team.name,
+                )
+                team_local_queues.append(f"{team.namespace}/{queue_id}")
         self.cluster_queue_names = pulumi.Output.from_input(cluster_queues)
         self.local_queue_names = pulumi.Output.from_input(local_queues)
+        self.team_local_queue_names = pulumi.Output.from_input(team_local_queues)
         self.register_outputs(
-            {"clusterQueueNames": self.cluster_queue_names, "localQueueNames": self.local_queue_names}
+            {
+                "clusterQueueNames": self.cluster_queue_names,
+                "localQueueNames": self.local_queue_names,
+                "teamLocalQueueNames": self.team_local_queue_names,
+            }
         )
+
+    def _admission_check(
+        self,
+        prefix: str,
+        queue: _QueueSpec,
+        after_charts: pulumi.ResourceOptions,
+        after: Callable[..., pulumi.ResourceOptions],
+    ) -> "k8s.apiextensions.CustomResource":
+        """Queued provisioning: Kueue asks GKE for all of a job's nodes before it admits the job."""
+        check = f"dws-{queue.name}"
+        config = self._object(
+            f"{prefix}-provisioning",
+            "ProvisioningRequestConfig",
+            check,
+            {
+                "provisioningClassName": QUEUED_PROVISIONING_CLASS,
+                "managedResources": ["nvidia.com/gpu"],
+                # Pin each admitted Pod to the nodes provisioned for its own request.
+                "podSetUpdates": {
+                    "nodeSelector": [
+                        {
+                            "key": "autoscaling.gke.io/provisioning-request",
+                            "valueFromProvisioningClassDetail": "ResizeRequestName",
+                        }
+                    ]
+                },
+            },
+            after_charts,
+        )
+        admission: dict[str, object] = {
+            "controllerName": "kueue.x-k8s.io/provisioning-request",
+            "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": check},
+        }
+        return self._object(f"{prefix}-admission-check", "AdmissionCheck", check, admission, after(config))
+
+    def _team_namespace(self, name: str, team: _TeamSpec) -> list[pulumi.Resource]:
+        """The team's namespace (when created) and a NetworkPolicy that admits only its own Pods: what a
+        LocalQueue waits for."""
+        if not team.create_namespace:
+            return []
+        level = "privileged" if team.privileged else "baseline"
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-team-{team.name}-namespace",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=team.namespace,
+                labels={
+                    **app_labels(team.namespace, component="gpu-team"),
+                    TEAM_LABEL: team.name,
+                    # 'privileged' only for a team on a GPUDirect pool (its daemons need it); what
+                    # 'restricted' would refuse is still reported (warnings, audit entries).
+                    "pod-security.kubernetes.io/enforce": level,
+                    "pod-security.kubernetes.io/warn": "restricted",
+                    "pod-security.kubernetes.io/audit": "restricted",
+                },
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        policy = k8s.networking.v1.NetworkPolicy(
+            f"{name}-team-{team.name}-network-policy",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name="same-namespace-only",
+                namespace=team.namespace,
+                labels=app_labels(team.namespace, component="gpu-team"),
+            ),
+            spec=k8s.networking.v1.NetworkPolicySpecArgs(
+                pod_selector=k8s.meta.v1.LabelSelectorArgs(),
+                policy_types=["Ingress"],
+                ingress=[
+                    k8s.networking.v1.NetworkPolicyIngressRuleArgs(
+                        from_=[
+                            k8s.networking.v1.NetworkPolicyPeerArgs(
+                                pod_selector=k8s.meta.v1.LabelSelectorArgs()
+                            )
+                        ]
+                    )
+                ],
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
+        )
+        return [namespace, policy]
 
     def _chart(self, name: str, app: str, chart: str, version: str, namespace: str) -> "k8s.helm.v4.Chart":
         ns = k8s.core.v1.Namespace(
@@ -223,7 +412,10 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
         opts: pulumi.ResourceOptions,
         *,
         namespace: str | None = None,
+        team: str | None = None,
     ) -> "k8s.apiextensions.CustomResource":
+        # A team's LocalQueue carries its name: the policy pack finds team namespaces by it.
+        team_label = {TEAM_LABEL: team} if team else {}
         return k8s.apiextensions.CustomResource(
             resource_name,
             api_version=KUEUE_API,
@@ -231,38 +423,8 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
             metadata=k8s.meta.v1.ObjectMetaArgs(
                 name=object_name,
                 namespace=namespace,
-                labels=app_labels(object_name, component=kind.lower()),
+                labels={**app_labels(object_name, component=kind.lower()), **team_label},
             ),
             spec=spec,
             opts=opts,
         )
-
-
-def _flavor(queue: _QueueSpec) -> dict[str, object]:
-    flavor: dict[str, object] = {"nodeLabels": dict(queue.node_labels)}
-    if queue.tolerations:
-        flavor["tolerations"] = [toleration_args(t) for t in queue.tolerations]
-    return flavor
-
-
-def _cluster_queue(queue: _QueueSpec) -> dict[str, object]:
-    quota = {
-        "cpu": queue.cpus,
-        "memory": f"{queue.memory_gib}Gi",
-        "ephemeral-storage": f"{queue.ephemeral_storage_gib}Gi",
-        "nvidia.com/gpu": queue.gpus,
-    }
-    return {
-        "namespaceSelector": {},  # any namespace may point a LocalQueue at it
-        "resourceGroups": [
-            {
-                "coveredResources": list(COVERED_RESOURCES),
-                "flavors": [
-                    {
-                        "name": queue_name(queue.name),
-                        "resources": [{"name": r, "nominalQuota": quota[r]} for r in COVERED_RESOURCES],
-                    }
-                ],
-            }
-        ],
-    }

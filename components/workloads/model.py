@@ -6,11 +6,14 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from ..core.arg_types import matching
 from ..core.common import (
+    K8S_NAME,
     MAX_NODES_PER_POOL,
     MAX_SHARED_CLIENTS,
 )
 from ..core.model import (
+    DNS_LABEL,
     StackModel,
 )
 
@@ -23,6 +26,55 @@ class WorkloadConfig(StackModel):
     nodes: int | None = Field(None, ge=2, le=MAX_NODES_PER_POOL)
 
 
+# A team's ClusterQueue is `gpu-<pool>-<team>`, also a label value (at most 63): `gpu-` + a node pool
+# name (at most 40) + `-` leaves 18 characters for the team.
+MAX_TEAM_NAME = 18
+MAX_TEAMS = 50
+
+
+TeamName = matching(
+    K8S_NAME, "lowercase letters, digits and hyphens, starting with a letter", max_length=MAX_TEAM_NAME
+)
+NamespaceName = matching(
+    DNS_LABEL, "a Kubernetes namespace name: lowercase letters, digits and hyphens", max_length=63
+)
+
+
+class TeamShare(StackModel):
+    """A team's share of one GPU pool: its nominal GPUs and how many more it may borrow."""
+
+    # Nominal quota in nvidia.com/gpu (the pool's schedulable GPUs: with sharing or MIG, the shares);
+    # CPU, memory and ephemeral storage are sized in the same proportion of the pool.
+    gpus: int = Field(ge=0, le=100_000)
+    # The most GPUs beyond its share it may borrow from idle quota in the pool's cohort; unset: any idle
+    # GPU of the pool; 0: none.
+    borrow: int | None = Field(None, ge=0, le=100_000)
+
+
+class TeamConfig(StackModel):
+    """A team: a namespace with a LocalQueue per GPU pool it may use, and its share of each."""
+
+    name: Annotated[TeamName, Field(min_length=1)]  # type: ignore[valid-type]
+    # Defaults to the team's name.
+    namespace: Annotated[NamespaceName, Field(min_length=1)] | None = None  # type: ignore[valid-type]
+    # False: the namespace exists already (the program creates only its LocalQueues).
+    create_namespace: bool = True
+    pools: Annotated[
+        dict[Annotated[str, Field(min_length=1, max_length=100)], TeamShare], Field(min_length=1)
+    ]
+
+    @property
+    def namespace_name(self) -> str:
+        return self.namespace or self.name
+
+
 class BatchConfig(StackModel):
     # Kueue and JobSet from their Helm charts, a ResourceFlavor and a ClusterQueue per GPU pool.
     kueue: bool = False
+    # Teams sharing the GPU pools; none: a default team (namespace gpu-jobs) on every pool's queue.
+    teams: Annotated[list[TeamConfig], Field(default_factory=list, max_length=MAX_TEAMS)]
+    # GPU pools whose queue places a job's Pods by GKE's topology node labels (Kueue's Topology);
+    # unset: the GPUDirect pools.
+    topology: (
+        Annotated[list[Annotated[str, Field(min_length=1, max_length=100)]], Field(max_length=100)] | None
+    ) = None

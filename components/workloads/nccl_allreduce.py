@@ -14,6 +14,7 @@ from ..core.k8s import GKE_DRIVER_MOUNT, NONROOT_ID, app_labels, image_version, 
 from ..gpu.scheduling import GPU_RESOURCE, QUEUED_TAINT_KEY, QUEUED_TOLERATION
 from ..gpudirect.pod_parts import gpudirect_pod_parts, plain_tcp_pod_parts
 from .batch_queues import KUEUE_API
+from .batch_teams import PREFERRED_TOPOLOGY_ANNOTATION, PREFERRED_TOPOLOGY_LEVEL
 from .nccl_allreduce_args import (
     MAX_RUN_DURATION_ANNOTATION,
     REPLICATED_JOB,
@@ -391,6 +392,11 @@ def jobset_spec(
                                 "annotations": {
                                     **parts["annotations"],
                                     SCRIPT_HASH_ANNOTATION: SCRIPT_SHA256,
+                                    **(
+                                        {PREFERRED_TOPOLOGY_ANNOTATION: PREFERRED_TOPOLOGY_LEVEL}
+                                        if spec.topology
+                                        else {}
+                                    ),
                                 },
                             },
                             "spec": pod_spec,

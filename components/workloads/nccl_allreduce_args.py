@@ -262,6 +262,10 @@ class NcclAllReduceArgs(TypedDict):
     """The pool takes nodes only through queued provisioning: the Pods tolerate
     cloud.google.com/gke-queued and the JobSet asks for its nodes for the test's deadline. Defaults
     to false."""
+    topology: NotRequired[bool]
+    """The pool's queue places Pods by topology: the Pods ask Kueue to share the closest topology
+    level the free nodes allow (`kueue.x-k8s.io/podset-preferred-topology: kubernetes.io/hostname`).
+    Defaults to false."""
 
 
 class NcclAllReduceSpec(ArgsModel):
@@ -280,6 +284,7 @@ class NcclAllReduceSpec(ArgsModel):
     namespace: Annotated[str, Field(max_length=63, pattern=DNS_LABEL)] = DEFAULT_NAMESPACE
     min_bus_bandwidth_gbps: float | None = Field(None, gt=0, le=10_000)
     queued: bool = False
+    topology: bool = False
 
     @property
     def transport(self) -> Transport:

@@ -48,6 +48,7 @@ from .constants import (
 )
 from .props import UNKNOWN, as_int, entries, get, is_unknown, items, stack_of
 from .scale_out import SCALE_OUT_POLICIES
+from .teams import TEAM_POLICIES
 
 PACK_NAME = "gke-gpu-guardrails"
 
@@ -846,4 +847,5 @@ POLICIES: list[Policy] = [
     ),
     # GPUDirect pools in one zone, Kueue queues for GPU pools and JobSets (scale_out.py).
     *SCALE_OUT_POLICIES,
+    *TEAM_POLICIES,
 ]

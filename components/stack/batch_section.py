@@ -1,0 +1,105 @@
+"""Pass 2 rules for the batch section (`gke-gpu:batch`): Kueue, the teams' shares of the GPU pools,
+and topology-aware placement."""
+
+from __future__ import annotations
+
+from ..cluster.model import ClusterConfig
+from ..core.common import NAMESPACE, KeyNames, cut, listing
+from ..core.messages import cut_key
+from ..gpu.pool import GpuPool
+from ..workloads.batch_teams import (
+    ShareEntry,
+    check_shares,
+    check_team_names,
+    queue_name,
+    team_queue_name,
+    topology_problem,
+)
+from ..workloads.model import BatchConfig
+from .schema import RuleBase
+
+KEY = f"{NAMESPACE}:batch"
+
+
+class BatchRules(RuleBase):
+    def _batch(self, cluster: ClusterConfig, pools: tuple[GpuPool, ...]) -> BatchConfig:
+        """Kueue's queues are sized from this stack's Standard GPU pools (maxNodes x their GPUs); teams
+        share them, and the chosen pools place a job's Pods by topology."""
+        batch = self.config.batch
+        if not batch.kueue:
+            for key in ("teams", "topology"):
+                if key in batch.model_fields_set:
+                    self.problems.add(f"{KEY}.{key}", "only allowed with kueue: true (Kueue's queues)")
+            return batch
+        if cluster.mode != "standard":
+            why = (
+                "the queues are sized from this stack's gpuPools"
+                if cluster.mode == "existing"
+                else "each queue's quota is its pool's maxNodes x GPUs, and Autopilot profiles have no "
+                "maxNodes"
+            )
+            self.problems.add(f"{KEY}.kueue", f"true is not allowed with cluster.mode {cluster.mode}: {why}")
+            return batch
+        if not self.config.gpu_pools and not self.broken.any_pool():
+            self.problems.add(
+                f"{KEY}.kueue",
+                f"true needs at least one GPU pool in {NAMESPACE}:gpuPools (a queue per pool; there is none)",
+            )
+            return batch
+        by_name = {p.name: p for p in pools}
+        pools_known = not self.broken.any_pool() and "gpuPools" not in self.broken.sections
+        self._teams(batch, by_name, pools_known)
+        self._topology(batch, by_name, pools_known)
+        return batch
+
+    def _unknown_pool(self, key: str, name: str, by_name: dict[str, GpuPool], pools_known: bool) -> bool:
+        """Report `name` when it is not a GPU pool of the stack (only when every pool is known)."""
+        if name in by_name:
+            return False
+        if pools_known:
+            self.problems.add(key, f"{cut(name)} is not a GPU pool of this stack; pools: {listing(by_name)}")
+        return True
+
+    def _teams(self, batch: BatchConfig, by_name: dict[str, GpuPool], pools_known: bool) -> None:
+        names = KeyNames(KEY, camel=True)
+        check_team_names([(t.name, t.namespace_name) for t in batch.teams], names, self.problems)
+        entries: list[ShareEntry] = []
+        queues = {queue_name(p): f"the queue of pool {p}" for p in by_name}
+        for i, team in enumerate(batch.teams):
+            for pool, share in team.pools.items():
+                key = f"{KEY}.teams[{i}].pools.{cut_key(pool)}"
+                if self._unknown_pool(key, pool, by_name, pools_known):
+                    continue
+                clash = queues.get(team_queue_name(pool, team.name))
+                if clash:
+                    self.problems.add(
+                        key,
+                        f"team {team.name}'s ClusterQueue {team_queue_name(pool, team.name)} would be "
+                        f"{clash}; rename the team",
+                    )
+                entries.append(
+                    ShareEntry(team.name, pool, share.gpus, share.borrow, f"{key}.gpus", f"{key}.borrow")
+                )
+        capacity = {
+            p.name: (
+                p.max_nodes * p.schedulable_gpus_per_node,
+                f"maxNodes {p.max_nodes} x {p.schedulable_gpus_per_node} GPUs",
+            )
+            for p in by_name.values()
+            if p.max_nodes is not None
+        }
+        check_shares(capacity, entries, self.problems, pools_key=f"{KEY}.teams")
+
+    def _topology(self, batch: BatchConfig, by_name: dict[str, GpuPool], pools_known: bool) -> None:
+        seen: set[str] = set()
+        for j, name in enumerate(batch.topology or ()):
+            key = f"{KEY}.topology[{j}]"
+            if name in seen:
+                self.problems.add(key, f"{cut(name)} is listed twice")
+                continue
+            seen.add(name)
+            if self._unknown_pool(key, name, by_name, pools_known):
+                continue
+            why = topology_problem(by_name[name])
+            if why:
+                self.problems.add(key, f"{cut(name)}: {why}")

@@ -1,0 +1,250 @@
+"""Teams sharing GPU pools through Kueue (their args, the quota arithmetic and its rules), and which
+pools can place Pods by topology.
+
+Per GPU pool, Kueue gets one cohort (`gpu-<pool>`). Each team with a share of the pool has a
+ClusterQueue in it (`gpu-<pool>-<team>`) whose nominal quota is its share; the pool's own ClusterQueue
+(`gpu-<pool>`) keeps what no team holds, for the samples and the all-reduce. A ClusterQueue may
+borrow what the others leave idle (up to its borrowing limit), and reclaims its own share by
+preempting borrowers (`reclaimWithinCohort: Any`): the documented preemption policies, not Kueue's
+Fair Sharing, which needs the Kueue Configuration changed through the chart (docs/teams.md).
+
+Pure functions: the stack layer checks a stack file's `batch.teams` with the same rules, under its
+own key names.
+"""
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import NotRequired, TypedDict
+
+from ..core.common import KeyNames, Problems, cut
+from ..gpu.pool import GpuPool
+
+GPU = "nvidia.com/gpu"
+# Namespaces a team may not take: Kubernetes' and GKE's own, the batch controllers', the samples'.
+RESERVED_NAMESPACES = frozenset(
+    {
+        "default",
+        "kube-system",
+        "kube-public",
+        "kube-node-lease",
+        "gke-managed-system",
+        "gmp-system",
+        "gmp-public",
+        "kueue-system",
+        "jobset-system",
+        "gpu-samples",
+        "gpu-monitoring",
+    }
+)
+RESERVED_NAMESPACE_PREFIXES = ("gpu-nccl-",)
+DEFAULT_TEAM = "default"
+DEFAULT_TEAM_NAMESPACE = "gpu-jobs"
+# Kueue's Topology over GKE's topology node labels, widest level first (docs/teams.md, sources).
+TOPOLOGY_NAME = "gke-default"
+TOPOLOGY_LEVELS = (
+    "cloud.google.com/gce-topology-block",
+    "cloud.google.com/gce-topology-subblock",
+    "cloud.google.com/gce-topology-host",
+    "kubernetes.io/hostname",
+)
+
+
+class BatchTeam(TypedDict):
+    """A team: a namespace whose LocalQueues lead to its ClusterQueues."""
+
+    name: str
+    """The team's name (at most 18 lowercase letters, digits and hyphens): its ClusterQueues are
+    `gpu-<pool>-<name>`."""
+    namespace: str
+    """The team's namespace, where its LocalQueues (`gpu-<pool>`) are."""
+    create_namespace: NotRequired[bool]
+    """Create the namespace (false: it exists). Defaults to true."""
+    privileged: NotRequired[bool]
+    """The namespace admits privileged Pods (Pod Security `privileged`, for GPUDirect's daemons);
+    otherwise `baseline`. Defaults to false."""
+
+
+class TeamShare(TypedDict):
+    """A team's share of one queue's pool."""
+
+    team: str
+    """The team (a `teams` entry's name)."""
+    gpus: int
+    """Nominal `nvidia.com/gpu` quota; CPU, memory and ephemeral storage in the same proportion."""
+    borrowing_limit: NotRequired[int]
+    """The most GPUs it may borrow beyond its share from the cohort's idle quota. Defaults to any."""
+
+
+@dataclass(frozen=True)
+class Quota:
+    """A queue's quota of each covered resource (GPUs; cores; GiB)."""
+
+    gpus: int
+    cpus: int
+    memory_gib: int
+    ephemeral_storage_gib: int
+
+    def part(self, gpus: int) -> "Quota":
+        """`gpus` of this quota's GPUs, with CPU, memory and storage in proportion (rounded down, so
+        the parts never add up to more than the whole)."""
+        if self.gpus == 0:
+            return Quota(0, 0, 0, 0)
+        return Quota(
+            gpus,
+            self.cpus * gpus // self.gpus,
+            self.memory_gib * gpus // self.gpus,
+            self.ephemeral_storage_gib * gpus // self.gpus,
+        )
+
+    def minus(self, parts: Iterable["Quota"]) -> "Quota":
+        left = self
+        for p in parts:
+            left = Quota(
+                left.gpus - p.gpus,
+                left.cpus - p.cpus,
+                left.memory_gib - p.memory_gib,
+                left.ephemeral_storage_gib - p.ephemeral_storage_gib,
+            )
+        return left
+
+    def as_resources(self) -> dict[str, object]:
+        return {
+            GPU: self.gpus,
+            "cpu": self.cpus,
+            "memory": f"{self.memory_gib}Gi",
+            "ephemeral-storage": f"{self.ephemeral_storage_gib}Gi",
+        }
+
+
+def team_queue_name(pool: str, team: str) -> str:
+    """A team's ClusterQueue for a pool."""
+    return f"gpu-{pool}-{team}"
+
+
+def namespace_problem(namespace: str) -> str | None:
+    """Why a team may not take `namespace`, or None."""
+    if namespace in RESERVED_NAMESPACES or namespace.startswith(RESERVED_NAMESPACE_PREFIXES):
+        return (
+            f"{cut(namespace)} is reserved (Kubernetes', GKE's, the batch controllers' or this "
+            "program's own); choose a namespace of the team's own"
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class ShareEntry:
+    """One team's share of one pool, with where the user wrote it (for messages)."""
+
+    team: str
+    pool: str
+    gpus: int
+    borrow: int | None
+    gpus_key: str
+    borrow_key: str
+
+
+def check_shares(
+    capacity: dict[str, tuple[int, str]],
+    shares: Sequence[ShareEntry],
+    problems: Problems,
+    *,
+    pools_key: str,
+) -> None:
+    """The quota arithmetic: per pool, the teams' shares add up to at most its GPUs, and a borrowing
+    limit is at most what the others hold. `capacity`: pool -> (GPUs, how they are counted)."""
+    by_pool: dict[str, list[ShareEntry]] = {}
+    for share in shares:
+        by_pool.setdefault(share.pool, []).append(share)
+    for pool, entries in by_pool.items():
+        if pool not in capacity:
+            continue
+        total, how = capacity[pool]
+        taken = sum(e.gpus for e in entries)
+        if taken > total:
+            terms = " + ".join(f"{e.team} {e.gpus}" for e in entries)
+            problems.add(
+                pools_key,
+                f"the teams' shares of pool {pool} add up to {taken} GPUs ({terms}), more than its "
+                f"{total} ({how}); lower a share or raise the pool's maxNodes",
+            )
+            continue
+        for e in entries:
+            others = total - e.gpus
+            if e.borrow is not None and e.borrow > others:
+                problems.add(
+                    e.borrow_key,
+                    f"{e.borrow} is more than pool {pool} has beyond the team's share ({total} - "
+                    f"{e.gpus} = {others} GPUs); at most {others}",
+                )
+
+
+def check_team_names(
+    teams: Sequence[tuple[str, str]], names: KeyNames, problems: Problems, *, key: str = "teams"
+) -> None:
+    """Team names and namespaces are unique, and no namespace is reserved: `teams` is
+    (name, namespace) pairs in order."""
+    seen_names: dict[str, int] = {}
+    seen_namespaces: dict[str, int] = {}
+    for i, (name, namespace) in enumerate(teams):
+        if name in seen_names:
+            problems.add(
+                names.at(f"{key}[{i}].name"), f"{cut(name)} is also {key}[{seen_names[name]}]'s name"
+            )
+        else:
+            seen_names[name] = i
+        if namespace in seen_namespaces:
+            j = seen_namespaces[namespace]
+            problems.add(
+                names.at(f"{key}[{i}].namespace"),
+                f"{cut(namespace)} is also {key}[{j}]'s namespace; each team has its own (its "
+                "LocalQueues are named by pool, so two teams in one namespace would share them)",
+            )
+        else:
+            seen_namespaces[namespace] = i
+        why = namespace_problem(namespace)
+        if why:
+            problems.add(names.at(f"{key}[{i}].namespace"), why)
+
+
+def queue_name(pool: str) -> str:
+    """The ResourceFlavor, ClusterQueue and LocalQueue of a pool."""
+    return f"gpu-{pool}"
+
+
+# Machine types whose GKE nodes carry the topology labels above: Compute Engine shows the topology of
+# A4X, A4, A3 Ultra, A3 Mega and 8-GPU A3 High VMs; Spot ones only with compact placement (GKE's
+# "Schedule GKE workloads with Topology Aware Scheduling", docs/teams.md). A node without every level's
+# label gives a TAS flavor no capacity (Kueue v0.19.2 pkg/util/tas/node.go): a job would wait forever.
+TOPOLOGY_MACHINE_TYPES = (
+    "a3-highgpu-8g",
+    "a3-megagpu-8g",
+    "a3-ultragpu-8g",
+    "a4-highgpu-8g",
+    "a4x-highgpu-4g",
+)
+# What the all-reduce asks of Kueue: its Pods as close as the free nodes allow (the lowest level first,
+# then up), as GKE's TAS page and cluster-toolkit's A3 Ultra and A4 JobSets do.
+PREFERRED_TOPOLOGY_ANNOTATION = "kueue.x-k8s.io/podset-preferred-topology"
+PREFERRED_TOPOLOGY_LEVEL = "kubernetes.io/hostname"
+
+
+def topology_problem(pool: GpuPool) -> str | None:
+    """Why a pool's nodes cannot be placed by topology (they lack GKE's topology labels), or None."""
+    machine = pool.machine_type or ""
+    if machine not in TOPOLOGY_MACHINE_TYPES:
+        return (
+            f"its nodes ({machine or pool.accelerator}) carry no GKE topology labels "
+            f"(cloud.google.com/gce-topology-*), which only {', '.join(TOPOLOGY_MACHINE_TYPES)} nodes "
+            "have; Kueue would admit no job on the pool"
+        )
+    if pool.spot and not pool.compact_placement:
+        return (
+            "Spot nodes carry GKE's topology labels only with compact placement; set the pool's "
+            "compactPlacement: true or leave the pool out (Kueue would admit no job on it)"
+        )
+    return None
+
+
+def topology_default(pools: Iterable[GpuPool]) -> list[str]:
+    """The pools placed by topology when the stack file does not say: the GPUDirect pools that can be."""
+    return [p.name for p in pools if p.gpudirect_flavor is not None and topology_problem(p) is None]

@@ -1,0 +1,75 @@
+"""The Kueue objects of one GPU pool's queue: its ResourceFlavor and ClusterQueues (v1beta2, checked
+against the CRDs vendored from the pinned Kueue in tests/schemas/crds/)."""
+
+from typing import Protocol
+
+from ..core.k8s import TolerationSpec, toleration_args
+from .batch_teams import TOPOLOGY_NAME, Quota, queue_name
+
+# What a queue's quota covers: Kueue admits only Pods whose every request is covered.
+COVERED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu")
+
+
+class QueueObjects(Protocol):
+    """What the objects read of a checked queue."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def node_labels(self) -> dict[str, str]: ...
+    @property
+    def tolerations(self) -> list[TolerationSpec]: ...
+    @property
+    def topology(self) -> bool: ...
+
+
+def flavor(queue: "QueueObjects") -> dict[str, object]:
+    flavor: dict[str, object] = {"nodeLabels": dict(queue.node_labels)}
+    if queue.tolerations:
+        flavor["tolerations"] = [toleration_args(t) for t in queue.tolerations]
+    if queue.topology:
+        flavor["topologyName"] = TOPOLOGY_NAME
+    return flavor
+
+
+def cluster_queue(
+    queue: "QueueObjects",
+    quota: Quota,
+    *,
+    admission: dict[str, object] | None,
+    in_cohort: bool,
+    namespace: str | None = None,
+    borrowing_limit: Quota | None = None,
+) -> dict[str, object]:
+    """A ClusterQueue of the pool's flavor with `quota`. In the pool's cohort it may borrow idle quota
+    (up to `borrowing_limit`) and reclaims its own by preempting borrowers; a team's admits only its
+    namespace."""
+    nominal = quota.as_resources()
+    limits = borrowing_limit.as_resources() if borrowing_limit else {}
+    resources = []
+    for resource in COVERED_RESOURCES:
+        entry: dict[str, object] = {"name": resource, "nominalQuota": nominal[resource]}
+        if resource in limits:
+            entry["borrowingLimit"] = limits[resource]
+        resources.append(entry)
+    cluster_queue: dict[str, object] = {
+        # Any namespace may point a LocalQueue at the pool's own queue; a team's, only its namespace.
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}} if namespace else {},
+        "resourceGroups": [
+            {
+                "coveredResources": list(COVERED_RESOURCES),
+                "flavors": [{"name": queue_name(queue.name), "resources": resources}],
+            }
+        ],
+    }
+    if in_cohort:
+        cluster_queue["cohortName"] = queue_name(queue.name)
+        cluster_queue["preemption"] = {
+            "reclaimWithinCohort": "Any",
+            "borrowWithinCohort": {"policy": "Never"},
+            "withinClusterQueue": "LowerPriority",
+        }
+    if admission is not None:
+        # v1beta2 has admissionChecksStrategy only (spec.admissionChecks is v1beta1's).
+        cluster_queue["admissionChecksStrategy"] = admission
+    return cluster_queue
