@@ -1,11 +1,18 @@
 """Teams sharing the GPU pools through Kueue (issue 17): a cohort per pool, a ClusterQueue per team with
 its share, borrowing and reclaiming; topology-aware placement; and the stack file's bad input."""
 
+import re
+from pathlib import Path
+from typing import Any
+
 import pytest
-from hypothesis import given
+import yaml
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gke_gpu.core.common import ConfigError
 from gke_gpu.core.validation import InvalidArgsError
+from gke_gpu.stack.config import parse_settings
 from gke_gpu.workloads.batch_queues import GpuBatchQueues
 from gke_gpu.workloads.batch_teams import Quota
 from tests.conftest import L4_POOL, STANDARD_CLUSTER, config_error, render, stack_config
@@ -351,3 +358,73 @@ def test_team_parts_never_add_up_to_more_than_the_pool(whole: Quota, data: st.Da
     left = whole.minus(parts)
     assert left.gpus == whole.gpus - sum(shares)
     assert min(left.cpus, left.memory_gib, left.ephemeral_storage_gib) >= 0
+
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "teams.md"
+
+
+def _yaml_blocks() -> list[str]:
+    return re.findall(r"```yaml\n(.*?)```", DOCS.read_text(encoding="utf-8"), flags=re.DOTALL)
+
+
+def test_the_docs_batch_example_renders_with_the_quotas_the_docs_show() -> None:
+    example = yaml.safe_load(_yaml_blocks()[0])["gke-gpu:batch"]
+    result = render(stack_config(cluster=ZONAL, gpuPools=[MEGA], batch=example))
+    (queue,) = result.outputs["batchQueues"]
+    assert queue["quota"] == {
+        "nvidia.com/gpu": 4,
+        "cpu": 104,
+        "memory": "936Gi",
+        "ephemeral-storage": "100Gi",
+    }
+    assert {t["clusterQueue"]: t["quota"]["cpu"] for t in queue["teams"]} == {
+        "gpu-train-research": 208,
+        "gpu-train-platform": 104,
+    }
+
+
+def test_the_docs_job_and_jobset_are_valid_manifests() -> None:
+    manifests = [m for m in map(yaml.safe_load, _yaml_blocks()) if isinstance(m, dict) and "apiVersion" in m]
+    assert sorted(m["kind"] for m in manifests) == ["Job", "JobSet"]
+    for manifest in manifests:
+        named = {**manifest, "metadata": {**manifest["metadata"], "name": "example"}}
+        validate(named)
+        assert manifest["metadata"]["labels"] == {"kueue.x-k8s.io/queue-name": "gpu-train"}
+
+
+NAMES = st.sampled_from(["research", "platform", "a", "", "Bad_Name", "kube-system", "x" * 30, "train", "l4"])
+SHARE = st.fixed_dictionaries(
+    {"gpus": st.one_of(st.integers(-2, 40), st.just("8"), st.none())},
+    optional={"borrow": st.one_of(st.integers(-1, 40), st.booleans()), "extra": st.just(1)},
+)
+TEAM = st.fixed_dictionaries(
+    {
+        "name": NAMES,
+        "pools": st.dictionaries(st.sampled_from(["train", "l4", "nope", ""]), SHARE, max_size=3),
+    },
+    optional={"namespace": NAMES, "createNamespace": st.one_of(st.booleans(), st.just("no"))},
+)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(
+    teams=st.one_of(st.lists(TEAM, max_size=4), st.just("teams"), st.none()),
+    topology=st.one_of(st.none(), st.lists(st.sampled_from(["train", "l4", "nope", ""]), max_size=3)),
+    kueue=st.booleans(),
+)
+def test_any_batch_section_is_either_accepted_or_refused_by_key(
+    teams: Any, topology: Any, kueue: bool
+) -> None:
+    batch: dict[str, Any] = {"kueue": kueue}
+    if teams is not None:
+        batch["teams"] = teams
+    if topology is not None:
+        batch["topology"] = topology
+    raw = {"cluster": ZONAL, "gpuPools": [MEGA, {**L4_POOL, "zones": ["us-central1-a"]}], "batch": batch}
+    problems: list[str] = []
+    try:
+        parse_settings(raw, project="test-project", region="us-central1", stack="test")
+    except ConfigError as exc:
+        problems = str(exc).splitlines()[1:]
+    # Only a traceback-free refusal, every problem under the batch section (the rest is valid).
+    assert all(line.startswith("  - gke-gpu:batch") for line in problems), problems
