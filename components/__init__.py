@@ -19,6 +19,7 @@ from .core.package import PUBLIC_COMPONENTS
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from .cluster.gke_cluster import GkeCluster, GkeClusterArgs
     from .core.validation import InvalidArgsError
+    from .gpu.capacity_ladder import GpuCapacityLadder, GpuCapacityLadderArgs
     from .gpu.compute_class import GpuComputeClass, GpuComputeClassArgs
     from .gpu.device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
     from .gpu.node_pool import GpuNodePool, GpuNodePoolArgs
@@ -50,6 +51,8 @@ __all__ = [
     "GkeNetworkArgs",
     "GpuBatchQueues",
     "GpuBatchQueuesArgs",
+    "GpuCapacityLadder",
+    "GpuCapacityLadderArgs",
     "GpuComputeClass",
     "GpuComputeClassArgs",
     "GpuDirectNetworks",

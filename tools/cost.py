@@ -243,6 +243,14 @@ def _pool_estimate(
             f"{how} are billed at Dynamic Workload Scheduler prices, which the price table does not "
             "have (cloud.google.com/products/dws/pricing)"
         )
+    ladder = pool.get("capacityLadder")
+    if ladder:
+        expected = SPOT if ladder[0] == SPOT else ON_DEMAND
+        notes.append(
+            f"capacity ladder {' -> '.join(ladder)}: GKE tries the steps in order, so a node costs what "
+            "its step costs (a reservation is billed whether used or not, flex-start at Dynamic Workload "
+            "Scheduler prices, Spot less); maxNodes is not enforced by the ComputeClass"
+        )
     reasons.update(price.reasons)
     notes.extend(price.notes)
     if pool.get("migPartitionSize") or pool.get("sharing"):
@@ -263,7 +271,7 @@ def _pool_estimate(
     monthly = {at: {c: _monthly(v) for c, v in figures.items()} for at, figures in hourly.items()}
     entry: dict[str, Any] = {
         "name": name,
-        "kind": "autopilot-profile" if autopilot else "node-pool",
+        "kind": "autopilot-profile" if autopilot else str(pool.get("kind") or "node-pool"),
         "accelerator": accelerator,
         "machineType": machine,
         "gpusPerNode": gpus_per_node,

@@ -92,6 +92,8 @@ class Accelerator:
     arch: str = "amd64"
     # False where the machine types are not sold as Spot VMs.
     spot: bool = True
+    # False where the machine types are not offered as DWS flex-start VMs.
+    flex_start: bool = True
     n1_local_ssd_counts: tuple[int, ...] = ()
 
     @property
@@ -244,6 +246,7 @@ def _parse(raw: dict[str, Any]) -> Catalog:
             mps_max_clients=int(spec.get("mpsMaxClients", 48)),
             arch=str(spec.get("arch", "amd64")),
             spot=bool(spec.get("spot", True)),
+            flex_start=bool(spec.get("flexStart", True)),
             n1_local_ssd_counts=tuple(raw.get("n1LocalSsdCounts") or ()) if attach_limits else (),
         )
     series = {name: Series(name, tuple(spec["bootDiskTypes"])) for name, spec in raw["series"].items()}

@@ -46,6 +46,7 @@ PUBLIC_COMPONENTS: dict[str, str] = {
     "GkeCluster": "cluster.gke_cluster",
     "GpuNodePool": "gpu.node_pool",
     "GpuComputeClass": "gpu.compute_class",
+    "GpuCapacityLadder": "gpu.capacity_ladder",
     "GpuMonitoring": "monitoring.gpu_monitoring",
     "DcgmExporter": "monitoring.dcgm_exporter",
     "NvidiaDevicePlugin": "gpu.device_plugin",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..core.catalog import Accelerator, MachineType
 from ..core.common import RESERVATION_PATTERN, ZONE_PATTERN, cut, listing
 from .pool import GpuPool
+from .pool_args import CapacityStep
 from .rule_base import PoolRuleBase
 
 # GKE's first version with flex-start for GPU node pools (GKE "About flex-start" / DWS docs, via
@@ -175,14 +176,21 @@ class PlacementRules(PoolRuleBase):
         """DWS flex-start: its own way to get capacity, so not with Spot, queued provisioning or a
         reservation (GKE requires NO_RESERVATION and no Spot); a run limit of at most 7 days."""
         if not pool.flex_start:
-            if pool.max_run_duration is not None:
+            ladder_flex = CapacityStep.FLEX_START in (pool.capacity_ladder or ())
+            if pool.max_run_duration is not None and not ladder_flex:
                 self.problems.add(
                     self.at(path, "max_run_duration"),
-                    f"only allowed with {self.key('flex_start')}: true (it limits how long a flex-start "
-                    "node runs)",
+                    f"only allowed with {self.key('flex_start')}: true or a {self.key('capacity_ladder')} "
+                    "with flexStart (it limits how long a flex-start node runs)",
                 )
             return
         flex = self.key("flex_start")
+        accelerator = self.catalog.accelerator(pool.accelerator)
+        if accelerator is not None and not accelerator.flex_start:
+            self.problems.add(
+                self.at(path, "flex_start"),
+                f"true is not allowed: {accelerator.name} machine types are not offered as flex-start VMs",
+            )
         if pool.spot:
             self.problems.add(
                 self.at(path, "spot"),

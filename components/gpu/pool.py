@@ -21,7 +21,7 @@ from ..core.common import (
 )
 from ..core.model import DURATION, LabelKey, LabelValue, MachineTypeName, StackModel
 from ..gpudirect.flavors import GpuDirectFlavor, flavor_of
-from .pool_args import GpuDriverVersion, GpuSharingStrategy, ReservationType, TaintEffect
+from .pool_args import CapacityStep, GpuDriverVersion, GpuSharingStrategy, ReservationType, TaintEffect
 
 _SHARING_LABELS = {"TIME_SHARING": "time-sharing", "MPS": "mps"}
 _RESERVATION_API_TYPES = {
@@ -102,6 +102,9 @@ class GpuPool(StackModel):
     flex_start: bool = False
     max_run_duration: Annotated[str, Field(max_length=20, pattern=DURATION)] | None = None
     compact_placement: bool = False
+    # Standard only: a custom ComputeClass (gpu/capacity_ladder.py) that tries each step in order, on
+    # node pools GKE creates itself, instead of one node pool with one way to get capacity.
+    capacity_ladder: list[enum_values(CapacityStep)] | None = Field(None, min_length=1, max_length=4)  # type: ignore[valid-type]
     # GPUDirect networking, in the machine type's own flavour (gpudirect/flavors.py): TCPX, TCPXO or RDMA.
     gpudirect: bool = False
     local_ssd_count: int | None = Field(None, ge=0, le=32)

@@ -44,6 +44,19 @@ class ReservationType(StrEnum):
     """Only the named reservation (it must exist in every zone of the pool)."""
 
 
+class CapacityStep(StrEnum):
+    """One rung of a capacity ladder: where a node comes from, tried in the ladder's order."""
+
+    RESERVATION = "reservation"
+    """The pool's reservation (`reservation`: SPECIFIC with a name, or ANY)."""
+    ON_DEMAND = "onDemand"
+    """On-demand VMs."""
+    FLEX_START = "flexStart"
+    """DWS flex-start VMs: on-demand capacity when available, for at most `max_run_duration`."""
+    SPOT = "spot"
+    """Spot VMs."""
+
+
 class TaintEffect(StrEnum):
     """The effect of a node taint."""
 

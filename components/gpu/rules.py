@@ -22,12 +22,13 @@ from ..core.common import (
 )
 from ..core.validation import InvalidArgsError, validate_args
 from .gpudirect_rules import GpuDirectRules
+from .ladder_rules import LadderRules
 from .machine_rules import MachineRules
 from .placement_rules import PlacementRules
 from .pool import GpuPool
 
 
-class GpuPoolRules(MachineRules, PlacementRules, GpuDirectRules):
+class GpuPoolRules(MachineRules, PlacementRules, GpuDirectRules, LadderRules):
     def check(self, pool: GpuPool, path: str = "") -> GpuPool | None:
         """Check one shape-valid pool; return it with every default resolved, or None when it has a
         problem (recorded in `problems`). `path` prefixes every key (empty for a component's args)."""
@@ -49,6 +50,7 @@ class GpuPoolRules(MachineRules, PlacementRules, GpuDirectRules):
         self._check_mig(pool, path, accelerator)
         self._check_accelerator_limits(pool, path, accelerator)
         self._check_labels_and_taints(pool, path)
+        self._check_ladder(pool, path, accelerator)
         if self.autopilot and pool.on_demand_fallback and not pool.spot:
             self.problems.add(
                 self.at(path, "on_demand_fallback"),

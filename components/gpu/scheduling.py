@@ -27,6 +27,8 @@ GPU_TOLERATION = {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSched
 # GKE taints (and labels) queued-provisioning nodes cloud.google.com/gke-queued=true:NoSchedule.
 QUEUED_TAINT_KEY = "cloud.google.com/gke-queued"
 QUEUED_TOLERATION = {"key": QUEUED_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+# A ladder's Spot step: node pools GKE creates for Spot may carry its Spot taint (tolerating it is harmless).
+CAPACITY_SPOT = "spot"
 
 
 def union_tolerations(groups: Iterable[Iterable[dict[str, Any]]]) -> list[dict[str, Any]]:
@@ -40,13 +42,22 @@ def union_tolerations(groups: Iterable[Iterable[dict[str, Any]]]) -> list[dict[s
 
 
 def compute_class_name(pool: GpuPool) -> str:
-    """Name of the ComputeClass of an Autopilot profile with an on-demand fallback."""
+    """Name of the ComputeClass of an Autopilot profile with an on-demand fallback, or of a Standard
+    pool's capacity ladder."""
     return f"gpu-{pool.name}"
+
+
+def uses_compute_class(pool: GpuPool, *, autopilot: bool) -> bool:
+    """True where the pool's nodes come from its ComputeClass: an Autopilot profile with an on-demand
+    fallback, or a Standard pool with a capacity ladder."""
+    return (autopilot and bool(pool.on_demand_fallback)) or (
+        not autopilot and pool.capacity_ladder is not None
+    )
 
 
 def node_selector(pool: GpuPool, *, autopilot: bool) -> dict[str, str]:
     """Node selectors that put a Pod on this pool (Standard) or make Autopilot create its node."""
-    if autopilot and pool.on_demand_fallback:
+    if uses_compute_class(pool, autopilot=autopilot):
         # The ComputeClass carries the accelerator, count and Spot preference.
         return {COMPUTE_CLASS_LABEL: compute_class_name(pool)}
     selector = {ACCELERATOR_LABEL: pool.accelerator}
@@ -67,9 +78,9 @@ def node_selector(pool: GpuPool, *, autopilot: bool) -> dict[str, str]:
 def tolerations(pool: GpuPool, *, autopilot: bool) -> list[dict[str, Any]]:
     """Tolerations for the GPU taint, Spot and the pool's own taints (Kubernetes field names)."""
     result: list[dict[str, Any]] = [dict(GPU_TOLERATION)]
-    if pool.spot:
+    if pool.spot or CAPACITY_SPOT in (pool.capacity_ladder or ()):
         result.append({"key": SPOT_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"})
-    if autopilot and pool.on_demand_fallback:
+    if uses_compute_class(pool, autopilot=autopilot):
         result.append(
             {
                 "key": COMPUTE_CLASS_LABEL,

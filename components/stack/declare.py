@@ -23,6 +23,7 @@ from ..cluster.gke_cluster import GkeCluster
 from ..core.common import NAMESPACE
 from ..core.component import CheckedArgs
 from ..core.validation import UNKNOWN, InvalidArgsError, known
+from ..gpu.capacity_ladder import GpuCapacityLadder
 from ..gpu.compute_class import GpuComputeClass
 from ..gpu.device_plugin import NvidiaDevicePlugin
 from ..gpu.node_labels import GpuNodeLabels
@@ -57,6 +58,7 @@ _STACK_KEYS = {
     NcclAllReduce: f"{NAMESPACE}:workloads",
     GpuNodePool: f"{NAMESPACE}:gpuPools",
     GpuComputeClass: f"{NAMESPACE}:gpuPools",
+    GpuCapacityLadder: f"{NAMESPACE}:gpuPools",
 }
 # What the program reads from a component besides its outputs, while only checking.
 _STAND_IN_ATTRIBUTES: dict[str, Any] = {"provider": None, "alert_policies": [], "commands": {}}

@@ -14,6 +14,7 @@ from ..cluster.args import GkeClusterArgs, KubeconfigEndpoint, ReleaseChannel
 from ..cluster.existing import ExistingCluster, ExistingClusterArgs
 from ..cluster.gke_cluster import GkeCluster
 from ..core.k8s import Toleration
+from ..gpu.capacity_ladder import GpuCapacityLadder, capacity_ladder_args
 from ..gpu.compute_class import GpuComputeClass, compute_class_args
 from ..gpu.device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
 from ..gpu.node_labels import GpuNodeLabels
@@ -26,12 +27,12 @@ from ..workloads.samples import SampleWorkloads
 from ..workloads.samples_args import GpuTarget, SampleKind, SampleWorkload, TargetSharing
 from .config import ConfigError, GpuPool, Settings
 from .declare import Checked, checking_only, declare, declaring_checked
+from .pool_outputs import pool_summary
 from .program_batch import batch_queues, nccl_allreduce_tests
 from .program_gpudirect import (
     gpudirect_networks,
     gpudirect_output,
     gpudirect_software,
-    pool_gpudirect_summary,
     stack_flavors,
 )
 
@@ -84,7 +85,21 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
     autopilot = settings.cluster.autopilot
     pools: dict[str, pulumi.ComponentResource] = {}
     for pool in settings.gpu_pools:
-        if not autopilot:
+        if not autopilot and pool.capacity_ladder is not None:
+            assert settings.cluster.location is not None, "the cluster rules resolve the location"
+            pools[pool.name] = declare(
+                GpuCapacityLadder,
+                f"gpu-{pool.name}",
+                capacity_ladder_args(
+                    pool,
+                    project=settings.project or "",
+                    location=settings.cluster.location,
+                    node_service_account_email=cluster.node_service_account_email,
+                ),
+                # A Kubernetes object: after the cluster, through its provider.
+                opts=pulumi.ResourceOptions(provider=cluster.provider),
+            )
+        elif not autopilot:
             assert settings.cluster.location is not None, "the cluster rules resolve the location"
             flavor = pool.gpudirect_flavor
             args = node_pool_args(
@@ -130,7 +145,7 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
         "dnsEndpoint": cluster.dns_endpoint,
         "kubeconfig": cluster.kubeconfig,
         "nodeServiceAccount": cluster.node_service_account_email,
-        "gpuPools": [_pool_summary(pool, autopilot=autopilot) for pool in settings.gpu_pools],
+        "gpuPools": [pool_summary(pool, autopilot=autopilot) for pool in settings.gpu_pools],
         "monitoring": _monitoring_summary(settings, monitoring),
         "sampleWorkloads": samples,
         "checks": _checks(settings),
@@ -417,46 +432,6 @@ def _gke_cluster(settings: Settings) -> GkeCluster:
                 "disk_size_gb": pool.disk_size_gb,
             }
     return declare(GkeCluster, "gke", args)
-
-
-def _pool_summary(pool: GpuPool, *, autopilot: bool) -> dict[str, Any]:
-    """What a workload author needs to target the pool, as a stack output."""
-    assert pool.zones is not None, "the pool rules resolve every pool's zones"
-    summary: dict[str, Any] = {
-        "name": pool.name,
-        "kind": "autopilot-profile" if autopilot else "node-pool",
-        "accelerator": pool.accelerator,
-        "gpusPerNode": pool.gpus_per_node,
-        "spot": pool.spot,
-        "zones": list(pool.zones),
-        "nodeSelector": node_selector(pool, autopilot=autopilot),
-        "tolerations": tolerations(pool, autopilot=autopilot),
-        "gpusPerPod": gpus_per_pod(pool, autopilot=autopilot),
-    }
-    if not autopilot:
-        summary.update(
-            machineType=pool.machine_type,
-            minNodes=pool.min_nodes,
-            maxNodes=pool.max_nodes,
-            schedulableGpusPerNode=pool.schedulable_gpus_per_node,
-        )
-    else:
-        summary["onDemandFallback"] = pool.on_demand_fallback
-    if pool.sharing:
-        summary["sharing"] = {
-            "strategy": pool.sharing.strategy,
-            "maxClientsPerGpu": pool.sharing.max_clients_per_gpu,
-        }
-    if pool.mig_partition_size:
-        summary["migPartitionSize"] = pool.mig_partition_size
-    if pool.flex_start:
-        summary["flexStart"] = True
-    if pool.queued_provisioning:
-        summary["queuedProvisioning"] = True
-    gpudirect = pool_gpudirect_summary(pool)
-    if gpudirect:
-        summary["gpudirect"] = gpudirect
-    return summary
 
 
 def _checks(settings: Settings) -> dict[str, str]:
