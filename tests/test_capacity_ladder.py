@@ -262,3 +262,29 @@ def test_a_ladder_stack_passes_the_policy_pack() -> None:
     assert any(r["type"] == COMPUTE_CLASS for r in document["resources"])  # not a vacuous pass
     notes: list[str] = []
     assert [str(v) for v in check_policies.check_document(document, notes=notes)] == []
+
+
+def test_a_reservation_block_is_named_as_the_compute_class_wants_it() -> None:
+    name = "projects/shared-res/reservations/h100/reservationBlocks/block-1"
+    result = render(
+        stack_config(cluster=ZONAL, gpuPools=[{**LADDER, "reservation": {"type": "SPECIFIC", "name": name}}])
+    )
+    (rule, *_) = result.one(COMPUTE_CLASS).inputs["spec"]["priorities"]
+    assert rule["reservations"]["specific"] == [
+        {"name": "h100", "project": "shared-res", "reservationBlock": {"name": "block-1"}}
+    ]
+    validate(result.one(COMPUTE_CLASS).inputs)
+
+
+def test_an_any_reservation_step_must_be_the_last() -> None:
+    pool = {**LADDER, "reservation": {"type": "ANY"}}
+    message = config_error({"cluster": ZONAL, "gpuPools": [pool]})
+    assert (
+        "gke-gpu:gpuPools[0].capacityLadder[0]: reservation with reservation.type ANY falls back to on-demand"
+        in message
+    )
+    last = {**pool, "capacityLadder": ["spot", "reservation"], "maxRunDuration": None}
+    result = render(stack_config(cluster=ZONAL, gpuPools=[{k: v for k, v in last.items() if v is not None}]))
+    assert result.one(COMPUTE_CLASS).inputs["spec"]["priorities"][1]["reservations"] == {
+        "affinity": "AnyBestEffort"
+    }

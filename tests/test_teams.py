@@ -29,6 +29,8 @@ MEGA = {
     "maxNodes": 2,
     "zones": ["us-central1-a"],
     "gpudirect": True,
+    # Kueue places by topology only nodes that exist or that queued provisioning obtains first.
+    "queuedProvisioning": True,
 }
 TEAMS = [
     {"name": "research", "pools": {"train": {"gpus": 8}}},
@@ -95,7 +97,19 @@ def test_a_team_reclaims_its_share_by_preempting_borrowers(shared: RunResult) ->
 
 def test_a_teams_queue_admits_only_its_namespace(shared: RunResult) -> None:
     platform = spec(shared, "ClusterQueue", "batch-train/platform-cluster-queue")
-    assert platform["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "platform-jobs"}}
+    assert platform["namespaceSelector"] == {
+        "matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["platform-jobs"]}
+        ]
+    }
+    # The pool's own queue, shared by the teams' cohort, admits only the all-reduce's namespace: no team
+    # can point a LocalQueue at it to borrow past its limit.
+    pool = spec(shared, "ClusterQueue", "batch-train-cluster-queue")
+    assert pool["namespaceSelector"] == {
+        "matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["gpu-nccl-train"]}
+        ]
+    }
     local = shared.one(f"{KUEUE}:LocalQueue", "batch-train/platform-local-queue").inputs
     assert local["metadata"]["namespace"] == "platform-jobs"
     assert local["metadata"]["name"] == "gpu-train"
@@ -242,6 +256,11 @@ def test_a_pool_without_gpudirect_has_no_topology_by_default() -> None:
             "gke-gpu:batch.teams[0].namespace: 'kube-system' is reserved",
         ),
         (
+            {"teams": [{"name": "a", "namespace": "gmp-team", "pools": {"l4": {"gpus": 1}}}]},
+            [L4_POOL],
+            "gke-gpu:batch.teams[0].namespace: 'gmp-team' is reserved",
+        ),
+        (
             {
                 "teams": [
                     {"name": "a", "pools": {"l4": {"gpus": 1}}},
@@ -268,9 +287,20 @@ def test_a_pool_without_gpudirect_has_no_topology_by_default() -> None:
         ),
         (
             {"topology": ["train"]},
-            [{**MEGA, "gpudirect": False, "spot": True}],
+            [{**MEGA, "gpudirect": False, "queuedProvisioning": False, "spot": True}],
             "gke-gpu:batch.topology[0]: 'train': Spot nodes carry GKE's topology labels only with compact "
             "placement",
+        ),
+        (
+            {"topology": ["train"]},
+            [{**MEGA, "queuedProvisioning": False}],
+            "gke-gpu:batch.topology[0]: 'train': Kueue places jobs by topology only on nodes that exist, or "
+            "that queued provisioning obtains first; the pool scales from 0 to 2 nodes without it",
+        ),
+        (
+            {"teams": [{"name": "a", "pools": {"train": {"gpus": 0, "borrow": 0}}}]},
+            [MEGA],
+            "gke-gpu:batch.teams[0].pools.train.borrow: 0 with a share of 0 GPUs: team a could never run",
         ),
         (
             {"topology": ["nope"]},
@@ -295,6 +325,21 @@ def test_teams_and_topology_need_kueue() -> None:
     )
     assert "gke-gpu:batch.teams: only allowed with kueue: true" in message
     assert "gke-gpu:batch.topology: only allowed with kueue: true" in message
+
+
+def test_two_team_queues_may_not_share_a_name() -> None:
+    pools = [L4_POOL, {**L4_POOL, "name": "l4-b"}]
+    teams = [
+        {"name": "b-c", "namespace": "x", "pools": {"l4": {"gpus": 1}}},
+        {"name": "c", "namespace": "y", "pools": {"l4-b": {"gpus": 1}}},
+    ]
+    message = config_error(
+        {"cluster": STANDARD_CLUSTER, "gpuPools": pools, "batch": {"kueue": True, "teams": teams}}
+    )
+    assert (
+        "gke-gpu:batch.teams[1].pools.l4-b: team c's ClusterQueue gpu-l4-b-c would be team b-c's queue of "
+        "pool l4" in message
+    )
 
 
 def test_a_team_queue_may_not_take_another_pools_queue_name() -> None:

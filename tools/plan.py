@@ -283,12 +283,21 @@ def _kueue_summary(i: dict[str, Any]) -> list[str]:
                 quota.append(f"{r.get('name')}={r.get('nominalQuota')}")
                 if r.get("name") == "nvidia.com/gpu":
                     borrow.append(str(r.get("borrowingLimit", "any idle")))
-    selector = _get(spec, "namespaceSelector.matchLabels", {}).get("kubernetes.io/metadata.name")
+    if "namespaceSelector" not in spec:
+        selector = "none"
+    else:
+        names = [
+            v
+            for e in _get(spec, "namespaceSelector.matchExpressions", [])
+            if e.get("key") == "kubernetes.io/metadata.name" and e.get("operator") == "In"
+            for v in e.get("values", [])
+        ]
+        selector = ",".join(names) if names else ("any" if spec["namespaceSelector"] == {} else "selected")
     lines = ["quota " + " ".join(quota)]
     if spec.get("cohortName"):
         lines.append(
             f"cohort={spec['cohortName']} mayBorrowGpus={','.join(borrow)} "
-            f"reclaim={_get(spec, 'preemption.reclaimWithinCohort')} namespaces={selector or 'any'}"
+            f"reclaim={_get(spec, 'preemption.reclaimWithinCohort')} namespaces={selector}"
         )
     return lines
 

@@ -142,14 +142,19 @@ def priorities(pool: GpuPool, project: str) -> list[dict[str, Any]]:
 
 
 def _reservations(pool: GpuPool, project: str) -> dict[str, Any]:
+    """The step's reservation: `AnyBestEffort` for type ANY (the ladder rules allow it last only: it
+    falls back to on-demand itself), else the named one, shared (`projects/<p>/reservations/<r>`) or
+    the project's, and its block (`<r>/reservationBlocks/<b>`) when named."""
     if pool.reservation.type == "ANY":
         return {"affinity": "AnyBestEffort"}
-    name = pool.reservation.name or ""
-    # A shared reservation is named projects/<project>/reservations/<name>.
-    parts = name.split("/")
+    base, _, block = (pool.reservation.name or "").partition("/reservationBlocks/")
+    parts = base.split("/")
     if len(parts) == 4 and parts[0] == "projects" and parts[2] == "reservations":
-        return {"affinity": "Specific", "specific": [{"name": parts[3], "project": parts[1]}]}
-    return {"affinity": "Specific", "specific": [{"name": name, "project": project}]}
+        project, base = parts[1], parts[3]
+    specific: dict[str, Any] = {"name": base, "project": project}
+    if block:
+        specific["reservationBlock"] = {"name": block}
+    return {"affinity": "Specific", "specific": [specific]}
 
 
 _ARGS = GpuCapacityLadderArgs

@@ -90,6 +90,13 @@ class LadderRules(PoolRuleBase):
                     f"flexStart is not allowed: {accelerator.name} machine types are not offered as "
                     "flex-start VMs",
                 )
+            if step == CapacityStep.RESERVATION and reservation == "ANY" and i < len(steps) - 1:
+                self.problems.add(
+                    f"{key}[{i}]",
+                    f"reservation with {self.key('reservation.type')} ANY falls back to on-demand by itself "
+                    "(GKE's AnyBestEffort), so the steps after it would never be tried; name the "
+                    "reservation (type SPECIFIC) or make it the last step",
+                )
             if step == CapacityStep.RESERVATION and reservation == "NONE":
                 self.problems.add(
                     f"{key}[{i}]",

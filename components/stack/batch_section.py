@@ -9,10 +9,9 @@ from ..core.messages import cut_key
 from ..gpu.pool import GpuPool
 from ..workloads.batch_teams import (
     ShareEntry,
+    check_queue_names,
     check_shares,
     check_team_names,
-    queue_name,
-    team_queue_name,
     topology_problem,
 )
 from ..workloads.model import BatchConfig
@@ -64,22 +63,15 @@ class BatchRules(RuleBase):
         names = KeyNames(KEY, camel=True)
         check_team_names([(t.name, t.namespace_name) for t in batch.teams], names, self.problems)
         entries: list[ShareEntry] = []
-        queues = {queue_name(p): f"the queue of pool {p}" for p in by_name}
         for i, team in enumerate(batch.teams):
             for pool, share in team.pools.items():
                 key = f"{KEY}.teams[{i}].pools.{cut_key(pool)}"
                 if self._unknown_pool(key, pool, by_name, pools_known):
                     continue
-                clash = queues.get(team_queue_name(pool, team.name))
-                if clash:
-                    self.problems.add(
-                        key,
-                        f"team {team.name}'s ClusterQueue {team_queue_name(pool, team.name)} would be "
-                        f"{clash}; rename the team",
-                    )
                 entries.append(
                     ShareEntry(team.name, pool, share.gpus, share.borrow, f"{key}.gpus", f"{key}.borrow")
                 )
+        check_queue_names(by_name, entries, self.problems)
         capacity = {
             p.name: (
                 p.max_nodes * p.schedulable_gpus_per_node,

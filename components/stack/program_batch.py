@@ -24,6 +24,17 @@ from .declare import declare
 from .settings import Settings
 
 
+def nccl_namespace(pool: str) -> str:
+    """The namespace of the all-reduce on a pool (each NcclAllReduce creates its own)."""
+    return f"gpu-nccl-{pool}"
+
+
+def nccl_pools(settings: Settings) -> set[str]:
+    """The pools an `nccl-allreduce` workload runs on."""
+    first = settings.gpu_pools[0].name if settings.gpu_pools else ""
+    return {w.pool or first for w in settings.workloads if w.name == "nccl-allreduce"}
+
+
 def topology_pools(settings: Settings) -> set[str]:
     """The pools whose queue places Pods by topology: as listed, or by default the GPUDirect pools whose
     nodes carry GKE's topology labels."""
@@ -89,6 +100,8 @@ def batch_queues(
             "ephemeral_storage_gib": whole.ephemeral_storage_gib,
             "queued_provisioning": pool.queued_provisioning,
             "topology": pool.name in topology,
+            # A shared pool's own queue admits only these (and the samples'): the all-reduce's.
+            "namespaces": [nccl_namespace(pool.name)] if pool.name in nccl_pools(settings) else [],
             "shares": [
                 {
                     "team": team.name,
@@ -183,7 +196,7 @@ def nccl_allreduce_tests(
             "nodes": workload.nodes or 2,
             "cluster_queue": queue_name(pool.name),
             # One namespace per test: each NcclAllReduce creates its own.
-            "namespace": f"gpu-nccl-{pool.name}",
+            "namespace": nccl_namespace(pool.name),
             "queued": pool.queued_provisioning,
             "topology": pool.name in topology,
         }

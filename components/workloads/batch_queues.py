@@ -19,6 +19,7 @@ from .batch_teams import (
     Quota,
     ShareEntry,
     TeamShare,
+    check_queue_names,
     check_shares,
     check_team_names,
     queue_name,
@@ -67,6 +68,10 @@ class BatchQueue(TypedDict):
     topology: NotRequired[bool]
     """Place a job's Pods by GKE's topology node labels: the flavor points at the Topology
     `gke-default`. Defaults to false."""
+    namespaces: NotRequired[list[str]]
+    """With `shares`: the namespaces besides `local_queue_namespace` whose LocalQueues may use the
+    pool's own ClusterQueue (e.g. the all-reduce's). Without shares any namespace may. Defaults to
+    none."""
 
 
 class GpuBatchQueuesArgs(TypedDict):
@@ -98,6 +103,7 @@ class _QueueSpec(ArgsModel):
     queued_provisioning: bool = False
     shares: Annotated[list[_ShareSpec], Field(default_factory=list, max_length=MAX_TEAMS)]
     topology: bool = False
+    namespaces: Annotated[list[NamespaceName], Field(default_factory=list, max_length=100)]
 
     @property
     def quota(self) -> Quota:
@@ -156,6 +162,7 @@ def _queue_rules(spec: _GpuBatchQueuesSpec) -> list[str]:
                     f"{key}.borrowing_limit",
                 )
             )
+    check_queue_names([q.name for q in spec.queues], entries, problems)
     capacity = {q.name: (q.gpus, "its gpus") for q in spec.queues}
     check_shares(capacity, entries, problems, pools_key="queues")
     return problems.items
@@ -235,7 +242,12 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
                 "ClusterQueue",
                 queue_id,
                 cluster_queue(
-                    queue, queue.quota.minus(parts), admission=admission, in_cohort=bool(queue.shares)
+                    queue,
+                    queue.quota.minus(parts),
+                    admission=admission,
+                    in_cohort=bool(queue.shares),
+                    # Shared by teams: only the listed namespaces, so no team bypasses its own queue.
+                    namespaces=_own_namespaces(queue, spec.local_queue_namespace) if queue.shares else None,
                 ),
                 after(*needed),
             )
@@ -262,7 +274,7 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
                         part,
                         admission=admission,
                         in_cohort=True,
-                        namespace=team.namespace,
+                        namespaces=[team.namespace],
                         borrowing_limit=None
                         if share.borrowing_limit is None
                         else queue.quota.part(share.borrowing_limit),
@@ -428,3 +440,9 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
             spec=spec,
             opts=opts,
         )
+
+
+def _own_namespaces(queue: _QueueSpec, local_queue_namespace: str | None) -> list[str]:
+    """The namespaces that may use a shared pool's own ClusterQueue."""
+    listed = [local_queue_namespace] if local_queue_namespace else []
+    return list(dict.fromkeys([*listed, *queue.namespaces]))

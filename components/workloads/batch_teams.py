@@ -36,7 +36,8 @@ RESERVED_NAMESPACES = frozenset(
         "gpu-monitoring",
     }
 )
-RESERVED_NAMESPACE_PREFIXES = ("gpu-nccl-",)
+# kube-: Kubernetes reserves the prefix; gmp- and gke-managed-: GKE's managed Prometheus and system.
+RESERVED_NAMESPACE_PREFIXES = ("gpu-nccl-", "kube-", "gmp-", "gke-managed-")
 DEFAULT_TEAM = "default"
 DEFAULT_TEAM_NAMESPACE = "gpu-jobs"
 # Kueue's Topology over GKE's topology node labels, widest level first (docs/teams.md, sources).
@@ -170,12 +171,34 @@ def check_shares(
             continue
         for e in entries:
             others = total - e.gpus
+            if e.gpus == 0 and e.borrow == 0:
+                problems.add(
+                    e.borrow_key,
+                    f"0 with a share of 0 GPUs: team {e.team} could never run a job on pool {pool}; give "
+                    "it a share or let it borrow",
+                )
             if e.borrow is not None and e.borrow > others:
                 problems.add(
                     e.borrow_key,
                     f"{e.borrow} is more than pool {pool} has beyond the team's share ({total} - "
                     f"{e.gpus} = {others} GPUs); at most {others}",
                 )
+
+
+def check_queue_names(pools: Iterable[str], shares: Sequence[ShareEntry], problems: Problems) -> None:
+    """Every ClusterQueue name is the object's own: a team's `gpu-<pool>-<team>` may not be a pool's
+    `gpu-<pool>` or another team's (pools `a` and `a-b` with teams `b-c` and `c`)."""
+    owners = {queue_name(pool): f"the queue of pool {pool}" for pool in pools}
+    for share in shares:
+        name = team_queue_name(share.pool, share.team)
+        owner = f"team {share.team}'s queue of pool {share.pool}"
+        if name in owners:
+            problems.add(
+                share.gpus_key.rsplit(".", 1)[0],
+                f"team {share.team}'s ClusterQueue {name} would be {owners[name]}; rename the team",
+            )
+        else:
+            owners[name] = owner
 
 
 def check_team_names(
@@ -229,7 +252,7 @@ PREFERRED_TOPOLOGY_LEVEL = "kubernetes.io/hostname"
 
 
 def topology_problem(pool: GpuPool) -> str | None:
-    """Why a pool's nodes cannot be placed by topology (they lack GKE's topology labels), or None."""
+    """Why a pool's jobs cannot be placed by topology, or None."""
     machine = pool.machine_type or ""
     if machine not in TOPOLOGY_MACHINE_TYPES:
         return (
@@ -241,6 +264,16 @@ def topology_problem(pool: GpuPool) -> str | None:
         return (
             "Spot nodes carry GKE's topology labels only with compact placement; set the pool's "
             "compactPlacement: true or leave the pool out (Kueue would admit no job on it)"
+        )
+    # Kueue places by topology only nodes that exist, unless a ProvisioningRequest admission check
+    # asks for them first (v0.19.2 tas_flavorassigner.go): on a pool that scales up from fewer nodes,
+    # a placed job would wait for nodes no one asks for.
+    if not pool.queued_provisioning and pool.min_nodes != pool.max_nodes:
+        return (
+            f"Kueue places jobs by topology only on nodes that exist, or that queued provisioning "
+            f"obtains first; the pool scales from {pool.min_nodes} to {pool.max_nodes} nodes without "
+            "it, so a placed job would never start. Use queuedProvisioning: true, or minNodes equal "
+            "to maxNodes"
         )
     return None
 

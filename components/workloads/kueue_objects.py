@@ -6,6 +6,8 @@ from typing import Protocol
 from ..core.k8s import TolerationSpec, toleration_args
 from .batch_teams import TOPOLOGY_NAME, Quota, queue_name
 
+# The label Kubernetes puts on every namespace: its name.
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # What a queue's quota covers: Kueue admits only Pods whose every request is covered.
 COVERED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu")
 
@@ -38,7 +40,7 @@ def cluster_queue(
     *,
     admission: dict[str, object] | None,
     in_cohort: bool,
-    namespace: str | None = None,
+    namespaces: list[str] | None = None,
     borrowing_limit: Quota | None = None,
 ) -> dict[str, object]:
     """A ClusterQueue of the pool's flavor with `quota`. In the pool's cohort it may borrow idle quota
@@ -53,8 +55,6 @@ def cluster_queue(
             entry["borrowingLimit"] = limits[resource]
         resources.append(entry)
     cluster_queue: dict[str, object] = {
-        # Any namespace may point a LocalQueue at the pool's own queue; a team's, only its namespace.
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}} if namespace else {},
         "resourceGroups": [
             {
                 "coveredResources": list(COVERED_RESOURCES),
@@ -62,6 +62,14 @@ def cluster_queue(
             }
         ],
     }
+    # None: any namespace may point a LocalQueue at the queue; a list: only those (none at all when
+    # empty: Kueue reads a missing selector as no namespace).
+    if namespaces is None:
+        cluster_queue["namespaceSelector"] = {}
+    elif namespaces:
+        cluster_queue["namespaceSelector"] = {
+            "matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": list(namespaces)}]
+        }
     if in_cohort:
         cluster_queue["cohortName"] = queue_name(queue.name)
         cluster_queue["preemption"] = {

@@ -99,7 +99,9 @@ def validate_team_gpu_workload_queue(args: StackValidationArgs, report_violation
         pods = _pods(r.resource_type, r.props)
         if not pods or not any(_pod_asks_for_gpu(pod) is True for pod in pods):
             continue
-        label = get(r.props, "metadata", "labels", QUEUE_NAME_LABEL)
+        # Kueue reads a CronJob's queue from the Jobs it makes: its jobTemplate's labels.
+        where = ("spec", "jobTemplate", "metadata") if r.resource_type.endswith(":CronJob") else ("metadata",)
+        label = get(r.props, *where, "labels", QUEUE_NAME_LABEL)
         if label is UNKNOWN:
             continue
         queues = teams[namespace]
@@ -107,12 +109,13 @@ def validate_team_gpu_workload_queue(args: StackValidationArgs, report_violation
             continue
         allowed = ", ".join(sorted(queues)) if queues else "(none declared here)"
         found = "is missing" if label is None else f"is {label!r}, not a LocalQueue of the namespace"
+        field = ".".join((*where, "labels"))
         kind = r.resource_type.rsplit(":", 1)[-1]
         _report(
             report_violation,
             TEAM_QUEUE_LABEL,
             f"{kind} {r.name!r} ({namespace})",
-            f"its Pods ask for nvidia.com/gpu in team namespace {namespace}, but metadata.labels"
+            f"its Pods ask for nvidia.com/gpu in team namespace {namespace}, but {field}"
             f"[{QUEUE_NAME_LABEL}] {found}: it would take GPUs outside the team's Kueue quota. Set the "
             f"label to one of the namespace's LocalQueues: {allowed}",
             r.urn,

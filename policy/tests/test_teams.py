@@ -109,3 +109,16 @@ def test_the_pack_serves_the_team_policy_last() -> None:
 
     assert rules.POLICIES[-1:] == teams.TEAM_POLICIES
     assert [p.name for p in teams.TEAM_POLICIES] == [teams.TEAM_QUEUE_LABEL]
+
+
+def test_a_cronjob_is_queued_by_its_job_templates_label() -> None:
+    cron = workload("kubernetes:batch/v1:CronJob")
+    queued = set_path(
+        cron, ("spec", "jobTemplate", "metadata", "labels"), {"kueue.x-k8s.io/queue-name": "gpu-train"}
+    )
+    queued = set_path(queued, "metadata.namespace", "research")
+    assert check(team_namespace(), local_queue(), ("kubernetes:batch/v1:CronJob", "nightly", queued)) == []
+    # Labelled only at the top, which Kueue does not read: a violation.
+    top = in_namespace(cron, queue="gpu-train")
+    (message,) = check(team_namespace(), local_queue(), ("kubernetes:batch/v1:CronJob", "nightly", top))
+    assert "spec.jobTemplate.metadata.labels[kueue.x-k8s.io/queue-name] is missing" in message
