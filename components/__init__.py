@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from .monitoring.dcgm_exporter import DcgmExporter, DcgmExporterArgs
     from .monitoring.gpu_monitoring import GpuMonitoring, GpuMonitoringArgs
     from .network.vpc import GkeNetwork, GkeNetworkArgs
+    from .serving.inference_service import InferenceService, InferenceServiceArgs
     from .workloads.batch_queues import GpuBatchQueues, GpuBatchQueuesArgs
     from .workloads.nccl_allreduce import NcclAllReduce, NcclAllReduceArgs
     from .workloads.samples import SampleWorkloads, SampleWorkloadsArgs
@@ -63,6 +64,8 @@ __all__ = [
     "GpuMonitoringArgs",
     "GpuNodePool",
     "GpuNodePoolArgs",
+    "InferenceService",
+    "InferenceServiceArgs",
     "InvalidArgsError",
     "NcclAllReduce",
     "NcclAllReduceArgs",

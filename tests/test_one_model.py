@@ -17,6 +17,8 @@ from gke_gpu.monitoring.gpu_monitoring import _GpuMonitoringSpec
 from gke_gpu.monitoring.model import MonitoringConfig
 from gke_gpu.network.model import NetworkConfig
 from gke_gpu.network.vpc import _GkeNetworkSpec
+from gke_gpu.serving.inference_service import InferenceServiceSpec
+from gke_gpu.serving.model import ServingConfig
 
 # Settings both name but each side must declare itself, with the reason. The monitoring section leaves
 # `dcgm` and `dashboard` unset to take the cluster kind's default (the component needs them decided),
@@ -29,6 +31,9 @@ DECLARED_TWICE = {
     (MonitoringConfig, _GpuMonitoringSpec): {"dcgm", "dashboard", "alerts"},
     (GpuPool, GpuNodePoolSpec): {"name", "gpus_per_node", "max_nodes"},
     (GpuPool, GpuComputeClassSpec): {"gpus_per_node"},
+    # A service's name: the stack file's entry and the component each name it (the component defaults
+    # it to the resource name); the stack file's replicas are a range, the component's a count.
+    (ServingConfig, InferenceServiceSpec): {"name", "replicas"},
 }
 
 
@@ -48,6 +53,7 @@ def _declared_once(section: type[BaseModel], spec: type[BaseModel], field: str) 
         (MonitoringConfig, _GpuMonitoringSpec),
         (GpuPool, GpuNodePoolSpec),
         (GpuPool, GpuComputeClassSpec),
+        (ServingConfig, InferenceServiceSpec),
     ],
     ids=lambda model: model.__name__,
 )

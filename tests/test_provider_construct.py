@@ -126,6 +126,33 @@ CASES: dict[str, Case] = {
         state={"poolName": NAME, "machineType": "g2-standard-24", "schedulableGpusPerNode": 2},
         bad=(({"gpusPerNode": 3.0}, "gpus_per_node"),),
     ),
+    "InferenceService": Case(
+        wire={
+            "name": "chat",
+            "model": "gs://models-bucket/qwen",
+            "nodeSelector": {"cloud.google.com/gke-nodepool": "l4"},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "project": "p-123456",
+            "clusterName": "gpu",
+        },
+        children={
+            f"{NAME}-namespace": "kubernetes:core/v1:Namespace",
+            f"{NAME}-ksa": "kubernetes:core/v1:ServiceAccount",
+            f"{NAME}-deployment": "kubernetes:apps/v1:Deployment",
+            f"{NAME}-service": "kubernetes:core/v1:Service",
+            f"{NAME}-network-policy": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+            f"{NAME}-pod-monitoring": "kubernetes:monitoring.googleapis.com/v1:PodMonitoring",
+            f"{NAME}-weights-reader": "gcp:serviceaccount/account:Account",
+            f"{NAME}-weights-viewer": "gcp:storage/bucketIAMMember:BucketIAMMember",
+            f"{NAME}-workload-identity": "gcp:serviceaccount/iAMMember:IAMMember",
+        },
+        child_inputs={
+            (f"{NAME}-weights-viewer", "bucket"): "models-bucket",
+            (f"{NAME}-weights-viewer", "role"): "roles/storage.objectViewer",
+        },
+        state={"serviceUrl": "http://chat.serve-chat.svc:8000", "namespace": "serve-chat"},
+        bad=(({"model": "s3://x/y"}, "model"),),
+    ),
     "GpuCapacityLadder": Case(
         wire={
             "name": "h100",

@@ -99,6 +99,9 @@ class GkeClusterArgs(TypedDict):
     true."""
     resource_labels: NotRequired[dict[str, str]]
     """GCP labels on the cluster (lowercase keys and values, at most 64). Defaults to none."""
+    gcs_fuse_csi_driver: NotRequired[bool]
+    """Standard only (Autopilot always has it): GKE's Cloud Storage FUSE CSI driver, which mounts
+    buckets into Pods (InferenceService's model weights). An in-place update. Defaults to false."""
 
 
 def _gcp_label_text(value: str, *, key: bool) -> str:
@@ -143,6 +146,7 @@ class GkeClusterSpec(GkeClusterSettings, _GkeClusterPlace):
         dict[GcpLabelKey, GcpLabelValue],
         Field(default_factory=dict, max_length=MAX_RESOURCE_LABELS),
     ]
+    gcs_fuse_csi_driver: bool = False
 
 
 def cluster_rules(spec: GkeClusterSpec) -> list[str]:
@@ -158,6 +162,11 @@ def cluster_rules(spec: GkeClusterSpec) -> list[str]:
             "multi_networking",
             "true is not allowed with autopilot: true (this component enables it on Standard clusters, "
             "for GPUDirect node pools)",
+        )
+    if spec.autopilot and spec.gcs_fuse_csi_driver:
+        problems.add(
+            "gcs_fuse_csi_driver",
+            "true is not allowed with autopilot: true (Autopilot clusters always have the driver)",
         )
     if spec.autopilot and ZONE_PATTERN.fullmatch(spec.location):
         problems.add("location", f"{spec.location!r} is a zone; Autopilot clusters are regional")

@@ -63,6 +63,7 @@ class ClusterInputs(ControlPlaneAccess, total=False):
     network_policy: container.ClusterNetworkPolicyArgs
     enable_intranode_visibility: bool
     enable_multi_networking: bool | None
+    addons_config: container.ClusterAddonsConfigArgs | None
     workload_identity_config: container.ClusterWorkloadIdentityConfigArgs
     node_config: container.ClusterNodeConfigArgs
 
@@ -270,6 +271,15 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
                 # Extra Pod interfaces on the GPUDirect NICs (Networks and GKENetworkParamSets). Left
                 # unset when off, so clusters created before it existed see no diff.
                 "enable_multi_networking": True if spec.multi_networking else None,
+                # Buckets as Pod volumes (model weights). Left unset when off, so clusters created
+                # before it existed see no diff.
+                "addons_config": container.ClusterAddonsConfigArgs(
+                    gcs_fuse_csi_driver_config=container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(
+                        enabled=True
+                    )
+                )
+                if spec.gcs_fuse_csi_driver
+                else None,
                 "workload_identity_config": container.ClusterWorkloadIdentityConfigArgs(
                     workload_pool=f"{spec.project}.svc.id.goog"
                 ),

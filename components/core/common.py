@@ -21,6 +21,7 @@ TOP_LEVEL_KEYS = (
     "devicePlugin",
     "gpuNodes",
     "batch",
+    "serving",
 )
 
 GPU_TAINT_KEY = "nvidia.com/gpu"

@@ -30,6 +30,11 @@ DCGM_HOSTNAME_LABEL = "Hostname"
 # NVIDIA Kubernetes device plugin, for clusters that are not GKE (GKE ships its own).
 DEVICE_PLUGIN = "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
 
+# vLLM's OpenAI-compatible server (entrypoint `vllm serve`), 0.33.0 (2026-11-02; docs/serving-research.md
+# 1a). A CUDA 13 build: it needs an R580+ driver, so a serving pool runs driverVersion LATEST. Pinned
+# by tag: its digest could not be read from here (UNVERIFIED); resolve it with `crane digest`.
+VLLM = "vllm/vllm-openai:v0.33.0"
+
 BLACKWELL_ACCELERATORS = frozenset({"nvidia-b200", "nvidia-gb200", "nvidia-rtx-pro-6000"})
 
 

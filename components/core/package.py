@@ -55,6 +55,7 @@ PUBLIC_COMPONENTS: dict[str, str] = {
     "GpuDirectNetworks": "gpudirect.networks",
     "GpuDirectSoftware": "gpudirect.software",
     "NcclAllReduce": "workloads.nccl_allreduce",
+    "InferenceService": "serving.inference_service",
 }
 
 

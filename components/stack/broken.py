@@ -21,6 +21,7 @@ class Broken:
     # For the shape-valid pools and workloads kept in the config: their index in the stack file.
     pool_indexes: list[int] = field(default_factory=list)
     workload_indexes: list[int] = field(default_factory=list)
+    serving_indexes: list[int] = field(default_factory=list)
 
     def any_pool(self) -> bool:
         return bool(self.pools) or self.unnamed_pools > 0

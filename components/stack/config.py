@@ -47,6 +47,7 @@ from .config_value import decode_config_value
 from .keys import check_config_keys
 from .pools_section import PoolRules
 from .schema import StackConfig, dashboard_on
+from .serving_section import ServingRules
 from .settings import Settings
 from .shape import validate_shape
 from .stack_file import StackFileError
@@ -79,7 +80,7 @@ __all__ = [
 ]
 
 
-class _Resolver(ClusterRules, PoolRules, WorkloadRules, BatchRules):
+class _Resolver(ClusterRules, PoolRules, WorkloadRules, BatchRules, ServingRules):
     """Checks a shape-valid StackConfig for meaning and resolves it into Settings."""
 
     def __init__(
@@ -139,6 +140,7 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules, BatchRules):
         else:
             device_plugin, gpu_nodes = self._existing_gpu_layer(cluster)
         batch = self._batch(cluster, pools) if "batch" not in broken else BatchConfig()
+        serving = self._serving(cluster, pools) if "serving" not in broken else ()
         capacity_known = not self.broken.any_pool() and "systemPool" not in self.broken.cluster_keys
         if network is not None and cluster.mode == "standard" and capacity_known:
             self._check_address_capacity(network, cluster, pools)
@@ -161,6 +163,7 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules, BatchRules):
             device_plugin=device_plugin,
             gpu_nodes=gpu_nodes,
             batch=batch,
+            serving=serving,
         )
 
     def _require_gcp(self, needed_for: str | None) -> None:

@@ -32,6 +32,7 @@ from ..gpudirect.networks import GpuDirectNetworks
 from ..gpudirect.software import GpuDirectSoftware
 from ..monitoring.gpu_monitoring import GpuMonitoring
 from ..network.vpc import GkeNetwork
+from ..serving.inference_service import InferenceService
 from ..workloads.batch_queues import GpuBatchQueues
 from ..workloads.nccl_allreduce import NcclAllReduce
 from ..workloads.samples import SampleWorkloads
@@ -59,6 +60,7 @@ _STACK_KEYS = {
     GpuNodePool: f"{NAMESPACE}:gpuPools",
     GpuComputeClass: f"{NAMESPACE}:gpuPools",
     GpuCapacityLadder: f"{NAMESPACE}:gpuPools",
+    InferenceService: f"{NAMESPACE}:serving",
 }
 # What the program reads from a component besides its outputs, while only checking.
 _STAND_IN_ATTRIBUTES: dict[str, Any] = {"provider": None, "alert_policies": [], "commands": {}}

@@ -35,6 +35,7 @@ from .program_gpudirect import (
     gpudirect_software,
     stack_flavors,
 )
+from .program_serving import needs_gcs_fuse, serving
 
 SAMPLES_NAMESPACE = "gpu-samples"
 GKE_DEVICE_PLUGIN_PODS = "kubectl get pods -n kube-system -l k8s-app=nvidia-gpu-device-plugin -o wide"
@@ -133,6 +134,7 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
             local_queue_namespace=SAMPLES_NAMESPACE if samples_component else None,
         )
         samples.update(nccl_allreduce_tests(settings, cluster.provider, [queues, *software]))
+    served = serving(settings, settings.cluster.name or "", cluster.provider, list(pools.values()))
 
     return {
         "clusterName": cluster.cluster_name,
@@ -151,6 +153,7 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
         "checks": _checks(settings),
         **({"batchQueues": batch} if settings.batch.kueue else {}),
         **({"gpudirect": gpudirect_output(settings)} if software else {}),
+        **({"serving": served} if served else {}),
     }
 
 
@@ -422,6 +425,8 @@ def _gke_cluster(settings: Settings) -> GkeCluster:
         args["intranode_visibility"] = cluster.intranode_visibility
         if stack_flavors(settings):
             args["multi_networking"] = True
+        if needs_gcs_fuse(settings):
+            args["gcs_fuse_csi_driver"] = True
         if cluster.system_pool is not None:
             pool = cluster.system_pool
             args["system_pool"] = {

@@ -18,6 +18,7 @@ from ..gpu.device_plugin_config import DevicePluginConfig
 from ..gpu.pool import GpuPool
 from ..monitoring.model import MonitoringConfig
 from ..network.model import NetworkConfig
+from ..serving.model import MAX_SERVICES, ServingConfig
 from ..workloads.model import BatchConfig, WorkloadConfig
 from .broken import Broken
 
@@ -32,6 +33,7 @@ class StackConfig(StackModel):
     workloads: Annotated[list[WorkloadConfig], Field(max_length=64)] = []
     device_plugin: DevicePluginConfig | None = None
     batch: BatchConfig = BatchConfig()
+    serving: Annotated[list[ServingConfig], Field(max_length=MAX_SERVICES)] = []
     gpu_nodes: Annotated[list[Annotated[str, Field(max_length=253)]], Field(max_length=5000)] | None = None
 
     @field_validator("workloads", mode="before")
@@ -68,6 +70,9 @@ class RuleBase:
 
     def indexed_workloads(self) -> list[tuple[int, WorkloadConfig]]:
         return list(zip(self.broken.workload_indexes, self.config.workloads, strict=True))
+
+    def indexed_services(self) -> list[tuple[int, ServingConfig]]:
+        return list(zip(self.broken.serving_indexes, self.config.serving, strict=True))
 
 
 def dashboard_on(config: StackConfig) -> bool:

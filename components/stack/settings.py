@@ -12,6 +12,7 @@ from ..gpu.device_plugin_config import DevicePluginConfig
 from ..gpu.pool import GpuPool
 from ..monitoring.model import MonitoringConfig
 from ..network.model import NetworkConfig
+from ..serving.model import ServingConfig
 from ..workloads.model import BatchConfig, WorkloadConfig
 
 
@@ -31,3 +32,5 @@ class Settings:
     gpu_nodes: tuple[str, ...] = ()
     # Kueue and JobSet, with a queue per GPU pool (Standard clusters of this stack only).
     batch: BatchConfig = field(default_factory=BatchConfig)
+    # Model servers (gke-gpu:serving).
+    serving: tuple[ServingConfig, ...] = ()

@@ -17,12 +17,13 @@ from ..cluster.model import ClusterConfig
 from ..core.common import NAMESPACE, TOP_LEVEL_KEYS
 from ..core.messages import cut_key, describe_pydantic_error
 from ..gpu.pool import GpuPool
+from ..serving.model import ServingConfig
 from ..workloads.model import WorkloadConfig
 from .broken import Broken
 from .schema import StackConfig
 
 # Sections validated item by item, so one bad entry does not hide the others.
-_ITEM_MODELS: dict[str, type] = {"gpuPools": GpuPool, "workloads": WorkloadConfig}
+_ITEM_MODELS: dict[str, type] = {"gpuPools": GpuPool, "workloads": WorkloadConfig, "serving": ServingConfig}
 
 
 @dataclass
@@ -137,7 +138,8 @@ def _validate_items(key: str, value: Any, problems: list[str], broken: Broken) -
                 broken.sections.add(f"{key}[{i}]")
         else:
             kept.append(entry)
-            (broken.pool_indexes if key == "gpuPools" else broken.workload_indexes).append(i)
+            indexes = {"gpuPools": broken.pool_indexes, "serving": broken.serving_indexes}
+            indexes.get(key, broken.workload_indexes).append(i)
     return kept
 
 

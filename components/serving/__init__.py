@@ -1,0 +1,1 @@
+"""Serving models: vLLM on the GPU pools (the stack file's `gke-gpu:serving`, `InferenceService`)."""

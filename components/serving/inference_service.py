@@ -1,0 +1,429 @@
+"""InferenceService: a vLLM model server on a GPU pool, its weights read from Cloud Storage (or Hugging
+Face), behind a Service that only its namespace and the listed clients reach, scraped by GMP."""
+
+import hashlib
+from collections.abc import Mapping
+from typing import Annotated, Any, NotRequired, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+from pulumi_gcp import serviceaccount, storage
+from pydantic import Field
+
+from ..core import images
+from ..core.arg_types import K8sName, LabelKey, LabelValue, ProjectId, matching
+from ..core.common import K8S_NAME, KeyNames, Problems
+from ..core.component import GkeGpuComponent
+from ..core.k8s import (
+    Toleration,
+    TolerationSpec,
+    app_labels,
+    image_version,
+    restricted_container_security_context,
+    selector_labels,
+    toleration_args,
+    toleration_problems,
+)
+from ..core.validation import ArgsModel
+from .model import MAX_SERVICE_NAME, SERVICE_NAME_MEANING, ModelServerSettings, service_namespace
+from .rules import check_model_server, gcs_location, weights_source
+
+PORT = 8000
+# vLLM's image has a user 2000 in group 0 (home /home/vllm, group-writable); vLLM documents any UID in
+# group 0 (docs/serving-research.md 1d). A UID above 10000 stays clear of the node's own users.
+VLLM_USER, VLLM_GROUP = 10001, 0
+HOME = "/home/vllm"
+WEIGHTS_DIR = "/models"
+KSA = "vllm"
+# vLLM answers only once the model is loaded (docs/serving-research.md 1c): the startup probe gives
+# the weights and the engine 30 minutes, the readiness probe takes the replica out of the Service the
+# moment /health fails (503: the engine died), and liveness restarts it after 3 minutes of that.
+STARTUP_PERIOD_S, STARTUP_FAILURES = 10, 180
+ROLLOUT_TIMEOUT_S = 45 * 60
+
+
+class InferenceServiceArgs(TypedDict):
+    """A model, the GPUs of a replica, and where its Pods go."""
+
+    model: str
+    """gs://<bucket>/<path> (read through the Cloud Storage FUSE CSI driver with Workload Identity) or a
+    Hugging Face id <owner>/<name> (with `hf_token_secret`)."""
+    node_selector: dict[str, str]
+    """The GPU pool's node selector (the stack output `gpuPools` has it)."""
+    tolerations: list[Toleration]
+    """The GPU pool's tolerations."""
+    project: str
+    """The cluster's GCP project: its Workload Identity pool is `<project>.svc.id.goog`."""
+    cluster_name: str
+    """The cluster's name: the service's Google service account id is derived from it and the name."""
+    name: NotRequired[str]
+    """The service's name; its namespace is `serve-<name>`. Defaults to the resource name."""
+    server: NotRequired[str]
+    """The model server: `vllm`. Defaults to vllm."""
+    gpus_per_replica: NotRequired[int]
+    """GPUs of one replica (vLLM's tensor parallel size), on one node. Defaults to 1."""
+    replicas: NotRequired[int]
+    """Replicas (each holds its GPUs while it runs). Defaults to 1."""
+    hf_token_secret: NotRequired[str]
+    """A Hugging Face model: the Secret in the service's namespace whose key `token` is the token."""
+    max_model_len: NotRequired[int]
+    """vLLM's --max-model-len. Defaults to the model's own."""
+    client_namespaces: NotRequired[list[str]]
+    """Namespaces whose Pods may call the service, besides its own. Defaults to none."""
+    cpu: NotRequired[float]
+    """CPU of the vLLM container (request = limit), in cores. Defaults to 4."""
+    memory_gib: NotRequired[int]
+    """Memory of the vLLM container (request = limit), in GiB. Defaults to 24."""
+    shm_gib: NotRequired[int]
+    """Shared memory (/dev/shm, in RAM) for PyTorch, in GiB. Defaults to 4."""
+
+
+class _Place(ArgsModel):
+    name: matching(K8S_NAME, SERVICE_NAME_MEANING, max_length=MAX_SERVICE_NAME)  # type: ignore[valid-type]
+    node_selector: Annotated[dict[LabelKey, LabelValue], Field(min_length=1, max_length=64)]
+    tolerations: Annotated[list[TolerationSpec], Field(max_length=32)]
+    project: ProjectId
+    cluster_name: K8sName
+
+
+class InferenceServiceSpec(ModelServerSettings, _Place):
+    replicas: int = Field(1, ge=1, le=100)
+    cpu: float = Field(4, gt=0, le=1000)
+    memory_gib: int = Field(24, ge=1, le=10_000)
+    shm_gib: int = Field(4, ge=1, le=1000)
+
+
+def _rules(spec: InferenceServiceSpec) -> list[str]:
+    problems = Problems()
+    check_model_server(spec, KeyNames(camel=False), problems)
+    for i, toleration in enumerate(spec.tolerations):
+        for problem in toleration_problems(f"tolerations[{i}]", toleration):
+            path, _, message = problem.partition(": ")
+            problems.add(path, message)
+    if spec.shm_gib >= spec.memory_gib:
+        problems.add(
+            "shm_gib", f"{spec.shm_gib} is not less than memory_gib {spec.memory_gib} (it counts in it)"
+        )
+    return problems.items
+
+
+def service_account_id(cluster_name: str, name: str) -> str:
+    """The service's Google service account id (6-30 chars), unique per cluster and service."""
+    digest = hashlib.sha256(f"{cluster_name}/{name}".encode()).hexdigest()[:6]
+    return f"sv-{name[:20].rstrip('-')}-{digest}"
+
+
+def vllm_args(spec: InferenceServiceSpec) -> list[str]:
+    """The `vllm serve` arguments (the image's entrypoint): the model, its name, the GPUs, the port."""
+    source = weights_source(spec.model)
+    model = f"{WEIGHTS_DIR}" if source == "gcs" else spec.model
+    args = [
+        model,
+        f"--served-model-name={spec.name}",
+        f"--tensor-parallel-size={spec.gpus_per_replica}",
+        "--host=0.0.0.0",
+        f"--port={PORT}",
+    ]
+    if spec.max_model_len is not None:
+        args.append(f"--max-model-len={spec.max_model_len}")
+    if source == "huggingface":
+        args.append(f"--download-dir={HOME}/.cache/huggingface")
+    return args
+
+
+class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
+    """A vLLM model server (`vllm/vllm-openai`, pinned) as a Deployment on a GPU pool, in its own
+    namespace `serve-<name>`.
+
+    Weights: a gs:// model is mounted read-only from its bucket through GKE's Cloud Storage FUSE CSI
+    driver (the cluster must have it: GkeCluster's `gcs_fuse_csi_driver`), read as the service's own
+    Google service account (Workload Identity), which may read that bucket only
+    (`roles/storage.objectViewer`). A Hugging Face model is downloaded at start with the token of
+    `hf_token_secret`.
+
+    The container runs as vLLM's non-root user with a read-only root filesystem, every capability
+    dropped and seccomp RuntimeDefault; its caches, /tmp and /dev/shm are emptyDirs. A startup probe
+    waits for the model to load; readiness and liveness use vLLM's /health. A ClusterIP Service
+    (port 8000, the OpenAI API) admits only its namespace, `client_namespaces` and GMP's scraper
+    (NetworkPolicy); a PodMonitoring scrapes vLLM's /metrics. Rolling updates replace one replica at a
+    time without a surge replica (a surge needs a spare GPU)."""
+
+    service_url: pulumi.Output[str]
+    """The in-cluster URL of the OpenAI-compatible API: http://<name>.serve-<name>.svc:8000."""
+    namespace: pulumi.Output[str]
+    """The service's namespace, `serve-<name>`."""
+
+    _args_model = InferenceServiceSpec
+    _args_rules = staticmethod(_rules)
+    _args_by_name = True
+    _args_type = InferenceServiceArgs
+
+    @classmethod
+    def _check(cls, name: str, args: Mapping[str, Any]) -> tuple[InferenceServiceSpec, list[str]]:
+        """The args, `name` defaulting to the resource name."""
+        given = {"name": name, **args} if isinstance(args, Mapping) else args
+        return super()._check(name, given)
+
+    def __init__(
+        self, name: str, args: InferenceServiceArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        spec = self._begin(name, args, opts)
+        namespace = service_namespace(spec.name)
+        labels = app_labels(spec.name, component="inference-server", version=image_version(images.VLLM))
+        child = pulumi.ResourceOptions(parent=self)
+        ns = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=namespace,
+                labels={
+                    **app_labels(namespace, component="inference-server"),
+                    # vLLM itself passes 'restricted'; the Cloud Storage FUSE sidecar GKE injects is not
+                    # checked here (UNVERIFIED), so 'baseline' is enforced and 'restricted' reported.
+                    "pod-security.kubernetes.io/enforce": "baseline",
+                    "pod-security.kubernetes.io/warn": "restricted",
+                    "pod-security.kubernetes.io/audit": "restricted",
+                },
+            ),
+            opts=child,
+        )
+        in_namespace = pulumi.ResourceOptions(parent=self, depends_on=[ns])
+        annotations: dict[str, pulumi.Input[str]] = {}
+        if weights_source(spec.model) == "gcs":
+            account = self._weights_reader(name, spec, namespace)
+            annotations["iam.gke.io/gcp-service-account"] = account.email
+        ksa = k8s.core.v1.ServiceAccount(
+            f"{name}-ksa",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=KSA, namespace=namespace, labels=labels, annotations=annotations or None
+            ),
+            opts=in_namespace,
+        )
+        after_ksa = pulumi.ResourceOptions(parent=self, depends_on=[ns, ksa])
+        self.deployment = k8s.apps.v1.Deployment(
+            f"{name}-deployment",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=spec.name,
+                namespace=namespace,
+                labels=labels,
+                # `pulumi up` waits for the replicas to be ready: a GPU node from zero, a ~10 GB image
+                # and the weights take longer than the provider's default 10 minutes.
+                annotations={"pulumi.com/timeoutSeconds": str(ROLLOUT_TIMEOUT_S)},
+            ),
+            spec=k8s.apps.v1.DeploymentSpecArgs(
+                replicas=spec.replicas,
+                selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector_labels(labels)),
+                strategy=k8s.apps.v1.DeploymentStrategyArgs(
+                    type="RollingUpdate",
+                    rolling_update=k8s.apps.v1.RollingUpdateDeploymentArgs(max_surge=0, max_unavailable=1),
+                ),
+                template=k8s.core.v1.PodTemplateSpecArgs(
+                    metadata=k8s.meta.v1.ObjectMetaArgs(
+                        labels=labels,
+                        annotations={"gke-gcsfuse/volumes": "true"}
+                        if weights_source(spec.model) == "gcs"
+                        else None,
+                    ),
+                    spec=self._pod_spec(spec),
+                ),
+            ),
+            opts=after_ksa,
+        )
+        k8s.core.v1.Service(
+            f"{name}-service",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=spec.name, namespace=namespace, labels=labels),
+            spec=k8s.core.v1.ServiceSpecArgs(
+                selector=selector_labels(labels),
+                ports=[k8s.core.v1.ServicePortArgs(name="http", port=PORT, target_port=PORT, protocol="TCP")],
+            ),
+            opts=in_namespace,
+        )
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-network-policy",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=spec.name, namespace=namespace, labels=labels),
+            spec=_network_policy(spec, labels),
+            opts=in_namespace,
+        )
+        k8s.apiextensions.CustomResource(
+            f"{name}-pod-monitoring",
+            api_version="monitoring.googleapis.com/v1",
+            kind="PodMonitoring",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=spec.name, namespace=namespace, labels=labels),
+            spec={
+                "selector": {"matchLabels": selector_labels(labels)},
+                "endpoints": [{"port": PORT, "path": "/metrics", "interval": "15s"}],
+            },
+            opts=in_namespace,
+        )
+        self.namespace = pulumi.Output.from_input(namespace)
+        self.service_url = pulumi.Output.from_input(f"http://{spec.name}.{namespace}.svc:{PORT}")
+        self.register_outputs({"serviceUrl": self.service_url, "namespace": self.namespace})
+
+    def _weights_reader(
+        self, name: str, spec: InferenceServiceSpec, namespace: str
+    ) -> serviceaccount.Account:
+        """The service's Google service account: it may read the model's bucket, nothing else, and only
+        the service's Kubernetes account may act as it."""
+        bucket, _ = gcs_location(spec.model)
+        account = serviceaccount.Account(
+            f"{name}-weights-reader",
+            account_id=service_account_id(spec.cluster_name, spec.name),
+            project=spec.project,
+            display_name=f"{spec.name} on {spec.cluster_name}: reads its model's weights",
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        storage.BucketIAMMember(
+            f"{name}-weights-viewer",
+            bucket=bucket,
+            role="roles/storage.objectViewer",
+            member=account.email.apply(lambda email: f"serviceAccount:{email}"),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        serviceaccount.IAMMember(
+            f"{name}-workload-identity",
+            service_account_id=account.name,
+            role="roles/iam.workloadIdentityUser",
+            member=f"serviceAccount:{spec.project}.svc.id.goog[{namespace}/{KSA}]",
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return account
+
+    def _pod_spec(self, spec: InferenceServiceSpec) -> k8s.core.v1.PodSpecArgs:
+        source = weights_source(spec.model)
+        mounts = [
+            k8s.core.v1.VolumeMountArgs(name="cache", mount_path=f"{HOME}/.cache"),
+            k8s.core.v1.VolumeMountArgs(name="config", mount_path=f"{HOME}/.config"),
+            k8s.core.v1.VolumeMountArgs(name="tmp", mount_path="/tmp"),
+            k8s.core.v1.VolumeMountArgs(name="dshm", mount_path="/dev/shm"),
+        ]
+        volumes = [
+            k8s.core.v1.VolumeArgs(
+                name="cache", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit="50Gi")
+            ),
+            k8s.core.v1.VolumeArgs(
+                name="config", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit="64Mi")
+            ),
+            k8s.core.v1.VolumeArgs(
+                name="tmp", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit="1Gi")
+            ),
+            k8s.core.v1.VolumeArgs(
+                name="dshm",
+                empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(
+                    medium="Memory", size_limit=f"{spec.shm_gib}Gi"
+                ),
+            ),
+        ]
+        env = [
+            k8s.core.v1.EnvVarArgs(name="HOME", value=HOME),
+            # No usage statistics sent to vLLM's project.
+            k8s.core.v1.EnvVarArgs(name="VLLM_NO_USAGE_STATS", value="1"),
+            k8s.core.v1.EnvVarArgs(name="DO_NOT_TRACK", value="1"),
+        ]
+        if source == "gcs":
+            bucket, path = gcs_location(spec.model)
+            mounts.append(k8s.core.v1.VolumeMountArgs(name="weights", mount_path=WEIGHTS_DIR, read_only=True))
+            volumes.append(
+                k8s.core.v1.VolumeArgs(
+                    name="weights",
+                    csi=k8s.core.v1.CSIVolumeSourceArgs(
+                        driver="gcsfuse.csi.storage.gke.io",
+                        read_only=True,
+                        volume_attributes={"bucketName": bucket, "mountOptions": _mount_options(path)},
+                    ),
+                )
+            )
+        else:
+            assert spec.hf_token_secret is not None, "the rules require it for a Hugging Face model"
+            env.append(
+                k8s.core.v1.EnvVarArgs(
+                    name="HF_TOKEN",
+                    value_from=k8s.core.v1.EnvVarSourceArgs(
+                        secret_key_ref=k8s.core.v1.SecretKeySelectorArgs(
+                            name=spec.hf_token_secret, key="token"
+                        )
+                    ),
+                )
+            )
+        probe = k8s.core.v1.HTTPGetActionArgs(path="/health", port=PORT)
+        resources = {
+            "cpu": f"{spec.cpu:g}",
+            "memory": f"{spec.memory_gib}Gi",
+            "nvidia.com/gpu": str(spec.gpus_per_replica),
+        }
+        return k8s.core.v1.PodSpecArgs(
+            service_account_name=KSA,
+            node_selector=dict(spec.node_selector),
+            tolerations=[toleration_args(t) for t in spec.tolerations],
+            security_context=k8s.core.v1.PodSecurityContextArgs(
+                run_as_non_root=True,
+                run_as_user=VLLM_USER,
+                run_as_group=VLLM_GROUP,
+                fs_group=VLLM_GROUP,
+                seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
+            ),
+            termination_grace_period_seconds=60,
+            # No Kubernetes API for vLLM. The Cloud Storage FUSE driver gets the Pod's Workload Identity
+            # token from the kubelet (its CSIDriver's tokenRequests), not from the Pod (UNVERIFIED on a
+            # cluster: docs/serving.md).
+            automount_service_account_token=False,
+            containers=[
+                k8s.core.v1.ContainerArgs(
+                    name="vllm",
+                    image=images.VLLM,
+                    args=vllm_args(spec),
+                    env=env,
+                    ports=[k8s.core.v1.ContainerPortArgs(name="http", container_port=PORT)],
+                    resources=k8s.core.v1.ResourceRequirementsArgs(limits=resources, requests=resources),
+                    startup_probe=k8s.core.v1.ProbeArgs(
+                        http_get=probe, period_seconds=STARTUP_PERIOD_S, failure_threshold=STARTUP_FAILURES
+                    ),
+                    readiness_probe=k8s.core.v1.ProbeArgs(
+                        http_get=probe, period_seconds=10, failure_threshold=3
+                    ),
+                    liveness_probe=k8s.core.v1.ProbeArgs(
+                        http_get=probe, period_seconds=30, failure_threshold=6
+                    ),
+                    security_context=restricted_container_security_context(),
+                    volume_mounts=mounts,
+                )
+            ],
+            volumes=volumes,
+        )
+
+
+def _mount_options(path: str) -> str:
+    """Cloud Storage FUSE options for read-only weights: only the model's directory, owned by vLLM's
+    user, with the metadata cached for the mount's life (weights do not change under a running
+    server); from Google's vLLM reference (docs/serving-research.md 4c), without its file cache."""
+    return ",".join(
+        [
+            f"only-dir={path}",
+            "implicit-dirs",
+            f"uid={VLLM_USER}",
+            f"gid={VLLM_GROUP}",
+            "metadata-cache:ttl-secs:-1",
+            "metadata-cache:stat-cache-max-size-mb:-1",
+            "metadata-cache:type-cache-max-size-mb:-1",
+        ]
+    )
+
+
+def _network_policy(
+    spec: InferenceServiceSpec, labels: dict[str, str]
+) -> k8s.networking.v1.NetworkPolicySpecArgs:
+    """Ingress to the API port from the namespace itself, the client namespaces and GMP's scraper."""
+    namespaces = [*spec.client_namespaces, "gmp-system"]
+    peers = [k8s.networking.v1.NetworkPolicyPeerArgs(pod_selector=k8s.meta.v1.LabelSelectorArgs())] + [
+        k8s.networking.v1.NetworkPolicyPeerArgs(
+            namespace_selector=k8s.meta.v1.LabelSelectorArgs(match_labels={"kubernetes.io/metadata.name": ns})
+        )
+        for ns in namespaces
+    ]
+    return k8s.networking.v1.NetworkPolicySpecArgs(
+        pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector_labels(labels)),
+        policy_types=["Ingress"],
+        ingress=[
+            k8s.networking.v1.NetworkPolicyIngressRuleArgs(
+                from_=peers, ports=[k8s.networking.v1.NetworkPolicyPortArgs(port=PORT, protocol="TCP")]
+            )
+        ],
+    )

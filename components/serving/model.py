@@ -1,0 +1,70 @@
+"""The serving section (the stack file's `gke-gpu:serving`): one entry per model server."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from ..core.arg_types import matching
+from ..core.common import K8S_NAME
+from ..core.model import DNS_LABEL, StackModel
+
+# A service's namespace is `serve-<name>` (at most 63): 40 characters leave room for it, and its
+# Google service account id `serve-<name>` must fit 30 (checked by the rules, with the reason).
+MAX_SERVICE_NAME = 40
+MAX_SERVICES = 20
+# gs://<bucket>/<path>: a bucket name (3-63 lowercase letters, digits, '-', '_', '.') and a path.
+GCS_MODEL = re.compile(r"gs://(?P<bucket>[a-z0-9][a-z0-9._-]{1,61}[a-z0-9])(?:/(?P<path>[^\s]*))?")
+# A Hugging Face model id: <owner>/<name> (letters, digits, '-', '_', '.').
+HF_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
+
+SERVICE_NAME_MEANING = "lowercase letters, digits and hyphens, starting with a letter"
+
+
+class ReplicasConfig(StackModel):
+    min: int = Field(1, ge=0, le=100)
+    max: int = Field(1, ge=1, le=100)
+
+
+class ModelServerSettings(StackModel):
+    """What a model server runs: one model for the stack file's `serving` entries (camelCase keys)
+    and InferenceService's args (snake_case names)."""
+
+    # gs://<bucket>/<path to the model's files>, or a Hugging Face id <owner>/<name>.
+    model: Annotated[str, Field(min_length=1, max_length=1024)]
+    server: Literal["vllm"] = "vllm"
+    # vLLM's tensor parallel size: the GPUs of one replica, all on one node.
+    gpus_per_replica: int = Field(1, ge=1, le=16)
+    # A Hugging Face model: the Secret (in the service's namespace) whose key `token` is the token.
+    hf_token_secret: Annotated[str, Field(min_length=1, max_length=253)] | None = None
+    # vLLM's --max-model-len (the context the KV cache is sized for); default: the model's own.
+    max_model_len: int | None = Field(None, ge=16, le=10_000_000)
+    # Namespaces whose Pods may call the service (besides its own).
+    client_namespaces: Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=63, pattern=DNS_LABEL)]],
+        Field(default_factory=list, max_length=20),
+    ]
+
+
+class _ServiceChoice(StackModel):
+    name: matching(K8S_NAME, SERVICE_NAME_MEANING, max_length=MAX_SERVICE_NAME)  # type: ignore[valid-type]
+    pool: Annotated[str, Field(min_length=1, max_length=100)]
+
+
+class ServingConfig(ModelServerSettings, _ServiceChoice):
+    """A `gke-gpu:serving` entry: which pool serves the model, and how it scales."""
+
+    replicas: ReplicasConfig = ReplicasConfig()
+    scale_on: Literal["queue", "gpu"] | None = None
+    gateway: bool = False
+
+    @property
+    def namespace(self) -> str:
+        return service_namespace(self.name)
+
+
+def service_namespace(name: str) -> str:
+    """The namespace of a service: its own, `serve-<name>`."""
+    return f"serve-{name}"

@@ -1,0 +1,99 @@
+"""The stack's serving layer (`gke-gpu:serving`): an InferenceService per entry, on its pool."""
+
+from typing import Any
+
+import pulumi
+
+from ..core.catalog import load_catalog
+from ..gpu.pool import GpuPool
+from ..gpu.scheduling import node_selector, tolerations
+from ..serving.inference_service import InferenceService, InferenceServiceArgs
+from ..serving.model import ServingConfig
+from ..serving.rules import gcs_location, weights_source
+from .declare import declare
+from .settings import Settings
+
+
+def needs_gcs_fuse(settings: Settings) -> bool:
+    """A service reads its weights from a bucket: the cluster needs the Cloud Storage FUSE driver."""
+    return any(weights_source(s.model) == "gcs" for s in settings.serving)
+
+
+def container_size(pool: GpuPool, gpus: int, *, autopilot: bool) -> dict[str, int]:
+    """CPU, memory and /dev/shm of a replica taking `gpus` of a node: half the node's CPU and 60% of
+    its memory in the GPUs' proportion, what a GPU node's allocatable leaves after GKE's reservations
+    and the node's DaemonSets (at least 1 core and 4 GiB); shm a quarter of the memory, at most 16."""
+    accelerator = load_catalog().accelerator(pool.accelerator)
+    machine = accelerator.machine_type(pool.machine_type or "") if accelerator else None
+    if machine is None or not pool.gpus_per_node:
+        return {"cpu": 4, "memory_gib": 24, "shm_gib": 4}
+    share = gpus / pool.gpus_per_node
+    cpu = max(1, int(machine.vcpus * share * 0.5))
+    memory = max(4, int(machine.memory_gb * share * 0.6))
+    return {"cpu": cpu, "memory_gib": memory, "shm_gib": max(1, min(16, memory // 4))}
+
+
+def serving(
+    settings: Settings,
+    cluster_name: str,
+    provider: pulumi.ProviderResource,
+    depends_on: list[pulumi.Resource],
+) -> dict[str, Any]:
+    """Declare each service; return, per service, where it answers and how to try it (stack output
+    `serving`)."""
+    autopilot = settings.cluster.mode == "autopilot"
+    pools = {p.name: p for p in settings.gpu_pools}
+    outputs: dict[str, Any] = {}
+    for service in settings.serving:
+        pool = pools[service.pool]
+        args: InferenceServiceArgs = {
+            "name": service.name,
+            "model": service.model,
+            "server": service.server,
+            "gpus_per_replica": service.gpus_per_replica,
+            "replicas": service.replicas.max,
+            "node_selector": node_selector(pool, autopilot=autopilot),
+            "tolerations": tolerations(pool, autopilot=autopilot),  # type: ignore[typeddict-item]
+            "project": settings.project or "",
+            "cluster_name": cluster_name,
+            "client_namespaces": list(service.client_namespaces),
+        }
+        size = container_size(pool, service.gpus_per_replica, autopilot=autopilot)
+        args["cpu"], args["memory_gib"], args["shm_gib"] = size["cpu"], size["memory_gib"], size["shm_gib"]
+        if service.hf_token_secret is not None:
+            args["hf_token_secret"] = service.hf_token_secret
+        if service.max_model_len is not None:
+            args["max_model_len"] = service.max_model_len
+        component = declare(
+            InferenceService,
+            f"serve-{service.name}",
+            args,
+            opts=pulumi.ResourceOptions(providers={"kubernetes": provider}, depends_on=depends_on),
+        )
+        outputs[service.name] = _summary(service, pool, component)
+    return outputs
+
+
+def _summary(service: ServingConfig, pool: GpuPool, component: InferenceService) -> dict[str, Any]:
+    namespace = service.namespace
+    if weights_source(service.model) == "gcs":
+        bucket, path = gcs_location(service.model)
+        weights = f"Cloud Storage FUSE: gs://{bucket}/{path}, read-only, as the service's own account"
+    else:
+        weights = f"downloaded from Hugging Face at start ({service.model}, token: {service.hf_token_secret})"
+    return {
+        "pool": pool.name,
+        "url": component.service_url,
+        "namespace": namespace,
+        "model": service.model,
+        "weights": weights,
+        "gpusPerReplica": service.gpus_per_replica,
+        "replicas": service.replicas.max,
+        "commands": {
+            "wait": f"kubectl rollout status -n {namespace} deployment/{service.name} --timeout=45m",
+            "portForward": f"kubectl port-forward -n {namespace} service/{service.name} 8000:8000",
+            "ask": "curl -s localhost:8000/v1/completions -H 'Content-Type: application/json' -d "
+            f'\'{{"model": "{service.name}", "prompt": "The capital of France is", "max_tokens": 16}}\'',
+            "logs": f"kubectl logs -n {namespace} deployment/{service.name} -c vllm",
+        },
+    }

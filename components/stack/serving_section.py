@@ -1,0 +1,100 @@
+"""Pass 2 rules for the serving section (`gke-gpu:serving`): which pool serves each model, and what
+this release builds of the serving contract (autoscaling, the gateway and multi-node replicas are
+refused with the reason, not ignored)."""
+
+from __future__ import annotations
+
+from ..cluster.model import ClusterConfig
+from ..core.common import NAMESPACE, KeyNames, cut, listing
+from ..gpu.pool import GpuPool
+from ..serving.model import ServingConfig
+from ..serving.rules import check_model_server
+from .schema import RuleBase
+
+KEY = f"{NAMESPACE}:serving"
+NOT_BUILT = "docs/serving.md, 'Not built yet'"
+
+
+class ServingRules(RuleBase):
+    def _serving(self, cluster: ClusterConfig, pools: tuple[GpuPool, ...]) -> tuple[ServingConfig, ...]:
+        services = self.indexed_services()
+        if not services:
+            return ()
+        if cluster.mode == "existing":
+            self.problems.add(
+                KEY,
+                "not allowed with cluster.mode existing: a service needs the Cloud Storage FUSE driver and "
+                "Google Managed Prometheus of a cluster this program manages",
+            )
+            return ()
+        by_name = {p.name: p for p in pools}
+        pools_known = not self.broken.any_pool() and "gpuPools" not in self.broken.sections
+        seen: dict[str, int] = {}
+        for i, service in services:
+            key = f"{KEY}[{i}]"
+            names = KeyNames(key, camel=True)
+            if service.name in seen:
+                self.problems.add(
+                    f"{key}.name", f"{cut(service.name)} is also serving[{seen[service.name]}]'s name"
+                )
+            seen.setdefault(service.name, i)
+            check_model_server(service, names, self.problems)
+            self._not_built(service, names)
+            pool = by_name.get(service.pool)
+            if pool is None:
+                if pools_known:
+                    self.problems.add(
+                        f"{key}.pool",
+                        f"{cut(service.pool)} is not a GPU pool of this stack; pools: {listing(by_name)}",
+                    )
+                continue
+            self._check_pool(service, pool, names)
+        return tuple(service for _, service in services)
+
+    def _not_built(self, service: ServingConfig, names: KeyNames) -> None:
+        """The parts of the serving contract this release does not build: refused, never ignored."""
+        replicas = service.replicas
+        if replicas.min > replicas.max:
+            self.problems.add(
+                names.at("replicas.min"), f"{replicas.min} is greater than replicas.max {replicas.max}"
+            )
+        elif replicas.min == 0:
+            self.problems.add(
+                names.at("replicas.min"),
+                "0 is not built yet: scaling to zero needs an HPA on an External metric (GKE 1.37+) or KEDA "
+                f"({NOT_BUILT}); use 1",
+            )
+        elif replicas.min != replicas.max:
+            self.problems.add(
+                names.at("replicas"),
+                f"min {replicas.min} and max {replicas.max}: autoscaling is not built yet ({NOT_BUILT}); set "
+                "min equal to max",
+            )
+        if service.scale_on is not None:
+            self.problems.add(
+                names.at("scale_on"), f"not built yet: the replicas are fixed ({NOT_BUILT}); leave it out"
+            )
+        if service.gateway:
+            self.problems.add(names.at("gateway"), f"true is not built yet ({NOT_BUILT}); leave it out")
+
+    def _check_pool(self, service: ServingConfig, pool: GpuPool, names: KeyNames) -> None:
+        gpus = service.gpus_per_replica
+        if (pool.sharing or pool.mig_partition_size) and gpus > 1:
+            what = "shares one GPU" if pool.sharing else "partitions each GPU (MIG)"
+            self.problems.add(
+                names.at("gpus_per_replica"),
+                f"{gpus} is not allowed on pool {pool.name}, which {what}: a replica gets one "
+                "nvidia.com/gpu there",
+            )
+        elif pool.gpus_per_node is not None and gpus > pool.gpus_per_node:
+            self.problems.add(
+                names.at("gpus_per_replica"),
+                f"{gpus} is more than pool {pool.name}'s {pool.gpus_per_node} GPUs per node: a replica "
+                f"spanning nodes needs a LeaderWorkerSet, not built yet ({NOT_BUILT})",
+            )
+        if pool.driver_version != "LATEST":
+            self.problems.add(
+                names.at("pool"),
+                f"{cut(pool.name)} runs driverVersion {pool.driver_version}; the pinned vLLM image is a CUDA "
+                "13 build, which needs an R580+ driver: set the pool's driverVersion: LATEST",
+            )

@@ -1,0 +1,252 @@
+"""Serving (issue 18, first part): `gke-gpu:serving` and InferenceService, a vLLM model server on a GPU
+pool with its weights from Cloud Storage or Hugging Face."""
+
+import pytest
+
+from gke_gpu.core import images
+from gke_gpu.core.validation import InvalidArgsError
+from gke_gpu.serving.inference_service import InferenceService, service_account_id
+from tests.conftest import AUTOPILOT_CLUSTER, L4_POOL, STANDARD_CLUSTER, config_error, render, stack_config
+from tests.kubernetes_schemas import validate
+from tools.offline import RunResult
+
+L4 = {**L4_POOL, "driverVersion": "LATEST"}
+CHAT = {"name": "chat", "pool": "l4", "model": "gs://models-bucket/qwen2.5-1.5b-instruct"}
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+
+
+@pytest.fixture(scope="module")
+def served() -> RunResult:
+    return render(
+        stack_config(cluster=STANDARD_CLUSTER, gpuPools=[L4], serving=[{**CHAT, "maxModelLen": 8192}])
+    )
+
+
+def pod(result: RunResult, name: str = "serve-chat-deployment") -> dict:
+    return result.one(DEPLOYMENT, name).inputs["spec"]["template"]
+
+
+def test_vllm_runs_the_model_on_the_pools_gpu(served: RunResult) -> None:
+    template = pod(served)
+    spec = template["spec"]
+    (container,) = spec["containers"]
+    assert container["image"] == images.VLLM == "vllm/vllm-openai:v0.33.0"
+    assert container["args"] == [
+        "/models",
+        "--served-model-name=chat",
+        "--tensor-parallel-size=1",
+        "--host=0.0.0.0",
+        "--port=8000",
+        "--max-model-len=8192",
+    ]
+    assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    assert container["resources"]["limits"] == container["resources"]["requests"]
+    # g2-standard-8 (8 vCPUs, 32 GB, 1 GPU): half the CPU, 60% of the memory.
+    assert (
+        container["resources"]["limits"]["cpu"] == "4"
+        and container["resources"]["limits"]["memory"] == "19Gi"
+    )
+    assert spec["nodeSelector"] == {
+        "cloud.google.com/gke-accelerator": "nvidia-l4",
+        "cloud.google.com/gke-nodepool": "l4",
+    }
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert container[probe]["httpGet"] == {"path": "/health", "port": 8000}
+    assert container["startupProbe"]["periodSeconds"] * container["startupProbe"]["failureThreshold"] == 1800
+
+
+def test_the_server_is_hardened(served: RunResult) -> None:
+    spec = pod(served)["spec"]
+    assert spec["securityContext"]["runAsNonRoot"] is True and spec["securityContext"]["runAsUser"] == 10001
+    assert spec["automountServiceAccountToken"] is False
+    (container,) = spec["containers"]
+    context = container["securityContext"]
+    assert context["readOnlyRootFilesystem"] is True and context["allowPrivilegeEscalation"] is False
+    assert context["capabilities"] == {"drop": ["ALL"]}
+    mounts = {m["mountPath"] for m in container["volumeMounts"]}
+    assert {"/home/vllm/.cache", "/home/vllm/.config", "/tmp", "/dev/shm", "/models"} <= mounts
+    shm = next(v for v in spec["volumes"] if v["name"] == "dshm")
+    assert shm["emptyDir"]["medium"] == "Memory"
+    strategy = served.one(DEPLOYMENT).inputs["spec"]["strategy"]
+    assert strategy["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 1}  # no spare GPU for a surge
+
+
+def test_bucket_weights_are_mounted_read_only_as_the_services_own_account(served: RunResult) -> None:
+    template = pod(served)
+    assert template["metadata"]["annotations"] == {"gke-gcsfuse/volumes": "true"}
+    weights = next(v for v in template["spec"]["volumes"] if v["name"] == "weights")
+    assert weights["csi"]["driver"] == "gcsfuse.csi.storage.gke.io" and weights["csi"]["readOnly"] is True
+    attributes = weights["csi"]["volumeAttributes"]
+    assert attributes["bucketName"] == "models-bucket"
+    assert "only-dir=qwen2.5-1.5b-instruct" in attributes["mountOptions"].split(",")
+    assert "uid=10001" in attributes["mountOptions"].split(",")
+    (mount,) = [m for m in template["spec"]["containers"][0]["volumeMounts"] if m["name"] == "weights"]
+    assert mount["readOnly"] is True
+    viewer = served.one("gcp:storage/bucketIAMMember:BucketIAMMember").inputs
+    assert viewer["bucket"] == "models-bucket" and viewer["role"] == "roles/storage.objectViewer"
+    binding = served.one("gcp:serviceaccount/iAMMember:IAMMember").inputs
+    assert binding["role"] == "roles/iam.workloadIdentityUser"
+    assert binding["member"] == "serviceAccount:test-project.svc.id.goog[serve-chat/vllm]"
+    account = served.one("gcp:serviceaccount/account:Account", "serve-chat-weights-reader").inputs
+    assert account["accountId"] == service_account_id("gpu-test", "chat")
+    ksa = served.one("kubernetes:core/v1:ServiceAccount").inputs
+    assert set(ksa["metadata"]["annotations"]) == {"iam.gke.io/gcp-service-account"}
+
+
+def test_the_cluster_gets_the_cloud_storage_fuse_driver(served: RunResult) -> None:
+    cluster = served.one("gcp:container/cluster:Cluster").inputs
+    assert cluster["addonsConfig"] == {"gcsFuseCsiDriverConfig": {"enabled": True}}
+    plain = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[L4]))
+    assert "addonsConfig" not in plain.one("gcp:container/cluster:Cluster").inputs
+
+
+def test_only_its_namespace_clients_and_the_scraper_reach_the_api(served: RunResult) -> None:
+    policy = served.one("kubernetes:networking.k8s.io/v1:NetworkPolicy").inputs["spec"]
+    (rule,) = policy["ingress"]
+    assert rule["ports"] == [{"port": 8000, "protocol": "TCP"}]
+    assert {"podSelector": {}} in rule["from"]
+    assert {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "gmp-system"}}} in rule[
+        "from"
+    ]
+    monitoring = served.one("kubernetes:monitoring.googleapis.com/v1:PodMonitoring").inputs["spec"]
+    assert monitoring["endpoints"] == [{"port": 8000, "path": "/metrics", "interval": "15s"}]
+
+
+def test_every_manifest_is_valid(served: RunResult) -> None:
+    manifests = [
+        r.inputs for r in served.resources if r.type.startswith("kubernetes:") and "apiVersion" in r.inputs
+    ]
+    kinds = sorted(
+        m["kind"]
+        for m in manifests
+        if m["metadata"].get("namespace") == "serve-chat" or m["kind"] == "Namespace"
+    )
+    assert {"Deployment", "Service", "NetworkPolicy", "ServiceAccount", "PodMonitoring"} <= set(kinds)
+    for manifest in manifests:
+        validate(manifest)
+
+
+def test_the_output_says_where_it_answers_and_how_to_try_it(served: RunResult) -> None:
+    chat = served.outputs["serving"]["chat"]
+    assert chat["url"] == "http://chat.serve-chat.svc:8000"
+    assert chat["weights"].startswith("Cloud Storage FUSE: gs://models-bucket/qwen2.5-1.5b-instruct")
+    assert chat["commands"]["portForward"] == "kubectl port-forward -n serve-chat service/chat 8000:8000"
+
+
+def test_a_hugging_face_model_uses_its_token_secret_and_no_bucket() -> None:
+    service = {"name": "chat", "pool": "l4", "model": "Qwen/Qwen2.5-1.5B-Instruct", "hfTokenSecret": "hf"}
+    result = render(
+        stack_config(
+            cluster=AUTOPILOT_CLUSTER,
+            gpuPools=[{"name": "l4", "accelerator": "nvidia-l4", "driverVersion": "LATEST"}],
+            serving=[service],
+        )
+    )
+    (container,) = pod(result)["spec"]["containers"]
+    assert container["args"][0] == "Qwen/Qwen2.5-1.5B-Instruct"
+    token = next(e for e in container["env"] if e["name"] == "HF_TOKEN")
+    assert token["valueFrom"] == {"secretKeyRef": {"name": "hf", "key": "token"}}
+    assert result.of_type("gcp:storage/bucketIAMMember:BucketIAMMember") == []
+    assert "addonsConfig" not in result.one("gcp:container/cluster:Cluster").inputs  # Autopilot has it
+
+
+@pytest.mark.parametrize(
+    ("service", "pools", "expected"),
+    [
+        (
+            {**CHAT, "pool": "h100"},
+            [L4],
+            "gke-gpu:serving[0].pool: 'h100' is not a GPU pool of this stack; pools: l4",
+        ),
+        (
+            {**CHAT, "gpusPerReplica": 2},
+            [L4],
+            "gke-gpu:serving[0].gpusPerReplica: 2 is more than pool l4's 1 GPUs per node",
+        ),
+        (
+            {**CHAT, "replicas": {"min": 3, "max": 2}},
+            [L4],
+            "gke-gpu:serving[0].replicas.min: 3 is greater than replicas.max 2",
+        ),
+        (
+            {**CHAT, "replicas": {"min": 0, "max": 2}},
+            [L4],
+            "gke-gpu:serving[0].replicas.min: 0 is not built yet: scaling to zero",
+        ),
+        (
+            {**CHAT, "replicas": {"min": 1, "max": 4}},
+            [L4],
+            "gke-gpu:serving[0].replicas: min 1 and max 4: autoscaling is not built yet",
+        ),
+        ({**CHAT, "scaleOn": "queue"}, [L4], "gke-gpu:serving[0].scaleOn: not built yet"),
+        ({**CHAT, "gateway": True}, [L4], "gke-gpu:serving[0].gateway: true is not built yet"),
+        (
+            {**CHAT, "model": "s3://bucket/model"},
+            [L4],
+            "gke-gpu:serving[0].model: 's3://bucket/model' is neither gs://<bucket>/<path> nor a "
+            "Hugging Face id",
+        ),
+        (
+            {**CHAT, "model": "meta-llama/Llama-3.1-8B"},
+            [L4],
+            "gke-gpu:serving[0].hfTokenSecret: required for a Hugging Face model",
+        ),
+        (
+            {**CHAT, "hfTokenSecret": "hf"},
+            [L4],
+            "gke-gpu:serving[0].hfTokenSecret: only allowed with a Hugging Face model",
+        ),
+        (
+            {**CHAT, "model": "gs://models-bucket"},
+            [L4],
+            "gke-gpu:serving[0].model: 'gs://models-bucket' needs the path of the model's files",
+        ),
+        (
+            {**CHAT, "gpusPerReplica": 2},
+            [{**L4, "gpusPerNode": 2, "sharing": {"strategy": "TIME_SHARING", "maxClientsPerGpu": 2}}],
+            "which shares one GPU: a replica gets one nvidia.com/gpu there",
+        ),
+        (
+            CHAT,
+            [L4_POOL],
+            "gke-gpu:serving[0].pool: 'l4' runs driverVersion DEFAULT; the pinned vLLM image is a CUDA 13 "
+            "build",
+        ),
+        ({**CHAT, "server": "tgi"}, [L4], "gke-gpu:serving[0].server: 'tgi' is not allowed; allowed: 'vllm'"),
+    ],
+)
+def test_bad_services_are_refused_with_the_key(service: dict, pools: list, expected: str) -> None:
+    message = config_error({"cluster": STANDARD_CLUSTER, "gpuPools": pools, "serving": [service]})
+    assert expected in message, message
+
+
+def test_two_services_may_not_share_a_name() -> None:
+    message = config_error({"cluster": STANDARD_CLUSTER, "gpuPools": [L4], "serving": [CHAT, CHAT]})
+    assert "gke-gpu:serving[1].name: 'chat' is also serving[0]'s name" in message
+
+
+ARGS = {
+    "model": "gs://models-bucket/qwen",
+    "node_selector": {"cloud.google.com/gke-nodepool": "l4"},
+    "tolerations": [],
+    "project": "p-123456",
+    "cluster_name": "gpu",
+}
+
+
+def test_the_component_checks_its_args() -> None:
+    with pytest.raises(InvalidArgsError) as refused:
+        InferenceService.check_args(
+            "chat", {**ARGS, "model": "Qwen/Qwen2.5", "shm_gib": 64, "memory_gib": 32}
+        )
+    text = str(refused.value)
+    assert "hf_token_secret: required for a Hugging Face model" in text
+    assert "shm_gib: 64 is not less than memory_gib 32" in text
+
+
+def test_service_account_ids_fit_and_differ_per_cluster() -> None:
+    ids = {
+        service_account_id(cluster, "a-very-long-service-name-of-forty-chars") for cluster in ("one", "two")
+    }
+    assert len(ids) == 2 and all(6 <= len(i) <= 30 and i[0].isalpha() for i in ids)
