@@ -58,14 +58,22 @@ def test_vllm_runs_the_model_on_the_pools_gpu(served: RunResult) -> None:
 
 def test_the_server_is_hardened(served: RunResult) -> None:
     spec = pod(served)["spec"]
-    assert spec["securityContext"]["runAsNonRoot"] is True and spec["securityContext"]["runAsUser"] == 10001
+    # The image's own user (the one UID with a passwd entry: getpass.getuser() needs it).
+    assert spec["securityContext"]["runAsNonRoot"] is True and spec["securityContext"]["runAsUser"] == 2000
     assert spec["automountServiceAccountToken"] is False
     (container,) = spec["containers"]
     context = container["securityContext"]
     assert context["readOnlyRootFilesystem"] is True and context["allowPrivilegeEscalation"] is False
     assert context["capabilities"] == {"drop": ["ALL"]}
     mounts = {m["mountPath"] for m in container["volumeMounts"]}
-    assert {"/home/vllm/.cache", "/home/vllm/.config", "/tmp", "/dev/shm", "/models"} <= mounts
+    # The whole home is scratch (vLLM's, Triton's, CUDA's caches), within the ephemeral-storage limit.
+    assert mounts == {"/home/vllm", "/tmp", "/dev/shm", "/models"}
+    home = next(v for v in spec["volumes"] if v["name"] == "home")
+    assert home["emptyDir"]["sizeLimit"] == "50Gi"  # a quarter of the L4 pool's 200 GB boot disk
+    assert container["resources"]["limits"]["ephemeral-storage"] == "51Gi"
+    assert all(
+        container[p]["timeoutSeconds"] == 5 for p in ("startupProbe", "readinessProbe", "livenessProbe")
+    )
     shm = next(v for v in spec["volumes"] if v["name"] == "dshm")
     assert shm["emptyDir"]["medium"] == "Memory"
     strategy = served.one(DEPLOYMENT).inputs["spec"]["strategy"]
@@ -80,7 +88,7 @@ def test_bucket_weights_are_mounted_read_only_as_the_services_own_account(served
     attributes = weights["csi"]["volumeAttributes"]
     assert attributes["bucketName"] == "models-bucket"
     assert "only-dir=qwen2.5-1.5b-instruct" in attributes["mountOptions"].split(",")
-    assert "uid=10001" in attributes["mountOptions"].split(",")
+    assert "uid=2000" in attributes["mountOptions"].split(",")
     (mount,) = [m for m in template["spec"]["containers"][0]["volumeMounts"] if m["name"] == "weights"]
     assert mount["readOnly"] is True
     viewer = served.one("gcp:storage/bucketIAMMember:BucketIAMMember").inputs
@@ -203,9 +211,40 @@ def test_a_hugging_face_model_uses_its_token_secret_and_no_bucket() -> None:
             "gke-gpu:serving[0].model: 'gs://models-bucket' needs the path of the model's files",
         ),
         (
-            {**CHAT, "gpusPerReplica": 2},
-            [{**L4, "gpusPerNode": 2, "sharing": {"strategy": "TIME_SHARING", "maxClientsPerGpu": 2}}],
-            "which shares one GPU: a replica gets one nvidia.com/gpu there",
+            CHAT,
+            [{**L4, "sharing": {"strategy": "TIME_SHARING", "maxClientsPerGpu": 2}}],
+            "gke-gpu:serving[0].pool: 'l4' shares its GPUs (TIME_SHARING): vLLM takes 92% of a GPU's memory",
+        ),
+        (
+            CHAT,
+            [{**L4, "accelerator": "nvidia-tesla-v100", "gpusPerNode": 1}],
+            "has nvidia-tesla-v100 GPUs (Volta or older); the pinned vLLM image is a CUDA 13 build",
+        ),
+        (
+            CHAT,
+            [{**L4, "queuedProvisioning": True}],
+            "gke-gpu:serving[0].pool: 'l4' takes nodes only through queued provisioning",
+        ),
+        (
+            {**CHAT, "replicas": {"min": 3, "max": 3}},
+            [L4],
+            "gke-gpu:serving[0].replicas: the services on pool l4 need 3 GPUs (chat 3 x 1), more than its 2 "
+            "(maxNodes 2 x 1)",
+        ),
+        (
+            {**CHAT, "model": "gs://models-bucket/a,implicit-dirs,uid=0/m"},
+            [L4],
+            "is neither gs://<bucket>/<path> nor a Hugging Face id",
+        ),
+        (
+            {**CHAT, "model": "gs://models-bucket/./m"},
+            [L4],
+            "without `.` or `..` segments",
+        ),
+        (
+            {**CHAT, "model": "Qwen/Qwen2.5", "hfTokenSecret": "Bad_Name!"},
+            [L4],
+            "gke-gpu:serving[0].hfTokenSecret: 'Bad_Name!' is not allowed",
         ),
         (
             CHAT,

@@ -256,6 +256,11 @@ def test_a_pool_without_gpudirect_has_no_topology_by_default() -> None:
             "gke-gpu:batch.teams[0].namespace: 'kube-system' is reserved",
         ),
         (
+            {"teams": [{"name": "a", "namespace": "serve-chat", "pools": {"l4": {"gpus": 1}}}]},
+            [L4_POOL],
+            "gke-gpu:batch.teams[0].namespace: 'serve-chat' is reserved",
+        ),
+        (
             {"teams": [{"name": "a", "namespace": "gmp-team", "pools": {"l4": {"gpus": 1}}}]},
             [L4_POOL],
             "gke-gpu:batch.teams[0].namespace: 'gmp-team' is reserved",

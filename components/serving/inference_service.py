@@ -29,9 +29,9 @@ from .model import MAX_SERVICE_NAME, SERVICE_NAME_MEANING, ModelServerSettings, 
 from .rules import check_model_server, gcs_location, weights_source
 
 PORT = 8000
-# vLLM's image has a user 2000 in group 0 (home /home/vllm, group-writable); vLLM documents any UID in
-# group 0 (docs/serving-research.md 1d). A UID above 10000 stays clear of the node's own users.
-VLLM_USER, VLLM_GROUP = 10001, 0
+# vLLM's image has a user 2000 in group 0 (home /home/vllm): the one UID the stock image knows
+# (docs/serving-research.md 1d); another UID has no passwd entry, and getpass.getuser() fails.
+VLLM_USER, VLLM_GROUP = 2000, 0
 HOME = "/home/vllm"
 WEIGHTS_DIR = "/models"
 KSA = "vllm"
@@ -39,6 +39,7 @@ KSA = "vllm"
 # the weights and the engine 30 minutes, the readiness probe takes the replica out of the Service the
 # moment /health fails (503: the engine died), and liveness restarts it after 3 minutes of that.
 STARTUP_PERIOD_S, STARTUP_FAILURES = 10, 180
+PROBE_TIMEOUT_S = 5
 ROLLOUT_TIMEOUT_S = 45 * 60
 
 
@@ -76,6 +77,9 @@ class InferenceServiceArgs(TypedDict):
     """Memory of the vLLM container (request = limit), in GiB. Defaults to 24."""
     shm_gib: NotRequired[int]
     """Shared memory (/dev/shm, in RAM) for PyTorch, in GiB. Defaults to 4."""
+    disk_gib: NotRequired[int]
+    """Writable disk for the home directory (caches; a Hugging Face model's download), in GiB: the
+    container's ephemeral-storage request and limit. Defaults to 50."""
 
 
 class _Place(ArgsModel):
@@ -91,6 +95,7 @@ class InferenceServiceSpec(ModelServerSettings, _Place):
     cpu: float = Field(4, gt=0, le=1000)
     memory_gib: int = Field(24, ge=1, le=10_000)
     shm_gib: int = Field(4, ge=1, le=1000)
+    disk_gib: int = Field(50, ge=5, le=10_000)
 
 
 def _rules(spec: InferenceServiceSpec) -> list[str]:
@@ -188,8 +193,9 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
         )
         in_namespace = pulumi.ResourceOptions(parent=self, depends_on=[ns])
         annotations: dict[str, pulumi.Input[str]] = {}
+        grants: list[pulumi.Resource] = []
         if weights_source(spec.model) == "gcs":
-            account = self._weights_reader(name, spec, namespace)
+            account, grants = self._weights_reader(name, spec, namespace)
             annotations["iam.gke.io/gcp-service-account"] = account.email
         ksa = k8s.core.v1.ServiceAccount(
             f"{name}-ksa",
@@ -198,7 +204,8 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
             ),
             opts=in_namespace,
         )
-        after_ksa = pulumi.ResourceOptions(parent=self, depends_on=[ns, ksa])
+        # The grants first: a mount before them fails with PermissionDenied and retries with backoff.
+        after_ksa = pulumi.ResourceOptions(parent=self, depends_on=[ns, ksa, *grants])
         self.deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",
             metadata=k8s.meta.v1.ObjectMetaArgs(
@@ -260,7 +267,7 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
 
     def _weights_reader(
         self, name: str, spec: InferenceServiceSpec, namespace: str
-    ) -> serviceaccount.Account:
+    ) -> tuple[serviceaccount.Account, list[pulumi.Resource]]:
         """The service's Google service account: it may read the model's bucket, nothing else, and only
         the service's Kubernetes account may act as it."""
         bucket, _ = gcs_location(spec.model)
@@ -268,39 +275,37 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
             f"{name}-weights-reader",
             account_id=service_account_id(spec.cluster_name, spec.name),
             project=spec.project,
-            display_name=f"{spec.name} on {spec.cluster_name}: reads its model's weights",
+            display_name=f"{spec.name}: reads its model's weights"[:100],
             opts=pulumi.ResourceOptions(parent=self),
         )
-        storage.BucketIAMMember(
+        viewer = storage.BucketIAMMember(
             f"{name}-weights-viewer",
             bucket=bucket,
             role="roles/storage.objectViewer",
             member=account.email.apply(lambda email: f"serviceAccount:{email}"),
             opts=pulumi.ResourceOptions(parent=self),
         )
-        serviceaccount.IAMMember(
+        identity = serviceaccount.IAMMember(
             f"{name}-workload-identity",
             service_account_id=account.name,
             role="roles/iam.workloadIdentityUser",
             member=f"serviceAccount:{spec.project}.svc.id.goog[{namespace}/{KSA}]",
             opts=pulumi.ResourceOptions(parent=self),
         )
-        return account
+        return account, [viewer, identity]
 
     def _pod_spec(self, spec: InferenceServiceSpec) -> k8s.core.v1.PodSpecArgs:
         source = weights_source(spec.model)
+        # The whole home directory is writable scratch (vLLM's, Triton's, CUDA's and Hugging Face's
+        # caches live under it), counted against the container's ephemeral-storage limit.
         mounts = [
-            k8s.core.v1.VolumeMountArgs(name="cache", mount_path=f"{HOME}/.cache"),
-            k8s.core.v1.VolumeMountArgs(name="config", mount_path=f"{HOME}/.config"),
+            k8s.core.v1.VolumeMountArgs(name="home", mount_path=HOME),
             k8s.core.v1.VolumeMountArgs(name="tmp", mount_path="/tmp"),
             k8s.core.v1.VolumeMountArgs(name="dshm", mount_path="/dev/shm"),
         ]
         volumes = [
             k8s.core.v1.VolumeArgs(
-                name="cache", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit="50Gi")
-            ),
-            k8s.core.v1.VolumeArgs(
-                name="config", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit="64Mi")
+                name="home", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit=f"{spec.disk_gib}Gi")
             ),
             k8s.core.v1.VolumeArgs(
                 name="tmp", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit="1Gi")
@@ -347,6 +352,8 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
         resources = {
             "cpu": f"{spec.cpu:g}",
             "memory": f"{spec.memory_gib}Gi",
+            # The home emptyDir and /tmp: the kubelet evicts a Pod whose emptyDirs outgrow this.
+            "ephemeral-storage": f"{spec.disk_gib + 1}Gi",
             "nvidia.com/gpu": str(spec.gpus_per_replica),
         }
         return k8s.core.v1.PodSpecArgs(
@@ -362,8 +369,8 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
             ),
             termination_grace_period_seconds=60,
             # No Kubernetes API for vLLM. The Cloud Storage FUSE driver gets the Pod's Workload Identity
-            # token from the kubelet (its CSIDriver's tokenRequests), not from the Pod (UNVERIFIED on a
-            # cluster: docs/serving.md).
+            # token from the kubelet's CSI request, not from the Pod (gcs-fuse-csi-driver
+            # pkg/cloud_provider/auth/token_sources.go).
             automount_service_account_token=False,
             containers=[
                 k8s.core.v1.ContainerArgs(
@@ -374,13 +381,22 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
                     ports=[k8s.core.v1.ContainerPortArgs(name="http", container_port=PORT)],
                     resources=k8s.core.v1.ResourceRequirementsArgs(limits=resources, requests=resources),
                     startup_probe=k8s.core.v1.ProbeArgs(
-                        http_get=probe, period_seconds=STARTUP_PERIOD_S, failure_threshold=STARTUP_FAILURES
+                        http_get=probe,
+                        period_seconds=STARTUP_PERIOD_S,
+                        failure_threshold=STARTUP_FAILURES,
+                        timeout_seconds=PROBE_TIMEOUT_S,
                     ),
                     readiness_probe=k8s.core.v1.ProbeArgs(
-                        http_get=probe, period_seconds=10, failure_threshold=3
+                        http_get=probe,
+                        period_seconds=10,
+                        failure_threshold=3,
+                        timeout_seconds=PROBE_TIMEOUT_S,
                     ),
                     liveness_probe=k8s.core.v1.ProbeArgs(
-                        http_get=probe, period_seconds=30, failure_threshold=6
+                        http_get=probe,
+                        period_seconds=30,
+                        failure_threshold=6,
+                        timeout_seconds=PROBE_TIMEOUT_S,
                     ),
                     security_context=restricted_container_security_context(),
                     volume_mounts=mounts,

@@ -11,15 +11,19 @@ from ..core.arg_types import matching
 from ..core.common import K8S_NAME
 from ..core.model import DNS_LABEL, StackModel
 
-# A service's namespace is `serve-<name>` (at most 63): 40 characters leave room for it, and its
-# Google service account id `serve-<name>` must fit 30 (checked by the rules, with the reason).
+# A service's namespace is `serve-<name>` (at most 63): 40 characters leave room for it. Its Google
+# service account id is `sv-<name, cut>-<hash>` (InferenceService.service_account_id).
 MAX_SERVICE_NAME = 40
 MAX_SERVICES = 20
 # gs://<bucket>/<path>: a bucket name (3-63 lowercase letters, digits, '-', '_', '.') and a path.
-GCS_MODEL = re.compile(r"gs://(?P<bucket>[a-z0-9][a-z0-9._-]{1,61}[a-z0-9])(?:/(?P<path>[^\s]*))?")
+# The path: letters, digits, '.', '_', '-' and '/' (no ',' that would end a mount option).
+GCS_MODEL = re.compile(
+    r"gs://(?P<bucket>(?!goog)[a-z0-9](?:[a-z0-9_-]|\.(?!\.)){1,61}[a-z0-9])(?:/(?P<path>[A-Za-z0-9._/-]*))?"
+)
 # A Hugging Face model id: <owner>/<name> (letters, digits, '-', '_', '.').
 HF_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
 
+DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 SERVICE_NAME_MEANING = "lowercase letters, digits and hyphens, starting with a letter"
 
 
@@ -38,7 +42,9 @@ class ModelServerSettings(StackModel):
     # vLLM's tensor parallel size: the GPUs of one replica, all on one node.
     gpus_per_replica: int = Field(1, ge=1, le=16)
     # A Hugging Face model: the Secret (in the service's namespace) whose key `token` is the token.
-    hf_token_secret: Annotated[str, Field(min_length=1, max_length=253)] | None = None
+    hf_token_secret: (
+        Annotated[str, Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN)] | None
+    ) = None
     # vLLM's --max-model-len (the context the KV cache is sized for); default: the model's own.
     max_model_len: int | None = Field(None, ge=16, le=10_000_000)
     # Namespaces whose Pods may call the service (besides its own).

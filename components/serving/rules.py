@@ -48,9 +48,9 @@ def check_model_server(settings: ModelServerSettings, names: KeyNames, problems:
                 "Workload Identity",
             )
         _, path = gcs_location(settings.model)
-        if ".." in path.split("/") or not path:
+        if not path or any(part in (".", "..") for part in path.split("/")):
             problems.add(
                 names.at("model"),
                 f"{cut(settings.model)} needs the path of the model's files inside the bucket "
-                "(gs://<bucket>/<path>, no `..`)",
+                "(gs://<bucket>/<path>, without `.` or `..` segments)",
             )

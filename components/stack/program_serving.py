@@ -19,18 +19,21 @@ def needs_gcs_fuse(settings: Settings) -> bool:
     return any(weights_source(s.model) == "gcs" for s in settings.serving)
 
 
-def container_size(pool: GpuPool, gpus: int, *, autopilot: bool) -> dict[str, int]:
-    """CPU, memory and /dev/shm of a replica taking `gpus` of a node: half the node's CPU and 60% of
-    its memory in the GPUs' proportion, what a GPU node's allocatable leaves after GKE's reservations
-    and the node's DaemonSets (at least 1 core and 4 GiB); shm a quarter of the memory, at most 16."""
+def container_size(pool: GpuPool, gpus: int) -> dict[str, int]:
+    """CPU, memory, /dev/shm and disk of a replica taking `gpus` of a node: half the node's CPU and 60%
+    of its memory in the GPUs' proportion, what a GPU node's allocatable leaves after GKE's reservations
+    and the node's DaemonSets (at least 1 core and 4 GiB); shm a quarter of the memory, at most 16;
+    disk a quarter of the boot disk (the image and the node need the rest). Without a machine type
+    (an Autopilot profile's default), 4 cores and 24 GiB, which Autopilot raises to its minimums."""
     accelerator = load_catalog().accelerator(pool.accelerator)
     machine = accelerator.machine_type(pool.machine_type or "") if accelerator else None
+    disk = max(20, pool.disk_size_gb // 4)
     if machine is None or not pool.gpus_per_node:
-        return {"cpu": 4, "memory_gib": 24, "shm_gib": 4}
+        return {"cpu": 4, "memory_gib": 24, "shm_gib": 4, "disk_gib": disk}
     share = gpus / pool.gpus_per_node
     cpu = max(1, int(machine.vcpus * share * 0.5))
     memory = max(4, int(machine.memory_gb * share * 0.6))
-    return {"cpu": cpu, "memory_gib": memory, "shm_gib": max(1, min(16, memory // 4))}
+    return {"cpu": cpu, "memory_gib": memory, "shm_gib": max(1, min(16, memory // 4)), "disk_gib": disk}
 
 
 def serving(
@@ -58,8 +61,9 @@ def serving(
             "cluster_name": cluster_name,
             "client_namespaces": list(service.client_namespaces),
         }
-        size = container_size(pool, service.gpus_per_replica, autopilot=autopilot)
+        size = container_size(pool, service.gpus_per_replica)
         args["cpu"], args["memory_gib"], args["shm_gib"] = size["cpu"], size["memory_gib"], size["shm_gib"]
+        args["disk_gib"] = size["disk_gib"]
         if service.hf_token_secret is not None:
             args["hf_token_secret"] = service.hf_token_secret
         if service.max_model_len is not None:

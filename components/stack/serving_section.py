@@ -13,6 +13,11 @@ from .schema import RuleBase
 
 KEY = f"{NAMESPACE}:serving"
 NOT_BUILT = "docs/serving.md, 'Not built yet'"
+# CUDA 13 (the vLLM image's) dropped Maxwell, Pascal and Volta: compute capability 7.5 and newer only
+# (NVIDIA CUDA 13.0 release notes). T4 is Turing (7.5).
+CUDA13_UNSUPPORTED = frozenset(
+    {"nvidia-tesla-v100", "nvidia-tesla-p100", "nvidia-tesla-p4", "nvidia-tesla-k80"}
+)
 
 
 class ServingRules(RuleBase):
@@ -49,6 +54,7 @@ class ServingRules(RuleBase):
                     )
                 continue
             self._check_pool(service, pool, names)
+        self._check_capacity(services, by_name)
         return tuple(service for _, service in services)
 
     def _not_built(self, service: ServingConfig, names: KeyNames) -> None:
@@ -79,12 +85,18 @@ class ServingRules(RuleBase):
 
     def _check_pool(self, service: ServingConfig, pool: GpuPool, names: KeyNames) -> None:
         gpus = service.gpus_per_replica
-        if (pool.sharing or pool.mig_partition_size) and gpus > 1:
-            what = "shares one GPU" if pool.sharing else "partitions each GPU (MIG)"
+        if pool.sharing:
+            self.problems.add(
+                names.at("pool"),
+                f"{cut(pool.name)} shares its GPUs ({pool.sharing.strategy}): vLLM takes 92% of a GPU's "
+                "memory (--gpu-memory-utilization), so a second server on the same GPU fails; serve from "
+                "a pool without sharing (a MIG partition works: it is a GPU of its own)",
+            )
+        elif pool.mig_partition_size and gpus > 1:
             self.problems.add(
                 names.at("gpus_per_replica"),
-                f"{gpus} is not allowed on pool {pool.name}, which {what}: a replica gets one "
-                "nvidia.com/gpu there",
+                f"{gpus} is not allowed on pool {pool.name}, which partitions each GPU (MIG): a replica "
+                "gets one partition there",
             )
         elif pool.gpus_per_node is not None and gpus > pool.gpus_per_node:
             self.problems.add(
@@ -92,9 +104,39 @@ class ServingRules(RuleBase):
                 f"{gpus} is more than pool {pool.name}'s {pool.gpus_per_node} GPUs per node: a replica "
                 f"spanning nodes needs a LeaderWorkerSet, not built yet ({NOT_BUILT})",
             )
-        if pool.driver_version != "LATEST":
+        if pool.accelerator in CUDA13_UNSUPPORTED:
+            self.problems.add(
+                names.at("pool"),
+                f"{cut(pool.name)} has {pool.accelerator} GPUs (Volta or older); the pinned vLLM image is a "
+                "CUDA 13 build, which supports compute capability 7.5 (Turing) and newer",
+            )
+        elif pool.driver_version != "LATEST":
             self.problems.add(
                 names.at("pool"),
                 f"{cut(pool.name)} runs driverVersion {pool.driver_version}; the pinned vLLM image is a CUDA "
                 "13 build, which needs an R580+ driver: set the pool's driverVersion: LATEST",
             )
+        if pool.queued_provisioning:
+            self.problems.add(
+                names.at("pool"),
+                f"{cut(pool.name)} takes nodes only through queued provisioning (Kueue's "
+                "ProvisioningRequests): a Deployment's Pods would wait forever; serve from a pool that "
+                "scales by itself",
+            )
+
+    def _check_capacity(self, services: list[tuple[int, ServingConfig]], by_name: dict[str, GpuPool]) -> None:
+        """The replicas' GPUs fit their pool at its largest (Standard pools with maxNodes)."""
+        for pool in by_name.values():
+            users = [(i, s) for i, s in services if s.pool == pool.name]
+            if not users or pool.max_nodes is None or not pool.gpus_per_node or pool.sharing:
+                continue
+            capacity = pool.max_nodes * pool.schedulable_gpus_per_node
+            asked = sum(s.replicas.max * s.gpus_per_replica for _, s in users)
+            if asked > capacity:
+                terms = " + ".join(f"{s.name} {s.replicas.max} x {s.gpus_per_replica}" for _, s in users)
+                self.problems.add(
+                    f"{KEY}[{users[-1][0]}].replicas",
+                    f"the services on pool {pool.name} need {asked} GPUs ({terms}), more than its {capacity} "
+                    f"(maxNodes {pool.max_nodes} x {pool.schedulable_gpus_per_node}); lower the replicas or "
+                    "raise maxNodes",
+                )

@@ -36,8 +36,9 @@ RESERVED_NAMESPACES = frozenset(
         "gpu-monitoring",
     }
 )
-# kube-: Kubernetes reserves the prefix; gmp- and gke-managed-: GKE's managed Prometheus and system.
-RESERVED_NAMESPACE_PREFIXES = ("gpu-nccl-", "kube-", "gmp-", "gke-managed-")
+# kube-: Kubernetes reserves the prefix; gmp- and gke-managed-: GKE's managed Prometheus and system;
+# serve-: the model servers' namespaces (serving/model.py).
+RESERVED_NAMESPACE_PREFIXES = ("gpu-nccl-", "kube-", "gmp-", "gke-managed-", "serve-")
 DEFAULT_TEAM = "default"
 DEFAULT_TEAM_NAMESPACE = "gpu-jobs"
 # Kueue's Topology over GKE's topology node labels, widest level first (docs/teams.md, sources).
