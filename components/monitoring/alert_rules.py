@@ -34,6 +34,11 @@ IDLE_WINDOW = "10m"
 XID_WINDOW = "15m"
 
 DCGM_GPU_KEYS = ("cluster", DCGM_HOSTNAME_LABEL, "gpu")
+# vLLM's series carry `model_name` and `engine` (vllm/v1/metrics/loggers.py, 0.33.0); Managed
+# Prometheus adds the target's `cluster`, `namespace` and `pod`.
+SERVING_KEYS = ("cluster", "namespace", "model_name")
+BACKLOG_WINDOW = "5m"
+BACKLOG_FOR_S = 600
 GKE_GPU_KEYS = ("cluster_name", "node_name", "accelerator_id")
 
 
@@ -46,6 +51,8 @@ class AlertThresholds(Protocol):
     def idle_gpu_utilization_percent(self) -> float: ...
     @property
     def xid_errors(self) -> bool: ...
+    @property
+    def serving_queue_backlog(self) -> int: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,8 +108,20 @@ def xid_query(cluster: str) -> str:
     return f"max by ({keys}) ({selector}) unless max by ({keys}) ({selector} offset {XID_WINDOW})"
 
 
-def alert_rules(cluster: str, dcgm: str, alerts: AlertThresholds) -> list[AlertRule]:
-    """The GPU alerts for one cluster: idle GPUs always, XID errors where DCGM exports them."""
+def backlog_query(cluster: str, threshold: int) -> str:
+    """PromQL: one series per model server (all its replicas) whose mean queue over BACKLOG_WINDOW is
+    above the threshold per replica."""
+    return (
+        f"avg by ({_by(SERVING_KEYS)}) (avg_over_time("
+        f'vllm:num_requests_waiting{{cluster="{cluster}"}}[{BACKLOG_WINDOW}])) > {threshold}'
+    )
+
+
+def alert_rules(
+    cluster: str, dcgm: str, alerts: AlertThresholds, *, serving: bool = False
+) -> list[AlertRule]:
+    """The GPU alerts for one cluster: idle GPUs always, XID errors where DCGM exports them, and a
+    queue backlog where model servers run."""
     minutes = alerts.idle_gpu_minutes
     threshold = f"{alerts.idle_gpu_utilization_percent:g}"
     source = "DCGM GPU utilization" if dcgm != "none" else "GKE accelerator duty cycle"
@@ -141,6 +160,27 @@ def alert_rules(cluster: str, dcgm: str, alerts: AlertThresholds) -> list[AlertR
                     f"incident closes by itself {XID_WINDOW} after the code first appeared; the "
                     "exporter keeps reporting a GPU's last code, so the same code again does not "
                     "re-open it, a different code does."
+                ),
+            )
+        )
+    if serving:
+        backlog = alerts.serving_queue_backlog
+        rules.append(
+            AlertRule(
+                key="serving-backlog",
+                alert="ServingQueueBacklog",
+                display_name=f"Model server backlog on {cluster}",
+                condition=f"over {backlog} requests waiting per replica for {BACKLOG_FOR_S // 60} min",
+                query=backlog_query(cluster, backlog),
+                duration=f"{BACKLOG_FOR_S}s",
+                severity="WARNING",
+                documentation=(
+                    f"A model server of cluster `{cluster}` (the `namespace` and `model_name` labels name "
+                    f"it) has had more than {backlog} requests waiting per replica, on average, for "
+                    f"{BACKLOG_FOR_S // 60} minutes (vLLM's `vllm:num_requests_waiting`): its replicas "
+                    "cannot keep up, and time to first token grows with the queue. Add replicas (and the "
+                    "pool's maxNodes), or a smaller or quantized model; check `vllm:kv_cache_usage_perc`: "
+                    "a full KV cache makes requests wait too."
                 ),
             )
         )

@@ -36,6 +36,9 @@ class AlertPolicies(TypedDict):
     xid_errors: NotRequired[bool]
     """An alert on any new XID error (dcgm exporter only: GKE's managed DCGM exports no XID field).
     Defaults to true with the exporter."""
+    serving_queue_backlog: NotRequired[int]
+    """With `serving`: requests waiting per model-server replica (mean over 5 min) above which, for
+    10 min, the backlog alert fires. Defaults to 10."""
 
 
 class GpuMonitoringArgs(TypedDict):
@@ -54,6 +57,9 @@ class GpuMonitoringArgs(TypedDict):
     """A Cloud Monitoring dashboard of the cluster's GPUs. Defaults to true."""
     alerts: NotRequired[AlertPolicies]
     """Alert policies. Defaults to none."""
+    serving: NotRequired[bool]
+    """Model servers (InferenceService) run on the cluster: with `alerts`, a queue-backlog policy on
+    vLLM's waiting requests. Defaults to false."""
 
 
 # A cluster name as the queries filter on it (a non-empty label value).
@@ -69,6 +75,7 @@ class _GpuMonitoringSpec(ArgsModel):
     dashboard: bool = True
     # The stack file's own model for the thresholds, read with snake_case names (one set of types).
     alerts: AlertPolicyConfig | None = None
+    serving: bool = False
 
 
 def _monitoring_rules(spec: _GpuMonitoringSpec) -> list[str]:
@@ -152,8 +159,9 @@ class GpuMonitoring(GkeGpuComponent[_GpuMonitoringSpec]):
             alerts, dcgm = spec.alerts, spec.dcgm
             channels = alerts.notification_channels
             # Which policies exist does not depend on the name; their queries and words do.
-            policies = cluster.apply(lambda c: alert_policies(c, dcgm, alerts, channels))
-            for key in alert_policies("", dcgm, alerts, channels):
+            serving = spec.serving
+            policies = cluster.apply(lambda c: alert_policies(c, dcgm, alerts, channels, serving=serving))
+            for key in alert_policies("", dcgm, alerts, channels, serving=serving):
                 policy = policies.apply(itemgetter(key))
                 self.alert_policies.append(
                     monitoring.AlertPolicy(
@@ -192,14 +200,15 @@ POLICY_FIELDS = (
 
 
 def alert_policies(
-    cluster: str, dcgm: str, alerts: AlertThresholds, channels: Sequence[str]
+    cluster: str, dcgm: str, alerts: AlertThresholds, channels: Sequence[str], *, serving: bool = False
 ) -> dict[str, dict[str, Any]]:
     """Alert policy arguments keyed by a short name; PromQL over Managed Service for Prometheus.
 
     The rules themselves (query, duration, words) live in components.alert_rules, which the tests
     also turn into a Prometheus rules file and run through promtool.
     """
-    return {rule.key: _policy(rule, channels=channels) for rule in alert_rules(cluster, dcgm, alerts)}
+    rules = alert_rules(cluster, dcgm, alerts, serving=serving)
+    return {rule.key: _policy(rule, channels=channels) for rule in rules}
 
 
 def _policy(rule: AlertRule, *, channels: Sequence[str]) -> dict[str, Any]:

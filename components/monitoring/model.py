@@ -50,6 +50,9 @@ class AlertPolicyConfig(StackModel):
     idle_gpu_minutes: int = Field(120, ge=5, le=1440)
     idle_gpu_utilization_percent: float = Field(5, ge=0, le=100)
     xid_errors: bool = True
+    # With model servers (gke-gpu:serving): requests waiting per server, averaged over 5 minutes, above
+    # which for 10 minutes the serving alert fires.
+    serving_queue_backlog: int = Field(10, ge=1, le=100_000)
 
 
 class AlertsConfig(AlertPolicyConfig):

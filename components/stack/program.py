@@ -189,6 +189,9 @@ def _monitoring(
             "idle_gpu_utilization_percent": m.alerts.idle_gpu_utilization_percent,
             "xid_errors": m.alerts.xid_errors,
         }
+        if settings.serving:
+            alerts["serving_queue_backlog"] = m.alerts.serving_queue_backlog
+            args["serving"] = True
         args["alerts"] = alerts
     return declare(GpuMonitoring, "monitoring", args, opts=kubernetes)
 

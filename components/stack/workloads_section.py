@@ -106,6 +106,11 @@ class WorkloadRules(RuleBase):
             names = KeyNames(f"{prefix}.alerts", camel=True)
             check_xid_errors(names, self.problems, dcgm=dcgm, alerts=a, dcgm_key="dcgm")
             check_notification_channels(names, self.problems, alerts=a)
+            if "serving_queue_backlog" in a.model_fields_set and not self.config.serving:
+                self.problems.add(
+                    f"{prefix}.alerts.servingQueueBacklog",
+                    f"only allowed with {NAMESPACE}:serving (the backlog alert watches the model servers)",
+                )
             alerts = a.model_copy(update={"xid_errors": a.xid_errors and dcgm == "exporter"})
         else:
             ignored = sorted(to_camel(k) for k in a.model_fields_set - {"enabled"})
