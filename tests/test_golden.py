@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import stack_render
+from tools import golden
 from tools.golden import GOLDEN_DIR, UPDATE_COMMAND, drift
 from tools.offline import stacks
+
+
+@pytest.fixture(autouse=True)
+def _each_stack_rendered_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # drift() compares run_stack(stack) with the golden file; stack_render(stack) is that render,
+    # made once per test process (other tests render the example stacks too), a copy for each caller.
+    monkeypatch.setattr(golden, "run_stack", stack_render)
 
 
 @pytest.mark.parametrize("stack", stacks())

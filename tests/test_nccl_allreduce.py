@@ -732,8 +732,14 @@ def run_flow(tmp_path: Path, port: int, snippet: str, *, rank: str, mpirun_rc: i
         "LD_LIBRARY_PATH": "/usr/local/nvidia/lib64",
         **env,
     }
+    # The stand-in for sleep moves bash's clock (SECONDS, which the script's deadlines and waits read)
+    # on by the seconds asked for, at once: a wait that gives up, or a peer that polls to its deadline,
+    # takes the same steps and prints the same lines, without whole seconds of real sleeping. A flow
+    # that would sleep past the 60 s this run allows ends there, 124 as from timeout(1).
     script = (
-        f'source "{SCRIPT_PATH}"; DEADLINE=$((SECONDS + 20)); mkdir -p "$NCCL_ALLREDUCE_WORKDIR"; {snippet}'
+        f'source "{SCRIPT_PATH}"; test_slept=0; sleep() {{ test_slept=$((test_slept + $1)); '
+        '[ "$test_slept" -lt 60 ] || exit 124; SECONDS=$((SECONDS + $1)); }; '
+        f'DEADLINE=$((SECONDS + 20)); mkdir -p "$NCCL_ALLREDUCE_WORKDIR"; {snippet}'
     )
     done = subprocess.run(
         ["bash", "-c", script], env=settings_env, capture_output=True, text=True, timeout=60, check=False

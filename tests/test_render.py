@@ -25,6 +25,21 @@ config:
 """
 
 
+@pytest.fixture(autouse=True)
+def _example_stacks_rendered_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI renders with run_stack; for an example stack (the repository's Pulumi.<stack>.yaml, a
+    preview) that render is stack_render's, made once per test process (the tests here render prod
+    and dev over and over), a copy for each caller. Stack files elsewhere render as they are."""
+    real = render.run_stack
+
+    def run_stack(stack: str, *, preview: bool = True, directory: Path = ROOT):
+        if preview and Path(directory) == ROOT:
+            return stack_render(stack)
+        return real(stack, preview=preview, directory=directory)
+
+    monkeypatch.setattr(render, "run_stack", run_stack)
+
+
 def test_tree_for_the_dev_stack(capsys) -> None:
     assert render.main(["--stack", "dev"]) == 0
     out = capsys.readouterr().out

@@ -53,7 +53,9 @@ def _run(tmp_path: Path, vector_add_body: str, seconds: str = "1") -> subprocess
 
 # The two runs that last their whole window start together, so the file waits ~2 s for both, not 4.
 # 2 s, not 1: the script's clock has whole seconds, so a 1 s window can close before the first run.
-PASSING_BODY = 'echo run >> "{count}"\necho "[Vector addition]"\necho "Test PASSED"\n'
+# The passing stand-in takes 0.05 s, as a kernel run takes time: an instant one had the script start
+# processes back to back for the whole window (about one CPU core busy, beside the other tests).
+PASSING_BODY = 'sleep 0.05\necho run >> "{count}"\necho "[Vector addition]"\necho "Test PASSED"\n'
 SLOW_BODY = 'sleep 0.2\necho "Test PASSED"\n'
 
 

@@ -317,6 +317,10 @@ def run_program(
             if not thread_loop.is_running() and not thread_loop.is_closed():
                 thread_loop.close()
         asyncio.set_event_loop(None)
+        # The run's logger is read only through `capture`: unregister it, or every later run (and a
+        # test runner that attaches handlers to each non-propagating logger) pays for it.
+        logger.removeHandler(capture)
+        logging.Logger.manager.loggerDict.pop(logger.name, None)
     return result
 
 
