@@ -289,3 +289,18 @@ def test_service_account_ids_fit_and_differ_per_cluster() -> None:
         service_account_id(cluster, "a-very-long-service-name-of-forty-chars") for cluster in ("one", "two")
     }
     assert len(ids) == 2 and all(6 <= len(i) <= 30 and i[0].isalpha() for i in ids)
+
+
+def test_the_cost_estimate_prices_a_replica_hour_and_the_replicas() -> None:
+    from tools import cost, plan
+
+    service = {**CHAT, "replicas": {"min": 2, "max": 2}}
+    result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[L4], serving=[service]))
+    estimate = cost.estimate(plan.to_document(result))
+    (pool,) = estimate["pools"]
+    (chat,) = estimate["services"]
+    node = pool["nodeHourly"]["onDemand"]  # g2-standard-8 with its L4, the pool's own pricing
+    assert chat["replicaHourly"] == round(node, 4) or abs(chat["replicaHourly"] - node) < 0.01
+    assert abs(chat["hourlyAtMax"] - 2 * node) < 0.01
+    assert abs(chat["monthlyAtMax"] - 2 * node * 730) < 1
+    assert any(line.startswith("  - model server chat on l4 (on-demand):") for line in estimate["table"])

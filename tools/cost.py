@@ -464,12 +464,47 @@ def estimate(
         *_non_gpu_pools(document),
     ]
     result.update(pools=pools, managementFee=fee, totals=_totals(pools, fee), notes=notes)
+    result["services"] = _service_estimates(outputs.get("serving") or {}, pools)
     result["table"] = format_table(result, stack=document.get("stack"))
     return result
 
 
+def _service_estimates(serving: Mapping[str, Any], pools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each model server: what one replica costs an hour (its GPUs' share of a node, at its pool's own
+    pricing) and what its replicas cost at most, an hour and a month. A replica holds its GPUs while it
+    runs, whether it serves or not."""
+    by_name = {p["name"]: p for p in pools}
+    services = []
+    for name, service in serving.items():
+        pool = by_name.get(service.get("pool")) if isinstance(service, Mapping) else None
+        if pool is None:
+            continue
+        node = pool["nodeHourly"].get(pool["expected"])
+        gpus, per_node = int(service.get("gpusPerReplica") or 1), int(pool["gpusPerNode"] or 1)
+        replicas = int(service.get("replicas") or 1)
+        replica_hour: Figure = NA if not isinstance(node, float | int) else _hourly(node * gpus / per_node)
+        at_max: Figure = replica_hour if isinstance(replica_hour, str) else _hourly(replica_hour * replicas)
+        services.append(
+            {
+                "name": name,
+                "pool": pool["name"],
+                "pricing": pool["expected"],
+                "gpusPerReplica": gpus,
+                "replicas": replicas,
+                "replicaHourly": replica_hour,
+                "hourlyAtMax": at_max,
+                "monthlyAtMax": _monthly(at_max),
+            }
+        )
+    return services
+
+
 # --------------------------------------------------------------------------------------------------
 # The table.
+
+
+def _dollars(value: Figure) -> str:
+    return value if isinstance(value, str) else f"${value:,.2f}"
 
 
 def _money(value: Figure) -> str:
@@ -555,6 +590,13 @@ def format_table(cost: Mapping[str, Any], *, stack: str | None = None) -> list[s
         details += [f"{p['name']}: {NA}: {why}" for why in _unique(p["reasons"].values())]
         details += [f"{p['name']}: {note}" for note in p["notes"]]
     details += [fee["note"], *cost["notes"]]
+    for svc in cost.get("services") or []:
+        details.append(
+            f"model server {svc['name']} on {svc['pool']} ({_LABELS[svc['pricing']]}): "
+            f"{_dollars(svc['replicaHourly'])}/h a replica ({svc['gpusPerReplica']} GPU(s)), "
+            f"{_dollars(svc['hourlyAtMax'])}/h and {_dollars(svc['monthlyAtMax'])}/month at "
+            f"{svc['replicas']} replica(s), whether it serves or not"
+        )
     captured = cost["captured"] + (" or later" if cost.get("capturedIsLowerBound") else "")
     details.append(f"prices: {cost['source']}, captured {captured}")
     for text in details:
