@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from .monitoring.gpu_monitoring import GpuMonitoring, GpuMonitoringArgs
     from .network.vpc import GkeNetwork, GkeNetworkArgs
     from .serving.inference_service import InferenceService, InferenceServiceArgs
+    from .serving.metrics_adapter import CustomMetricsAdapter, CustomMetricsAdapterArgs
     from .workloads.batch_queues import GpuBatchQueues, GpuBatchQueuesArgs
     from .workloads.nccl_allreduce import NcclAllReduce, NcclAllReduceArgs
     from .workloads.samples import SampleWorkloads, SampleWorkloadsArgs
@@ -44,6 +45,8 @@ del _cls, _module
 
 # Written out for type checkers and `import *`; tests/test_package_exports.py checks it against _LAZY.
 __all__ = [
+    "CustomMetricsAdapter",
+    "CustomMetricsAdapterArgs",
     "DcgmExporter",
     "DcgmExporterArgs",
     "GkeCluster",

@@ -126,6 +126,19 @@ CASES: dict[str, Case] = {
         state={"poolName": NAME, "machineType": "g2-standard-24", "schedulableGpusPerNode": 2},
         bad=(({"gpusPerNode": 3.0}, "gpus_per_node"),),
     ),
+    "CustomMetricsAdapter": Case(
+        wire={"project": "p-123456", "clusterName": "gpu"},
+        children={
+            f"{NAME}-account": "gcp:serviceaccount/account:Account",
+            f"{NAME}-monitoring-viewer": "gcp:projects/iAMMember:IAMMember",
+            f"{NAME}-workload-identity": "gcp:serviceaccount/iAMMember:IAMMember",
+            f"{NAME}-manifest": "kubernetes:yaml/v2:ConfigFile",
+            f"{NAME}-ksa-identity": "kubernetes:core/v1:ServiceAccountPatch",
+        },
+        child_inputs={(f"{NAME}-monitoring-viewer", "role"): "roles/monitoring.viewer"},
+        state={},
+        bad=(({"clusterName": "GPU_1"}, "cluster_name"),),
+    ),
     "InferenceService": Case(
         wire={
             "name": "chat",

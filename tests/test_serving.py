@@ -180,14 +180,18 @@ def test_a_hugging_face_model_uses_its_token_secret_and_no_bucket() -> None:
         (
             {**CHAT, "replicas": {"min": 0, "max": 2}},
             [L4],
-            "gke-gpu:serving[0].replicas.min: 0 is not built yet: scaling to zero",
+            "gke-gpu:serving[0].replicas.min: 0 is not built yet: an HPA on vLLM's queue",
         ),
         (
-            {**CHAT, "replicas": {"min": 1, "max": 4}},
+            {**CHAT, "scaleOn": "gpu", "replicas": {"min": 1, "max": 2}},
             [L4],
-            "gke-gpu:serving[0].replicas: min 1 and max 4: autoscaling is not built yet",
+            "gke-gpu:serving[0].scaleOn: gpu is not built yet",
         ),
-        ({**CHAT, "scaleOn": "queue"}, [L4], "gke-gpu:serving[0].scaleOn: not built yet"),
+        (
+            {**CHAT, "scaleOn": "queue"},
+            [L4],
+            "gke-gpu:serving[0].scaleOn: only allowed when replicas.min is below",
+        ),
         ({**CHAT, "gateway": True}, [L4], "gke-gpu:serving[0].gateway: true is not built yet"),
         (
             {**CHAT, "model": "s3://bucket/model"},
@@ -304,3 +308,51 @@ def test_the_cost_estimate_prices_a_replica_hour_and_the_replicas() -> None:
     assert abs(chat["hourlyAtMax"] - 2 * node) < 0.01
     assert abs(chat["monthlyAtMax"] - 2 * node * 730) < 1
     assert any(line.startswith("  - model server chat on l4 (on-demand):") for line in estimate["table"])
+
+
+def test_a_replica_range_scales_on_the_queue_through_the_custom_metrics_adapter() -> None:
+    pool = {**L4, "maxNodes": 4}
+    service = {**CHAT, "replicas": {"min": 1, "max": 3}, "scaleOn": "queue"}
+    result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[pool], serving=[service]))
+    hpa = result.one("kubernetes:autoscaling/v2:HorizontalPodAutoscaler").inputs
+    validate(hpa)
+    spec = hpa["spec"]
+    assert spec["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "chat"}
+    assert (spec["minReplicas"], spec["maxReplicas"]) == (1, 3)
+    (metric,) = spec["metrics"]
+    assert metric["pods"]["metric"]["name"] == "prometheus.googleapis.com|vllm:num_requests_waiting|gauge"
+    assert metric["pods"]["target"] == {"type": "AverageValue", "averageValue": "5"}
+    assert spec["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 300
+    assert result.one(DEPLOYMENT).inputs["spec"]["replicas"] == 1  # the autoscaler's from then on
+    # The adapter, once per cluster, from its pinned upstream manifest, reading as an account of its own.
+    manifest = result.one("kubernetes:yaml/v2:ConfigFile").inputs
+    assert manifest["file"].startswith(
+        "https://raw.githubusercontent.com/GoogleCloudPlatform/k8s-stackdriver/af49d863755c0535f598cfde9288ae9a75251d38/"
+    )
+    viewer = result.one("gcp:projects/iAMMember:IAMMember", "custom-metrics-monitoring-viewer").inputs
+    assert viewer["role"] == "roles/monitoring.viewer"
+    identity = result.one("gcp:serviceaccount/iAMMember:IAMMember", "custom-metrics-workload-identity").inputs
+    assert (
+        identity["member"]
+        == "serviceAccount:test-project.svc.id.goog[custom-metrics/custom-metrics-stackdriver-adapter]"
+    )
+    patch = result.one("kubernetes:core/v1:ServiceAccountPatch").inputs
+    assert patch["metadata"]["name"] == "custom-metrics-stackdriver-adapter"
+    assert set(patch["metadata"]["annotations"]) == {"iam.gke.io/gcp-service-account"}
+    chat = result.outputs["serving"]["chat"]
+    assert chat["replicas"] == {"min": 1, "max": 3} and chat["scaling"].startswith(
+        "vllm:num_requests_waiting"
+    )
+
+
+def test_fixed_replicas_need_no_autoscaler_or_adapter(served: RunResult) -> None:
+    assert served.of_type("kubernetes:autoscaling/v2:HorizontalPodAutoscaler") == []
+    assert served.of_type("gke-gpu:index:CustomMetricsAdapter") == []
+
+
+def test_the_component_checks_its_replica_range() -> None:
+    with pytest.raises(InvalidArgsError) as refused:
+        InferenceService.check_args("chat", {**ARGS, "replicas": 3, "max_replicas": 2})
+    assert "max_replicas: 2 is less than replicas 3" in str(refused.value)
+    with pytest.raises(InvalidArgsError, match="queue_target: only allowed with max_replicas"):
+        InferenceService.check_args("chat", {**ARGS, "queue_target": 3})

@@ -56,6 +56,7 @@ PUBLIC_COMPONENTS: dict[str, str] = {
     "GpuDirectSoftware": "gpudirect.software",
     "NcclAllReduce": "workloads.nccl_allreduce",
     "InferenceService": "serving.inference_service",
+    "CustomMetricsAdapter": "serving.metrics_adapter",
 }
 
 

@@ -27,19 +27,26 @@ from ..core.k8s import (
 from ..core.validation import ArgsModel
 from .model import MAX_SERVICE_NAME, SERVICE_NAME_MEANING, ModelServerSettings, service_namespace
 from .rules import check_model_server, gcs_location, weights_source
+from .server_parts import (
+    HOME,
+    PORT,
+    VLLM_GROUP,
+    VLLM_USER,
+    WEIGHTS_DIR,
+    mount_options,
+    network_policy,
+    vllm_args,
+)
 
-PORT = 8000
-# vLLM's image has a user 2000 in group 0 (home /home/vllm): the one UID the stock image knows
-# (docs/serving-research.md 1d); another UID has no passwd entry, and getpass.getuser() fails.
-VLLM_USER, VLLM_GROUP = 2000, 0
-HOME = "/home/vllm"
-WEIGHTS_DIR = "/models"
 KSA = "vllm"
 # vLLM answers only once the model is loaded (docs/serving-research.md 1c): the startup probe gives
 # the weights and the engine 30 minutes, the readiness probe takes the replica out of the Service the
 # moment /health fails (503: the engine died), and liveness restarts it after 3 minutes of that.
 STARTUP_PERIOD_S, STARTUP_FAILURES = 10, 180
 PROBE_TIMEOUT_S = 5
+# vLLM's waiting requests as Managed Prometheus stores them, named for the custom metrics adapter
+# ('/' becomes '|'): GKE's own vLLM autoscaling sample (docs/serving-research.md 7).
+QUEUE_METRIC = "prometheus.googleapis.com|vllm:num_requests_waiting|gauge"
 ROLLOUT_TIMEOUT_S = 45 * 60
 
 
@@ -64,7 +71,13 @@ class InferenceServiceArgs(TypedDict):
     gpus_per_replica: NotRequired[int]
     """GPUs of one replica (vLLM's tensor parallel size), on one node. Defaults to 1."""
     replicas: NotRequired[int]
-    """Replicas (each holds its GPUs while it runs). Defaults to 1."""
+    """Replicas (each holds its GPUs while it runs); with `max_replicas`, the fewest. Defaults to 1."""
+    max_replicas: NotRequired[int]
+    """Scale on the queue between `replicas` and this many (a HorizontalPodAutoscaler on vLLM's
+    `vllm:num_requests_waiting` through Managed Prometheus; needs the CustomMetricsAdapter). Defaults
+    to fixed replicas."""
+    queue_target: NotRequired[float]
+    """With `max_replicas`: requests waiting per replica the autoscaler aims at. Defaults to 5."""
     hf_token_secret: NotRequired[str]
     """A Hugging Face model: the Secret in the service's namespace whose key `token` is the token."""
     max_model_len: NotRequired[int]
@@ -92,6 +105,8 @@ class _Place(ArgsModel):
 
 class InferenceServiceSpec(ModelServerSettings, _Place):
     replicas: int = Field(1, ge=1, le=100)
+    max_replicas: int | None = Field(None, ge=1, le=100)
+    queue_target: float = Field(5, gt=0, le=10_000)
     cpu: float = Field(4, gt=0, le=1000)
     memory_gib: int = Field(24, ge=1, le=10_000)
     shm_gib: int = Field(4, ge=1, le=1000)
@@ -105,6 +120,10 @@ def _rules(spec: InferenceServiceSpec) -> list[str]:
         for problem in toleration_problems(f"tolerations[{i}]", toleration):
             path, _, message = problem.partition(": ")
             problems.add(path, message)
+    if spec.max_replicas is not None and spec.max_replicas < spec.replicas:
+        problems.add("max_replicas", f"{spec.max_replicas} is less than replicas {spec.replicas}")
+    if "queue_target" in spec.model_fields_set and spec.max_replicas is None:
+        problems.add("queue_target", "only allowed with max_replicas (the autoscaler's target)")
     if spec.shm_gib >= spec.memory_gib:
         problems.add(
             "shm_gib", f"{spec.shm_gib} is not less than memory_gib {spec.memory_gib} (it counts in it)"
@@ -116,24 +135,6 @@ def service_account_id(cluster_name: str, name: str) -> str:
     """The service's Google service account id (6-30 chars), unique per cluster and service."""
     digest = hashlib.sha256(f"{cluster_name}/{name}".encode()).hexdigest()[:6]
     return f"sv-{name[:20].rstrip('-')}-{digest}"
-
-
-def vllm_args(spec: InferenceServiceSpec) -> list[str]:
-    """The `vllm serve` arguments (the image's entrypoint): the model, its name, the GPUs, the port."""
-    source = weights_source(spec.model)
-    model = f"{WEIGHTS_DIR}" if source == "gcs" else spec.model
-    args = [
-        model,
-        f"--served-model-name={spec.name}",
-        f"--tensor-parallel-size={spec.gpus_per_replica}",
-        "--host=0.0.0.0",
-        f"--port={PORT}",
-    ]
-    if spec.max_model_len is not None:
-        args.append(f"--max-model-len={spec.max_model_len}")
-    if source == "huggingface":
-        args.append(f"--download-dir={HOME}/.cache/huggingface")
-    return args
 
 
 class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
@@ -233,8 +234,14 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
                     spec=self._pod_spec(spec),
                 ),
             ),
-            opts=after_ksa,
+            # The autoscaler owns the replica count once it exists: Pulumi sets it only at creation.
+            opts=pulumi.ResourceOptions.merge(
+                after_ksa,
+                pulumi.ResourceOptions(ignore_changes=["spec.replicas"] if spec.max_replicas else None),
+            ),
         )
+        if spec.max_replicas is not None:
+            self._autoscaler(name, spec, namespace, labels, in_namespace)
         k8s.core.v1.Service(
             f"{name}-service",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=spec.name, namespace=namespace, labels=labels),
@@ -247,7 +254,7 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
         k8s.networking.v1.NetworkPolicy(
             f"{name}-network-policy",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=spec.name, namespace=namespace, labels=labels),
-            spec=_network_policy(spec, labels),
+            spec=network_policy(spec, labels),
             opts=in_namespace,
         )
         k8s.apiextensions.CustomResource(
@@ -264,6 +271,45 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
         self.namespace = pulumi.Output.from_input(namespace)
         self.service_url = pulumi.Output.from_input(f"http://{spec.name}.{namespace}.svc:{PORT}")
         self.register_outputs({"serviceUrl": self.service_url, "namespace": self.namespace})
+
+    def _autoscaler(
+        self,
+        name: str,
+        spec: InferenceServiceSpec,
+        namespace: str,
+        labels: dict[str, str],
+        opts: pulumi.ResourceOptions,
+    ) -> None:
+        """A HorizontalPodAutoscaler on the requests waiting per replica (a Pods metric through the
+        custom metrics adapter): scale up at once, down after 5 quiet minutes."""
+        assert spec.max_replicas is not None
+        k8s.autoscaling.v2.HorizontalPodAutoscaler(
+            f"{name}-autoscaler",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=spec.name, namespace=namespace, labels=labels),
+            spec=k8s.autoscaling.v2.HorizontalPodAutoscalerSpecArgs(
+                scale_target_ref=k8s.autoscaling.v2.CrossVersionObjectReferenceArgs(
+                    api_version="apps/v1", kind="Deployment", name=spec.name
+                ),
+                min_replicas=spec.replicas,
+                max_replicas=spec.max_replicas,
+                metrics=[
+                    k8s.autoscaling.v2.MetricSpecArgs(
+                        type="Pods",
+                        pods=k8s.autoscaling.v2.PodsMetricSourceArgs(
+                            metric=k8s.autoscaling.v2.MetricIdentifierArgs(name=QUEUE_METRIC),
+                            target=k8s.autoscaling.v2.MetricTargetArgs(
+                                type="AverageValue", average_value=f"{spec.queue_target:g}"
+                            ),
+                        ),
+                    )
+                ],
+                behavior=k8s.autoscaling.v2.HorizontalPodAutoscalerBehaviorArgs(
+                    scale_up=k8s.autoscaling.v2.HPAScalingRulesArgs(stabilization_window_seconds=0),
+                    scale_down=k8s.autoscaling.v2.HPAScalingRulesArgs(stabilization_window_seconds=300),
+                ),
+            ),
+            opts=opts,
+        )
 
     def _weights_reader(
         self, name: str, spec: InferenceServiceSpec, namespace: str
@@ -332,7 +378,7 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
                     csi=k8s.core.v1.CSIVolumeSourceArgs(
                         driver="gcsfuse.csi.storage.gke.io",
                         read_only=True,
-                        volume_attributes={"bucketName": bucket, "mountOptions": _mount_options(path)},
+                        volume_attributes={"bucketName": bucket, "mountOptions": mount_options(path)},
                     ),
                 )
             )
@@ -404,42 +450,3 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
             ],
             volumes=volumes,
         )
-
-
-def _mount_options(path: str) -> str:
-    """Cloud Storage FUSE options for read-only weights: only the model's directory, owned by vLLM's
-    user, with the metadata cached for the mount's life (weights do not change under a running
-    server); from Google's vLLM reference (docs/serving-research.md 4c), without its file cache."""
-    return ",".join(
-        [
-            f"only-dir={path}",
-            "implicit-dirs",
-            f"uid={VLLM_USER}",
-            f"gid={VLLM_GROUP}",
-            "metadata-cache:ttl-secs:-1",
-            "metadata-cache:stat-cache-max-size-mb:-1",
-            "metadata-cache:type-cache-max-size-mb:-1",
-        ]
-    )
-
-
-def _network_policy(
-    spec: InferenceServiceSpec, labels: dict[str, str]
-) -> k8s.networking.v1.NetworkPolicySpecArgs:
-    """Ingress to the API port from the namespace itself, the client namespaces and GMP's scraper."""
-    namespaces = [*spec.client_namespaces, "gmp-system"]
-    peers = [k8s.networking.v1.NetworkPolicyPeerArgs(pod_selector=k8s.meta.v1.LabelSelectorArgs())] + [
-        k8s.networking.v1.NetworkPolicyPeerArgs(
-            namespace_selector=k8s.meta.v1.LabelSelectorArgs(match_labels={"kubernetes.io/metadata.name": ns})
-        )
-        for ns in namespaces
-    ]
-    return k8s.networking.v1.NetworkPolicySpecArgs(
-        pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector_labels(labels)),
-        policy_types=["Ingress"],
-        ingress=[
-            k8s.networking.v1.NetworkPolicyIngressRuleArgs(
-                from_=peers, ports=[k8s.networking.v1.NetworkPolicyPortArgs(port=PORT, protocol="TCP")]
-            )
-        ],
-    )

@@ -33,6 +33,7 @@ from ..gpudirect.software import GpuDirectSoftware
 from ..monitoring.gpu_monitoring import GpuMonitoring
 from ..network.vpc import GkeNetwork
 from ..serving.inference_service import InferenceService
+from ..serving.metrics_adapter import CustomMetricsAdapter
 from ..workloads.batch_queues import GpuBatchQueues
 from ..workloads.nccl_allreduce import NcclAllReduce
 from ..workloads.samples import SampleWorkloads
@@ -61,6 +62,7 @@ _STACK_KEYS = {
     GpuComputeClass: f"{NAMESPACE}:gpuPools",
     GpuCapacityLadder: f"{NAMESPACE}:gpuPools",
     InferenceService: f"{NAMESPACE}:serving",
+    CustomMetricsAdapter: f"{NAMESPACE}:serving",
 }
 # What the program reads from a component besides its outputs, while only checking.
 _STAND_IN_ATTRIBUTES: dict[str, Any] = {"provider": None, "alert_policies": [], "commands": {}}

@@ -8,6 +8,7 @@ from ..core.catalog import load_catalog
 from ..gpu.pool import GpuPool
 from ..gpu.scheduling import node_selector, tolerations
 from ..serving.inference_service import InferenceService, InferenceServiceArgs
+from ..serving.metrics_adapter import CustomMetricsAdapter
 from ..serving.model import ServingConfig
 from ..serving.rules import gcs_location, weights_source
 from .declare import declare
@@ -47,6 +48,15 @@ def serving(
     autopilot = settings.cluster.mode == "autopilot"
     pools = {p.name: p for p in settings.gpu_pools}
     outputs: dict[str, Any] = {}
+    if any(s.replicas.max > s.replicas.min for s in settings.serving):
+        # One per cluster: the autoscalers read vLLM's queue through it.
+        adapter = declare(
+            CustomMetricsAdapter,
+            "custom-metrics",
+            {"project": settings.project or "", "cluster_name": cluster_name},
+            opts=pulumi.ResourceOptions(providers={"kubernetes": provider}),
+        )
+        depends_on = [*depends_on, adapter]
     for service in settings.serving:
         pool = pools[service.pool]
         args: InferenceServiceArgs = {
@@ -54,7 +64,7 @@ def serving(
             "model": service.model,
             "server": service.server,
             "gpus_per_replica": service.gpus_per_replica,
-            "replicas": service.replicas.max,
+            "replicas": service.replicas.min,
             "node_selector": node_selector(pool, autopilot=autopilot),
             "tolerations": tolerations(pool, autopilot=autopilot),  # type: ignore[typeddict-item]
             "project": settings.project or "",
@@ -64,6 +74,8 @@ def serving(
         size = container_size(pool, service.gpus_per_replica)
         args["cpu"], args["memory_gib"], args["shm_gib"] = size["cpu"], size["memory_gib"], size["shm_gib"]
         args["disk_gib"] = size["disk_gib"]
+        if service.replicas.max > service.replicas.min:
+            args["max_replicas"] = service.replicas.max
         if service.hf_token_secret is not None:
             args["hf_token_secret"] = service.hf_token_secret
         if service.max_model_len is not None:
@@ -92,7 +104,12 @@ def _summary(service: ServingConfig, pool: GpuPool, component: InferenceService)
         "model": service.model,
         "weights": weights,
         "gpusPerReplica": service.gpus_per_replica,
-        "replicas": service.replicas.max,
+        "replicas": service.replicas.max
+        if service.replicas.max == service.replicas.min
+        else {"min": service.replicas.min, "max": service.replicas.max},
+        "scaling": "fixed"
+        if service.replicas.max == service.replicas.min
+        else "vllm:num_requests_waiting, 5 per replica (HPA through the custom metrics adapter)",
         "commands": {
             "wait": f"kubectl rollout status -n {namespace} deployment/{service.name} --timeout=45m",
             "portForward": f"kubectl port-forward -n {namespace} service/{service.name} 8000:8000",

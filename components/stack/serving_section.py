@@ -58,7 +58,8 @@ class ServingRules(RuleBase):
         return tuple(service for _, service in services)
 
     def _not_built(self, service: ServingConfig, names: KeyNames) -> None:
-        """The parts of the serving contract this release does not build: refused, never ignored."""
+        """The replicas' range, and the parts of the serving contract this release does not build:
+        refused, never ignored."""
         replicas = service.replicas
         if replicas.min > replicas.max:
             self.problems.add(
@@ -67,18 +68,19 @@ class ServingRules(RuleBase):
         elif replicas.min == 0:
             self.problems.add(
                 names.at("replicas.min"),
-                "0 is not built yet: scaling to zero needs an HPA on an External metric (GKE 1.37+) or KEDA "
+                "0 is not built yet: an HPA on vLLM's queue (a Pods metric) cannot wake a service from zero; "
+                "GKE 1.37's HPA can on an External metric, and KEDA can before it "
                 f"({NOT_BUILT}); use 1",
             )
-        elif replicas.min != replicas.max:
+        if service.scale_on == "gpu":
             self.problems.add(
-                names.at("replicas"),
-                f"min {replicas.min} and max {replicas.max}: autoscaling is not built yet ({NOT_BUILT}); set "
-                "min equal to max",
+                names.at("scale_on"),
+                f"gpu is not built yet: the autoscaler scales on the queue ({NOT_BUILT}); use queue",
             )
-        if service.scale_on is not None:
+        elif service.scale_on is not None and replicas.min == replicas.max:
             self.problems.add(
-                names.at("scale_on"), f"not built yet: the replicas are fixed ({NOT_BUILT}); leave it out"
+                names.at("scale_on"),
+                f"only allowed when replicas.min is below replicas.max (min and max are {replicas.min})",
             )
         if service.gateway:
             self.problems.add(names.at("gateway"), f"true is not built yet ({NOT_BUILT}); leave it out")
