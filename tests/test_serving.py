@@ -356,3 +356,12 @@ def test_the_component_checks_its_replica_range() -> None:
     assert "max_replicas: 2 is less than replicas 3" in str(refused.value)
     with pytest.raises(InvalidArgsError, match="queue_target: only allowed with max_replicas"):
         InferenceService.check_args("chat", {**ARGS, "queue_target": 3})
+
+
+def test_an_autoscaled_service_is_priced_at_its_max() -> None:
+    from tools import cost, plan
+
+    service = {**CHAT, "replicas": {"min": 1, "max": 2}}
+    result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[L4], serving=[service]))
+    (chat,) = cost.estimate(plan.to_document(result))["services"]
+    assert chat["replicas"] == 2 and abs(chat["hourlyAtMax"] - 2 * chat["replicaHourly"]) < 0.01

@@ -481,7 +481,9 @@ def _service_estimates(serving: Mapping[str, Any], pools: list[dict[str, Any]]) 
             continue
         node = pool["nodeHourly"].get(pool["expected"])
         gpus, per_node = int(service.get("gpusPerReplica") or 1), int(pool["gpusPerNode"] or 1)
-        replicas = int(service.get("replicas") or 1)
+        # A fixed count, or an autoscaled {min, max}: the most it costs is at max.
+        count = service.get("replicas") or 1
+        replicas = int(count.get("max", 1)) if isinstance(count, Mapping) else int(count)
         replica_hour: Figure = NA if not isinstance(node, float | int) else _hourly(node * gpus / per_node)
         at_max: Figure = replica_hour if isinstance(replica_hour, str) else _hourly(replica_hour * replicas)
         services.append(
