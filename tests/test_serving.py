@@ -336,6 +336,8 @@ def test_a_replica_range_scales_on_the_queue_through_the_custom_metrics_adapter(
         identity["member"]
         == "serviceAccount:test-project.svc.id.goog[custom-metrics/custom-metrics-stackdriver-adapter]"
     )
+    deployment = result.one(DEPLOYMENT).inputs["metadata"]["annotations"]
+    assert deployment["pulumi.com/patchForce"] == "true"  # takes .spec.replicas back from an HPA
     patch = result.one("kubernetes:core/v1:ServiceAccountPatch").inputs
     assert patch["metadata"]["name"] == "custom-metrics-stackdriver-adapter"
     assert set(patch["metadata"]["annotations"]) == {"iam.gke.io/gcp-service-account"}

@@ -213,9 +213,15 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
                 name=spec.name,
                 namespace=namespace,
                 labels=labels,
-                # `pulumi up` waits for the replicas to be ready: a GPU node from zero, a ~10 GB image
-                # and the weights take longer than the provider's default 10 minutes.
-                annotations={"pulumi.com/timeoutSeconds": str(ROLLOUT_TIMEOUT_S)},
+                annotations={
+                    # `pulumi up` waits for the replicas to be ready: a GPU node from zero, a ~10 GB
+                    # image and the weights take longer than the provider's default 10 minutes.
+                    "pulumi.com/timeoutSeconds": str(ROLLOUT_TIMEOUT_S),
+                    # An autoscaler that ran owns .spec.replicas (the scale subresource): going back to
+                    # fixed replicas must take it over, not fail on the conflict (pulumi-kubernetes
+                    # issues 2491, 2569).
+                    "pulumi.com/patchForce": "true",
+                },
             ),
             spec=k8s.apps.v1.DeploymentSpecArgs(
                 replicas=spec.replicas,
