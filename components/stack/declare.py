@@ -23,7 +23,6 @@ from ..cluster.gke_cluster import GkeCluster
 from ..core.common import NAMESPACE
 from ..core.component import CheckedArgs
 from ..core.validation import UNKNOWN, InvalidArgsError, known
-from ..gpu.capacity_ladder import GpuCapacityLadder
 from ..gpu.compute_class import GpuComputeClass
 from ..gpu.device_plugin import NvidiaDevicePlugin
 from ..gpu.node_labels import GpuNodeLabels
@@ -32,8 +31,6 @@ from ..gpudirect.networks import GpuDirectNetworks
 from ..gpudirect.software import GpuDirectSoftware
 from ..monitoring.gpu_monitoring import GpuMonitoring
 from ..network.vpc import GkeNetwork
-from ..serving.inference_service import InferenceService
-from ..serving.metrics_adapter import CustomMetricsAdapter
 from ..workloads.batch_queues import GpuBatchQueues
 from ..workloads.nccl_allreduce import NcclAllReduce
 from ..workloads.samples import SampleWorkloads
@@ -60,9 +57,12 @@ _STACK_KEYS = {
     NcclAllReduce: f"{NAMESPACE}:workloads",
     GpuNodePool: f"{NAMESPACE}:gpuPools",
     GpuComputeClass: f"{NAMESPACE}:gpuPools",
-    GpuCapacityLadder: f"{NAMESPACE}:gpuPools",
-    InferenceService: f"{NAMESPACE}:serving",
-    CustomMetricsAdapter: f"{NAMESPACE}:serving",
+}
+# Components most stacks do not use, by name: their modules are imported only by the stacks that do.
+_STACK_KEYS_BY_NAME = {
+    "GpuCapacityLadder": f"{NAMESPACE}:gpuPools",
+    "InferenceService": f"{NAMESPACE}:serving",
+    "CustomMetricsAdapter": f"{NAMESPACE}:serving",
 }
 # What the program reads from a component besides its outputs, while only checking.
 _STAND_IN_ATTRIBUTES: dict[str, Any] = {"provider": None, "alert_policies": [], "commands": {}}
@@ -95,7 +95,8 @@ def declare(cls: type[C], name: str, args: Any, opts: pulumi.ResourceOptions | N
     try:
         spec = cls.check_args(name, args)  # type: ignore[attr-defined]
     except InvalidArgsError as exc:
-        problems += [f"{_STACK_KEYS[cls]}: {cls.__name__} {name!r}: {problem}" for problem in exc.problems]
+        key = _STACK_KEYS.get(cls) or _STACK_KEYS_BY_NAME[cls.__name__]
+        problems += [f"{key}: {cls.__name__} {name!r}: {problem}" for problem in exc.problems]
     else:
         record = _CHECKED.get()
         if record is not None and not isinstance(args, CheckedArgs):

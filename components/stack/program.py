@@ -14,7 +14,6 @@ from ..cluster.args import GkeClusterArgs, KubeconfigEndpoint, ReleaseChannel
 from ..cluster.existing import ExistingCluster, ExistingClusterArgs
 from ..cluster.gke_cluster import GkeCluster
 from ..core.k8s import Toleration
-from ..gpu.capacity_ladder import GpuCapacityLadder, capacity_ladder_args
 from ..gpu.compute_class import GpuComputeClass, compute_class_args
 from ..gpu.device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
 from ..gpu.node_labels import GpuNodeLabels
@@ -87,6 +86,8 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
     pools: dict[str, pulumi.ComponentResource] = {}
     for pool in settings.gpu_pools:
         if not autopilot and pool.capacity_ladder is not None:
+            from ..gpu.capacity_ladder import GpuCapacityLadder, capacity_ladder_args
+
             assert settings.cluster.location is not None, "the cluster rules resolve the location"
             pools[pool.name] = declare(
                 GpuCapacityLadder,

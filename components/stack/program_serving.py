@@ -1,18 +1,21 @@
 """The stack's serving layer (`gke-gpu:serving`): an InferenceService per entry, on its pool."""
 
-from typing import Any
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 
 from ..core.catalog import load_catalog
 from ..gpu.pool import GpuPool
 from ..gpu.scheduling import node_selector, tolerations
-from ..serving.inference_service import InferenceService, InferenceServiceArgs
-from ..serving.metrics_adapter import CustomMetricsAdapter
 from ..serving.model import ServingConfig
 from ..serving.rules import gcs_location, weights_source
 from .declare import declare
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from ..serving.inference_service import InferenceService, InferenceServiceArgs
 
 
 def needs_gcs_fuse(settings: Settings) -> bool:
@@ -45,6 +48,12 @@ def serving(
 ) -> dict[str, Any]:
     """Declare each service; return, per service, where it answers and how to try it (stack output
     `serving`)."""
+    if not settings.serving:
+        return {}
+    # Imported here: a stack without model servers does not pay for their modules.
+    from ..serving.inference_service import InferenceService
+    from ..serving.metrics_adapter import CustomMetricsAdapter
+
     autopilot = settings.cluster.mode == "autopilot"
     pools = {p.name: p for p in settings.gpu_pools}
     outputs: dict[str, Any] = {}
