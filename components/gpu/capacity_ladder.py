@@ -9,15 +9,13 @@ import pulumi_kubernetes as k8s
 from pydantic import Field
 
 from ..core.arg_types import ProjectId, enum_values
-from ..core.catalog import load_catalog
-from ..core.common import REGION_PATTERN, ZONE_PATTERN, cut
 from ..core.component import CheckedArgs, GkeGpuComponent
 from ..core.k8s import app_labels
 from ..core.validation import Deferrable, pick
 from .compute_class import COMPUTE_CLASS_API_VERSION, gpu_sharing
 from .pool import GpuPool
 from .pool_args import CapacityStep, GpuDriverVersion, GpuReservation, GpuSharing, NodeTaint
-from .rules import GpuPoolRules, validate_pool_args
+from .rules import check_standard_pool_args, validate_pool_args
 from .scheduling import compute_class_name
 
 
@@ -79,22 +77,7 @@ class GpuCapacityLadderSpec(GpuPool):
 
 def check_capacity_ladder(spec: GpuCapacityLadderSpec) -> tuple[GpuPool | None, list[str], list[str]]:
     """The pool rules (ladder rules included) for the args: (the resolved pool or None, problems, notes)."""
-    catalog = load_catalog()
-    zone = ZONE_PATTERN.fullmatch(spec.location)
-    region = zone.group(1) if zone else spec.location if REGION_PATTERN.fullmatch(spec.location) else None
-    if region is None or region not in catalog.gcp_regions:
-        return None, [f"location: {cut(spec.location)} is not a Compute Engine region or zone"], []
-    rules = GpuPoolRules(
-        catalog,
-        autopilot=False,
-        region=region,
-        region_known=True,
-        cluster_location=spec.location,
-        release_channel=None,
-        camel_keys=False,
-    )
-    pool = rules.check(spec)
-    return (None if rules.problems.items else pool), rules.problems.items, rules.warnings
+    return check_standard_pool_args(spec, spec.location)
 
 
 def capacity_ladder_args(

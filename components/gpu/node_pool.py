@@ -10,14 +10,12 @@ from pydantic import Field
 
 from ..cluster.gke_cluster import hardened_node_settings
 from ..core.arg_types import ClusterName, NodeNetworks, ProjectId
-from ..core.catalog import load_catalog
-from ..core.common import REGION_PATTERN, ZONE_PATTERN, cut
 from ..core.component import CheckedArgs, GkeGpuComponent
 from ..core.validation import Deferrable, pick
 from ..gpudirect.flavors import FLAVORS
 from .pool import GpuPool
 from .pool_args import GpuNodePoolArgs, NodeNetwork, node_network_list
-from .rules import GpuPoolRules, validate_pool_args
+from .rules import check_standard_pool_args, validate_pool_args
 
 __all__ = [
     "REPLACE_ON_CHANGE",
@@ -81,42 +79,14 @@ class GpuNodePoolSpec(GpuPool):
     additional_node_networks: NodeNetworks | None = None
 
 
-def _region_of(location: str) -> str | None:
-    zone = ZONE_PATTERN.fullmatch(location)
-    if zone:
-        return zone.group(1)
-    return location if REGION_PATTERN.fullmatch(location) else None
-
-
 def check_gpu_node_pool(spec: GpuNodePoolSpec) -> tuple[GpuNodePoolSpec | None, list[str], list[str]]:
     """The catalog rules for a node pool's args: (the pool with every default resolved, or None;
     problems; notes). Problems name the args in snake_case."""
-    catalog = load_catalog()
-    region = _region_of(spec.location)
-    if region is None or region not in catalog.gcp_regions:
-        return (
-            None,
-            [
-                f"location: {cut(spec.location)} is not a Compute Engine region or zone (for example "
-                "us-central1 or us-central1-a)"
-            ],
-            [],
-        )
-    rules = GpuPoolRules(
-        catalog,
-        autopilot=False,
-        region=region,
-        region_known=True,
-        cluster_location=spec.location,
-        release_channel=None,
-        camel_keys=False,
-    )
-    pool = rules.check(spec)
-    if rules.problems.items:
-        return None, rules.problems.items, rules.warnings
-    assert isinstance(pool, GpuNodePoolSpec)
+    pool, problems, notes = check_standard_pool_args(spec, spec.location)
+    if pool is None:
+        return None, problems, notes
     problems = _node_network_problems(pool)
-    return (None if problems else pool), problems, rules.warnings
+    return (None if problems else pool), problems, notes
 
 
 def _node_network_problems(pool: GpuNodePoolSpec) -> list[str]:

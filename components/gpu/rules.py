@@ -10,12 +10,14 @@ module: the machine and GPU count (gpu_pool_machine), zones and capacity (gpu_po
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from ..core.catalog import Accelerator
+from ..core.catalog import Accelerator, load_catalog
 from ..core.common import (
     GPU_TAINT_KEY,
     GPU_TAINT_VALUE,
     K8S_NAME,
     LABEL_VALUE_PATTERN,
+    REGION_PATTERN,
+    ZONE_PATTERN,
     cut,
     listing,
     valid_label_key,
@@ -308,3 +310,34 @@ def validate_pool_args(
         raise
     (pool,) = checked
     return pool, notes
+
+
+def check_standard_pool_args(spec: P, location: str) -> tuple[P | None, list[str], list[str]]:
+    """The catalog rules for a Standard pool component's args (snake_case names) at `location`, a
+    region or zone: (the pool with every default resolved, or None; problems; notes)."""
+    catalog = load_catalog()
+    zone = ZONE_PATTERN.fullmatch(location)
+    region = zone.group(1) if zone else location if REGION_PATTERN.fullmatch(location) else None
+    if region is None or region not in catalog.gcp_regions:
+        return (
+            None,
+            [
+                f"location: {cut(location)} is not a Compute Engine region or zone (for example "
+                "us-central1 or us-central1-a)"
+            ],
+            [],
+        )
+    rules = GpuPoolRules(
+        catalog,
+        autopilot=False,
+        region=region,
+        region_known=True,
+        cluster_location=location,
+        release_channel=None,
+        camel_keys=False,
+    )
+    pool = rules.check(spec)
+    if rules.problems.items:
+        return None, rules.problems.items, rules.warnings
+    assert isinstance(pool, type(spec)), "the rules resolve the spec's own type"
+    return pool, [], rules.warnings
