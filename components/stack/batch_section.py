@@ -4,7 +4,7 @@ and topology-aware placement."""
 from __future__ import annotations
 
 from ..cluster.model import ClusterConfig
-from ..core.common import NAMESPACE, KeyNames, cut, listing
+from ..core.common import NAMESPACE, KeyNames, cut
 from ..core.messages import cut_key
 from ..gpu.pool import GpuPool
 from ..workloads.batch_teams import (
@@ -46,27 +46,18 @@ class BatchRules(RuleBase):
             )
             return batch
         by_name = {p.name: p for p in pools}
-        pools_known = not self.broken.any_pool() and "gpuPools" not in self.broken.sections
-        self._teams(batch, by_name, pools_known)
-        self._topology(batch, by_name, pools_known)
+        self._teams(batch, by_name)
+        self._topology(batch, by_name)
         return batch
 
-    def _unknown_pool(self, key: str, name: str, by_name: dict[str, GpuPool], pools_known: bool) -> bool:
-        """Report `name` when it is not a GPU pool of the stack (only when every pool is known)."""
-        if name in by_name:
-            return False
-        if pools_known:
-            self.problems.add(key, f"{cut(name)} is not a GPU pool of this stack; pools: {listing(by_name)}")
-        return True
-
-    def _teams(self, batch: BatchConfig, by_name: dict[str, GpuPool], pools_known: bool) -> None:
+    def _teams(self, batch: BatchConfig, by_name: dict[str, GpuPool]) -> None:
         names = KeyNames(KEY, camel=True)
         check_team_names([(t.name, t.namespace_name) for t in batch.teams], names, self.problems)
         entries: list[ShareEntry] = []
         for i, team in enumerate(batch.teams):
             for pool, share in team.pools.items():
                 key = f"{KEY}.teams[{i}].pools.{cut_key(pool)}"
-                if self._unknown_pool(key, pool, by_name, pools_known):
+                if self.unknown_pool(key, pool, by_name):
                     continue
                 entries.append(
                     ShareEntry(team.name, pool, share.gpus, share.borrow, f"{key}.gpus", f"{key}.borrow")
@@ -82,7 +73,7 @@ class BatchRules(RuleBase):
         }
         check_shares(capacity, entries, self.problems, pools_key=f"{KEY}.teams")
 
-    def _topology(self, batch: BatchConfig, by_name: dict[str, GpuPool], pools_known: bool) -> None:
+    def _topology(self, batch: BatchConfig, by_name: dict[str, GpuPool]) -> None:
         seen: set[str] = set()
         for j, name in enumerate(batch.topology or ()):
             key = f"{KEY}.topology[{j}]"
@@ -90,7 +81,7 @@ class BatchRules(RuleBase):
                 self.problems.add(key, f"{cut(name)} is listed twice")
                 continue
             seen.add(name)
-            if self._unknown_pool(key, name, by_name, pools_known):
+            if self.unknown_pool(key, name, by_name):
                 continue
             why = topology_problem(by_name[name])
             if why:

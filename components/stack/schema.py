@@ -6,13 +6,14 @@ monitoring/model.py, workloads/model.py, gpu/device_plugin_config.py); this modu
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
 from ..cluster.model import ClusterConfig
 from ..core.catalog import Catalog
-from ..core.common import MAX_POOLS, Problems
+from ..core.common import MAX_POOLS, Problems, cut, listing
 from ..core.model import StackModel
 from ..gpu.device_plugin_config import DevicePluginConfig
 from ..gpu.pool import GpuPool
@@ -73,6 +74,15 @@ class RuleBase:
 
     def indexed_services(self) -> list[tuple[int, ServingConfig]]:
         return list(zip(self.broken.serving_indexes, self.config.serving, strict=True))
+
+    def unknown_pool(self, key: str, name: str, by_name: Mapping[str, GpuPool]) -> bool:
+        """True when `name` is not a resolved GPU pool of the stack; reported under `key` only when
+        every pool is known (a pool that failed its own checks is not named twice)."""
+        if name in by_name:
+            return False
+        if not self.broken.any_pool() and "gpuPools" not in self.broken.sections:
+            self.problems.add(key, f"{cut(name)} is not a GPU pool of this stack; pools: {listing(by_name)}")
+        return True
 
 
 def dashboard_on(config: StackConfig) -> bool:

@@ -5,7 +5,7 @@ refused with the reason, not ignored)."""
 from __future__ import annotations
 
 from ..cluster.model import ClusterConfig
-from ..core.common import NAMESPACE, KeyNames, cut, listing
+from ..core.common import NAMESPACE, KeyNames, cut
 from ..gpu.pool import GpuPool
 from ..serving.model import ServingConfig
 from ..serving.rules import check_model_server
@@ -33,7 +33,6 @@ class ServingRules(RuleBase):
             )
             return ()
         by_name = {p.name: p for p in pools}
-        pools_known = not self.broken.any_pool() and "gpuPools" not in self.broken.sections
         seen: dict[str, int] = {}
         for i, service in services:
             key = f"{KEY}[{i}]"
@@ -45,14 +44,9 @@ class ServingRules(RuleBase):
             seen.setdefault(service.name, i)
             check_model_server(service, names, self.problems)
             self._not_built(service, names)
-            pool = by_name.get(service.pool)
-            if pool is None:
-                if pools_known:
-                    self.problems.add(
-                        f"{key}.pool",
-                        f"{cut(service.pool)} is not a GPU pool of this stack; pools: {listing(by_name)}",
-                    )
+            if self.unknown_pool(f"{key}.pool", service.pool, by_name):
                 continue
+            pool = by_name[service.pool]
             self._check_pool(service, pool, names)
         self._check_capacity(services, by_name)
         return tuple(service for _, service in services)
