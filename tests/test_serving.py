@@ -367,3 +367,8 @@ def test_an_autoscaled_service_is_priced_at_its_max() -> None:
     result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[L4], serving=[service]))
     (chat,) = cost.estimate(plan.to_document(result))["services"]
     assert chat["replicas"] == 2 and abs(chat["hourlyAtMax"] - 2 * chat["replicaHourly"]) < 0.01
+
+
+def test_a_bad_default_name_is_named_as_the_default() -> None:
+    with pytest.raises(InvalidArgsError, match=r"name \(default: the resource name\): 'Chat_1'"):
+        InferenceService.check_args("Chat_1", ARGS)

@@ -27,7 +27,7 @@ import pulumi
 from pydantic import BaseModel
 
 from .package import component_options, component_type
-from .validation import report_notes, validate_args
+from .validation import report_notes, validate_args, validate_named_args
 
 SpecT = TypeVar("SpecT")
 
@@ -55,11 +55,14 @@ class GkeGpuComponent(pulumi.ComponentResource, Generic[SpecT]):
     _args_by_name: ClassVar[bool] = False
     # The TypedDict callers write; set where the model accepts more keys than the args do.
     _args_type: ClassVar[type | None] = None
+    # The args have a `name` that defaults to the resource name.
+    _args_name_default: ClassVar[bool] = False
 
     @classmethod
     def _check(cls, name: str, args: Mapping[str, Any]) -> tuple[SpecT, list[str]]:
         """The checked args and the notes for the user (a subclass with its own check overrides this)."""
-        spec = validate_args(
+        validate = validate_named_args if cls._args_name_default else validate_args
+        spec = validate(
             cls.__name__,
             name,
             cls._args_model,

@@ -171,6 +171,27 @@ def stack_notes_reported() -> Iterator[None]:
         _NOTES_REPORTED_BY_STACK.reset(token)
 
 
+def validate_named_args(
+    component: str,
+    name: str,
+    model: type[M],
+    args: Mapping[str, Any] | None,
+    **options: Any,
+) -> M:
+    """validate_args for args whose `name` defaults to the resource name: a problem with a name the
+    caller never wrote says it is that default."""
+    given = {"name": name, **args} if isinstance(args, Mapping) else args
+    try:
+        return validate_args(component, name, model, given, **options)
+    except InvalidArgsError as exc:
+        if not (isinstance(args, Mapping) and "name" not in args):
+            raise
+        problems = [
+            f"name (default: the resource name){p[4:]}" if p.startswith("name: ") else p for p in exc.problems
+        ]
+        raise InvalidArgsError(component, name, problems) from None
+
+
 def report_notes(component: str, name: str, notes: Sequence[str], *, resource: pulumi.Resource) -> None:
     """Log a component's notes (what its args leave for the user to check) as warnings on it."""
     if _NOTES_REPORTED_BY_STACK.get():

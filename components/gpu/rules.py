@@ -22,7 +22,7 @@ from ..core.common import (
     listing,
     valid_label_key,
 )
-from ..core.validation import InvalidArgsError, validate_args
+from ..core.validation import validate_named_args
 from .gpudirect_rules import GpuDirectRules
 from .ladder_rules import LadderRules
 from .machine_rules import MachineRules
@@ -297,17 +297,7 @@ def validate_pool_args(
         checked.extend([pool] if pool else [])
         return problems
 
-    given = {"name": name, **args} if isinstance(args, Mapping) else args
-    try:
-        validate_args(component, name, model, given, rules=catalog_rules, by_name=True, args_type=args_type)
-    except InvalidArgsError as exc:
-        if isinstance(args, Mapping) and "name" not in args:  # the caller never wrote `name`
-            exc.problems = [
-                f"name (default: the resource name){p[4:]}" if p.startswith("name: ") else p
-                for p in exc.problems
-            ]
-            raise InvalidArgsError(component, name, exc.problems) from None
-        raise
+    validate_named_args(component, name, model, args, rules=catalog_rules, by_name=True, args_type=args_type)
     (pool,) = checked
     return pool, notes
 

@@ -2,8 +2,7 @@
 Face), behind a Service that only its namespace and the listed clients reach, scraped by GMP."""
 
 import hashlib
-from collections.abc import Mapping
-from typing import Annotated, Any, NotRequired, TypedDict
+from typing import Annotated, NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -163,12 +162,7 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
     _args_rules = staticmethod(_rules)
     _args_by_name = True
     _args_type = InferenceServiceArgs
-
-    @classmethod
-    def _check(cls, name: str, args: Mapping[str, Any]) -> tuple[InferenceServiceSpec, list[str]]:
-        """The args, `name` defaulting to the resource name."""
-        given = {"name": name, **args} if isinstance(args, Mapping) else args
-        return super()._check(name, given)
+    _args_name_default = True
 
     def __init__(
         self, name: str, args: InferenceServiceArgs, opts: pulumi.ResourceOptions | None = None
