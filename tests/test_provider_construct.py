@@ -166,6 +166,17 @@ CASES: dict[str, Case] = {
         state={"serviceUrl": "http://chat.serve-chat.svc:8000", "namespace": "serve-chat"},
         bad=(({"model": "s3://x/y"}, "model"),),
     ),
+    "ServingLoadTest": Case(
+        wire={"service": "chat", "minOutputTokS": 120.0, "maxP99TtftMs": 6000.0, "maxMeanTpotMs": 130.0},
+        children={
+            f"{NAME}-scripts": "kubernetes:core/v1:ConfigMap",
+            f"{NAME}-network-policy": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+            f"{NAME}-job": "kubernetes:batch/v1:Job",
+        },
+        child_inputs={(f"{NAME}-job", "metadata.namespace"): "serve-chat"},
+        state={"jobName": "serving-load", "namespace": "serve-chat"},
+        bad=(({"levels": [4.0, 4.0]}, "levels"),),
+    ),
     "GpuCapacityLadder": Case(
         wire={
             "name": "h100",

@@ -296,7 +296,8 @@ def test_sample_outputs_give_wait_and_log_commands() -> None:
             [
                 "gke-gpu:workloads[0].name",
                 "'tensorflow-smoke'",
-                "'nvidia-smi', 'cuda-vector-add', 'pytorch-smoke', 'sharing-demo' or 'nccl-allreduce'",
+                "'nvidia-smi', 'cuda-vector-add', 'pytorch-smoke', 'sharing-demo', 'nccl-allreduce' or "
+                "'serving-load'",
             ],
         ),
         (

@@ -27,7 +27,14 @@ TOP_LEVEL_KEYS = (
 GPU_TAINT_KEY = "nvidia.com/gpu"
 GPU_TAINT_VALUE = "present"
 MAX_SHARED_CLIENTS = 48  # GKE's documented upper bound for clients per physical GPU.
-WORKLOAD_NAMES = ("nvidia-smi", "cuda-vector-add", "pytorch-smoke", "sharing-demo", "nccl-allreduce")
+WORKLOAD_NAMES = (
+    "nvidia-smi",
+    "cuda-vector-add",
+    "pytorch-smoke",
+    "sharing-demo",
+    "nccl-allreduce",
+    "serving-load",
+)
 
 K8S_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 REGION_PATTERN = re.compile(r"^[a-z]+-[a-z]+\d+$")

@@ -34,6 +34,10 @@ DEVICE_PLUGIN = "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
 # 1a). A CUDA 13 build: it needs an R580+ driver, so a serving pool runs driverVersion LATEST. Pinned
 # by tag: its digest could not be read from here (UNVERIFIED); resolve it with `crane digest`.
 VLLM = "vllm/vllm-openai:v0.33.0"
+# The serving load test's client (standard library only): Python's slim Debian image, multi-arch. Pinned
+# by tag (python:3.13.9-slim-bookworm, the 3.13 line's current patch in public pins 2026-11); its digest
+# could not be read from here (UNVERIFIED).
+PYTHON = "python:3.13.9-slim-bookworm"
 
 BLACKWELL_ACCELERATORS = frozenset({"nvidia-b200", "nvidia-gb200", "nvidia-rtx-pro-6000"})
 

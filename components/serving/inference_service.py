@@ -17,7 +17,6 @@ from ..core.k8s import (
     Toleration,
     TolerationSpec,
     app_labels,
-    image_version,
     restricted_container_security_context,
     selector_labels,
     toleration_args,
@@ -34,6 +33,7 @@ from .server_parts import (
     WEIGHTS_DIR,
     mount_options,
     network_policy,
+    server_labels,
     vllm_args,
 )
 
@@ -169,7 +169,7 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
     ) -> None:
         spec = self._begin(name, args, opts)
         namespace = service_namespace(spec.name)
-        labels = app_labels(spec.name, component="inference-server", version=image_version(images.VLLM))
+        labels = server_labels(spec.name)
         child = pulumi.ResourceOptions(parent=self)
         ns = k8s.core.v1.Namespace(
             f"{name}-namespace",

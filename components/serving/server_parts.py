@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 import pulumi_kubernetes as k8s
 
-from ..core.k8s import selector_labels
+from ..core import images
+from ..core.k8s import app_labels, image_version, selector_labels
 from .rules import weights_source
 
 if TYPE_CHECKING:
@@ -19,6 +20,11 @@ PORT = 8000
 VLLM_USER, VLLM_GROUP = 2000, 0
 HOME = "/home/vllm"
 WEIGHTS_DIR = "/models"
+
+
+def server_labels(name: str) -> dict[str, str]:
+    """The labels of a service's server Pods (their selector: `selector_labels` of these)."""
+    return app_labels(name, component="inference-server", version=image_version(images.VLLM))
 
 
 def vllm_args(spec: InferenceServiceSpec) -> list[str]:

@@ -211,8 +211,9 @@ def _samples(
 ) -> tuple[dict[str, dict[str, str]], pulumi.Resource | None]:
     """Declare the opted-in samples; return, per sample, how to wait for it and read its log (and
     the component, whose namespace the batch queues' LocalQueues use)."""
-    # nccl-allreduce is a NcclAllReduce of its own, queued by Kueue (stack/program_batch.py).
-    samples_listed = [w for w in settings.workloads if w.name != "nccl-allreduce"]
+    # nccl-allreduce is a NcclAllReduce of its own, queued by Kueue (stack/program_batch.py);
+    # serving-load a ServingLoadTest beside its service (stack/program_serving.py).
+    samples_listed = [w for w in settings.workloads if w.name not in ("nccl-allreduce", "serving-load")]
     if not samples_listed:
         return {}, None
     default = next(iter(targets))

@@ -16,6 +16,8 @@ from .settings import Settings
 
 if TYPE_CHECKING:
     from ..serving.inference_service import InferenceService, InferenceServiceArgs
+    from ..serving.load_test import ServingLoadTestArgs
+    from ..workloads.model import WorkloadConfig
 
 
 def needs_gcs_fuse(settings: Settings) -> bool:
@@ -96,7 +98,66 @@ def serving(
             opts=pulumi.ResourceOptions(providers={"kubernetes": provider}, depends_on=depends_on),
         )
         outputs[service.name] = _summary(service, pool, component)
+        load = next(
+            (w for w in settings.workloads if w.name == "serving-load" and w.service == service.name), None
+        )
+        if load is not None:
+            outputs[service.name]["loadTest"] = _load_test(load, service, pool, provider, component)
     return outputs
+
+
+def load_test_args(load: WorkloadConfig, service: ServingConfig, pool: GpuPool) -> ServingLoadTestArgs:
+    """The load test's args: the stack file's floors, each unset one the estimate for the pool's GPU."""
+    from ..serving.load_floors import default_floors
+
+    estimate = default_floors(pool.accelerator, pool.mig_partition_size)
+    given = load.floors
+    gpu = pool.accelerator + (f" {pool.mig_partition_size}" if pool.mig_partition_size else "")
+    return {
+        "service": service.name,
+        "min_output_tok_s": (given and given.output_tokens_per_second) or estimate.min_output_tok_s,
+        "max_p99_ttft_ms": (given and given.ttft_p99_ms) or estimate.max_p99_ttft_ms,
+        "max_mean_tpot_ms": (given and given.tpot_mean_ms) or estimate.max_mean_tpot_ms,
+        "label": f"{service.name} on {gpu}",
+    }
+
+
+def _load_test(
+    load: WorkloadConfig,
+    service: ServingConfig,
+    pool: GpuPool,
+    provider: pulumi.ProviderResource,
+    component: InferenceService,
+) -> dict[str, Any]:
+    from ..serving.load_test import ServingLoadTest
+
+    args = load_test_args(load, service, pool)
+    given = load.floors.model_fields_set if load.floors else set()
+    test = declare(
+        ServingLoadTest,
+        f"serving-load-{service.name}",
+        args,
+        # After the server: the test's own wait then starts when the Deployment exists.
+        opts=pulumi.ResourceOptions(providers={"kubernetes": provider}, depends_on=[component]),
+    )
+    namespace = service.namespace
+    floors = {
+        "outputTokensPerSecond": (args["min_output_tok_s"], "output_tokens_per_second"),
+        "ttftP99Ms": (args["max_p99_ttft_ms"], "ttft_p99_ms"),
+        "tpotMeanMs": (args["max_mean_tpot_ms"], "tpot_mean_ms"),
+    }
+    return {
+        "job": test.job_name,
+        "levels": "concurrency 1, 4, 16; the last is judged",
+        "floors": {
+            key: f"{value:g} ({'stack file' if field in given else 'estimate for ' + pool.accelerator})"
+            for key, (value, field) in floors.items()
+        },
+        "commands": {
+            "follow": f"kubectl logs -n {namespace} job/serving-load -f",
+            "result": f"kubectl logs -n {namespace} job/serving-load | grep 'SERVING-LOAD RESULT'",
+        },
+    }
 
 
 def _summary(service: ServingConfig, pool: GpuPool, component: InferenceService) -> dict[str, Any]:

@@ -138,19 +138,28 @@ class WorkloadRules(RuleBase):
         result: list[WorkloadConfig] = []
         names = [p.name for p in pools]
         seen: set[tuple[str, str | None]] = set()
-        if cluster.mode != "existing" and self.config.workloads:
+        on_pools = [w for w in self.config.workloads if w.name != "serving-load"]
+        if cluster.mode != "existing" and on_pools:
             if "gpuPools" in self.broken.sections:
                 return ()  # the pools' own problem is reported; which pool a sample lands on is unknown
             if not self.config.gpu_pools and not self.broken.any_pool():
                 self.problems.add(
                     f"{NAMESPACE}:workloads",
-                    f"{listing(w.name for w in self.config.workloads)} "
-                    f"{'needs' if len(self.config.workloads) == 1 else 'need'} a GPU pool, and "
+                    f"{listing(w.name for w in on_pools)} "
+                    f"{'needs' if len(on_pools) == 1 else 'need'} a GPU pool, and "
                     "gke-gpu:gpuPools is empty",
                 )
                 return ()
+        loaded: set[str] = set()
         for i, w in self.indexed_workloads():
             path = f"{NAMESPACE}:workloads[{i}]"
+            if w.name == "serving-load":
+                if self._serving_load(w, path, cluster, loaded):
+                    result.append(w)
+                continue
+            for key in ("service", "floors"):
+                if getattr(w, key) is not None:
+                    self.problems.add(f"{path}.{key}", f"only allowed for serving-load (name is {w.name})")
             if w.name == "nccl-allreduce":
                 if not self._nccl_queued(cluster, path):
                     continue
@@ -239,6 +248,46 @@ class WorkloadRules(RuleBase):
                 resolved["nodes"] = w.nodes or NCCL_DEFAULT_NODES
             result.append(w.model_copy(update=resolved))
         return tuple(result)
+
+    def _serving_load(self, w: WorkloadConfig, path: str, cluster: ClusterConfig, loaded: set[str]) -> bool:
+        """serving-load names a service of gke-gpu:serving and nothing of a sample's. False (reported,
+        unless the serving section's own problems explain it) when it cannot run."""
+        usable = True
+        for key, value in (("pool", w.pool), ("replicas", w.replicas), ("nodes", w.nodes)):
+            if value is not None:
+                usable = False
+                self.problems.add(
+                    f"{path}.{key}",
+                    "not allowed for serving-load: it loads the service named by `service`, from a CPU "
+                    "node, on the service's own pool and replicas",
+                )
+        services = [s.name for s in self.config.serving]
+        if w.service is None:
+            self.problems.add(
+                f"{path}.service",
+                f"required for serving-load: the {NAMESPACE}:serving entry to load"
+                + (f"; services: {listing(services)}" if services else ""),
+            )
+            return False
+        if w.service not in services:
+            serving_broken = "serving" in self.broken.sections or any(
+                k.startswith("serving[") for k in self.broken.sections
+            )
+            if not serving_broken:
+                self.problems.add(
+                    f"{path}.service",
+                    f"{cut(w.service)} is not a service of {NAMESPACE}:serving"
+                    + (f"; services: {listing(services)}" if services else " (the section is empty)"),
+                )
+            return False
+        if w.service in loaded:
+            self.problems.add(
+                f"{path}.service", f"{cut(w.service)} is already loaded by another serving-load"
+            )
+            return False
+        loaded.add(w.service)
+        # On an existing cluster the serving section refuses the service itself.
+        return usable and cluster.mode != "existing"
 
     def _nccl_queued(self, cluster: ClusterConfig, path: str) -> bool:
         """nccl-allreduce's JobSet is queued by Kueue (which also brings JobSet's CRD): a Standard

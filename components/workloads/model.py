@@ -18,9 +18,22 @@ from ..core.model import (
 )
 
 
+class LoadFloorsConfig(StackModel):
+    """serving-load's floors at its last level; each one unset: the estimate for the pool's GPU."""
+
+    output_tokens_per_second: float | None = Field(None, gt=0, le=1_000_000)
+    ttft_p99_ms: float | None = Field(None, gt=0, le=3_600_000)
+    tpot_mean_ms: float | None = Field(None, gt=0, le=60_000)
+
+
 class WorkloadConfig(StackModel):
-    name: Literal["nvidia-smi", "cuda-vector-add", "pytorch-smoke", "sharing-demo", "nccl-allreduce"]
+    name: Literal[
+        "nvidia-smi", "cuda-vector-add", "pytorch-smoke", "sharing-demo", "nccl-allreduce", "serving-load"
+    ]
     pool: Annotated[str, Field(min_length=1, max_length=100)] | None = None
+    # serving-load only: the gke-gpu:serving entry it loads, and the floors its last level must reach.
+    service: Annotated[str, Field(min_length=1, max_length=100)] | None = None
+    floors: LoadFloorsConfig | None = None
     replicas: int | None = Field(None, ge=2, le=MAX_SHARED_CLIENTS)
     # nccl-allreduce only: how many nodes (one Pod each, every GPU of its node) the all-reduce spans.
     nodes: int | None = Field(None, ge=2, le=MAX_NODES_PER_POOL)

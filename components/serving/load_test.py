@@ -1,0 +1,216 @@
+"""ServingLoadTest: a bounded Job that loads a model server at a few concurrency levels and judges
+what it measured against floors (the stack file's `workloads: [{name: serving-load, service: ...}]`)."""
+
+import hashlib
+from typing import Annotated, NotRequired, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+from pydantic import Field
+
+from ..core import images
+from ..core.arg_types import matching
+from ..core.common import K8S_NAME, Problems
+from ..core.component import GkeGpuComponent
+from ..core.data import SCRIPTS_DIR
+from ..core.k8s import (
+    NONROOT_ID,
+    app_labels,
+    restricted_container_security_context,
+    restricted_pod_security_context,
+    selector_labels,
+)
+from ..core.validation import ArgsModel
+from .load_floors import REFERENCE_LEVELS
+from .model import MAX_SERVICE_NAME, SERVICE_NAME_MEANING, service_namespace
+from .server_parts import PORT, server_labels
+
+JOB = "serving-load"
+SCRIPT_FILES = ("serving_load.py", "vllm_bench_judge.py")
+# Read once, at import: the ConfigMap carries them as they are.
+SCRIPTS = {f: (SCRIPTS_DIR / f).read_text(encoding="utf-8") for f in SCRIPT_FILES}
+SCRIPT_HASH = hashlib.sha256("".join(SCRIPTS[f] for f in SCRIPT_FILES).encode()).hexdigest()
+MOUNT = "/opt/serving-load"
+# The server may be starting from zero (a GPU node, the image, the weights): wait as long as `pulumi up`
+# waits for it, then give the levels a quarter of an hour.
+WAIT_S = 45 * 60
+DEADLINE_S = WAIT_S + 15 * 60
+JOB_TTL_S = 24 * 3600  # long enough to read the log the morning after
+DNS_PORTS = (("UDP", 53), ("TCP", 53))
+
+
+class ServingLoadTestArgs(TypedDict):
+    """Which service to load, and the floors its last level must reach."""
+
+    service: str
+    """The InferenceService's name: the test runs in its namespace `serve-<service>` and calls
+    `http://<service>.serve-<service>.svc:8000` with the served model name `<service>`."""
+    min_output_tok_s: float
+    """At the last level: output tokens a second at least."""
+    max_p99_ttft_ms: float
+    """At the last level: the 99th percentile of time to first token, at most (ms)."""
+    max_mean_tpot_ms: float
+    """At the last level: the mean time per output token after the first, at most (ms)."""
+    levels: NotRequired[list[int]]
+    """Concurrency levels, run in order; the last is judged. Defaults to 1, 4, 16."""
+    label: NotRequired[str]
+    """What is measured (e.g. the GPU), for the result line. Defaults to the service's name."""
+
+
+class ServingLoadTestSpec(ArgsModel):
+    service: matching(K8S_NAME, SERVICE_NAME_MEANING, max_length=MAX_SERVICE_NAME)  # type: ignore[valid-type]
+    min_output_tok_s: float = Field(gt=0, le=1_000_000)
+    max_p99_ttft_ms: float = Field(gt=0, le=3_600_000)
+    max_mean_tpot_ms: float = Field(gt=0, le=60_000)
+    levels: Annotated[list[Annotated[int, Field(ge=1, le=256)]], Field(min_length=1, max_length=8)] = Field(
+        default_factory=lambda: list(REFERENCE_LEVELS)
+    )
+    label: Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9 ._/-]+$")] | None = None
+
+
+def _rules(spec: ServingLoadTestSpec) -> list[str]:
+    problems = Problems()
+    if len(set(spec.levels)) != len(spec.levels):
+        problems.add("levels", f"{spec.levels} lists a level twice")
+    return problems.items
+
+
+def load_command(spec: ServingLoadTestSpec) -> list[str]:
+    """The client's command line."""
+    namespace = service_namespace(spec.service)
+    return [
+        "python3",
+        f"{MOUNT}/serving_load.py",
+        f"--url=http://{spec.service}.{namespace}.svc:{PORT}",
+        f"--model={spec.service}",
+        f"--levels={','.join(str(level) for level in spec.levels)}",
+        f"--wait-s={WAIT_S}",
+        f"--min-output-tok-s={spec.min_output_tok_s:g}",
+        f"--max-p99-ttft-ms={spec.max_p99_ttft_ms:g}",
+        f"--max-mean-tpot-ms={spec.max_mean_tpot_ms:g}",
+        f"--label={spec.label or spec.service}",
+    ]
+
+
+class ServingLoadTest(GkeGpuComponent[ServingLoadTestSpec]):
+    """A Job in the service's namespace that waits for the server (`/health`, up to 45 minutes), sends
+    a fixed set of streamed completions at each concurrency level (fixed prompts, 128 output tokens,
+    `ignore_eos`), prints each level's figures in `vllm bench serve`'s summary format, and ends with
+    `SERVING-LOAD RESULT PASS|FAIL` for the last level against the floors.
+
+    It asks for no GPU and tolerates no taint, so it runs on a CPU node and keeps no GPU node up. Its
+    Pod: the 'restricted' Pod Security settings, a read-only root filesystem, no service account token,
+    requests equal to limits; a NetworkPolicy lets it reach only the server's port and DNS. The Job
+    runs once (no retry: a second run would measure a different state), gives up after an hour, and
+    is deleted a day after it ends; `pulumi up` does not wait for it. A change of the scripts or the
+    floors replaces it, so the new test runs."""
+
+    job_name: pulumi.Output[str]
+    """The Job's name, `serving-load`, in the service's namespace."""
+    namespace: pulumi.Output[str]
+    """The service's namespace, `serve-<service>`."""
+
+    _args_model = ServingLoadTestSpec
+    _args_rules = staticmethod(_rules)
+
+    def __init__(
+        self, name: str, args: ServingLoadTestArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        spec = self._begin(name, args, opts)
+        namespace = service_namespace(spec.service)
+        labels = app_labels(JOB, component="serving-load-test", instance=f"{JOB}-{spec.service}")
+        child = pulumi.ResourceOptions(parent=self)
+        scripts = k8s.core.v1.ConfigMap(
+            f"{name}-scripts",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=f"{JOB}-scripts", namespace=namespace, labels=labels),
+            data=dict(SCRIPTS),
+            opts=child,
+        )
+        policy = k8s.networking.v1.NetworkPolicy(
+            f"{name}-network-policy",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=JOB, namespace=namespace, labels=labels),
+            spec=_network_policy(spec.service, labels),
+            opts=child,
+        )
+        command = load_command(spec)
+        # The Pod template carries the scripts' and the command's hash: a new script or new floors
+        # make a new template, which a Job cannot take in place, so Pulumi replaces the Job.
+        run_hash = hashlib.sha256((SCRIPT_HASH + " ".join(command)).encode()).hexdigest()
+        job = k8s.batch.v1.Job(
+            f"{name}-job",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=JOB,
+                namespace=namespace,
+                labels=labels,
+                # `pulumi up` does not wait: the result is read from the Job's log.
+                annotations={"pulumi.com/skipAwait": "true"},
+            ),
+            spec=k8s.batch.v1.JobSpecArgs(
+                backoff_limit=0,
+                active_deadline_seconds=DEADLINE_S,
+                ttl_seconds_after_finished=JOB_TTL_S,
+                template=k8s.core.v1.PodTemplateSpecArgs(
+                    metadata=k8s.meta.v1.ObjectMetaArgs(
+                        labels=labels, annotations={"gke-gpu/script-sha256": run_hash}
+                    ),
+                    spec=_pod_spec(command),
+                ),
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[scripts, policy]),
+        )
+        self.job_name = job.metadata.apply(lambda m: (m.name if m else None) or JOB)
+        self.namespace = pulumi.Output.from_input(namespace)
+        self.register_outputs({"jobName": self.job_name, "namespace": self.namespace})
+
+
+def _pod_spec(command: list[str]) -> k8s.core.v1.PodSpecArgs:
+    resources = {"cpu": "500m", "memory": "256Mi", "ephemeral-storage": "64Mi"}
+    return k8s.core.v1.PodSpecArgs(
+        restart_policy="Never",
+        automount_service_account_token=False,
+        security_context=restricted_pod_security_context(NONROOT_ID),
+        containers=[
+            k8s.core.v1.ContainerArgs(
+                name="load",
+                image=images.PYTHON,
+                image_pull_policy="IfNotPresent",
+                command=command,
+                env=[
+                    k8s.core.v1.EnvVarArgs(name="PYTHONDONTWRITEBYTECODE", value="1"),
+                    k8s.core.v1.EnvVarArgs(name="PYTHONUNBUFFERED", value="1"),
+                ],
+                resources=k8s.core.v1.ResourceRequirementsArgs(limits=resources, requests=resources),
+                security_context=restricted_container_security_context(),
+                volume_mounts=[k8s.core.v1.VolumeMountArgs(name="scripts", mount_path=MOUNT, read_only=True)],
+            )
+        ],
+        volumes=[
+            k8s.core.v1.VolumeArgs(
+                name="scripts",
+                config_map=k8s.core.v1.ConfigMapVolumeSourceArgs(name=f"{JOB}-scripts", default_mode=0o444),
+            )
+        ],
+    )
+
+
+def _network_policy(service: str, labels: dict[str, str]) -> k8s.networking.v1.NetworkPolicySpecArgs:
+    """No ingress; egress to the model server's port and to DNS (port 53) only."""
+    server = k8s.networking.v1.NetworkPolicyPeerArgs(
+        pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector_labels(server_labels(service)))
+    )
+    return k8s.networking.v1.NetworkPolicySpecArgs(
+        pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector_labels(labels)),
+        policy_types=["Ingress", "Egress"],
+        egress=[
+            k8s.networking.v1.NetworkPolicyEgressRuleArgs(
+                to=[server], ports=[k8s.networking.v1.NetworkPolicyPortArgs(port=PORT, protocol="TCP")]
+            ),
+            # DNS to any address: GKE's NodeLocal DNSCache answers on a link-local address, not from
+            # kube-dns's Pods.
+            k8s.networking.v1.NetworkPolicyEgressRuleArgs(
+                ports=[
+                    k8s.networking.v1.NetworkPolicyPortArgs(port=p, protocol=proto) for proto, p in DNS_PORTS
+                ],
+            ),
+        ],
+    )
