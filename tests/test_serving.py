@@ -41,10 +41,10 @@ def test_vllm_runs_the_model_on_the_pools_gpu(served: RunResult) -> None:
     ]
     assert container["resources"]["limits"]["nvidia.com/gpu"] == "1"
     assert container["resources"]["limits"] == container["resources"]["requests"]
-    # g2-standard-8 (8 vCPUs, 32 GB, 1 GPU): half the CPU, 60% of the memory.
+    # g2-standard-8 (8 vCPUs, 32 GB, 1 GPU): half the CPU, 55% of the memory (15% more: the file cache).
     assert (
         container["resources"]["limits"]["cpu"] == "4"
-        and container["resources"]["limits"]["memory"] == "19Gi"
+        and container["resources"]["limits"]["memory"] == "17Gi"
     )
     assert spec["nodeSelector"] == {
         "cloud.google.com/gke-accelerator": "nvidia-l4",
@@ -82,7 +82,7 @@ def test_the_server_is_hardened(served: RunResult) -> None:
 
 def test_bucket_weights_are_mounted_read_only_as_the_services_own_account(served: RunResult) -> None:
     template = pod(served)
-    assert template["metadata"]["annotations"] == {"gke-gcsfuse/volumes": "true"}
+    assert template["metadata"]["annotations"]["gke-gcsfuse/volumes"] == "true"
     weights = next(v for v in template["spec"]["volumes"] if v["name"] == "weights")
     assert weights["csi"]["driver"] == "gcsfuse.csi.storage.gke.io" and weights["csi"]["readOnly"] is True
     attributes = weights["csi"]["volumeAttributes"]
@@ -372,3 +372,58 @@ def test_an_autoscaled_service_is_priced_at_its_max() -> None:
 def test_a_bad_default_name_is_named_as_the_default() -> None:
     with pytest.raises(InvalidArgsError, match=r"name \(default: the resource name\): 'Chat_1'"):
         InferenceService.check_args("Chat_1", ARGS)
+
+
+def _weights(result: RunResult) -> tuple[dict, dict, dict]:
+    template = pod(result)
+    volumes = {v["name"]: v for v in template["spec"]["volumes"]}
+    annotations = template["metadata"]["annotations"]
+    return volumes["weights"]["csi"], volumes.get("gke-gcsfuse-cache", {}), annotations
+
+
+def test_a_file_cache_in_memory_fetches_the_weights_in_parallel(served: RunResult) -> None:
+    csi, cache, annotations = _weights(served)
+    options = csi["volumeAttributes"]["mountOptions"].split(",")
+    assert {
+        "file-cache:max-size-mb:-1",
+        "file-cache:cache-file-for-range-read:true",
+        "file-cache:enable-parallel-downloads:true",
+    } <= set(options)
+    # g2-standard-8 without Local SSD: 15% of its 32 GB, in memory, bounded by the volume.
+    assert cache["emptyDir"] == {"medium": "Memory", "sizeLimit": "4Gi"}
+    # The sidecar writes the cache, so its memory is charged to it: no limit, the cache requested.
+    assert annotations == {
+        "gke-gcsfuse/volumes": "true",
+        "gke-gcsfuse/memory-limit": "0",
+        "gke-gcsfuse/memory-request": "4Gi",
+    }
+    assert "file cache 4 GiB in memory" in served.outputs["serving"]["chat"]["weights"]
+
+
+def test_a_pool_with_local_ssd_keeps_the_file_cache_there() -> None:
+    result = render(
+        stack_config(cluster=STANDARD_CLUSTER, gpuPools=[{**L4, "localSsdCount": 1}], serving=[CHAT])
+    )
+    _, cache, annotations = _weights(result)
+    # Half of the one 375 GB Local SSD the pool puts ephemeral storage on.
+    assert cache["emptyDir"] == {"sizeLimit": "187Gi"}
+    assert annotations["gke-gcsfuse/ephemeral-storage-limit"] == "0"
+    assert annotations["gke-gcsfuse/ephemeral-storage-request"] == "187Gi"
+    assert "gke-gcsfuse/memory-limit" not in annotations
+    assert "file cache 187 GiB on the node's Local SSD" in result.outputs["serving"]["chat"]["weights"]
+
+
+def test_no_file_cache_where_the_nodes_size_is_unknown_or_the_model_is_not_in_a_bucket() -> None:
+    from gke_gpu.gpu.pool import GpuPool
+    from gke_gpu.stack.program_serving import weights_cache
+
+    profile = GpuPool.model_validate({"name": "l4", "accelerator": "nvidia-l4", "gpusPerNode": 1})
+    assert weights_cache(profile, 1)[:2] == (0, "memory")
+    with pytest.raises(InvalidArgsError) as refused:
+        InferenceService.check_args(
+            "chat",
+            {**ARGS, "model": "Qwen/Qwen2.5", "hf_token_secret": "hf", "weights_cache_gib": 4},
+        )
+    assert "weights_cache_gib: 4 is only allowed with a gs:// model" in str(refused.value)
+    with pytest.raises(InvalidArgsError, match="weights_cache_medium: only allowed with weights_cache_gib"):
+        InferenceService.check_args("chat", {**ARGS, "weights_cache_medium": "disk"})

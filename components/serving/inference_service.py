@@ -2,7 +2,7 @@
 Face), behind a Service that only its namespace and the listed clients reach, scraped by GMP."""
 
 import hashlib
-from typing import Annotated, NotRequired, TypedDict
+from typing import Annotated, Literal, NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -31,6 +31,8 @@ from .server_parts import (
     VLLM_GROUP,
     VLLM_USER,
     WEIGHTS_DIR,
+    file_cache_annotations,
+    file_cache_volume,
     mount_options,
     network_policy,
     server_labels,
@@ -92,6 +94,13 @@ class InferenceServiceArgs(TypedDict):
     disk_gib: NotRequired[int]
     """Writable disk for the home directory (caches; a Hugging Face model's download), in GiB: the
     container's ephemeral-storage request and limit. Defaults to 50."""
+    weights_cache_gib: NotRequired[int]
+    """A gs:// model: the Cloud Storage FUSE file cache, in GiB (files fetched whole, in parallel
+    chunks; a file larger than the cache is read uncached). Defaults to 0: no file cache."""
+    weights_cache_medium: NotRequired[str]
+    """Where the file cache lives: `memory` (tmpfs, counted in the node's memory) or `disk` (the
+    node's ephemeral storage: put it on Local SSD with the pool's local_ssd_count). Defaults to
+    memory."""
 
 
 class _Place(ArgsModel):
@@ -110,6 +119,8 @@ class InferenceServiceSpec(ModelServerSettings, _Place):
     memory_gib: int = Field(24, ge=1, le=10_000)
     shm_gib: int = Field(4, ge=1, le=1000)
     disk_gib: int = Field(50, ge=5, le=10_000)
+    weights_cache_gib: int = Field(0, ge=0, le=100_000)
+    weights_cache_medium: Literal["memory", "disk"] = "memory"
 
 
 def _rules(spec: InferenceServiceSpec) -> list[str]:
@@ -123,11 +134,28 @@ def _rules(spec: InferenceServiceSpec) -> list[str]:
         problems.add("max_replicas", f"{spec.max_replicas} is less than replicas {spec.replicas}")
     if "queue_target" in spec.model_fields_set and spec.max_replicas is None:
         problems.add("queue_target", "only allowed with max_replicas (the autoscaler's target)")
+    if spec.weights_cache_gib and weights_source(spec.model) != "gcs":
+        problems.add(
+            "weights_cache_gib",
+            f"{spec.weights_cache_gib} is only allowed with a gs:// model (a Cloud Storage FUSE file cache)",
+        )
+    if "weights_cache_medium" in spec.model_fields_set and not spec.weights_cache_gib:
+        problems.add("weights_cache_medium", "only allowed with weights_cache_gib above 0")
     if spec.shm_gib >= spec.memory_gib:
         problems.add(
             "shm_gib", f"{spec.shm_gib} is not less than memory_gib {spec.memory_gib} (it counts in it)"
         )
     return problems.items
+
+
+def _pod_annotations(spec: InferenceServiceSpec) -> dict[str, str] | None:
+    """A gs:// model's Pod asks GKE for the Cloud Storage FUSE sidecar (and sizes it for its cache)."""
+    if weights_source(spec.model) != "gcs":
+        return None
+    annotations = {"gke-gcsfuse/volumes": "true"}
+    if spec.weights_cache_gib:
+        annotations.update(file_cache_annotations(spec.weights_cache_gib, spec.weights_cache_medium))
+    return annotations
 
 
 def service_account_id(cluster_name: str, name: str) -> str:
@@ -227,9 +255,7 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
                 template=k8s.core.v1.PodTemplateSpecArgs(
                     metadata=k8s.meta.v1.ObjectMetaArgs(
                         labels=labels,
-                        annotations={"gke-gcsfuse/volumes": "true"}
-                        if weights_source(spec.model) == "gcs"
-                        else None,
+                        annotations=_pod_annotations(spec),
                     ),
                     spec=self._pod_spec(spec),
                 ),
@@ -378,10 +404,15 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
                     csi=k8s.core.v1.CSIVolumeSourceArgs(
                         driver="gcsfuse.csi.storage.gke.io",
                         read_only=True,
-                        volume_attributes={"bucketName": bucket, "mountOptions": mount_options(path)},
+                        volume_attributes={
+                            "bucketName": bucket,
+                            "mountOptions": mount_options(path, file_cache=spec.weights_cache_gib > 0),
+                        },
                     ),
                 )
             )
+            if spec.weights_cache_gib:
+                volumes.append(file_cache_volume(spec.weights_cache_gib, spec.weights_cache_medium))
         else:
             assert spec.hf_token_secret is not None, "the rules require it for a Hugging Face model"
             env.append(

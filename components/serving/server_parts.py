@@ -45,21 +45,56 @@ def vllm_args(spec: InferenceServiceSpec) -> list[str]:
     return args
 
 
-def mount_options(path: str) -> str:
+def mount_options(path: str, *, file_cache: bool = False) -> str:
     """Cloud Storage FUSE options for read-only weights: only the model's directory, owned by vLLM's
     user, with the metadata cached for the mount's life (weights do not change under a running
-    server); from Google's vLLM reference (docs/serving-research.md 4c), without its file cache."""
-    return ",".join(
-        [
-            f"only-dir={path}",
-            "implicit-dirs",
-            f"uid={VLLM_USER}",
-            f"gid={VLLM_GROUP}",
-            "metadata-cache:ttl-secs:-1",
-            "metadata-cache:stat-cache-max-size-mb:-1",
-            "metadata-cache:type-cache-max-size-mb:-1",
+    server); with `file_cache`, files are cached whole, fetched in parallel chunks (parallel downloads
+    need the file cache) and kept for range reads too. From Google's vLLM reference
+    (docs/serving-research.md 4c); the cache's size is its volume's (max-size-mb -1)."""
+    options = [
+        f"only-dir={path}",
+        "implicit-dirs",
+        f"uid={VLLM_USER}",
+        f"gid={VLLM_GROUP}",
+        "metadata-cache:ttl-secs:-1",
+        "metadata-cache:stat-cache-max-size-mb:-1",
+        "metadata-cache:type-cache-max-size-mb:-1",
+    ]
+    if file_cache:
+        options += [
+            "file-cache:max-size-mb:-1",
+            "file-cache:cache-file-for-range-read:true",
+            "file-cache:enable-parallel-downloads:true",
         ]
+    return ",".join(options)
+
+
+# The volume the Cloud Storage FUSE sidecar keeps its file cache in, when the Pod declares one by this
+# name (gcs-fuse-csi-driver pkg/webhook/sidecar_spec.go); otherwise the sidecar's own small emptyDir.
+FILE_CACHE_VOLUME = "gke-gcsfuse-cache"
+
+
+def file_cache_volume(size_gib: int, medium: str) -> k8s.core.v1.VolumeArgs:
+    """The file cache's emptyDir: in memory (tmpfs) or on the node's disk (Local SSD, when the pool
+    puts ephemeral storage there), at most `size_gib`."""
+    return k8s.core.v1.VolumeArgs(
+        name=FILE_CACHE_VOLUME,
+        empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(
+            medium="Memory" if medium == "memory" else None, size_limit=f"{size_gib}Gi"
+        ),
     )
+
+
+def file_cache_annotations(size_gib: int, medium: str) -> dict[str, str]:
+    """The sidecar's resources for a file cache: its pages (tmpfs) or its files (disk) are charged to
+    the sidecar, which writes them, so its limit is lifted ("0": none; the volume's sizeLimit bounds
+    the cache) and its request reserves the cache on the node."""
+    if medium == "memory":
+        return {"gke-gcsfuse/memory-limit": "0", "gke-gcsfuse/memory-request": f"{size_gib}Gi"}
+    return {
+        "gke-gcsfuse/ephemeral-storage-limit": "0",
+        "gke-gcsfuse/ephemeral-storage-request": f"{size_gib}Gi",
+    }
 
 
 def network_policy(

@@ -26,9 +26,10 @@ def needs_gcs_fuse(settings: Settings) -> bool:
 
 
 def container_size(pool: GpuPool, gpus: int) -> dict[str, int]:
-    """CPU, memory, /dev/shm and disk of a replica taking `gpus` of a node: half the node's CPU and 60%
-    of its memory in the GPUs' proportion, what a GPU node's allocatable leaves after GKE's reservations
-    and the node's DaemonSets (at least 1 core and 4 GiB); shm a quarter of the memory, at most 16;
+    """CPU, memory, /dev/shm and disk of a replica taking `gpus` of a node: half the node's CPU and 55%
+    of its memory in the GPUs' proportion (15% more goes to a file cache in memory: weights_cache),
+    what a GPU node's allocatable leaves after GKE's reservations and the node's DaemonSets (at least
+    1 core and 4 GiB); shm a quarter of the memory, at most 16;
     disk a quarter of the boot disk (the image and the node need the rest). Without a machine type
     (an Autopilot profile's default), 4 cores and 24 GiB, which Autopilot raises to its minimums."""
     accelerator = load_catalog().accelerator(pool.accelerator)
@@ -38,8 +39,29 @@ def container_size(pool: GpuPool, gpus: int) -> dict[str, int]:
         return {"cpu": 4, "memory_gib": 24, "shm_gib": 4, "disk_gib": disk}
     share = gpus / pool.gpus_per_node
     cpu = max(1, int(machine.vcpus * share * 0.5))
-    memory = max(4, int(machine.memory_gb * share * 0.6))
+    memory = max(4, int(machine.memory_gb * share * 0.55))
     return {"cpu": cpu, "memory_gib": memory, "shm_gib": max(1, min(16, memory // 4)), "disk_gib": disk}
+
+
+# A Local SSD's size (GCE: 375 GB each).
+LOCAL_SSD_GIB = 375
+
+
+def weights_cache(pool: GpuPool, gpus: int) -> tuple[int, str, str]:
+    """The Cloud Storage FUSE file cache of a replica taking `gpus` of a node: (GiB, medium, why).
+    On a pool whose ephemeral storage is on Local SSD, half of the replica's share of it; else in
+    memory, 15% of the replica's share of the node's memory (the container has 55%); none where
+    the node's size is unknown (an Autopilot profile's default machine)."""
+    accelerator = load_catalog().accelerator(pool.accelerator)
+    machine = accelerator.machine_type(pool.machine_type or "") if accelerator else None
+    if machine is None or not pool.gpus_per_node:
+        return 0, "memory", "no file cache: the node's size is not known here (an Autopilot profile)"
+    share = gpus / pool.gpus_per_node
+    if pool.local_ssd_count:
+        size = int(pool.local_ssd_count * LOCAL_SSD_GIB * share * 0.5)
+        return size, "disk", f"file cache {size} GiB on the node's Local SSD"
+    size = max(1, int(machine.memory_gb * share * 0.15))
+    return size, "memory", f"file cache {size} GiB in memory (the pool has no Local SSD)"
 
 
 def serving(
@@ -85,6 +107,10 @@ def serving(
         size = container_size(pool, service.gpus_per_replica)
         args["cpu"], args["memory_gib"], args["shm_gib"] = size["cpu"], size["memory_gib"], size["shm_gib"]
         args["disk_gib"] = size["disk_gib"]
+        if weights_source(service.model) == "gcs":
+            cache_gib, medium, _ = weights_cache(pool, service.gpus_per_replica)
+            if cache_gib:
+                args["weights_cache_gib"], args["weights_cache_medium"] = cache_gib, medium
         if service.replicas.max > service.replicas.min:
             args["max_replicas"] = service.replicas.max
         if service.hf_token_secret is not None:
@@ -164,7 +190,13 @@ def _summary(service: ServingConfig, pool: GpuPool, component: InferenceService)
     namespace = service.namespace
     if weights_source(service.model) == "gcs":
         bucket, path = gcs_location(service.model)
-        weights = f"Cloud Storage FUSE: gs://{bucket}/{path}, read-only, as the service's own account"
+        _, _, cache = weights_cache(pool, service.gpus_per_replica)
+        weights = (
+            f"Cloud Storage FUSE: gs://{bucket}/{path}, read-only, as the service's own account; {cache}, "
+            "parallel downloads"
+            if not cache.startswith("no ")
+            else f"Cloud Storage FUSE: gs://{bucket}/{path}, read-only, as the service's own account; {cache}"
+        )
     else:
         weights = f"downloaded from Hugging Face at start ({service.model}, token: {service.hf_token_secret})"
     return {
