@@ -180,7 +180,7 @@ def test_a_hugging_face_model_uses_its_token_secret_and_no_bucket() -> None:
         (
             {**CHAT, "replicas": {"min": 0, "max": 2}},
             [L4],
-            "gke-gpu:serving[0].replicas.min: 0 is not built yet: an HPA on vLLM's queue",
+            "gke-gpu:serving[0].replicas.min: 0 is not offered: at zero replicas no vLLM metric exists",
         ),
         (
             {**CHAT, "scaleOn": "gpu", "replicas": {"min": 1, "max": 2}},

@@ -62,9 +62,11 @@ class ServingRules(RuleBase):
         elif replicas.min == 0:
             self.problems.add(
                 names.at("replicas.min"),
-                "0 is not built yet: an HPA on vLLM's queue (a Pods metric) cannot wake a service from zero; "
-                "GKE 1.37's HPA can on an External metric, and KEDA can before it "
-                f"({NOT_BUILT}); use 1",
+                "0 is not offered: at zero replicas no vLLM metric exists to wake the service, and a Service "
+                "does not hold requests while no Pod is ready, so every request until a replica is up (a GPU "
+                "node, the image, the weights: minutes) fails; scaling an HTTP server from zero needs a "
+                "request-buffering layer GKE does not provide (docs/serving.md, 'Scale to zero'); use 1 (the "
+                "pool's nodes still scale to zero when no service uses it)",
             )
         if service.scale_on == "gpu":
             self.problems.add(
