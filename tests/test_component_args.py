@@ -382,6 +382,10 @@ def test_international_lowercase_letters_are_gcp_label_values() -> None:
             "(also at [0])",
         ),
         ({"cluster_name": 'gpu"} or vector(1)'}, "cluster_name: "),
+        (
+            {"dashboard": False, "serving": True},
+            "serving: true has no effect without a dashboard or alerts (dashboard is false, alerts unset)",
+        ),
         ({"dcgm": "exporter", "exporter": {"flavor": "gke"}}, "exporter.scraper_namespace: required"),
         (
             {"dcgm": "exporter", "exporter": {**EXPORTER, "required_node_labels": []}},

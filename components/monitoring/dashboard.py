@@ -7,6 +7,8 @@ Two sources, each in its own section:
 * DCGM metrics (`prometheus.googleapis.com/DCGM_FI_*`), from GKE's managed DCGM or the
   self-deployed exporter through Managed Service for Prometheus.
 
+With model servers, a third section charts each service (components/monitoring/dashboard_serving.py).
+
 Every query is pinned to this cluster; the dashboard filters (cluster, node pool, GPU model) narrow
 it further in the console. The document is checked against Google's own dashboard types in the
 tests, so a misspelt field fails there rather than in the API.
@@ -19,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from ..core.images import DCGM_HOSTNAME_LABEL
+from .dashboard_serving import DCGM_NOTE, NO_DCGM_NOTE, SECTION_NOTE, serving_charts, serving_widget
 
 COLUMNS = 48
 HALF = COLUMNS // 2
@@ -236,8 +239,9 @@ DCGM = [
 ]
 
 
-def gpu_dashboard(*, cluster: str, display_name: str, dcgm: bool) -> dict[str, Any]:
-    """The dashboard document for one cluster; `dcgm` adds the DCGM section."""
+def gpu_dashboard(*, cluster: str, display_name: str, dcgm: bool, serving: bool = False) -> dict[str, Any]:
+    """The dashboard document for one cluster; `dcgm` adds the DCGM section, `serving` the model
+    servers' (without it the document is the same as before there were servers)."""
     tiles: list[dict[str, Any]] = []
     y = 0
 
@@ -274,6 +278,7 @@ def gpu_dashboard(*, cluster: str, display_name: str, dcgm: bool) -> dict[str, A
                     "Built-in accelerator metrics need nothing installed; on time-shared and MPS nodes only "
                     "node-level metrics exist (so GPU requests there are not counted). "
                     + dcgm_note
+                    + (" " + SECTION_NOTE + (DCGM_NOTE if dcgm else NO_DCGM_NOTE) if serving else "")
                     + " Use the filters above to narrow to a node pool or GPU model."
                 ),
                 "format": "MARKDOWN",
@@ -302,6 +307,10 @@ def gpu_dashboard(*, cluster: str, display_name: str, dcgm: bool) -> dict[str, A
         section("DCGM", "NVIDIA Data Center GPU Manager")
         for chart in DCGM:
             add(_xy(chart, cluster), width=HALF, height=CHART_HEIGHT)
+    if serving:
+        section("Model servers", "vLLM, one line per service")
+        for serving_chart in serving_charts(cluster, dcgm=dcgm):
+            add(serving_widget(serving_chart), width=HALF, height=CHART_HEIGHT)
 
     return {
         "displayName": display_name,

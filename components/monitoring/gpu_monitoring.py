@@ -58,8 +58,10 @@ class GpuMonitoringArgs(TypedDict):
     alerts: NotRequired[AlertPolicies]
     """Alert policies. Defaults to none."""
     serving: NotRequired[bool]
-    """Model servers (InferenceService) run on the cluster: with `alerts`, a queue-backlog policy on
-    vLLM's waiting requests. Defaults to false."""
+    """Model servers (InferenceService) run on the cluster: the dashboard gets a section per service
+    (requests, queue, time to first token, tokens per second, KV-cache use, the serving Pods' GPU duty
+    cycle), and `alerts` a queue-backlog policy on vLLM's waiting requests. Needs a dashboard or
+    alerts. Defaults to false."""
 
 
 # A cluster name as the queries filter on it (a non-empty label value).
@@ -86,6 +88,12 @@ def _monitoring_rules(spec: _GpuMonitoringSpec) -> list[str]:
         problems.add("exporter", f"only allowed with dcgm exporter (dcgm is {spec.dcgm})")
     if (spec.dashboard or spec.alerts is not None) and spec.cluster_name is None:
         problems.add("cluster_name", "required with a dashboard or alerts: they filter on the cluster's name")
+    if spec.serving and not spec.dashboard and spec.alerts is None:
+        problems.add(
+            "serving",
+            "true has no effect without a dashboard or alerts (dashboard is false, alerts unset): "
+            "remove it or turn one of them on",
+        )
     alerts = spec.alerts
     if alerts is not None:
         names = KeyNames("alerts", camel=False)
@@ -134,13 +142,16 @@ class GpuMonitoring(GkeGpuComponent[_GpuMonitoringSpec]):
             partial(_checked_cluster_name, name, spec.dashboard or spec.alerts is not None)
         )
         if spec.dashboard:
-            with_dcgm = spec.dcgm != "none"
+            with_dcgm, with_serving = spec.dcgm != "none", spec.serving
             self.dashboard = monitoring.Dashboard(
                 f"{name}-dashboard",
                 project=project,
                 dashboard_json=cluster.apply(
                     lambda c: json.dumps(
-                        gpu_dashboard(cluster=c, display_name=f"GPUs: {c}", dcgm=with_dcgm), sort_keys=True
+                        gpu_dashboard(
+                            cluster=c, display_name=f"GPUs: {c}", dcgm=with_dcgm, serving=with_serving
+                        ),
+                        sort_keys=True,
                     )
                 ),
                 opts=child,

@@ -171,6 +171,9 @@ def _monitoring(
         args["project"] = settings.project
     if settings.cluster.name:
         args["cluster_name"] = settings.cluster.name
+    if settings.serving and (m.dashboard or m.alerts.enabled):
+        # The dashboard's model-server section and the backlog alert.
+        args["serving"] = True
     if m.dcgm == "exporter":
         assert m.scraper_namespace is not None, "the settings name the scraper's namespace"
         if not exporter:
@@ -192,7 +195,6 @@ def _monitoring(
         }
         if settings.serving:
             alerts["serving_queue_backlog"] = m.alerts.serving_queue_backlog
-            args["serving"] = True
         args["alerts"] = alerts
     return declare(GpuMonitoring, "monitoring", args, opts=kubernetes)
 
