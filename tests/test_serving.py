@@ -185,7 +185,7 @@ def test_a_hugging_face_model_uses_its_token_secret_and_no_bucket() -> None:
         (
             {**CHAT, "scaleOn": "gpu", "replicas": {"min": 1, "max": 2}},
             [L4],
-            "gke-gpu:serving[0].scaleOn: gpu is not built yet",
+            "gke-gpu:serving[0].scaleOn: gpu is not offered: GKE's autoscaling guide for LLM servers",
         ),
         (
             {**CHAT, "scaleOn": "queue"},

@@ -71,7 +71,11 @@ class ServingRules(RuleBase):
         if service.scale_on == "gpu":
             self.problems.add(
                 names.at("scale_on"),
-                f"gpu is not built yet: the autoscaler scales on the queue ({NOT_BUILT}); use queue",
+                "gpu is not offered: GKE's autoscaling guide for LLM servers says duty cycle does not "
+                "measure the work a GPU does, so no duty-cycle target maps to a latency or throughput, and "
+                "vLLM keeps its GPU busy and its memory full either way; which label carries a serving Pod "
+                "on GKE's DCGM series is not published either (docs/serving.md, 'Scaling on GPU duty "
+                "cycle'); use queue",
             )
         elif service.scale_on is not None and replicas.min == replicas.max:
             self.problems.add(
