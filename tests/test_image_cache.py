@@ -5,9 +5,11 @@ Image streaming, which GKE requires for it, stays on in every pool."""
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from gke_gpu import GpuCapacityLadder, GpuNodePool, ImageCacheAllowlist, InvalidArgsError
 from gke_gpu.gpu.node_pool import REPLACE_ON_CHANGE
@@ -303,3 +305,28 @@ def test_the_render_says_a_ladder_needs_the_allowlist(ladder: RunResult) -> None
         and "ImageCacheAllowlist" in w
         for w in ladder.warnings
     )
+
+
+def test_the_serving_docs_example_renders_with_the_key_uncommented() -> None:
+    text = (Path(__file__).resolve().parent.parent / "docs" / "serving.md").read_text(encoding="utf-8")
+    section = text[text.index("## Images, fast") :]
+    block = re.search(r"```yaml\n(.*?)```", section, flags=re.DOTALL)
+    assert block is not None
+    uncommented = block.group(1).replace("# imageCache", "imageCache").replace("#   diskImage", "  diskImage")
+    pools = yaml.safe_load(uncommented.replace("<your-project>", "img-project"))["gke-gpu:gpuPools"]
+    config = node_config(standard(*pools))
+    assert config["secondaryBootDisks"] == [
+        {
+            "diskImage": "projects/img-project/global/images/vllm-openai-v0-33-0",
+            "mode": "CONTAINER_IMAGE_CACHE",
+        }
+    ]
+
+
+def test_preloading_stacks_pass_the_policy_pack(ladder: RunResult) -> None:
+    from tools import check_policies
+
+    for result in (standard(CACHED), ladder):
+        document = to_document(result)
+        assert any(r["type"] in (NODE_POOL, ALLOWLIST) for r in document["resources"])  # not vacuous
+        assert [str(v) for v in check_policies.check_document(document, notes=[])] == []
