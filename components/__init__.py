@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from .gpu.capacity_ladder import GpuCapacityLadder, GpuCapacityLadderArgs
     from .gpu.compute_class import GpuComputeClass, GpuComputeClassArgs
     from .gpu.device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
+    from .gpu.image_cache_allowlist import ImageCacheAllowlist, ImageCacheAllowlistArgs
     from .gpu.node_pool import GpuNodePool, GpuNodePoolArgs
     from .gpudirect.networks import GpuDirectNetworks, GpuDirectNetworksArgs
     from .gpudirect.software import GpuDirectSoftware, GpuDirectSoftwareArgs
@@ -68,6 +69,8 @@ __all__ = [
     "GpuMonitoringArgs",
     "GpuNodePool",
     "GpuNodePoolArgs",
+    "ImageCacheAllowlist",
+    "ImageCacheAllowlistArgs",
     "InferenceService",
     "InferenceServiceArgs",
     "InvalidArgsError",

@@ -36,6 +36,11 @@ CRD_SCHEMAS: dict[tuple[str, str], tuple[str, ...]] = {
         "crds-catalog/cloud.google.com/computeclass_v1.json",
         "computeclass.cloud.google.com_v1.json",
     ),
+    ("node.gke.io/v1", "GCPResourceAllowlist"): (
+        # As published (datreeio/CRDs-catalog), then our checks it lacks.
+        "crds-catalog/node.gke.io/gcpresourceallowlist_v1.json",
+        "gcpresourceallowlist.node.gke.io_v1.json",
+    ),
     ("monitoring.googleapis.com/v1", "PodMonitoring"): ("podmonitoring.monitoring.googleapis.com_v1.json",),
     ("monitoring.coreos.com/v1", "ServiceMonitor"): ("servicemonitor.monitoring.coreos.com_v1.json",),
     # Published CRD manifests, vendored verbatim (see SOURCES.md): Kueue v0.19.2, JobSet v0.12.0.

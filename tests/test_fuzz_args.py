@@ -66,6 +66,19 @@ PLAUSIBLE = {
     "local_ssd_count": st.integers(-1, 33),
     "disk_size_gb": st.integers(0, 70000),
     "disk_type": st.sampled_from(["pd-balanced", "hyperdisk-balanced", "pd-ssd", "floppy"]),
+    "image_cache": st.fixed_dictionaries(
+        {
+            "disk_image": st.sampled_from(
+                [
+                    "projects/p-123456/global/images/vllm",
+                    "global/images/vllm",
+                    "projects/P/global/images/x",
+                    "projects/p-123456/global/images/" + "x" * 70,
+                ]
+            )
+        },
+        optional={"mode": st.just("CONTAINER_IMAGE_CACHE")},
+    ),
     "labels": st.dictionaries(
         st.sampled_from(["team", "kubernetes.io/x", "bad key"]), st.text(max_size=70), max_size=2
     ),

@@ -26,6 +26,9 @@ SHARING = st.fixed_dictionaries(
     {"strategy": st.sampled_from(["TIME_SHARING", "MPS"]), "maxClientsPerGpu": st.integers(2, 8)}
 )
 MIG = st.sampled_from(["1g.10gb", "3g.40gb", "1g.12gb"])
+IMAGE_CACHE = st.builds(
+    lambda name: {"diskImage": f"projects/p-123456/global/images/{name}"}, st.sampled_from(["vllm", "tgi"])
+)
 STANDARD_POOL_OPTIONS = st.fixed_dictionaries(
     {},
     optional={
@@ -41,6 +44,7 @@ STANDARD_POOL_OPTIONS = st.fixed_dictionaries(
         "labels": st.just({"team": "ml"}),
         "taints": st.just([{"key": "team", "value": "ml", "effect": "NO_EXECUTE"}]),
         "diskSizeGb": st.sampled_from([50, 200]),
+        "imageCache": IMAGE_CACHE,
     },
 )
 # One way to get capacity (they mostly exclude each other), and sharing or MIG or neither.
@@ -57,6 +61,7 @@ CAPACITY = st.sampled_from(
         {"gpudirect": True, "zones": ["us-central1-a"]},
         {"gpudirect": True, "compactPlacement": True, "zones": ["us-central1-b"]},
         {"gpudirect": True, "flexStart": True, "zones": ["us-central1-a"]},
+        {"capacityLadder": ["onDemand", "spot"]},
     ]
 )
 PARTITIONING = st.one_of(
@@ -86,6 +91,7 @@ AUTOPILOT_POOL = st.fixed_dictionaries(
         "driverVersion": st.sampled_from(["DEFAULT", "LATEST"]),
         "sharing": SHARING,
         "migPartitionSize": MIG,
+        "imageCache": IMAGE_CACHE,
     },
 )
 

@@ -195,6 +195,18 @@ CASES: dict[str, Case] = {
         state={"className": "gpu-h100"},
         bad=(({"capacityLadder": ["spot", "spot"]}, "capacity_ladder[1]"),),
     ),
+    "ImageCacheAllowlist": Case(
+        wire={"diskImages": ["projects/p-123456/global/images/vllm-v0-33-0"]},
+        children={f"{NAME}-allowlist": "kubernetes:node.gke.io/v1:GCPResourceAllowlist"},
+        child_inputs={
+            (f"{NAME}-allowlist", "metadata.name"): "gke-secondary-boot-disk-allowlist",
+            (f"{NAME}-allowlist", "spec.allowedResourcePatterns[0]"): (
+                "projects/p-123456/global/images/vllm-v0-33-0"
+            ),
+        },
+        state={"allowedImages": ["projects/p-123456/global/images/vllm-v0-33-0"]},
+        bad=(({"diskImages": ["global/images/vllm"]}, "disk_images[0]"),),
+    ),
     "GpuComputeClass": Case(
         wire={"name": "l4", "accelerator": "nvidia-l4", "gpusPerNode": 1.0},
         children={f"{NAME}-class": "kubernetes:cloud.google.com/v1:ComputeClass"},

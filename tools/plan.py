@@ -209,6 +209,8 @@ def _node_pool_summary(i: dict[str, Any]) -> list[str]:
     local_ssds = _get(nc, "ephemeralStorageLocalSsdConfig.localSsdCount")
     if local_ssds:
         extras.append(f"localSsd={local_ssds}")
+    for disk in nc.get("secondaryBootDisks") or []:
+        extras.append(f"imageCache={disk.get('diskImage')}")
     lines.append(" ".join(extras))
     nics = _get(i, "networkConfig.additionalNodeNetworkConfigs", [])
     if nics:

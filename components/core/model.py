@@ -19,6 +19,9 @@ DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 CHANNEL = rf"^projects/({_PROJECT}|[0-9]{{1,20}})/notificationChannels/[0-9]{{1,30}}$"
 CIDR = r"^[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}$"
 DURATION = r"^[1-9][0-9]{0,6}[smhd]$"
+# A Compute Engine image by its full path, as gke-disk-image-builder prints it and GKE's node pool API
+# takes it ("fully-qualified resource ID"); images are global. Image names follow GCE_NAME.
+DISK_IMAGE = rf"^projects/{_PROJECT}/global/images/[a-z]([-a-z0-9]{{0,61}}[a-z0-9])?$"
 # What each pattern means, for the error message.
 PATTERN_MEANINGS = {
     GCE_NAME: "a GCE name: 1-63 lowercase letters, digits and hyphens, starting with a letter",
@@ -30,6 +33,7 @@ PATTERN_MEANINGS = {
     CHANNEL: "projects/<project>/notificationChannels/<numeric id>",
     CIDR: "an IPv4 CIDR block such as 10.0.0.0/16",
     DURATION: "a duration such as 90m, 24h or 7d (a whole number and s, m, h or d)",
+    DISK_IMAGE: "a Compute Engine image: projects/<project>/global/images/<image name>",
 }
 GceName = Annotated[str, Field(max_length=63, pattern=GCE_NAME)]
 MachineTypeName = Annotated[str, Field(max_length=63, pattern=MACHINE_TYPE)]

@@ -47,6 +47,7 @@ PUBLIC_COMPONENTS: dict[str, str] = {
     "GpuNodePool": "gpu.node_pool",
     "GpuComputeClass": "gpu.compute_class",
     "GpuCapacityLadder": "gpu.capacity_ladder",
+    "ImageCacheAllowlist": "gpu.image_cache_allowlist",
     "GpuMonitoring": "monitoring.gpu_monitoring",
     "DcgmExporter": "monitoring.dcgm_exporter",
     "NvidiaDevicePlugin": "gpu.device_plugin",

@@ -13,8 +13,8 @@ from ..core.component import CheckedArgs, GkeGpuComponent
 from ..core.k8s import app_labels
 from ..core.validation import Deferrable, pick
 from .compute_class import COMPUTE_CLASS_API_VERSION, gpu_sharing
-from .pool import GpuPool
-from .pool_args import CapacityStep, GpuDriverVersion, GpuReservation, GpuSharing, NodeTaint
+from .pool import CONTAINER_IMAGE_CACHE, GpuPool
+from .pool_args import CapacityStep, GpuDriverVersion, GpuImageCache, GpuReservation, GpuSharing, NodeTaint
 from .rules import check_standard_pool_args, validate_pool_args
 from .scheduling import compute_class_name
 
@@ -56,6 +56,10 @@ class GpuCapacityLadderArgs(TypedDict):
     """A MIG profile for every rung's nodes. Defaults to none."""
     disk_size_gb: NotRequired[int]
     """Boot disk size in GB. Defaults to 200."""
+    image_cache: NotRequired[GpuImageCache]
+    """Container images preloaded from a secondary boot disk on every rung's nodes. GKE creates the
+    rungs' node pools itself, so declare an ImageCacheAllowlist with the image too (one per cluster;
+    the stack program does). Defaults to none."""
     labels: NotRequired[dict[str, str]]
     """Node labels. Defaults to none."""
     taints: NotRequired[list[NodeTaint]]
@@ -109,6 +113,11 @@ def priorities(pool: GpuPool, project: str) -> list[dict[str, Any]]:
     if pool.local_ssd_count:
         # Required where the machine type has Local SSDs (GKE's ComputeClass reference).
         storage["localSSDCount"] = pool.local_ssd_count
+    if pool.image_cache:
+        cache = pool.image_cache
+        storage["secondaryBootDisks"] = [
+            {"diskImageName": cache.image_name, "project": cache.project, "mode": CONTAINER_IMAGE_CACHE}
+        ]
     rules = []
     for step in pool.capacity_ladder:
         rule: dict[str, Any] = {"machineType": pool.machine_type, "gpu": gpu, "storage": storage}
@@ -185,6 +194,9 @@ class GpuCapacityLadder(GkeGpuComponent[GpuCapacityLadderSpec]):
         }
         if pool.labels:
             node_config["nodeLabels"] = dict(pool.labels)
+        if pool.image_cache:
+            # GKE requires image streaming for a secondary boot disk; GpuNodePool always turns it on.
+            node_config["imageStreaming"] = {"enabled": True}
         account = pick(pool.node_service_account_email, args.get("node_service_account_email"))
         if account is not None:
             node_config["serviceAccount"] = account

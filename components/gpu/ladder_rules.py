@@ -65,6 +65,13 @@ class LadderRules(PoolRuleBase):
                 "for it would lack GPUDirect; use separate pools for the rungs",
             )
         self._check_ladder_steps(pool, path, accelerator, steps)
+        if pool.image_cache is not None:
+            self.note(
+                self.at(path, "image_cache"),
+                "GKE creates the ladder's node pools itself and attaches a preloaded disk only for an "
+                "image the cluster's GCPResourceAllowlist names: the stack declares one "
+                "(ImageCacheAllowlist); a program that uses GpuCapacityLadder alone must declare one too",
+            )
         self.note(
             key,
             f"GKE creates the ladder's node pools for its ComputeClass (nodePoolAutoCreation), which needs "

@@ -13,7 +13,7 @@ from ..core.arg_types import ClusterName, NodeNetworks, ProjectId
 from ..core.component import CheckedArgs, GkeGpuComponent
 from ..core.validation import Deferrable, pick
 from ..gpudirect.flavors import FLAVORS
-from .pool import GpuPool
+from .pool import CONTAINER_IMAGE_CACHE, GpuPool
 from .pool_args import GpuNodePoolArgs, NodeNetwork, node_network_list
 from .rules import check_standard_pool_args, validate_pool_args
 
@@ -56,6 +56,9 @@ REPLACE_ON_CHANGE = (
     "nodeConfig.shieldedInstanceConfig",
     "nodeConfig.gvnic",
     "nodeConfig.gcfsConfig",
+    # The preloaded disk image: ForceNew in the provider (node_config.go, secondary_boot_disks), and
+    # GKE's guide: "When you modify the disk image, you must create a new node pool".
+    "nodeConfig.secondaryBootDisks",
 )
 
 # pulumi-gcp types this list of NodePoolNetworkConfigArgs as Args objects only; the provider takes the
@@ -127,9 +130,14 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
     * autoscaling by total node counts with location policy ANY (the zones with capacity first,
       unused reservations first), from ``min_nodes`` (0 by default: the pool costs nothing idle).
 
+    With ``image_cache``, every node also gets a secondary boot disk made from the given image, which
+    containerd reads cached container images from (image streaming, always on here, is GKE's
+    requirement for it).
+
     Hazard: most GPU settings are immutable. Changing the accelerator, its count, the driver
-    version, sharing, MIG partition, Spot, reservation, Local SSDs, placement or zones deletes and
-    recreates the pool (see REPLACE_ON_CHANGE); a new machine type or disk rolls the nodes instead.
+    version, sharing, MIG partition, Spot, reservation, Local SSDs, placement, zones or the image
+    cache's disk image deletes and recreates the pool (see REPLACE_ON_CHANGE); a new machine type or
+    disk rolls the nodes instead.
     The pool has a fixed name, so the old pool is deleted before the new one is created (no double
     GPU quota, but no capacity in between): ``pulumi preview`` shows it as a replacement, and the
     offline render's ``--diff`` marks it.
@@ -262,7 +270,19 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
                 if pool.local_ssd_count
                 else None
             ),
+            # Image streaming, on in every pool: GKE requires it for the image cache's secondary boot
+            # disk, so it must never depend on other settings.
             gcfs_config=container.NodePoolNodeConfigGcfsConfigArgs(enabled=True),
+            # Hazard: changing the disk image replaces the pool (REPLACE_ON_CHANGE).
+            secondary_boot_disks=(
+                [
+                    container.NodePoolNodeConfigSecondaryBootDiskArgs(
+                        disk_image=pool.image_cache.disk_image, mode=CONTAINER_IMAGE_CACHE
+                    )
+                ]
+                if pool.image_cache
+                else None
+            ),
             gvnic=container.NodePoolNodeConfigGvnicArgs(enabled=True),
             labels=labels,
             **hardened_node_settings(service_account_email),

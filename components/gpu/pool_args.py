@@ -98,6 +98,15 @@ class NodeTaint(TypedDict):
     """Defaults to NO_SCHEDULE."""
 
 
+class GpuImageCache(TypedDict):
+    """Container images preloaded on every node from a secondary boot disk."""
+
+    disk_image: str
+    """A Compute Engine image built with gke-disk-image-builder, as it prints it:
+    `projects/<project>/global/images/<name>`. Each node gets a disk of the image's size and the boot
+    disk's type; image streaming stays on. Changing it replaces the pool."""
+
+
 class NodeNetwork(TypedDict):
     """An extra NIC of every node: the VPC and subnet it attaches to."""
 
@@ -182,6 +191,9 @@ class GpuNodePoolArgs(TypedDict):
     disk_type: NotRequired[str]
     """Boot disk type. Defaults to the machine's first supported type (pd-balanced or
     hyperdisk-balanced)."""
+    image_cache: NotRequired[GpuImageCache]
+    """Preload container images (for example a model server's) from a secondary boot disk, so a new
+    node starts them without pulling. Needs GKE 1.30.1-gke.1329000. Defaults to none."""
     labels: NotRequired[dict[str, str]]
     """Kubernetes labels on every node (not under kubernetes.io, k8s.io or cloud.google.com)."""
     taints: NotRequired[list[NodeTaint]]

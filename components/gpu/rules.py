@@ -29,6 +29,11 @@ from .machine_rules import MachineRules
 from .placement_rules import PlacementRules
 from .pool import GpuPool
 
+# GKE's first version with secondary boot disks on COS_CONTAINERD nodes, Standard and Autopilot (GKE
+# "Use secondary boot disks to preload data or container images", Requirements; its overview still
+# names 1.28.3-gke.1067000 for Standard).
+IMAGE_CACHE_MIN_VERSION = "1.30.1-gke.1329000"
+
 
 class GpuPoolRules(MachineRules, PlacementRules, GpuDirectRules, LadderRules):
     def check(self, pool: GpuPool, path: str = "") -> GpuPool | None:
@@ -155,6 +160,8 @@ class GpuPoolRules(MachineRules, PlacementRules, GpuDirectRules, LadderRules):
             "max_run_duration": "on Autopilot, flex-start is requested per workload",
             "gpudirect": "GKE's Autopilot GPUDirect-TCPX/TCPXO guide requests it per workload; this "
             "program wires GPUDirect into Standard node pools only",
+            "image_cache": "on Autopilot, a workload asks for a preloaded disk itself, with a node "
+            "selector and an allowlist of the image; this program preloads Standard pools only",
         }
         for key, why in standard_only.items():
             if key in pool.model_fields_set:
@@ -254,6 +261,12 @@ class GpuPoolRules(MachineRules, PlacementRules, GpuDirectRules, LadderRules):
                 )
         self._check_capacity_options(pool, path, machine, zones)
         self._check_gpudirect(pool, path, machine, zones)
+        if pool.image_cache is not None:
+            self.note(
+                path,
+                f"{self.key('image_cache')} needs GKE {IMAGE_CACHE_MIN_VERSION} or later; "
+                f"{self.version_hint()}",
+            )
         local_ssds = self._local_ssds(pool, path, machine)
         disk_type = self._disk_type(pool, path, machine)
         return resolved(

@@ -61,6 +61,7 @@ _STACK_KEYS = {
 # Components most stacks do not use, by name: their modules are imported only by the stacks that do.
 _STACK_KEYS_BY_NAME = {
     "GpuCapacityLadder": f"{NAMESPACE}:gpuPools",
+    "ImageCacheAllowlist": f"{NAMESPACE}:gpuPools",
     "InferenceService": f"{NAMESPACE}:serving",
     "CustomMetricsAdapter": f"{NAMESPACE}:serving",
     "ServingLoadTest": f"{NAMESPACE}:workloads",

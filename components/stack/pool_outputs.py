@@ -47,6 +47,8 @@ def pool_summary(pool: GpuPool, *, autopilot: bool) -> dict[str, Any]:
         summary["queuedProvisioning"] = True
     if pool.capacity_ladder is not None:
         summary["capacityLadder"] = list(pool.capacity_ladder)
+    if pool.image_cache is not None:
+        summary["imageCache"] = {"diskImage": pool.image_cache.disk_image}
     gpudirect = pool_gpudirect_summary(pool)
     if gpudirect:
         summary["gpudirect"] = gpudirect

@@ -120,6 +120,20 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
                 compute_class_args(pool, region=settings.region),
                 opts=pulumi.ResourceOptions(provider=cluster.provider),
             )
+    # GKE creates a ladder's node pools itself: it attaches their preloaded disk only for an image the
+    # cluster's one allowlist names.
+    ladder_images = sorted(
+        {p.image_cache.disk_image for p in settings.gpu_pools if p.capacity_ladder and p.image_cache}
+    )
+    if ladder_images and not autopilot:
+        from ..gpu.image_cache_allowlist import ImageCacheAllowlist
+
+        declare(
+            ImageCacheAllowlist,
+            "image-cache",
+            {"disk_images": ladder_images},
+            opts=pulumi.ResourceOptions(provider=cluster.provider),
+        )
 
     kubernetes = pulumi.ResourceOptions(providers={"kubernetes": cluster.provider})
     software = gpudirect_software(settings, networks, kubernetes)
