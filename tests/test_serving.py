@@ -427,3 +427,14 @@ def test_no_file_cache_where_the_nodes_size_is_unknown_or_the_model_is_not_in_a_
     assert "weights_cache_gib: 4 is only allowed with a gs:// model" in str(refused.value)
     with pytest.raises(InvalidArgsError, match="weights_cache_medium: only allowed with weights_cache_gib"):
         InferenceService.check_args("chat", {**ARGS, "weights_cache_medium": "disk"})
+
+
+def test_the_output_says_whether_the_pool_preloads_the_image(served: RunResult) -> None:
+    assert served.outputs["serving"]["chat"]["image"].startswith("vllm/vllm-openai:v0.33.0, streamed")
+    disk = "projects/example/global/images/vllm-0-33"
+    result = render(
+        stack_config(
+            cluster=STANDARD_CLUSTER, gpuPools=[{**L4, "imageCache": {"diskImage": disk}}], serving=[CHAT]
+        )
+    )
+    assert f"preloaded on the pool's nodes from {disk}" in result.outputs["serving"]["chat"]["image"]

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import pulumi
 
+from ..core import images
 from ..core.catalog import load_catalog
 from ..gpu.pool import GpuPool
 from ..gpu.scheduling import node_selector, tolerations
@@ -205,6 +206,12 @@ def _summary(service: ServingConfig, pool: GpuPool, component: InferenceService)
         "namespace": namespace,
         "model": service.model,
         "weights": weights,
+        "image": (
+            f"{images.VLLM}, preloaded on the pool's nodes from {pool.image_cache.disk_image} if that "
+            "disk image was built with it (gpuPools[].imageCache; otherwise streamed)"
+            if pool.image_cache
+            else f"{images.VLLM}, streamed at a node's first start (image streaming; no gpuPools[].imageCache)"
+        ),
         "gpusPerReplica": service.gpus_per_replica,
         "replicas": service.replicas.max
         if service.replicas.max == service.replicas.min
