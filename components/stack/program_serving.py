@@ -210,7 +210,7 @@ def _summary(service: ServingConfig, pool: GpuPool, component: InferenceService)
             f"{images.VLLM}, preloaded on the pool's nodes from {pool.image_cache.disk_image} if that "
             "disk image was built with it (gpuPools[].imageCache; otherwise streamed)"
             if pool.image_cache
-            else f"{images.VLLM}, streamed at a node's first start (image streaming; no gpuPools[].imageCache)"
+            else f"{images.VLLM}, streamed at a node's first start (image streaming; no imageCache)"
         ),
         "gpusPerReplica": service.gpus_per_replica,
         "replicas": service.replicas.max
