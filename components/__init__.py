@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from .monitoring.gpu_monitoring import GpuMonitoring, GpuMonitoringArgs
     from .network.vpc import GkeNetwork, GkeNetworkArgs
     from .serving.inference_service import InferenceService, InferenceServiceArgs
+    from .serving.lws_controller import LeaderWorkerSetController, LeaderWorkerSetControllerArgs
     from .serving.metrics_adapter import CustomMetricsAdapter, CustomMetricsAdapterArgs
     from .workloads.batch_queues import GpuBatchQueues, GpuBatchQueuesArgs
     from .workloads.nccl_allreduce import NcclAllReduce, NcclAllReduceArgs
@@ -70,6 +71,8 @@ __all__ = [
     "InferenceService",
     "InferenceServiceArgs",
     "InvalidArgsError",
+    "LeaderWorkerSetController",
+    "LeaderWorkerSetControllerArgs",
     "NcclAllReduce",
     "NcclAllReduceArgs",
     "NvidiaDevicePlugin",

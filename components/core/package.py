@@ -57,6 +57,7 @@ PUBLIC_COMPONENTS: dict[str, str] = {
     "NcclAllReduce": "workloads.nccl_allreduce",
     "InferenceService": "serving.inference_service",
     "CustomMetricsAdapter": "serving.metrics_adapter",
+    "LeaderWorkerSetController": "serving.lws_controller",
 }
 
 
