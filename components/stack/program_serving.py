@@ -23,6 +23,12 @@ def needs_gcs_fuse(settings: Settings) -> bool:
     return any(weights_source(s.model) == "gcs" for s in settings.serving)
 
 
+def nodes_per_replica(service: ServingConfig, pool: GpuPool) -> int:
+    """The nodes one replica spans: 1, or its GPUs over a node's (a whole multiple: the rules say so)."""
+    per_node = pool.gpus_per_node or service.gpus_per_replica
+    return max(1, service.gpus_per_replica // per_node)
+
+
 def container_size(pool: GpuPool, gpus: int) -> dict[str, int]:
     """CPU, memory, /dev/shm and disk of a replica taking `gpus` of a node: half the node's CPU and 60%
     of its memory in the GPUs' proportion, what a GPU node's allocatable leaves after GKE's reservations
@@ -52,6 +58,7 @@ def serving(
         return {}
     # Imported here: a stack without model servers does not pay for their modules.
     from ..serving.inference_service import InferenceService
+    from ..serving.lws_controller import LeaderWorkerSetController
     from ..serving.metrics_adapter import CustomMetricsAdapter
 
     autopilot = settings.cluster.mode == "autopilot"
@@ -66,8 +73,20 @@ def serving(
             opts=pulumi.ResourceOptions(providers={"kubernetes": provider}),
         )
         depends_on = [*depends_on, adapter]
+    lws: list[pulumi.Resource] = []
+    if any(nodes_per_replica(s, pools[s.pool]) > 1 for s in settings.serving):
+        # One per cluster: a replica that spans nodes is a LeaderWorkerSet, which its webhooks admit.
+        lws = [
+            declare(
+                LeaderWorkerSetController,
+                "leader-worker-set",
+                {},
+                opts=pulumi.ResourceOptions(providers={"kubernetes": provider}),
+            )
+        ]
     for service in settings.serving:
         pool = pools[service.pool]
+        nodes = nodes_per_replica(service, pool)
         args: InferenceServiceArgs = {
             "name": service.name,
             "model": service.model,
@@ -80,7 +99,7 @@ def serving(
             "cluster_name": cluster_name,
             "client_namespaces": list(service.client_namespaces),
         }
-        size = container_size(pool, service.gpus_per_replica)
+        size = container_size(pool, service.gpus_per_replica // nodes)
         args["cpu"], args["memory_gib"], args["shm_gib"] = size["cpu"], size["memory_gib"], size["shm_gib"]
         args["disk_gib"] = size["disk_gib"]
         if service.replicas.max > service.replicas.min:
@@ -89,24 +108,30 @@ def serving(
             args["hf_token_secret"] = service.hf_token_secret
         if service.max_model_len is not None:
             args["max_model_len"] = service.max_model_len
+        if nodes > 1:
+            args["gpus_per_node"] = service.gpus_per_replica // nodes
         component = declare(
             InferenceService,
             f"serve-{service.name}",
             args,
-            opts=pulumi.ResourceOptions(providers={"kubernetes": provider}, depends_on=depends_on),
+            opts=pulumi.ResourceOptions(
+                providers={"kubernetes": provider}, depends_on=[*depends_on, *(lws if nodes > 1 else [])]
+            ),
         )
-        outputs[service.name] = _summary(service, pool, component)
+        outputs[service.name] = _summary(service, pool, component, nodes)
     return outputs
 
 
-def _summary(service: ServingConfig, pool: GpuPool, component: InferenceService) -> dict[str, Any]:
+def _summary(
+    service: ServingConfig, pool: GpuPool, component: InferenceService, nodes: int
+) -> dict[str, Any]:
     namespace = service.namespace
     if weights_source(service.model) == "gcs":
         bucket, path = gcs_location(service.model)
         weights = f"Cloud Storage FUSE: gs://{bucket}/{path}, read-only, as the service's own account"
     else:
         weights = f"downloaded from Hugging Face at start ({service.model}, token: {service.hf_token_secret})"
-    return {
+    summary: dict[str, Any] = {
         "pool": pool.name,
         "url": component.service_url,
         "namespace": namespace,
@@ -127,3 +152,22 @@ def _summary(service: ServingConfig, pool: GpuPool, component: InferenceService)
             "logs": f"kubectl logs -n {namespace} deployment/{service.name} -c vllm",
         },
     }
+    if nodes > 1:
+        from ..serving.leader_worker_set import group_name
+
+        group = group_name(service.name)
+        per_node = service.gpus_per_replica // nodes
+        summary["nodesPerReplica"] = nodes
+        summary["layout"] = (
+            f"LeaderWorkerSet {group}: replica i is {nodes} Pods on {nodes} nodes, the leader {group}-i "
+            f"(the API) and {nodes - 1} headless worker(s) {group}-i-n; tensor parallel {per_node} within "
+            f"each node, pipeline parallel {nodes} across them"
+        )
+        summary["commands"] = {
+            **summary["commands"],
+            "wait": f"kubectl wait -n {namespace} leaderworkerset/{group} --for=condition=Available "
+            "--timeout=45m",
+            "logs": f"kubectl logs -n {namespace} {group}-0 -c vllm",
+            "workerLogs": f"kubectl logs -n {namespace} {group}-0-1 -c vllm",
+        }
+    return summary
