@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from .network.vpc import GkeNetwork, GkeNetworkArgs
     from .serving.inference_service import InferenceService, InferenceServiceArgs
     from .serving.load_test import ServingLoadTest, ServingLoadTestArgs
+    from .serving.lws_controller import LeaderWorkerSetController, LeaderWorkerSetControllerArgs
     from .serving.metrics_adapter import CustomMetricsAdapter, CustomMetricsAdapterArgs
     from .workloads.batch_queues import GpuBatchQueues, GpuBatchQueuesArgs
     from .workloads.nccl_allreduce import NcclAllReduce, NcclAllReduceArgs
@@ -74,6 +75,8 @@ __all__ = [
     "InferenceService",
     "InferenceServiceArgs",
     "InvalidArgsError",
+    "LeaderWorkerSetController",
+    "LeaderWorkerSetControllerArgs",
     "NcclAllReduce",
     "NcclAllReduceArgs",
     "NvidiaDevicePlugin",

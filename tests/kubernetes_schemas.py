@@ -57,6 +57,10 @@ CRD_SCHEMAS: dict[tuple[str, str], tuple[str, ...]] = {
         "crds/kueue.x-k8s.io/kueue.x-k8s.io_provisioningrequestconfigs.yaml",
     ),
     ("jobset.x-k8s.io/v1alpha2", "JobSet"): ("crds/jobset.x-k8s.io/jobset.x-k8s.io_jobsets.yaml",),
+    # LeaderWorkerSet v0.10.0, the Helm chart's copy (what the chart installs).
+    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): (
+        "crds/leaderworkerset.x-k8s.io/leaderworkerset.x-k8s.io_leaderworkersets.yaml",
+    ),
     # GKE's multi-network CRDs (GoogleCloudPlatform/gke-networking-api@34c617f2, config/crds/).
     ("networking.gke.io/v1", "GKENetworkParamSet"): (
         "crds/networking.gke.io/networking.gke.io_gkenetworkparamsets.yaml",

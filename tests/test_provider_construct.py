@@ -139,6 +139,20 @@ CASES: dict[str, Case] = {
         state={},
         bad=(({"clusterName": "GPU_1"}, "cluster_name"),),
     ),
+    "LeaderWorkerSetController": Case(
+        wire={"memoryGib": 2.0},
+        children={
+            f"{NAME}-namespace": "kubernetes:core/v1:Namespace",
+            f"{NAME}-chart": "kubernetes:helm.sh/v4:Chart",
+        },
+        child_inputs={
+            (f"{NAME}-chart", "version"): "0.10.0",
+            (f"{NAME}-chart", "values.resources.limits.memory"): "2Gi",
+            (f"{NAME}-namespace", "metadata.name"): "lws-system",
+        },
+        state={},
+        bad=(({"memoryGib": 0.0}, "memory_gib"), ({"cpu": 0.0}, "cpu")),
+    ),
     "InferenceService": Case(
         wire={
             "name": "chat",

@@ -168,9 +168,9 @@ def test_a_hugging_face_model_uses_its_token_secret_and_no_bucket() -> None:
             "gke-gpu:serving[0].pool: 'h100' is not a GPU pool of this stack; pools: l4",
         ),
         (
-            {**CHAT, "gpusPerReplica": 2},
-            [L4],
-            "gke-gpu:serving[0].gpusPerReplica: 2 is more than pool l4's 1 GPUs per node",
+            {**CHAT, "gpusPerReplica": 3},
+            [{**L4, "gpusPerNode": 2}],
+            "gke-gpu:serving[0].gpusPerReplica: 3 is not a whole multiple of pool l4's 2 GPUs per node",
         ),
         (
             {**CHAT, "replicas": {"min": 3, "max": 2}},

@@ -1,7 +1,7 @@
-"""The Kueue (v0.19.2), JobSet (v0.12.0) and GKE networking (Network, GKENetworkParamSet) CRDs
-vendored verbatim in tests/schemas/crds (see SOURCES.md): each file is the published one unchanged,
-and `validate` checks an object of each kind against the openAPIV3Schema of its apiVersion there,
-unknown fields failing as for other kinds."""
+"""The Kueue (v0.19.2), JobSet (v0.12.0), LeaderWorkerSet (v0.10.0) and GKE networking (Network,
+GKENetworkParamSet) CRDs vendored verbatim in tests/schemas/crds (see SOURCES.md): each file is the
+published one unchanged, and `validate` checks an object of each kind against the openAPIV3Schema of
+its apiVersion there, unknown fields failing as for other kinds."""
 
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ JOBSET = "jobset.x-k8s.io/v1alpha2"
 # config/components/crd/bases/; kubernetes-sigs/jobset tag v0.12.0 (commit f22e565a), same folder.
 KUEUE_CRDS = "crds/kueue.x-k8s.io/kueue.x-k8s.io_"
 GKE_NETWORKING_CRDS = "crds/networking.gke.io/networking.gke.io_"
+LWS_CRD = "crds/leaderworkerset.x-k8s.io/leaderworkerset.x-k8s.io_leaderworkersets.yaml"
+LWS = "leaderworkerset.x-k8s.io/v1"
 VENDORED_BLOBS = {
     f"{KUEUE_CRDS}resourceflavors.yaml": "6c3216d8ce5f59a77dcee45e3697bc110a249df9",
     f"{KUEUE_CRDS}clusterqueues.yaml": "a605e10a33050f30a5a31a5240444216a2a4f553",
@@ -36,6 +38,8 @@ VENDORED_BLOBS = {
     f"{KUEUE_CRDS}provisioningrequestconfigs.yaml": "95ed0039d027647ac09b3bfd7f529cb1cacfca31",
     f"{KUEUE_CRDS}topologies.yaml": "f5a2774bbc83a5aedbe4272ecb780c399da09532",
     "crds/jobset.x-k8s.io/jobset.x-k8s.io_jobsets.yaml": "96add10d030c2ab2c94b1c774edd23c814692808",
+    # kubernetes-sigs/lws tag v0.10.0 (commit 2161f38f), charts/lws/crds/ (the Helm chart's copy).
+    LWS_CRD: "b48ed287c311f20c14a5667be6a5901bba81a05a",
     # GoogleCloudPlatform/gke-networking-api@34c617f2 (2025-12-12), config/crds/.
     f"{GKE_NETWORKING_CRDS}gkenetworkparamsets.yaml": "01dcb67e88e37eda2133fc4089ed904ac01032b0",
     f"{GKE_NETWORKING_CRDS}networks.yaml": "e136f9ab19130d6084a4c9fe9ae9bda3d0f32dd9",
@@ -144,6 +148,29 @@ VALID: dict[str, dict[str, Any]] = {
             ]
         },
     },
+    "LeaderWorkerSet": {
+        "apiVersion": LWS,
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "vllm", "namespace": "serving"},
+        "spec": {
+            "replicas": 1,
+            "leaderWorkerTemplate": {
+                "size": 2,
+                "restartPolicy": "RecreateGroupOnPodRestart",
+                "workerTemplate": {
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "vllm",
+                                "image": "busybox",
+                                "resources": {"limits": {"nvidia.com/gpu": 8}},
+                            }
+                        ]
+                    }
+                },
+            },
+        },
+    },
     "GKENetworkParamSet": {
         "apiVersion": GKE_NETWORKING,
         "kind": "GKENetworkParamSet",
@@ -215,6 +242,16 @@ INVALID = [
     ("JobSet", _set("spec.replicatedJobs.0.replicas", "2"), "is not of type 'integer'"),
     ("JobSet", _set(f"{WORKERS}.template.spec.containers.0.imagee", "x"), "'imagee' was unexpected"),
     ("JobSet", _set("specs", {}), "'specs' was unexpected"),
+    ("LeaderWorkerSet", _set("spec.leaderWorkerTemplate.restartPolicy", "Always"), "is not one of"),
+    ("LeaderWorkerSet", _set("spec.startupPolicy", "LeaderStarted"), "is not one of"),
+    ("LeaderWorkerSet", _set("spec.leaderWorkerTemplate.size", "2"), "is not of type 'integer'"),
+    ("LeaderWorkerSet", _drop("spec.leaderWorkerTemplate.workerTemplate"), "'workerTemplate' is a required"),
+    (
+        "LeaderWorkerSet",
+        _set("spec.leaderWorkerTemplate.workerTemplate.spec.nodeSelectors", {}),
+        "was unexpected",
+    ),
+    ("LeaderWorkerSet", _set("spec.rolloutStrategy", {"type": "Recreate"}), "is not one of"),
     ("GKENetworkParamSet", _set("spec.deviceMode", "Rdma"), "is not one of"),
     ("GKENetworkParamSet", _set("spec.vpcSubnets", "x"), "'vpcSubnets' was unexpected"),
     ("Network", _set("spec.type", "device"), "is not one of"),

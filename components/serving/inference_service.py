@@ -18,23 +18,24 @@ from ..core.k8s import (
     TolerationSpec,
     app_labels,
     restricted_container_security_context,
-    selector_labels,
     toleration_args,
     toleration_problems,
 )
 from ..core.validation import ArgsModel
+from .deployment import deployment
+from .leader_worker_set import leader_worker_set, scale_target, serving_selector
 from .model import MAX_SERVICE_NAME, SERVICE_NAME_MEANING, ModelServerSettings, service_namespace
-from .rules import check_model_server, gcs_location, weights_source
+from .rules import check_model_server, check_replica_nodes, gcs_location, weights_source
 from .server_parts import (
     HOME,
     PORT,
     VLLM_GROUP,
     VLLM_USER,
     WEIGHTS_DIR,
-    file_cache_annotations,
     file_cache_volume,
     mount_options,
     network_policy,
+    pod_annotations,
     server_labels,
     vllm_args,
 )
@@ -70,7 +71,13 @@ class InferenceServiceArgs(TypedDict):
     server: NotRequired[str]
     """The model server: `vllm`. Defaults to vllm."""
     gpus_per_replica: NotRequired[int]
-    """GPUs of one replica (vLLM's tensor parallel size), on one node. Defaults to 1."""
+    """GPUs of one replica (vLLM's tensor parallel size), on one node; with `gpus_per_node`, a whole
+    multiple of it over several nodes. Defaults to 1."""
+    gpus_per_node: NotRequired[int]
+    """GPUs of each of the pool's nodes. A replica with more (`gpus_per_replica` a multiple of this)
+    spans nodes: a LeaderWorkerSet of one leader (the API server) and headless workers, one Pod per
+    node, tensor parallel within each node and pipeline parallel across them; it needs the
+    LeaderWorkerSetController. Defaults to `gpus_per_replica` (one node, a Deployment)."""
     replicas: NotRequired[int]
     """Replicas (each holds its GPUs while it runs); with `max_replicas`, the fewest. Defaults to 1."""
     max_replicas: NotRequired[int]
@@ -112,6 +119,7 @@ class _Place(ArgsModel):
 
 
 class InferenceServiceSpec(ModelServerSettings, _Place):
+    gpus_per_node: int | None = Field(None, ge=1, le=16)
     replicas: int = Field(1, ge=1, le=100)
     max_replicas: int | None = Field(None, ge=1, le=100)
     queue_target: float = Field(5, gt=0, le=10_000)
@@ -122,10 +130,25 @@ class InferenceServiceSpec(ModelServerSettings, _Place):
     weights_cache_gib: int = Field(0, ge=0, le=100_000)
     weights_cache_medium: Literal["memory", "disk"] = "memory"
 
+    @property
+    def gpus_per_pod(self) -> int:
+        """A Pod's GPUs: the replica's, or a node's when the replica spans nodes."""
+        return min(self.gpus_per_replica, self.gpus_per_node or self.gpus_per_replica)
+
+    @property
+    def nodes_per_replica(self) -> int:
+        """1 for a Deployment; above it, the size of each LeaderWorkerSet group."""
+        return self.gpus_per_replica // self.gpus_per_pod
+
 
 def _rules(spec: InferenceServiceSpec) -> list[str]:
     problems = Problems()
     check_model_server(spec, KeyNames(camel=False), problems)
+    if spec.gpus_per_node is not None:
+        per_node = f"gpus_per_node {spec.gpus_per_node}"
+        check_replica_nodes(
+            spec.gpus_per_replica, spec.gpus_per_node, per_node, KeyNames(camel=False), problems
+        )
     for i, toleration in enumerate(spec.tolerations):
         for problem in toleration_problems(f"tolerations[{i}]", toleration):
             path, _, message = problem.partition(": ")
@@ -148,16 +171,6 @@ def _rules(spec: InferenceServiceSpec) -> list[str]:
     return problems.items
 
 
-def _pod_annotations(spec: InferenceServiceSpec) -> dict[str, str] | None:
-    """A gs:// model's Pod asks GKE for the Cloud Storage FUSE sidecar (and sizes it for its cache)."""
-    if weights_source(spec.model) != "gcs":
-        return None
-    annotations = {"gke-gcsfuse/volumes": "true"}
-    if spec.weights_cache_gib:
-        annotations.update(file_cache_annotations(spec.weights_cache_gib, spec.weights_cache_medium))
-    return annotations
-
-
 def service_account_id(cluster_name: str, name: str) -> str:
     """The service's Google service account id (6-30 chars), unique per cluster and service."""
     digest = hashlib.sha256(f"{cluster_name}/{name}".encode()).hexdigest()[:6]
@@ -165,8 +178,8 @@ def service_account_id(cluster_name: str, name: str) -> str:
 
 
 class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
-    """A vLLM model server (`vllm/vllm-openai`, pinned) as a Deployment on a GPU pool, in its own
-    namespace `serve-<name>`.
+    """A vLLM model server (`vllm/vllm-openai`, pinned) on a GPU pool, in its own namespace
+    `serve-<name>`: a Deployment, or a LeaderWorkerSet when a replica spans nodes (`gpus_per_node`).
 
     Weights: a gs:// model is mounted read-only from its bucket through GKE's Cloud Storage FUSE CSI
     driver (the cluster must have it: GkeCluster's `gcs_fuse_csi_driver`), read as the service's own
@@ -229,42 +242,21 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
         )
         # The grants first: a mount before them fails with PermissionDenied and retries with backoff.
         after_ksa = pulumi.ResourceOptions(parent=self, depends_on=[ns, ksa, *grants])
-        self.deployment = k8s.apps.v1.Deployment(
-            f"{name}-deployment",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=spec.name,
-                namespace=namespace,
-                labels=labels,
-                annotations={
-                    # `pulumi up` waits for the replicas to be ready: a GPU node from zero, a ~10 GB
-                    # image and the weights take longer than the provider's default 10 minutes.
-                    "pulumi.com/timeoutSeconds": str(ROLLOUT_TIMEOUT_S),
-                    # An autoscaler that ran owns .spec.replicas (the scale subresource): going back to
-                    # fixed replicas must take it over, not fail on the conflict (pulumi-kubernetes
-                    # issues 2491, 2569).
-                    "pulumi.com/patchForce": "true",
-                },
-            ),
-            spec=k8s.apps.v1.DeploymentSpecArgs(
-                replicas=spec.replicas,
-                selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector_labels(labels)),
-                strategy=k8s.apps.v1.DeploymentStrategyArgs(
-                    type="RollingUpdate",
-                    rolling_update=k8s.apps.v1.RollingUpdateDeploymentArgs(max_surge=0, max_unavailable=1),
-                ),
-                template=k8s.core.v1.PodTemplateSpecArgs(
-                    metadata=k8s.meta.v1.ObjectMetaArgs(
-                        labels=labels,
-                        annotations=_pod_annotations(spec),
-                    ),
-                    spec=self._pod_spec(spec),
-                ),
-            ),
-            # The autoscaler owns the replica count once it exists: Pulumi sets it only at creation.
-            opts=pulumi.ResourceOptions.merge(
-                after_ksa,
-                pulumi.ResourceOptions(ignore_changes=["spec.replicas"] if spec.max_replicas else None),
-            ),
+        # The autoscaler owns the replica count once it exists: Pulumi sets it only at creation.
+        workload = pulumi.ResourceOptions.merge(
+            after_ksa, pulumi.ResourceOptions(ignore_changes=["spec.replicas"] if spec.max_replicas else None)
+        )
+        # One node a replica: a Deployment; several: a LeaderWorkerSet, a group of Pods a replica.
+        build = leader_worker_set if spec.nodes_per_replica > 1 else deployment
+        build(
+            name,
+            spec,
+            namespace,
+            labels,
+            self._pod_spec(spec),
+            annotations=pod_annotations(spec),
+            timeout_s=ROLLOUT_TIMEOUT_S,
+            opts=workload,
         )
         if spec.max_replicas is not None:
             self._autoscaler(name, spec, namespace, labels, in_namespace)
@@ -272,7 +264,7 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
             f"{name}-service",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=spec.name, namespace=namespace, labels=labels),
             spec=k8s.core.v1.ServiceSpecArgs(
-                selector=selector_labels(labels),
+                selector=serving_selector(spec, labels),
                 ports=[k8s.core.v1.ServicePortArgs(name="http", port=PORT, target_port=PORT, protocol="TCP")],
             ),
             opts=in_namespace,
@@ -289,7 +281,7 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
             kind="PodMonitoring",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=spec.name, namespace=namespace, labels=labels),
             spec={
-                "selector": {"matchLabels": selector_labels(labels)},
+                "selector": {"matchLabels": serving_selector(spec, labels)},
                 "endpoints": [{"port": PORT, "path": "/metrics", "interval": "15s"}],
             },
             opts=in_namespace,
@@ -313,9 +305,7 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
             f"{name}-autoscaler",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=spec.name, namespace=namespace, labels=labels),
             spec=k8s.autoscaling.v2.HorizontalPodAutoscalerSpecArgs(
-                scale_target_ref=k8s.autoscaling.v2.CrossVersionObjectReferenceArgs(
-                    api_version="apps/v1", kind="Deployment", name=spec.name
-                ),
+                scale_target_ref=scale_target(spec),
                 min_replicas=spec.replicas,
                 max_replicas=spec.max_replicas,
                 metrics=[
@@ -431,7 +421,7 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
             "memory": f"{spec.memory_gib}Gi",
             # The home emptyDir and /tmp: the kubelet evicts a Pod whose emptyDirs outgrow this.
             "ephemeral-storage": f"{spec.disk_gib + 1}Gi",
-            "nvidia.com/gpu": str(spec.gpus_per_replica),
+            "nvidia.com/gpu": str(spec.gpus_per_pod),
         }
         return k8s.core.v1.PodSpecArgs(
             service_account_name=KSA,

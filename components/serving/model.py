@@ -39,8 +39,10 @@ class ModelServerSettings(StackModel):
     # gs://<bucket>/<path to the model's files>, or a Hugging Face id <owner>/<name>.
     model: Annotated[str, Field(min_length=1, max_length=1024)]
     server: Literal["vllm"] = "vllm"
-    # vLLM's tensor parallel size: the GPUs of one replica, all on one node.
-    gpus_per_replica: int = Field(1, ge=1, le=16)
+    # The GPUs of one replica: on one node (vLLM's tensor parallel size), or on several whole nodes
+    # (tensor parallel within each node, pipeline parallel across them: a LeaderWorkerSet), up to
+    # 8 nodes of 8 GPUs.
+    gpus_per_replica: int = Field(1, ge=1, le=64)
     # A Hugging Face model: the Secret (in the service's namespace) whose key `token` is the token.
     hf_token_secret: (
         Annotated[str, Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN)] | None

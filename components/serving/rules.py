@@ -54,3 +54,19 @@ def check_model_server(settings: ModelServerSettings, names: KeyNames, problems:
                 f"{cut(settings.model)} needs the path of the model's files inside the bucket "
                 "(gs://<bucket>/<path>, without `.` or `..` segments)",
             )
+
+
+def check_replica_nodes(
+    gpus: int, gpus_per_node: int, per_node: str, names: KeyNames, problems: Problems
+) -> None:
+    """A replica with more GPUs than a node has spans whole nodes (tensor parallel within each node,
+    pipeline parallel across them), so its GPUs are a whole multiple of a node's. `per_node` says
+    whose GPUs per node they are, as the caller names them."""
+    if gpus > gpus_per_node and gpus % gpus_per_node:
+        below, above = gpus // gpus_per_node * gpus_per_node, (gpus // gpus_per_node + 1) * gpus_per_node
+        problems.add(
+            names.at("gpus_per_replica"),
+            f"{gpus} is not a whole multiple of {per_node}: a replica larger than a node takes whole "
+            f"nodes (vLLM's tensor parallel within each, pipeline parallel across them); use {below} or "
+            f"{above}",
+        )

@@ -28,13 +28,14 @@ def server_labels(name: str) -> dict[str, str]:
 
 
 def vllm_args(spec: InferenceServiceSpec) -> list[str]:
-    """The `vllm serve` arguments (the image's entrypoint): the model, its name, the GPUs, the port."""
+    """The `vllm serve` arguments (the image's entrypoint): the model, its name, the GPUs, the port;
+    for a replica over several nodes, the leader's (a worker adds --headless)."""
     source = weights_source(spec.model)
     model = f"{WEIGHTS_DIR}" if source == "gcs" else spec.model
     args = [
         model,
         f"--served-model-name={spec.name}",
-        f"--tensor-parallel-size={spec.gpus_per_replica}",
+        f"--tensor-parallel-size={spec.gpus_per_pod}",
         "--host=0.0.0.0",
         f"--port={PORT}",
     ]
@@ -42,7 +43,31 @@ def vllm_args(spec: InferenceServiceSpec) -> list[str]:
         args.append(f"--max-model-len={spec.max_model_len}")
     if source == "huggingface":
         args.append(f"--download-dir={HOME}/.cache/huggingface")
+    if spec.nodes_per_replica > 1:
+        # Pipeline parallel across the nodes (vLLM's advice past one node) without Ray, which the
+        # image's build does not install: vLLM's multiprocessing backend, one rank per node. Each
+        # Pod's rank and the leader's address are the variables LeaderWorkerSet puts in its Pods,
+        # which the kubelet expands in args (docs/serving.md, "Multi-node replicas").
+        nodes = spec.nodes_per_replica
+        args += [
+            f"--pipeline-parallel-size={nodes}",
+            "--distributed-executor-backend=mp",
+            f"--nnodes={nodes}",
+            "--node-rank=$(LWS_WORKER_INDEX)",
+            "--master-addr=$(LWS_LEADER_ADDRESS)",
+        ]
     return args
+
+
+def pod_annotations(spec: InferenceServiceSpec) -> dict[str, str] | None:
+    """The server Pod's annotations: GKE injects the Cloud Storage FUSE sidecar into a bucket's reader
+    (and sizes it for the file cache)."""
+    if weights_source(spec.model) != "gcs":
+        return None
+    annotations = {"gke-gcsfuse/volumes": "true"}
+    if spec.weights_cache_gib:
+        annotations.update(file_cache_annotations(spec.weights_cache_gib, spec.weights_cache_medium))
+    return annotations
 
 
 def mount_options(path: str, *, file_cache: bool = False) -> str:
@@ -100,7 +125,9 @@ def file_cache_annotations(size_gib: int, medium: str) -> dict[str, str]:
 def network_policy(
     spec: InferenceServiceSpec, labels: dict[str, str]
 ) -> k8s.networking.v1.NetworkPolicySpecArgs:
-    """Ingress to the API port from the namespace itself, the client namespaces and GMP's scraper."""
+    """Ingress to the API port from the namespace itself, the client namespaces and GMP's scraper; for
+    a replica over several nodes, also between the service's own Pods on any port (torch.distributed's
+    store on the leader, vLLM's and NCCL's sockets between the nodes)."""
     namespaces = [*spec.client_namespaces, "gmp-system"]
     peers = [k8s.networking.v1.NetworkPolicyPeerArgs(pod_selector=k8s.meta.v1.LabelSelectorArgs())] + [
         k8s.networking.v1.NetworkPolicyPeerArgs(
@@ -108,12 +135,20 @@ def network_policy(
         )
         for ns in namespaces
     ]
+    ingress = [
+        k8s.networking.v1.NetworkPolicyIngressRuleArgs(
+            from_=peers, ports=[k8s.networking.v1.NetworkPolicyPortArgs(port=PORT, protocol="TCP")]
+        )
+    ]
+    if spec.nodes_per_replica > 1:
+        own = k8s.meta.v1.LabelSelectorArgs(match_labels=selector_labels(labels))
+        ingress.append(
+            k8s.networking.v1.NetworkPolicyIngressRuleArgs(
+                from_=[k8s.networking.v1.NetworkPolicyPeerArgs(pod_selector=own)]
+            )
+        )
     return k8s.networking.v1.NetworkPolicySpecArgs(
         pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector_labels(labels)),
         policy_types=["Ingress"],
-        ingress=[
-            k8s.networking.v1.NetworkPolicyIngressRuleArgs(
-                from_=peers, ports=[k8s.networking.v1.NetworkPolicyPortArgs(port=PORT, protocol="TCP")]
-            )
-        ],
+        ingress=ingress,
     )

@@ -26,6 +26,12 @@ def needs_gcs_fuse(settings: Settings) -> bool:
     return any(weights_source(s.model) == "gcs" for s in settings.serving)
 
 
+def nodes_per_replica(service: ServingConfig, pool: GpuPool) -> int:
+    """The nodes one replica spans: 1, or its GPUs over a node's (a whole multiple: the rules say so)."""
+    per_node = pool.gpus_per_node or service.gpus_per_replica
+    return max(1, service.gpus_per_replica // per_node)
+
+
 def container_size(pool: GpuPool, gpus: int) -> dict[str, int]:
     """CPU, memory, /dev/shm and disk of a replica taking `gpus` of a node: half the node's CPU and 55%
     of its memory in the GPUs' proportion (15% more goes to a file cache in memory: weights_cache),
@@ -46,11 +52,15 @@ def container_size(pool: GpuPool, gpus: int) -> dict[str, int]:
 
 # A Local SSD's size (GCE: 375 GB each).
 LOCAL_SSD_GIB = 375
+# A file cache on Local SSD need not outgrow the largest open models' weights (a 405B model in 16 bits
+# is about 810 GB, split across a multi-node replica's nodes).
+MAX_DISK_CACHE_GIB = 1024
 
 
 def weights_cache(pool: GpuPool, gpus: int) -> tuple[int, str, str]:
     """The Cloud Storage FUSE file cache of a replica taking `gpus` of a node: (GiB, medium, why).
-    On a pool whose ephemeral storage is on Local SSD, half of the replica's share of it; else in
+    On a pool whose ephemeral storage is on Local SSD, half of the replica's share of it (at most
+    1 TiB); else in
     memory, 15% of the replica's share of the node's memory (the container has 55%); none where
     the node's size is unknown (an Autopilot profile's default machine)."""
     accelerator = load_catalog().accelerator(pool.accelerator)
@@ -59,7 +69,7 @@ def weights_cache(pool: GpuPool, gpus: int) -> tuple[int, str, str]:
         return 0, "memory", "no file cache: the node's size is not known here (an Autopilot profile)"
     share = gpus / pool.gpus_per_node
     if pool.local_ssd_count:
-        size = int(pool.local_ssd_count * LOCAL_SSD_GIB * share * 0.5)
+        size = min(MAX_DISK_CACHE_GIB, int(pool.local_ssd_count * LOCAL_SSD_GIB * share * 0.5))
         return size, "disk", f"file cache {size} GiB on the node's Local SSD"
     size = max(1, int(machine.memory_gb * share * 0.15))
     return size, "memory", f"file cache {size} GiB in memory (the pool has no Local SSD)"
@@ -77,6 +87,7 @@ def serving(
         return {}
     # Imported here: a stack without model servers does not pay for their modules.
     from ..serving.inference_service import InferenceService
+    from ..serving.lws_controller import LeaderWorkerSetController
     from ..serving.metrics_adapter import CustomMetricsAdapter
 
     autopilot = settings.cluster.mode == "autopilot"
@@ -91,8 +102,20 @@ def serving(
             opts=pulumi.ResourceOptions(providers={"kubernetes": provider}),
         )
         depends_on = [*depends_on, adapter]
+    lws: list[pulumi.Resource] = []
+    if any(nodes_per_replica(s, pools[s.pool]) > 1 for s in settings.serving):
+        # One per cluster: a replica that spans nodes is a LeaderWorkerSet, which its webhooks admit.
+        lws = [
+            declare(
+                LeaderWorkerSetController,
+                "leader-worker-set",
+                {},
+                opts=pulumi.ResourceOptions(providers={"kubernetes": provider}),
+            )
+        ]
     for service in settings.serving:
         pool = pools[service.pool]
+        nodes = nodes_per_replica(service, pool)
         args: InferenceServiceArgs = {
             "name": service.name,
             "model": service.model,
@@ -105,7 +128,7 @@ def serving(
             "cluster_name": cluster_name,
             "client_namespaces": list(service.client_namespaces),
         }
-        size = container_size(pool, service.gpus_per_replica)
+        size = container_size(pool, service.gpus_per_replica // nodes)
         args["cpu"], args["memory_gib"], args["shm_gib"] = size["cpu"], size["memory_gib"], size["shm_gib"]
         args["disk_gib"] = size["disk_gib"]
         if weights_source(service.model) == "gcs":
@@ -118,13 +141,17 @@ def serving(
             args["hf_token_secret"] = service.hf_token_secret
         if service.max_model_len is not None:
             args["max_model_len"] = service.max_model_len
+        if nodes > 1:
+            args["gpus_per_node"] = service.gpus_per_replica // nodes
         component = declare(
             InferenceService,
             f"serve-{service.name}",
             args,
-            opts=pulumi.ResourceOptions(providers={"kubernetes": provider}, depends_on=depends_on),
+            opts=pulumi.ResourceOptions(
+                providers={"kubernetes": provider}, depends_on=[*depends_on, *(lws if nodes > 1 else [])]
+            ),
         )
-        outputs[service.name] = _summary(service, pool, component)
+        outputs[service.name] = _summary(service, pool, component, nodes)
         load = next(
             (w for w in settings.workloads if w.name == "serving-load" and w.service == service.name), None
         )
@@ -187,7 +214,9 @@ def _load_test(
     }
 
 
-def _summary(service: ServingConfig, pool: GpuPool, component: InferenceService) -> dict[str, Any]:
+def _summary(
+    service: ServingConfig, pool: GpuPool, component: InferenceService, nodes: int
+) -> dict[str, Any]:
     namespace = service.namespace
     if weights_source(service.model) == "gcs":
         bucket, path = gcs_location(service.model)
@@ -200,7 +229,7 @@ def _summary(service: ServingConfig, pool: GpuPool, component: InferenceService)
         )
     else:
         weights = f"downloaded from Hugging Face at start ({service.model}, token: {service.hf_token_secret})"
-    return {
+    summary: dict[str, Any] = {
         "pool": pool.name,
         "url": component.service_url,
         "namespace": namespace,
@@ -227,3 +256,22 @@ def _summary(service: ServingConfig, pool: GpuPool, component: InferenceService)
             "logs": f"kubectl logs -n {namespace} deployment/{service.name} -c vllm",
         },
     }
+    if nodes > 1:
+        from ..serving.leader_worker_set import group_name
+
+        group = group_name(service.name)
+        per_node = service.gpus_per_replica // nodes
+        summary["nodesPerReplica"] = nodes
+        summary["layout"] = (
+            f"LeaderWorkerSet {group}: replica i is {nodes} Pods on {nodes} nodes, the leader {group}-i "
+            f"(the API) and {nodes - 1} headless worker(s) {group}-i-n; tensor parallel {per_node} within "
+            f"each node, pipeline parallel {nodes} across them"
+        )
+        summary["commands"] = {
+            **summary["commands"],
+            "wait": f"kubectl wait -n {namespace} leaderworkerset/{group} --for=condition=Available "
+            "--timeout=45m",
+            "logs": f"kubectl logs -n {namespace} {group}-0 -c vllm",
+            "workerLogs": f"kubectl logs -n {namespace} {group}-0-1 -c vllm",
+        }
+    return summary

@@ -1,6 +1,6 @@
 """Pass 2 rules for the serving section (`gke-gpu:serving`): which pool serves each model, and what
-this release builds of the serving contract (autoscaling, the gateway and multi-node replicas are
-refused with the reason, not ignored)."""
+this release builds of the serving contract (scale to zero, scaling on GPU and the gateway are refused
+with the reason, not ignored)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from ..cluster.model import ClusterConfig
 from ..core.common import NAMESPACE, KeyNames, cut
 from ..gpu.pool import GpuPool
 from ..serving.model import ServingConfig
-from ..serving.rules import check_model_server
+from ..serving.rules import check_model_server, check_replica_nodes
 from .schema import RuleBase
 
 KEY = f"{NAMESPACE}:serving"
@@ -34,6 +34,7 @@ class ServingRules(RuleBase):
             return ()
         by_name = {p.name: p for p in pools}
         seen: dict[str, int] = {}
+        sized: list[tuple[int, ServingConfig]] = []  # GPUs the pool's nodes can hold: counted below
         for i, service in services:
             key = f"{KEY}[{i}]"
             names = KeyNames(key, camel=True)
@@ -47,8 +48,9 @@ class ServingRules(RuleBase):
             if self.unknown_pool(f"{key}.pool", service.pool, by_name):
                 continue
             pool = by_name[service.pool]
-            self._check_pool(service, pool, names)
-        self._check_capacity(services, by_name)
+            if self._check_pool(service, pool, names, autopilot=cluster.mode == "autopilot"):
+                sized.append((i, service))
+        self._check_capacity(sized, by_name)
         return tuple(service for _, service in services)
 
     def _not_built(self, service: ServingConfig, names: KeyNames) -> None:
@@ -85,8 +87,9 @@ class ServingRules(RuleBase):
         if service.gateway:
             self.problems.add(names.at("gateway"), f"true is not built yet ({NOT_BUILT}); leave it out")
 
-    def _check_pool(self, service: ServingConfig, pool: GpuPool, names: KeyNames) -> None:
-        gpus = service.gpus_per_replica
+    def _check_pool(self, service: ServingConfig, pool: GpuPool, names: KeyNames, *, autopilot: bool) -> bool:
+        """The pool's rules for the service; whether its replica's GPUs fit the pool's nodes."""
+        gpus, sized = service.gpus_per_replica, True
         if pool.sharing:
             self.problems.add(
                 names.at("pool"),
@@ -100,12 +103,9 @@ class ServingRules(RuleBase):
                 f"{gpus} is not allowed on pool {pool.name}, which partitions each GPU (MIG): a replica "
                 "gets one partition there",
             )
+            sized = False
         elif pool.gpus_per_node is not None and gpus > pool.gpus_per_node:
-            self.problems.add(
-                names.at("gpus_per_replica"),
-                f"{gpus} is more than pool {pool.name}'s {pool.gpus_per_node} GPUs per node: a replica "
-                f"spanning nodes needs a LeaderWorkerSet, not built yet ({NOT_BUILT})",
-            )
+            sized = self._check_multi_node(service, pool, names, autopilot)
         if pool.accelerator in CUDA13_UNSUPPORTED:
             self.problems.add(
                 names.at("pool"),
@@ -125,6 +125,28 @@ class ServingRules(RuleBase):
                 "ProvisioningRequests): a Deployment's Pods would wait forever; serve from a pool that "
                 "scales by itself",
             )
+        return sized
+
+    def _check_multi_node(
+        self, service: ServingConfig, pool: GpuPool, names: KeyNames, autopilot: bool
+    ) -> bool:
+        """A replica above a node's GPUs spans whole nodes of a Standard pool (a LeaderWorkerSet);
+        whether it does."""
+        gpus, per_node = service.gpus_per_replica, pool.gpus_per_node or 1
+        if autopilot:
+            # A profile's gpusPerNode is GPUs per Pod, defaulted to the smallest the GPU offers: a
+            # larger replica more often means a profile set too small than a replica meant to span
+            # Pods, and Autopilot picks the nodes.
+            self.problems.add(
+                names.at("gpus_per_replica"),
+                f"{gpus} is more than Autopilot profile {pool.name}'s {per_node} GPUs per Pod "
+                f"(gpusPerNode): raise its gpusPerNode to {gpus} if {pool.accelerator} offers it; a replica "
+                "spanning nodes (a LeaderWorkerSet) is built on Standard pools only",
+            )
+            return False
+        whose = f"pool {pool.name}'s {per_node} GPUs per node"
+        check_replica_nodes(gpus, per_node, whose, names, self.problems)
+        return gpus % per_node == 0
 
     def _check_capacity(self, services: list[tuple[int, ServingConfig]], by_name: dict[str, GpuPool]) -> None:
         """The replicas' GPUs fit their pool at its largest (Standard pools with maxNodes)."""
