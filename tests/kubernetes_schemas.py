@@ -57,6 +57,10 @@ CRD_SCHEMAS: dict[tuple[str, str], tuple[str, ...]] = {
         "crds/networking.gke.io/networking.gke.io_gkenetworkparamsets.yaml",
     ),
     ("networking.gke.io/v1", "Network"): ("crds/networking.gke.io/networking.gke.io_networks.yaml",),
+    # LeaderWorkerSet v0.10.0 (kubernetes-sigs/lws, config/crd/bases/).
+    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): (
+        "crds/leaderworkerset.x-k8s.io/leaderworkerset.x-k8s.io_leaderworkersets.yaml",
+    ),
 }
 # Kubernetes' strict ObjectMeta (kubernetes-validate's, same version as the built-in kinds): a CRD's
 # openAPIV3Schema leaves the top-level metadata a bare object.

@@ -1,7 +1,7 @@
-"""The Kueue (v0.19.2), JobSet (v0.12.0) and GKE networking (Network, GKENetworkParamSet) CRDs
-vendored verbatim in tests/schemas/crds (see SOURCES.md): each file is the published one unchanged,
-and `validate` checks an object of each kind against the openAPIV3Schema of its apiVersion there,
-unknown fields failing as for other kinds."""
+"""The Kueue (v0.19.2), JobSet (v0.12.0), LeaderWorkerSet (v0.10.0) and GKE networking (Network,
+GKENetworkParamSet) CRDs vendored verbatim in tests/schemas/crds (see SOURCES.md): each file is the
+published one unchanged, and `validate` checks an object of each kind against the openAPIV3Schema of
+its apiVersion there, unknown fields failing as for other kinds."""
 
 from __future__ import annotations
 
@@ -39,7 +39,12 @@ VENDORED_BLOBS = {
     # GoogleCloudPlatform/gke-networking-api@34c617f2 (2025-12-12), config/crds/.
     f"{GKE_NETWORKING_CRDS}gkenetworkparamsets.yaml": "01dcb67e88e37eda2133fc4089ed904ac01032b0",
     f"{GKE_NETWORKING_CRDS}networks.yaml": "e136f9ab19130d6084a4c9fe9ae9bda3d0f32dd9",
+    # kubernetes-sigs/lws tag v0.10.0 (commit 2161f38f), config/crd/bases/.
+    "crds/leaderworkerset.x-k8s.io/leaderworkerset.x-k8s.io_leaderworkersets.yaml": (
+        "2b376d69063e46bec99d0d815d36948cdc87d128"
+    ),
 }
+LWS = "leaderworkerset.x-k8s.io/v1"
 GKE_NETWORKING = "networking.gke.io/v1"
 VALID: dict[str, dict[str, Any]] = {
     "ResourceFlavor": {
@@ -144,6 +149,25 @@ VALID: dict[str, dict[str, Any]] = {
             ]
         },
     },
+    "LeaderWorkerSet": {
+        "apiVersion": LWS,
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "vllm", "namespace": "serve"},
+        "spec": {
+            "replicas": 1,
+            "leaderWorkerTemplate": {
+                "size": 2,
+                "leaderTemplate": {
+                    "metadata": {"labels": {"role": "leader"}},
+                    "spec": {"containers": [{"name": "leader", "image": "busybox"}]},
+                },
+                "workerTemplate": {"spec": {"containers": [{"name": "worker", "image": "busybox"}]}},
+                "volumeClaimTemplates": [
+                    {"metadata": {"name": "cache"}, "spec": {"accessModes": ["ReadOnlyMany"]}}
+                ],
+            },
+        },
+    },
     "GKENetworkParamSet": {
         "apiVersion": GKE_NETWORKING,
         "kind": "GKENetworkParamSet",
@@ -220,6 +244,17 @@ INVALID = [
     ("Network", _set("spec.type", "device"), "is not one of"),
     ("Network", _drop("spec.type"), "'type' is a required property"),
     ("Network", _drop("spec.parametersRef.group"), "'group' is a required property"),
+    ("LeaderWorkerSet", _drop("spec.leaderWorkerTemplate.workerTemplate"), "'workerTemplate' is a required"),
+    (
+        "LeaderWorkerSet",
+        _set("spec.leaderWorkerTemplate.leaderTemplates", {}),
+        "'leaderTemplates' was unexpected",
+    ),
+    (
+        "LeaderWorkerSet",
+        _set("spec.leaderWorkerTemplate.workerTemplate.spec.containers.0.volumeMounts", [{"name": "cache"}]),
+        "'mountPath' is a required property",
+    ),
 ]
 
 
