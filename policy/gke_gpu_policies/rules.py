@@ -2,8 +2,8 @@
 
 Every validator has the pulumi-policy signature `(args, report_violation)`: resource validators take
 `ResourceValidationArgs`, stack validators `StackValidationArgs` (a list of `PolicyResource`). Tests
-call them directly; `policy/__main__.py` serves `POLICIES` (these, `scale_out.SCALE_OUT_POLICIES` and
-`teams.TEAM_POLICIES`);
+call them directly; `policy/__main__.py` serves `POLICIES` (these, `scale_out.SCALE_OUT_POLICIES`,
+`teams.TEAM_POLICIES` and `serving.SERVING_POLICIES`);
 `tools/check_policies.py` runs them over an offline render.
 
 Conventions:
@@ -49,6 +49,7 @@ from .constants import (
 )
 from .props import UNKNOWN, as_int, entries, get, is_unknown, items, stack_of
 from .scale_out import SCALE_OUT_POLICIES
+from .serving import SERVING_POLICIES
 from .shared import gpu_accelerators, gpu_containers, gpu_taint, tolerates
 from .teams import TEAM_POLICIES
 
@@ -779,4 +780,6 @@ POLICIES: list[Policy] = [
     # GPUDirect pools in one zone, Kueue queues for GPU pools and JobSets (scale_out.py).
     *SCALE_OUT_POLICIES,
     *TEAM_POLICIES,
+    # Model servers: GPUs, a tainted GPU pool, read-only weights (serving.py).
+    *SERVING_POLICIES,
 ]
