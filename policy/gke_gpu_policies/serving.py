@@ -269,17 +269,19 @@ def _placement_problems(
             problems.append(f"runs on node pool {name!r} ({NODEPOOL_LABEL}), which {problem}")
         for props in pools.get(name, []):
             taint = gpu_taint(props)
-            if taint is not None and taint is not UNKNOWN and isinstance(get(taint, "value"), str):
-                values.add(get(taint, "value"))
+            value = None if taint is None or taint is UNKNOWN else get(taint, "value")
+            if taint is not None and taint is not UNKNOWN and (value is None or isinstance(value, str)):
+                values.add(value or "")  # a taint without a value matches an Equal toleration of ""
     tolerations = items(get(pod, "tolerations"))
     # An `Equal` toleration must match the value of the named pools' taint, else the configured one.
     for value in [] if tolerations is UNKNOWN else sorted(values or {default_value}):
         verdicts = [tolerates(t, value) for t in tolerations or []]
         if True not in verdicts and UNKNOWN not in verdicts:
+            shown = f"{GPU_TAINT_KEY}={value}" if value else GPU_TAINT_KEY
             problems.append(
-                f"its Pod spec does not tolerate the {GPU_TAINT_KEY}={value}:NoSchedule taint of GPU "
-                "nodes (only an admission controller that adds the toleration, such as GKE's "
-                "ExtendedResourceToleration, lets it onto a GPU pool); add "
+                f"its Pod spec does not tolerate the {shown}:NoSchedule taint of GPU nodes (only an "
+                "admission controller that adds the toleration, such as GKE's ExtendedResourceToleration, "
+                "lets it onto a GPU pool); add "
                 f"{{key: {GPU_TAINT_KEY}, operator: Exists, effect: NoSchedule}}"
             )
             break

@@ -388,6 +388,15 @@ def test_a_server_without_the_gpu_toleration_is_a_violation() -> None:
     pod = server_pod(tolerations=[equal])
     one(placement((DEPLOYMENT, deployment(pod)), pools=[pool]), "serving-on-gpu-pool", "nvidia.com/gpu=true")
     assert placement((DEPLOYMENT, deployment(pod))) == []  # the default pool's value is `present`
+    # A taint without a value is matched by an Equal toleration without one.
+    valueless = gpu_pool(name="l4", **{"nodeConfig.taints.0.value": DELETE})
+    bare = server_pod(tolerations=[{k: v for k, v in equal.items() if k != "value"}])
+    assert placement((DEPLOYMENT, deployment(bare)), pools=[valueless]) == []
+    one(
+        placement((DEPLOYMENT, deployment(pod)), pools=[valueless]),
+        "serving-on-gpu-pool",
+        "the nvidia.com/gpu:NoSchedule taint",
+    )
 
 
 @pytest.mark.parametrize(
