@@ -257,6 +257,16 @@ INVALID = [
     ("Network", _set("spec.type", "device"), "is not one of"),
     ("Network", _drop("spec.type"), "'type' is a required property"),
     ("Network", _drop("spec.parametersRef.group"), "'group' is a required property"),
+    (
+        "LeaderWorkerSet",
+        _set("spec.leaderWorkerTemplate.leaderTemplates", {}),
+        "'leaderTemplates' was unexpected",
+    ),
+    (
+        "LeaderWorkerSet",
+        _set("spec.leaderWorkerTemplate.workerTemplate.spec.containers.0.volumeMounts", [{"name": "cache"}]),
+        "'mountPath' is a required property",
+    ),
 ]
 
 

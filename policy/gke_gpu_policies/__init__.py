@@ -5,4 +5,7 @@
 * `props`: reading resource properties that may be unknown during a preview.
 * `rules`: the validator functions and the `POLICIES` list the pack serves.
 * `scale_out`: GPUDirect pools in one zone, Kueue queues for GPU pools and JobSets (in `POLICIES`).
+* `teams`: GPU workloads in a team namespace are queued through its LocalQueues (in `POLICIES`).
+* `servers`, `serving`: what a model server is; its GPUs, GPU pool and read-only weights (in `POLICIES`).
+* `shared`: GPU containers, tolerations and GPU pools' taints, read by `rules` and `serving`.
 """

@@ -25,3 +25,8 @@ GPU_RESOURCE = "nvidia.com/gpu"
 # Resource types.
 NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"
+
+# The label InferenceService puts on its Deployment and Pods (`app.kubernetes.io/component`): the
+# serving rules judge any workload that carries it as a model server, whatever its image.
+COMPONENT_LABEL = "app.kubernetes.io/component"
+SERVER_COMPONENT = "inference-server"

@@ -2,7 +2,8 @@
 
 Every validator has the pulumi-policy signature `(args, report_violation)`: resource validators take
 `ResourceValidationArgs`, stack validators `StackValidationArgs` (a list of `PolicyResource`). Tests
-call them directly; `policy/__main__.py` serves `POLICIES` (these and `scale_out.SCALE_OUT_POLICIES`);
+call them directly; `policy/__main__.py` serves `POLICIES` (these, `scale_out.SCALE_OUT_POLICIES`,
+`teams.TEAM_POLICIES` and `serving.SERVING_POLICIES`);
 `tools/check_policies.py` runs them over an offline render.
 
 Conventions:
@@ -48,6 +49,8 @@ from .constants import (
 )
 from .props import UNKNOWN, as_int, entries, get, is_unknown, items, stack_of
 from .scale_out import SCALE_OUT_POLICIES
+from .serving import SERVING_POLICIES
+from .shared import gpu_accelerators, gpu_containers, gpu_taint, tolerates
 from .teams import TEAM_POLICIES
 
 PACK_NAME = "gke-gpu-guardrails"
@@ -157,14 +160,6 @@ def _prod_match(
         return f"config prodStackPattern {pattern!r} is not a valid regular expression ({exc})"
 
 
-def gpu_accelerators(props: Any) -> list[Any] | Any:
-    """A NodePool's guestAccelerators: a non-empty list (a GPU pool), UNKNOWN, or None (no GPU)."""
-    accelerators = items(get(props, "nodeConfig", "guestAccelerators"))
-    if accelerators is UNKNOWN:
-        return UNKNOWN
-    return accelerators or None
-
-
 def _pool_subject(name: str) -> str:
     return f"GPU node pool {name!r}"
 
@@ -190,19 +185,9 @@ def validate_gpu_pool_taint(args: ResourceValidationArgs, report_violation: Repo
     accelerators = gpu_accelerators(args.props)
     if accelerators is None or accelerators is UNKNOWN:
         return
-    taints = items(get(args.props, "nodeConfig", "taints"))
-    if taints is UNKNOWN:
+    if gpu_taint(args.props) is not None:  # the taint, or one not known yet
         return
-    taints = taints or []
-    maybe = False
-    for taint in taints:
-        key, effect = get(taint, "key"), get(taint, "effect")
-        if key == GPU_TAINT_KEY and effect == GPU_TAINT_EFFECT:
-            return
-        if is_unknown(taint) or is_unknown(key) or (key == GPU_TAINT_KEY and is_unknown(effect)):
-            maybe = True
-    if maybe:
-        return
+    taints = items(get(args.props, "nodeConfig", "taints")) or []
     _report(
         report_violation,
         GPU_POOL_TAINT,
@@ -620,41 +605,6 @@ def pod_spec_path(resource_type: str) -> tuple[str, ...] | None:
     return _POD_SPEC_PATHS.get((match.group(1), match.group(2))) if match else None
 
 
-@dataclass(frozen=True)
-class _GpuContainer:
-    name: str
-    limit: Any  # the limit's value, None if absent, UNKNOWN
-    request: Any
-    asks: Any  # True, False or UNKNOWN
-
-
-def _gpu_containers(pod: Any) -> list[_GpuContainer] | Any:
-    """Each container's nvidia.com/gpu limit and request; UNKNOWN when the containers are not known."""
-    result: list[_GpuContainer] = []
-    for field in ("initContainers", "containers"):
-        containers = items(get(pod, field))
-        if containers is UNKNOWN:
-            return UNKNOWN
-        for index, container in enumerate(containers or []):
-            name = get(container, "name")
-            label = f"{field}[{index}]" + (f" {name!r}" if isinstance(name, str) else "")
-            if is_unknown(container):
-                result.append(_GpuContainer(label, UNKNOWN, UNKNOWN, UNKNOWN))
-                continue
-            limits, requests = (
-                entries(get(container, "resources", "limits")),
-                entries(get(container, "resources", "requests")),
-            )
-            present = [
-                m if m is UNKNOWN else (m is not None and GPU_RESOURCE in m) for m in (limits, requests)
-            ]
-            asks = True if True in present else (UNKNOWN if UNKNOWN in present else False)
-            limit = UNKNOWN if limits is UNKNOWN else (limits or {}).get(GPU_RESOURCE)
-            request = UNKNOWN if requests is UNKNOWN else (requests or {}).get(GPU_RESOURCE)
-            result.append(_GpuContainer(label, limit, request, asks))
-    return result
-
-
 def _workload(args: ResourceValidationArgs) -> tuple[str, Any] | None:
     """(subject, Pod spec) of a Kubernetes workload; None for other types or an unknown Pod spec."""
     path = pod_spec_path(args.resource_type)
@@ -675,7 +625,7 @@ def validate_gpu_workload_limits(args: ResourceValidationArgs, report_violation:
     if workload is None:
         return
     subject, pod = workload
-    containers = _gpu_containers(pod)
+    containers = gpu_containers(pod)
     if containers is UNKNOWN:
         return
     for c in containers:
@@ -713,31 +663,13 @@ def validate_gpu_workload_limits(args: ResourceValidationArgs, report_violation:
             )
 
 
-def _tolerates(toleration: Any, taint_value: str) -> Any:
-    """Whether a toleration tolerates nvidia.com/gpu=<taint_value>:NoSchedule (or UNKNOWN)."""
-    if is_unknown(toleration):
-        return UNKNOWN
-    key, operator = get(toleration, "key"), get(toleration, "operator")
-    effect, value = get(toleration, "effect"), get(toleration, "value")
-    if any(is_unknown(v) for v in (key, operator, effect, value)):
-        return UNKNOWN
-    operator = operator or "Equal"
-    if effect not in (None, "", "NoSchedule"):
-        return False
-    if key in (None, ""):
-        return operator == "Exists"  # the wildcard toleration tolerates every taint
-    if key != GPU_TAINT_KEY:
-        return False
-    return operator == "Exists" or (operator == "Equal" and (value or "") == taint_value)
-
-
 def validate_gpu_workload_toleration(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     """A workload that asks for nvidia.com/gpu tolerates the nvidia.com/gpu NoSchedule taint."""
     workload = _workload(args)
     if workload is None:
         return
     subject, pod = workload
-    containers = _gpu_containers(pod)
+    containers = gpu_containers(pod)
     if containers is UNKNOWN:
         return
     asking = [c for c in containers if c.asks is True]
@@ -747,7 +679,7 @@ def validate_gpu_workload_toleration(args: ResourceValidationArgs, report_violat
     if tolerations is UNKNOWN:
         return
     taint_value = _setting(args.get_config(), TOLERATION_SCHEMA, "taintValue")
-    verdicts = [_tolerates(t, taint_value) for t in tolerations or []]
+    verdicts = [tolerates(t, taint_value) for t in tolerations or []]
     if True in verdicts or UNKNOWN in verdicts:
         return
     _report(
@@ -848,4 +780,6 @@ POLICIES: list[Policy] = [
     # GPUDirect pools in one zone, Kueue queues for GPU pools and JobSets (scale_out.py).
     *SCALE_OUT_POLICIES,
     *TEAM_POLICIES,
+    # Model servers: GPUs, a tainted GPU pool, read-only weights (serving.py).
+    *SERVING_POLICIES,
 ]

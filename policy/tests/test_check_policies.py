@@ -209,3 +209,50 @@ def test_cli_invalid_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert check_policies.main(["--stack", "prod", "--config", str(tmp_path / "missing.json")]) == 2
     err = capsys.readouterr().err
     assert "is not a render" in err and "no stack file" in err and "policy config" in err
+
+
+# --------------------------------------------------------------------------------------------------
+# The serve stack's model server (InferenceService) and the serving rules.
+
+SERVER = "serve-chat-deployment"
+
+
+def test_the_serve_stacks_server_is_judged_and_complies(
+    renders: dict[tuple[str, bool], dict[str, Any]],
+) -> None:
+    from policy.gke_gpu_policies.servers import server_pods
+
+    for preview in (True, False):
+        document = renders["serve", preview]
+        server = resource(document, SERVER)
+        [pod] = server_pods(server["type"], server["name"], server["inputs"])  # not a vacuous pass
+        weights = next(v for v in pod.pod["volumes"] if v["name"] == "weights")
+        assert pod.servers and weights["csi"]["driver"] == "gcsfuse.csi.storage.gke.io"
+        assert check_policies.check_document(document) == []
+
+
+def test_a_doctored_serve_stack_violates_each_serving_rule(
+    renders: dict[tuple[str, bool], dict[str, Any]],
+) -> None:
+    from policy.gke_gpu_policies import serving
+
+    document = copy.deepcopy(renders["serve", True])
+    pod = resource(document, SERVER)["inputs"]["spec"]["template"]["spec"]
+    del pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
+    del pod["containers"][0]["volumeMounts"][-1]["readOnly"]
+    resource(document, "gpu-l4-pool")["inputs"]["nodeConfig"]["taints"] = []
+    violations = check_policies.check_document(document)
+    assert found(violations) == {
+        (serving.SERVING_GPU_LIMIT, SERVER),
+        (serving.SERVING_ON_GPU_POOL, SERVER),
+        (serving.SERVING_WEIGHTS_READ_ONLY, SERVER),
+        # The same faults, as the general GPU rules see them.
+        (rules.WORKLOAD_GPU_LIMITS, SERVER),
+        (rules.GPU_POOL_TAINT, "gpu-l4-pool"),
+    }
+    on_pool = next(v for v in violations if v.policy == serving.SERVING_ON_GPU_POOL)
+    assert on_pool.urn == resource(document, SERVER)["urn"]
+    assert (
+        "runs on node pool 'l4' (cloud.google.com/gke-nodepool), which has no nvidia.com/gpu"
+        in on_pool.message
+    )

@@ -43,7 +43,7 @@ def test_the_pack_serves_the_scale_out_policies() -> None:
         scale_out.KUEUE_POOL_QUEUE,
         scale_out.JOBSET_QUEUE_LABEL,
     ]
-    assert rules.POLICIES[-4:-1] == scale_out.SCALE_OUT_POLICIES
+    assert rules.POLICIES[-7:-4] == scale_out.SCALE_OUT_POLICIES
 
 
 # --------------------------------------------------------------------------------------------------
