@@ -58,6 +58,7 @@ PUBLIC_COMPONENTS: dict[str, str] = {
     "InferenceService": "serving.inference_service",
     "CustomMetricsAdapter": "serving.metrics_adapter",
     "ServingLoadTest": "serving.load_test",
+    "InferenceGateway": "serving.gateway",
 }
 
 

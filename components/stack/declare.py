@@ -64,6 +64,7 @@ _STACK_KEYS_BY_NAME = {
     "InferenceService": f"{NAMESPACE}:serving",
     "CustomMetricsAdapter": f"{NAMESPACE}:serving",
     "ServingLoadTest": f"{NAMESPACE}:workloads",
+    "InferenceGateway": f"{NAMESPACE}:serving",
 }
 # What the program reads from a component besides its outputs, while only checking.
 _STAND_IN_ATTRIBUTES: dict[str, Any] = {"provider": None, "alert_policies": [], "commands": {}}

@@ -34,7 +34,7 @@ from .program_gpudirect import (
     gpudirect_software,
     stack_flavors,
 )
-from .program_serving import needs_gcs_fuse, serving
+from .program_serving import needs_gateway_api, needs_gcs_fuse, serving
 
 SAMPLES_NAMESPACE = "gpu-samples"
 GKE_DEVICE_PLUGIN_PODS = "kubectl get pods -n kube-system -l k8s-app=nvidia-gpu-device-plugin -o wide"
@@ -81,7 +81,7 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
     if settings.cluster.mode == "existing":
         return _build_existing(settings)
     networks = gpudirect_networks(settings)
-    cluster = _gke_cluster(settings)
+    cluster, vpc = _gke_cluster(settings)
     autopilot = settings.cluster.autopilot
     pools: dict[str, pulumi.ComponentResource] = {}
     for pool in settings.gpu_pools:
@@ -135,7 +135,14 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
             local_queue_namespace=SAMPLES_NAMESPACE if samples_component else None,
         )
         samples.update(nccl_allreduce_tests(settings, cluster.provider, [queues, *software]))
-    served = serving(settings, settings.cluster.name or "", cluster.provider, list(pools.values()))
+    served = serving(
+        settings,
+        settings.cluster.name or "",
+        cluster.provider,
+        list(pools.values()),
+        # A gateway's load balancer takes its proxies from the VPC's proxy-only subnet.
+        network=[vpc] if vpc is not None else [],
+    )
 
     return {
         "clusterName": cluster.cluster_name,
@@ -375,7 +382,8 @@ def _build_existing(settings: Settings) -> dict[str, Any]:
     }
 
 
-def _gke_cluster(settings: Settings) -> GkeCluster:
+def _gke_cluster(settings: Settings) -> tuple[GkeCluster, GkeNetwork | None]:
+    """The cluster, and the VPC the stack creates for it (None on an existing VPC)."""
     cluster = settings.cluster
     assert cluster.name is not None and cluster.location is not None, "the cluster rules resolve both"
     project = settings.project or ""
@@ -386,6 +394,7 @@ def _gke_cluster(settings: Settings) -> GkeCluster:
         subnetwork: pulumi.Input[str] = existing.subnetwork
         pods_range: pulumi.Input[str] = existing.pods_range_name
         services_range: pulumi.Input[str] = existing.services_range_name
+        vpc = None
     else:
         assert settings.network and settings.network.subnet_cidr
         vpc = declare(
@@ -400,6 +409,12 @@ def _gke_cluster(settings: Settings) -> GkeCluster:
                 "services_cidr": settings.network.services_cidr or "",
                 "cloud_nat": cluster.private_nodes,
                 "flow_log_sampling": settings.network.flow_log_sampling or 0,
+                # Resolved only when a service has a gateway: no proxy-only subnet otherwise.
+                **(
+                    {"proxy_only_cidr": settings.network.proxy_only_cidr}
+                    if settings.network.proxy_only_cidr
+                    else {}
+                ),
             },
         )
         network, subnetwork = vpc.network_self_link, vpc.subnetwork_self_link
@@ -425,6 +440,8 @@ def _gke_cluster(settings: Settings) -> GkeCluster:
         "managed_dcgm": settings.monitoring.dcgm == "managed",
         "resource_labels": {"managed-by": "pulumi", "pulumi-stack": _label_value(settings.stack)},
     }
+    if needs_gateway_api(settings):
+        args["gateway_api"] = True
     if not cluster.autopilot:
         # Standard only: the config refuses both on Autopilot.
         args["intranode_visibility"] = cluster.intranode_visibility
@@ -441,7 +458,7 @@ def _gke_cluster(settings: Settings) -> GkeCluster:
                 "spot": pool.spot,
                 "disk_size_gb": pool.disk_size_gb,
             }
-    return declare(GkeCluster, "gke", args)
+    return declare(GkeCluster, "gke", args), vpc
 
 
 def _checks(settings: Settings) -> dict[str, str]:

@@ -25,6 +25,11 @@ def needs_gcs_fuse(settings: Settings) -> bool:
     return any(weights_source(s.model) == "gcs" for s in settings.serving)
 
 
+def needs_gateway_api(settings: Settings) -> bool:
+    """A service has an Inference Gateway: the cluster needs GKE's Gateway API."""
+    return any(s.gateway for s in settings.serving)
+
+
 def container_size(pool: GpuPool, gpus: int) -> dict[str, int]:
     """CPU, memory, /dev/shm and disk of a replica taking `gpus` of a node: half the node's CPU and 60%
     of its memory in the GPUs' proportion, what a GPU node's allocatable leaves after GKE's reservations
@@ -47,9 +52,11 @@ def serving(
     cluster_name: str,
     provider: pulumi.ProviderResource,
     depends_on: list[pulumi.Resource],
+    *,
+    network: list[pulumi.Resource] | None = None,
 ) -> dict[str, Any]:
-    """Declare each service; return, per service, where it answers and how to try it (stack output
-    `serving`)."""
+    """Declare each service (and its gateway; `network`: what a gateway waits for, the VPC the stack
+    creates); return, per service, where it answers and how to try it (stack output `serving`)."""
     if not settings.serving:
         return {}
     # Imported here: a stack without model servers does not pay for their modules.
@@ -98,6 +105,12 @@ def serving(
             opts=pulumi.ResourceOptions(providers={"kubernetes": provider}, depends_on=depends_on),
         )
         outputs[service.name] = _summary(service, pool, component)
+        if service.gateway:
+            from .program_gateway import gateway
+
+            outputs[service.name]["gateway"] = gateway(
+                settings, service, provider, [component, *(network or [])]
+            )
         load = next(
             (w for w in settings.workloads if w.name == "serving-load" and w.service == service.name), None
         )
