@@ -421,3 +421,25 @@ def test_the_component_checks_its_args() -> None:
     with pytest.raises(InvalidArgsError, match=r"proxy_only_cidr: '10.10.16.1/23' is not an IPv4 CIDR block"):
         InferenceGateway.check_args("gw", {**ARGS, "proxy_only_cidr": "10.10.16.1/23"})
     assert InferenceGateway.check_args("gw", ARGS).service == "chat"
+
+
+def test_two_services_get_a_gateway_each_and_share_the_proxy_only_subnet() -> None:
+    pool = {**L4, "maxNodes": 3}
+    other = {**GATED, "name": "code", "model": "gs://models-bucket/qwen2.5-coder"}
+    result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[pool], serving=[GATED, other]))
+    gateways = {
+        (g.inputs["metadata"]["namespace"], g.inputs["metadata"]["name"]) for g in result.of_type(GATEWAY)
+    }
+    assert gateways == {("serve-chat", "chat"), ("serve-code", "code")}
+    assert {c.inputs["name"] for c in result.of_type(CHART)} == {"chat", "code"}
+    assert (
+        len([s for s in result.of_type(SUBNET) if s.inputs.get("purpose") == "REGIONAL_MANAGED_PROXY"]) == 1
+    )
+
+
+def test_a_broken_network_section_gets_no_gateway_follow_on() -> None:
+    message = config_error(
+        {"cluster": STANDARD_CLUSTER, "gpuPools": [L4], "serving": [GATED], "network": {"subnetCidr": "ten"}}
+    )
+    assert "gke-gpu:network.subnetCidr" in message
+    assert "proxyOnlyCidr" not in message and message.count("\n  - ") == 1, message
