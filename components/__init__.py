@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from .monitoring.dcgm_exporter import DcgmExporter, DcgmExporterArgs
     from .monitoring.gpu_monitoring import GpuMonitoring, GpuMonitoringArgs
     from .network.vpc import GkeNetwork, GkeNetworkArgs
+    from .serving.gateway import InferenceGateway, InferenceGatewayArgs
     from .serving.inference_service import InferenceService, InferenceServiceArgs
     from .serving.load_test import ServingLoadTest, ServingLoadTestArgs
     from .serving.lws_controller import LeaderWorkerSetController, LeaderWorkerSetControllerArgs
@@ -72,6 +73,8 @@ __all__ = [
     "GpuNodePoolArgs",
     "ImageCacheAllowlist",
     "ImageCacheAllowlistArgs",
+    "InferenceGateway",
+    "InferenceGatewayArgs",
     "InferenceService",
     "InferenceServiceArgs",
     "InvalidArgsError",

@@ -66,6 +66,17 @@ CRD_SCHEMAS: dict[tuple[str, str], tuple[str, ...]] = {
         "crds/networking.gke.io/networking.gke.io_gkenetworkparamsets.yaml",
     ),
     ("networking.gke.io/v1", "Network"): ("crds/networking.gke.io/networking.gke.io_networks.yaml",),
+    # The Inference Gateway's objects: InferencePool from gateway-api-inference-extension v1.6.0,
+    # Gateway and HTTPRoute from Gateway API v1.5.1's standard channel.
+    ("inference.networking.k8s.io/v1", "InferencePool"): (
+        "crds/inference.networking.k8s.io/inference.networking.k8s.io_inferencepools.yaml",
+    ),
+    ("gateway.networking.k8s.io/v1", "Gateway"): (
+        "crds/gateway.networking.k8s.io/gateway.networking.k8s.io_gateways.yaml",
+    ),
+    ("gateway.networking.k8s.io/v1", "HTTPRoute"): (
+        "crds/gateway.networking.k8s.io/gateway.networking.k8s.io_httproutes.yaml",
+    ),
 }
 # Kubernetes' strict ObjectMeta (kubernetes-validate's, same version as the built-in kinds): a CRD's
 # openAPIV3Schema leaves the top-level metadata a bare object.

@@ -243,6 +243,15 @@ def test_intranode_visibility_when_asked() -> None:
     assert cluster_inputs(declare(intranode_visibility=True))["enableIntranodeVisibility"] is True
 
 
+@pytest.mark.parametrize("autopilot", [False, True])
+def test_the_gateway_api_when_asked(autopilot: bool) -> None:
+    system = {"system_pool": None} if autopilot else {}
+    on = cluster_inputs(declare(autopilot=autopilot, gateway_api=True, **system))
+    assert on["gatewayApiConfig"] == {"channel": "CHANNEL_STANDARD"}
+    # Left unset when off: clusters created before it see no diff.
+    assert "gatewayApiConfig" not in cluster_inputs(declare(autopilot=autopilot, **system))
+
+
 # The kubeconfig stacks created before the DNS endpoint hold in state (components/cluster/gke_cluster.py at
 # 88e95bc): `kubeconfigEndpoint: ip` must reproduce it exactly, so pulumi-kubernetes sees no change
 # of cluster while the provider's clusterIdentifier is added.

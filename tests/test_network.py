@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from gke_gpu.core.validation import InvalidArgsError
 from gke_gpu.network.vpc import GkeNetwork, GkeNetworkArgs
 from tools.offline import run_program
 
@@ -104,3 +107,27 @@ def test_ranges_left_out_take_the_stack_files_defaults() -> None:
 def test_a_range_with_surrounding_spaces_is_trimmed_as_in_a_stack_file() -> None:
     subnet = declare(subnet_cidr=" 10.10.0.0/20 ").one("gcp:compute/subnetwork:Subnetwork").inputs
     assert subnet["ipCidrRange"] == "10.10.0.0/20"
+
+
+def test_a_proxy_only_subnet_when_asked() -> None:
+    result = declare(proxy_only_cidr="10.10.16.0/23")
+    proxy = result.one("gcp:compute/subnetwork:Subnetwork", "network-proxy-only").inputs
+    assert proxy["name"] == "gpu-test-proxy" and proxy["ipCidrRange"] == "10.10.16.0/23"
+    assert (proxy["purpose"], proxy["role"], proxy["region"]) == (
+        "REGIONAL_MANAGED_PROXY",
+        "ACTIVE",
+        "us-central1",
+    )
+    assert "logConfig" not in proxy and "secondaryIpRanges" not in proxy
+    component = result.one("gke-gpu:index:GkeNetwork")
+    assert result.one("gcp:compute/subnetwork:Subnetwork", "network-proxy-only").parent == component.urn
+    assert [r.name for r in declare().of_type("gcp:compute/subnetwork:Subnetwork")] == ["network-nodes"]
+
+
+def test_the_proxy_only_range_is_checked_against_the_others() -> None:
+    with pytest.raises(InvalidArgsError) as refused:
+        GkeNetwork.check_args("network", {**ARGS, "proxy_only_cidr": "10.16.0.0/27"})
+    text = str(refused.value)
+    assert "proxy_only_cidr: 10.16.0.0/27 is too small; a proxy-only subnet has at least 64 addresses" in text
+    assert "proxy_only_cidr: 10.16.0.0/27 overlaps pods_cidr 10.16.0.0/14" in text
+    assert GkeNetwork.check_args("network", {**ARGS, "proxy_only_cidr": "10.10.16.0/23"})

@@ -191,6 +191,23 @@ CASES: dict[str, Case] = {
         state={"jobName": "serving-load", "namespace": "serve-chat"},
         bad=(({"levels": [4.0, 4.0]}, "levels"),),
     ),
+    "InferenceGateway": Case(
+        wire={"service": "chat", "proxyOnlyCidr": "10.10.16.0/23"},
+        children={
+            f"{NAME}-server-ingress": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+            f"{NAME}-epp-ingress": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+            f"{NAME}-epp": "kubernetes:helm.sh/v4:Chart",
+            f"{NAME}-epp-hardening": "kubernetes:apps/v1:DeploymentPatch",
+            f"{NAME}-gateway": "kubernetes:gateway.networking.k8s.io/v1:Gateway",
+            f"{NAME}-route": "kubernetes:gateway.networking.k8s.io/v1:HTTPRoute",
+        },
+        child_inputs={
+            (f"{NAME}-gateway", "spec.gatewayClassName"): "gke-l7-rilb",
+            (f"{NAME}-epp", "namespace"): "serve-chat",
+        },
+        state={"gatewayName": "chat", "inferencePoolName": "chat", "namespace": "serve-chat"},
+        bad=(({"proxyOnlyCidr": "10.10.16.1/23"}, "proxy_only_cidr"),),
+    ),
     "GpuCapacityLadder": Case(
         wire={
             "name": "h100",

@@ -192,7 +192,6 @@ def test_a_hugging_face_model_uses_its_token_secret_and_no_bucket() -> None:
             [L4],
             "gke-gpu:serving[0].scaleOn: only allowed when replicas.min is below",
         ),
-        ({**CHAT, "gateway": True}, [L4], "gke-gpu:serving[0].gateway: true is not built yet"),
         (
             {**CHAT, "model": "s3://bucket/model"},
             [L4],

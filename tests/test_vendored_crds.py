@@ -1,5 +1,6 @@
-"""The Kueue (v0.19.2), JobSet (v0.12.0), LeaderWorkerSet (v0.10.0) and GKE networking (Network,
-GKENetworkParamSet) CRDs vendored verbatim in tests/schemas/crds (see SOURCES.md): each file is the
+"""The Kueue (v0.19.2), JobSet (v0.12.0), LeaderWorkerSet (v0.10.0), GKE networking (Network,
+GKENetworkParamSet), InferencePool (gateway-api-inference-extension v1.6.0) and Gateway API (Gateway,
+HTTPRoute; v1.5.1) CRDs vendored verbatim in tests/schemas/crds (see SOURCES.md): each file is the
 published one unchanged, and `validate` checks an object of each kind against the openAPIV3Schema of
 its apiVersion there, unknown fields failing as for other kinds."""
 
@@ -30,6 +31,7 @@ KUEUE_CRDS = "crds/kueue.x-k8s.io/kueue.x-k8s.io_"
 GKE_NETWORKING_CRDS = "crds/networking.gke.io/networking.gke.io_"
 LWS_CRD = "crds/leaderworkerset.x-k8s.io/leaderworkerset.x-k8s.io_leaderworkersets.yaml"
 LWS = "leaderworkerset.x-k8s.io/v1"
+GATEWAY_CRDS = "crds/gateway.networking.k8s.io/gateway.networking.k8s.io_"
 VENDORED_BLOBS = {
     f"{KUEUE_CRDS}resourceflavors.yaml": "6c3216d8ce5f59a77dcee45e3697bc110a249df9",
     f"{KUEUE_CRDS}clusterqueues.yaml": "a605e10a33050f30a5a31a5240444216a2a4f553",
@@ -43,8 +45,16 @@ VENDORED_BLOBS = {
     # GoogleCloudPlatform/gke-networking-api@34c617f2 (2025-12-12), config/crds/.
     f"{GKE_NETWORKING_CRDS}gkenetworkparamsets.yaml": "01dcb67e88e37eda2133fc4089ed904ac01032b0",
     f"{GKE_NETWORKING_CRDS}networks.yaml": "e136f9ab19130d6084a4c9fe9ae9bda3d0f32dd9",
+    # kubernetes-sigs/gateway-api-inference-extension tag v1.6.0 (commit 992e5c29), config/crd/bases/.
+    "crds/inference.networking.k8s.io/inference.networking.k8s.io_inferencepools.yaml": (
+        "99b47edc6726e4ad5a8ec6b91287a1c2acb54246"
+    ),
+    # kubernetes-sigs/gateway-api tag v1.5.1 (commit e7677b70), config/crd/standard/.
+    f"{GATEWAY_CRDS}gateways.yaml": "ebcd948aa2e9dd7d8dd438c9fbdc693306f517eb",
+    f"{GATEWAY_CRDS}httproutes.yaml": "9439f4e5855d347a26675839530c57daa5072bbd",
 }
 GKE_NETWORKING = "networking.gke.io/v1"
+GATEWAY = "gateway.networking.k8s.io/v1"
 VALID: dict[str, dict[str, Any]] = {
     "ResourceFlavor": {
         "apiVersion": KUEUE,
@@ -186,6 +196,40 @@ VALID: dict[str, dict[str, Any]] = {
             "parametersRef": {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": "rdma-0"},
         },
     },
+    "InferencePool": {
+        "apiVersion": "inference.networking.k8s.io/v1",
+        "kind": "InferencePool",
+        "metadata": {"name": "chat", "namespace": "serve-chat"},
+        "spec": {
+            "selector": {"matchLabels": {"app.kubernetes.io/name": "chat"}},
+            "targetPorts": [{"number": 8000}],
+            "endpointPickerRef": {"name": "chat-epp", "port": {"number": 9002}},
+        },
+    },
+    "Gateway": {
+        "apiVersion": GATEWAY,
+        "kind": "Gateway",
+        "metadata": {"name": "chat", "namespace": "serve-chat"},
+        "spec": {
+            "gatewayClassName": "gke-l7-rilb",
+            "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}],
+        },
+    },
+    "HTTPRoute": {
+        "apiVersion": GATEWAY,
+        "kind": "HTTPRoute",
+        "metadata": {"name": "chat", "namespace": "serve-chat"},
+        "spec": {
+            "parentRefs": [{"name": "chat"}],
+            "rules": [
+                {
+                    "backendRefs": [
+                        {"group": "inference.networking.k8s.io", "kind": "InferencePool", "name": "chat"}
+                    ]
+                }
+            ],
+        },
+    },
 }
 
 
@@ -267,6 +311,15 @@ INVALID = [
         _set("spec.leaderWorkerTemplate.workerTemplate.spec.containers.0.volumeMounts", [{"name": "cache"}]),
         "'mountPath' is a required property",
     ),
+    ("InferencePool", _drop("spec.targetPorts"), "'targetPorts' is a required property"),
+    ("InferencePool", _set("spec.targetPorts.0.number", 70000), "is greater than the maximum"),
+    ("InferencePool", _set("spec.endpointPickerRef.failureMode", "Open"), "is not one of"),
+    ("InferencePool", _set("spec.selector", {"app": "chat"}), "'matchLabels' is a required property"),
+    ("Gateway", _drop("spec.gatewayClassName"), "'gatewayClassName' is a required property"),
+    ("Gateway", _set("spec.listeners.0.protocol", 80), "is not of type 'string'"),
+    ("Gateway", _set("spec.listeners", []), "should be non-empty"),
+    ("HTTPRoute", _set("spec.rules.0.backendRefs.0.kind", "Inference Pool"), "does not match"),
+    ("HTTPRoute", _set("spec.rules.0.timeout", "300s"), "'timeout' was unexpected"),
 ]
 
 

@@ -401,6 +401,21 @@ def _non_gpu_pools(document: Mapping[str, Any]) -> list[str]:
     return notes
 
 
+def _gateway_notes(document: Mapping[str, Any]) -> list[str]:
+    """Each Inference Gateway's load balancer, which the estimate does not price."""
+    notes = []
+    for r in _resources(document, "kubernetes:gateway.networking.k8s.io/v1:Gateway"):
+        inputs = r.get("inputs") or {}
+        meta, spec = inputs.get("metadata") or {}, inputs.get("spec") or {}
+        notes.append(
+            f"not in the estimate: Gateway {meta.get('namespace')}/{meta.get('name')} "
+            f"({spec.get('gatewayClassName')}), a regional internal Application Load Balancer, billed "
+            "while it exists and per GB it processes (cloud.google.com/load-balancing/pricing, "
+            "'Internal Application Load Balancer')"
+        )
+    return notes
+
+
 def estimate(
     document: Mapping[str, Any],
     *,
@@ -462,6 +477,7 @@ def estimate(
         f"Spot prices change up to once a day; these are from {table.captured}"
         + (" or later" if table.captured_is_lower_bound else ""),
         *_non_gpu_pools(document),
+        *_gateway_notes(document),
     ]
     result.update(pools=pools, managementFee=fee, totals=_totals(pools, fee), notes=notes)
     result["services"] = _service_estimates(outputs.get("serving") or {}, pools)

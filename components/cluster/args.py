@@ -102,6 +102,10 @@ class GkeClusterArgs(TypedDict):
     gcs_fuse_csi_driver: NotRequired[bool]
     """Standard only (Autopilot always has it): GKE's Cloud Storage FUSE CSI driver, which mounts
     buckets into Pods (InferenceService's model weights). An in-place update. Defaults to false."""
+    gateway_api: NotRequired[bool]
+    """GKE's Gateway API controller on its standard channel (`CHANNEL_STANDARD`), which serves
+    Gateways and HTTPRoutes (InferenceGateway's). An in-place update. Defaults to false (left unset:
+    GKE's own default)."""
 
 
 def _gcp_label_text(value: str, *, key: bool) -> str:
@@ -147,6 +151,7 @@ class GkeClusterSpec(GkeClusterSettings, _GkeClusterPlace):
         Field(default_factory=dict, max_length=MAX_RESOURCE_LABELS),
     ]
     gcs_fuse_csi_driver: bool = False
+    gateway_api: bool = False
 
 
 def cluster_rules(spec: GkeClusterSpec) -> list[str]:

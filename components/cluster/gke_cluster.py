@@ -64,6 +64,7 @@ class ClusterInputs(ControlPlaneAccess, total=False):
     enable_intranode_visibility: bool
     enable_multi_networking: bool | None
     addons_config: container.ClusterAddonsConfigArgs | None
+    gateway_api_config: container.ClusterGatewayApiConfigArgs | None
     workload_identity_config: container.ClusterWorkloadIdentityConfigArgs
     node_config: container.ClusterNodeConfigArgs
 
@@ -240,6 +241,11 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
                 if spec.binary_authorization
                 else "DISABLED"
             ),
+            # Gateways and HTTPRoutes (an in-place update: the API's desiredGatewayApiConfig). Left
+            # unset when off, so clusters created before it existed see no diff.
+            "gateway_api_config": container.ClusterGatewayApiConfigArgs(channel="CHANNEL_STANDARD")
+            if spec.gateway_api
+            else None,
         }
         if spec.autopilot:
             # Autopilot always runs Workload Identity and Shielded nodes; it only needs to know

@@ -64,6 +64,32 @@ def check_ranges(
     return parsed
 
 
+def check_proxy_only_range(
+    cidr: str, key: str, others: Sequence[tuple[str, str]], problems: Problems, *, most_prefix: int
+) -> None:
+    """A proxy-only subnet's range (`key` names it): a network address of at least 2**(32 -
+    most_prefix) addresses that overlaps none of `others` ((key, cidr) pairs: the VPC's other ranges;
+    one that does not parse was reported where it is read)."""
+    net = network_of(cidr, key, problems)
+    if net is None:
+        return
+    if net.prefixlen > most_prefix:
+        problems.add(
+            key,
+            f"{net} is too small; a proxy-only subnet has at least {2 ** (32 - most_prefix)} addresses "
+            f"(/{most_prefix} or larger; Google recommends a /23)",
+        )
+    for other_key, other in others:
+        try:
+            other_net = ipaddress.IPv4Network(other, strict=True)
+        except ValueError:
+            continue
+        if net.overlaps(other_net):
+            problems.add(
+                key, f"{net} overlaps {other_key} {other_net}; the proxy-only subnet needs a range of its own"
+            )
+
+
 def check_private_nodes(
     names: KeyNames, problems: Problems, *, private_nodes: bool, public_endpoint: bool
 ) -> None:

@@ -39,6 +39,12 @@ VLLM = "vllm/vllm-openai:v0.33.0"
 # could not be read from here (UNVERIFIED).
 PYTHON = "python:3.13.9-slim-bookworm"
 
+# llm-d-router's endpoint picker (EPP) for the Inference Gateway's InferencePool: the image its Helm chart
+# llm-d-router-gateway v0.10.0 runs, written into the chart's values (serving/gateway.py) so it is pinned
+# here too. Distroless, user 65532 (Dockerfile.epp at the tag). Its digest could not be read from here
+# (UNVERIFIED).
+EPP = "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0"
+
 BLACKWELL_ACCELERATORS = frozenset({"nvidia-b200", "nvidia-gb200", "nvidia-rtx-pro-6000"})
 
 

@@ -60,6 +60,7 @@ PUBLIC_COMPONENTS: dict[str, str] = {
     "CustomMetricsAdapter": "serving.metrics_adapter",
     "ServingLoadTest": "serving.load_test",
     "LeaderWorkerSetController": "serving.lws_controller",
+    "InferenceGateway": "serving.gateway",
 }
 
 

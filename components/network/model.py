@@ -15,12 +15,21 @@ from ..core.model import (
 )
 from ..core.validation import Deferrable
 
+# The proxy-only subnet an internal Gateway needs, when the stack creates the VPC and a service has a
+# gateway: next to the default node range 10.10.0.0/20. GCP's minimum is 64 addresses (a /26); a /23
+# is Google's example and recommended size (docs/serving.md, "The Inference Gateway").
+DEFAULT_PROXY_ONLY_CIDR = "10.10.16.0/23"
+MAX_PROXY_ONLY_PREFIX = 26
+
 
 class ExistingNetworkConfig(StackModel):
     network: Annotated[str, Field(max_length=200, pattern=NETWORK_REF)]
     subnetwork: Annotated[str, Field(max_length=250, pattern=SUBNETWORK_REF)]
     pods_range_name: GceName
     services_range_name: GceName
+    # The range of the VPC's active proxy-only subnet (REGIONAL_MANAGED_PROXY) in gcp:region: the
+    # program creates none in a VPC it does not manage, and a gateway's NetworkPolicies admit it.
+    proxy_only_cidr: Cidr | None = None
 
 
 class VpcSettings(StackModel):
@@ -33,6 +42,10 @@ class VpcSettings(StackModel):
     services_cidr: Deferrable[Cidr] = "10.20.0.0/20"
     # VPC flow logs on the subnet, sampled: 0 turns them off.
     flow_log_sampling: float = Field(0.5, ge=0, le=1)
+    # A proxy-only subnet (REGIONAL_MANAGED_PROXY) for the region's Envoy-based load balancers, which
+    # an internal Gateway needs; none unless set (a stack file gets DEFAULT_PROXY_ONLY_CIDR when a
+    # service has gateway: true).
+    proxy_only_cidr: Deferrable[Cidr] | None = None
 
 
 class NetworkConfig(VpcSettings):

@@ -5,16 +5,17 @@ from typing import NotRequired, TypedDict
 import pulumi
 from pulumi_gcp import compute
 
-from ..cluster.rules import check_ranges
+from ..cluster.rules import check_proxy_only_range, check_ranges
 from ..core.arg_types import ProjectId, RegionName, matching
 from ..core.common import K8S_NAME, KeyNames, Problems
 from ..core.component import GkeGpuComponent
 from ..core.validation import ArgsModel, Deferrable, pick
-from .model import VpcSettings
+from .model import MAX_PROXY_ONLY_PREFIX, VpcSettings
 
 PODS_RANGE_NAME = "pods"
 SERVICES_RANGE_NAME = "services"
-# The longest suffix a resource name gets (`<prefix>-router`): the prefix leaves room for it in 63.
+# The longest suffix a resource name gets (`<prefix>-router`): the prefix leaves room for it in 63
+# (the proxy-only subnet's `-proxy` is shorter).
 MAX_NAME_PREFIX = 63 - len("-router")
 
 
@@ -41,6 +42,11 @@ class GkeNetworkArgs(TypedDict):
     flow_log_sampling: NotRequired[float]
     """VPC flow logs on the subnet: the fraction of flows logged, 0 to 1; 0 turns them off. Defaults
     to 0.5."""
+    proxy_only_cidr: NotRequired[pulumi.Input[str]]
+    """A proxy-only subnet `<prefix>-proxy` (purpose REGIONAL_MANAGED_PROXY, role ACTIVE) with this
+    range, for the region's Envoy-based load balancers, such as an internal Gateway (`gke-l7-rilb`,
+    InferenceGateway): at least a /26, Google recommends a /23; clear of the other ranges. A VPC has
+    one active per region. Defaults to none."""
 
 
 class _GkeNetworkPlace(ArgsModel):
@@ -70,6 +76,10 @@ def _network_rules(spec: _GkeNetworkSpec) -> list[str]:
         if isinstance(value := getattr(spec, key), str)
     ]
     check_ranges(ranges, KeyNames(camel=False), problems)
+    if isinstance(spec.proxy_only_cidr, str):
+        check_proxy_only_range(
+            spec.proxy_only_cidr, "proxy_only_cidr", ranges, problems, most_prefix=MAX_PROXY_ONLY_PREFIX
+        )
     return problems.items
 
 
@@ -82,6 +92,10 @@ class GkeNetwork(GkeGpuComponent[_GkeNetworkSpec]):
     update of the subnet. No firewall rules are declared: GKE creates the ones it needs
     (control plane to nodes, Pod-to-Pod) and everything else stays denied by the VPC's implied
     ingress-deny rule.
+
+    With ``proxy_only_cidr``, a proxy-only subnet in the region for Envoy-based load balancers (an
+    internal Gateway): their proxies take their addresses from it and reach the backends from it. No
+    flow logs there: GCP does not log proxy-only subnets.
 
     Hazard: changing a CIDR replaces the subnet, which GKE refuses while a cluster uses it. Pick
     ranges once; add ranges rather than resizing.
@@ -140,6 +154,21 @@ class GkeNetwork(GkeGpuComponent[_GkeNetworkSpec]):
             log_config=flow_log_config(spec.flow_log_sampling),
             opts=child,
         )
+        self.proxy_only_subnetwork: compute.Subnetwork | None = None
+        if spec.proxy_only_cidr is not None:
+            # HAZARD: pick the range once. Load balancers move to another proxy-only subnet only through
+            # a BACKUP subnet promoted to ACTIVE (`role`), which this component does not do.
+            self.proxy_only_subnetwork = compute.Subnetwork(
+                f"{name}-proxy-only",
+                name=f"{prefix}-proxy",
+                project=project,
+                region=region,
+                network=self.network.id,
+                ip_cidr_range=pick(spec.proxy_only_cidr, args.get("proxy_only_cidr")),
+                purpose="REGIONAL_MANAGED_PROXY",
+                role="ACTIVE",
+                opts=child,
+            )
         if spec.cloud_nat:
             self.router = compute.Router(
                 f"{name}-router",

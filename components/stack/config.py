@@ -44,6 +44,7 @@ from .batch_section import BatchRules
 from .broken import Broken
 from .cluster_section import ClusterRules
 from .config_value import decode_config_value
+from .gateway_section import GatewayRules
 from .keys import check_config_keys
 from .pools_section import PoolRules
 from .schema import StackConfig, dashboard_on
@@ -80,7 +81,7 @@ __all__ = [
 ]
 
 
-class _Resolver(ClusterRules, PoolRules, WorkloadRules, BatchRules, ServingRules):
+class _Resolver(ClusterRules, PoolRules, WorkloadRules, BatchRules, ServingRules, GatewayRules):
     """Checks a shape-valid StackConfig for meaning and resolves it into Settings."""
 
     def __init__(
@@ -141,6 +142,8 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules, BatchRules, ServingRules
             device_plugin, gpu_nodes = self._existing_gpu_layer(cluster)
         batch = self._batch(cluster, pools) if "batch" not in broken else BatchConfig()
         serving = self._serving(cluster, pools) if "serving" not in broken else ()
+        if network is not None and "serving" not in broken:
+            network = self._gateways(network)
         capacity_known = not self.broken.any_pool() and "systemPool" not in self.broken.cluster_keys
         if network is not None and cluster.mode == "standard" and capacity_known:
             self._check_address_capacity(network, cluster, pools)

@@ -66,6 +66,7 @@ _STACK_KEYS_BY_NAME = {
     "CustomMetricsAdapter": f"{NAMESPACE}:serving",
     "ServingLoadTest": f"{NAMESPACE}:workloads",
     "LeaderWorkerSetController": f"{NAMESPACE}:serving",
+    "InferenceGateway": f"{NAMESPACE}:serving",
 }
 # What the program reads from a component besides its outputs, while only checking.
 _STAND_IN_ATTRIBUTES: dict[str, Any] = {"provider": None, "alert_policies": [], "commands": {}}

@@ -10,9 +10,7 @@ from typing import Any, cast
 
 import pulumi
 
-from ..cluster.args import GkeClusterArgs, KubeconfigEndpoint, ReleaseChannel
 from ..cluster.existing import ExistingCluster, ExistingClusterArgs
-from ..cluster.gke_cluster import GkeCluster
 from ..core.k8s import Toleration
 from ..gpu.compute_class import GpuComputeClass, compute_class_args
 from ..gpu.device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
@@ -21,20 +19,19 @@ from ..gpu.node_pool import GpuNodePool, node_pool_args
 from ..gpu.scheduling import GPU_TOLERATION, gpus_per_pod, node_selector, tolerations, union_tolerations
 from ..monitoring.dcgm_exporter_args import DcgmExporterSettings, DcgmFlavor, ScrapeMode
 from ..monitoring.gpu_monitoring import AlertPolicies, DcgmSource, GpuMonitoring, GpuMonitoringArgs
-from ..network.vpc import GkeNetwork
 from ..workloads.samples import SampleWorkloads
 from ..workloads.samples_args import GpuTarget, SampleKind, SampleWorkload, TargetSharing
 from .config import ConfigError, GpuPool, Settings
 from .declare import Checked, checking_only, declare, declaring_checked
 from .pool_outputs import pool_summary
 from .program_batch import batch_queues, nccl_allreduce_tests
+from .program_cluster import gke_cluster
 from .program_gpudirect import (
     gpudirect_networks,
     gpudirect_output,
     gpudirect_software,
-    stack_flavors,
 )
-from .program_serving import needs_gcs_fuse, serving
+from .program_serving import serving
 
 SAMPLES_NAMESPACE = "gpu-samples"
 GKE_DEVICE_PLUGIN_PODS = "kubectl get pods -n kube-system -l k8s-app=nvidia-gpu-device-plugin -o wide"
@@ -81,7 +78,7 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
     if settings.cluster.mode == "existing":
         return _build_existing(settings)
     networks = gpudirect_networks(settings)
-    cluster = _gke_cluster(settings)
+    cluster, vpc = gke_cluster(settings)
     autopilot = settings.cluster.autopilot
     pools: dict[str, pulumi.ComponentResource] = {}
     for pool in settings.gpu_pools:
@@ -149,7 +146,14 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
             local_queue_namespace=SAMPLES_NAMESPACE if samples_component else None,
         )
         samples.update(nccl_allreduce_tests(settings, cluster.provider, [queues, *software]))
-    served = serving(settings, settings.cluster.name or "", cluster.provider, list(pools.values()))
+    served = serving(
+        settings,
+        settings.cluster.name or "",
+        cluster.provider,
+        list(pools.values()),
+        # A gateway's load balancer takes its proxies from the VPC's proxy-only subnet.
+        network=[vpc] if vpc is not None else [],
+    )
 
     return {
         "clusterName": cluster.cluster_name,
@@ -391,75 +395,6 @@ def _build_existing(settings: Settings) -> dict[str, Any]:
     }
 
 
-def _gke_cluster(settings: Settings) -> GkeCluster:
-    cluster = settings.cluster
-    assert cluster.name is not None and cluster.location is not None, "the cluster rules resolve both"
-    project = settings.project or ""
-    region = settings.region or ""
-    if settings.network and settings.network.existing:
-        existing = settings.network.existing
-        network: pulumi.Input[str] = existing.network
-        subnetwork: pulumi.Input[str] = existing.subnetwork
-        pods_range: pulumi.Input[str] = existing.pods_range_name
-        services_range: pulumi.Input[str] = existing.services_range_name
-    else:
-        assert settings.network and settings.network.subnet_cidr
-        vpc = declare(
-            GkeNetwork,
-            "network",
-            {
-                "project": project,
-                "region": region,
-                "name_prefix": cluster.name,
-                "subnet_cidr": settings.network.subnet_cidr,
-                "pods_cidr": settings.network.pods_cidr or "",
-                "services_cidr": settings.network.services_cidr or "",
-                "cloud_nat": cluster.private_nodes,
-                "flow_log_sampling": settings.network.flow_log_sampling or 0,
-            },
-        )
-        network, subnetwork = vpc.network_self_link, vpc.subnetwork_self_link
-        pods_range, services_range = vpc.pods_range_name, vpc.services_range_name
-    args: GkeClusterArgs = {
-        "project": project,
-        "name": cluster.name,
-        "location": cluster.location,
-        "autopilot": cluster.autopilot,
-        "network": network,
-        "subnetwork": subnetwork,
-        "pods_range_name": pods_range,
-        "services_range_name": services_range,
-        "release_channel": ReleaseChannel(cluster.release_channel),
-        "private_nodes": cluster.private_nodes,
-        "public_endpoint": cluster.public_endpoint,
-        "authorized_networks": [
-            {"cidr_block": n.cidr_block, "display_name": n.display_name} for n in cluster.authorized_networks
-        ],
-        "binary_authorization": cluster.binary_authorization,
-        "kubeconfig_endpoint": KubeconfigEndpoint(cluster.kubeconfig_endpoint),
-        "deletion_protection": cluster.deletion_protection,
-        "managed_dcgm": settings.monitoring.dcgm == "managed",
-        "resource_labels": {"managed-by": "pulumi", "pulumi-stack": _label_value(settings.stack)},
-    }
-    if not cluster.autopilot:
-        # Standard only: the config refuses both on Autopilot.
-        args["intranode_visibility"] = cluster.intranode_visibility
-        if stack_flavors(settings):
-            args["multi_networking"] = True
-        if needs_gcs_fuse(settings):
-            args["gcs_fuse_csi_driver"] = True
-        if cluster.system_pool is not None:
-            pool = cluster.system_pool
-            args["system_pool"] = {
-                "machine_type": pool.machine_type,
-                "min_nodes": pool.min_nodes,
-                "max_nodes": pool.max_nodes,
-                "spot": pool.spot,
-                "disk_size_gb": pool.disk_size_gb,
-            }
-    return declare(GkeCluster, "gke", args)
-
-
 def _checks(settings: Settings) -> dict[str, str]:
     """Copy-paste commands that prove the GPUs are there after `pulumi up`."""
     cluster = settings.cluster
@@ -477,9 +412,3 @@ def _checks(settings: Settings) -> dict[str, str]:
             "kubectl get events -A --field-selector reason=TriggeredScaleUp,reason=NotTriggerScaleUp"
         ),
     }
-
-
-def _label_value(text: str) -> str:
-    """A GCP label value (lowercase letters, digits, '-' and '_', at most 63 characters)."""
-    cleaned = "".join(c if c.isalnum() or c in "-_" else "-" for c in text.lower())
-    return cleaned[:63]

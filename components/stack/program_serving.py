@@ -32,6 +32,11 @@ def nodes_per_replica(service: ServingConfig, pool: GpuPool) -> int:
     return max(1, service.gpus_per_replica // per_node)
 
 
+def needs_gateway_api(settings: Settings) -> bool:
+    """A service has an Inference Gateway: the cluster needs GKE's Gateway API."""
+    return any(s.gateway for s in settings.serving)
+
+
 def container_size(pool: GpuPool, gpus: int) -> dict[str, int]:
     """CPU, memory, /dev/shm and disk of a replica taking `gpus` of a node: half the node's CPU and 55%
     of its memory in the GPUs' proportion (15% more goes to a file cache in memory: weights_cache),
@@ -80,9 +85,11 @@ def serving(
     cluster_name: str,
     provider: pulumi.ProviderResource,
     depends_on: list[pulumi.Resource],
+    *,
+    network: list[pulumi.Resource] | None = None,
 ) -> dict[str, Any]:
-    """Declare each service; return, per service, where it answers and how to try it (stack output
-    `serving`)."""
+    """Declare each service (and its gateway; `network`: what a gateway waits for, the VPC the stack
+    creates); return, per service, where it answers and how to try it (stack output `serving`)."""
     if not settings.serving:
         return {}
     # Imported here: a stack without model servers does not pay for their modules.
@@ -152,6 +159,12 @@ def serving(
             ),
         )
         outputs[service.name] = _summary(service, pool, component, nodes)
+        if service.gateway:
+            from .program_gateway import gateway
+
+            outputs[service.name]["gateway"] = gateway(
+                settings, service, provider, [component, *(network or [])]
+            )
         load = next(
             (w for w in settings.workloads if w.name == "serving-load" and w.service == service.name), None
         )

@@ -1,5 +1,5 @@
 """Pass 2 rules for the serving section (`gke-gpu:serving`): which pool serves each model, and what
-this release builds of the serving contract (scale to zero, scaling on GPU and the gateway are refused
+this release builds of the serving contract (scale to zero and scaling on GPU duty cycle are refused
 with the reason, not ignored)."""
 
 from __future__ import annotations
@@ -84,8 +84,6 @@ class ServingRules(RuleBase):
                 names.at("scale_on"),
                 f"only allowed when replicas.min is below replicas.max (min and max are {replicas.min})",
             )
-        if service.gateway:
-            self.problems.add(names.at("gateway"), f"true is not built yet ({NOT_BUILT}); leave it out")
 
     def _check_pool(self, service: ServingConfig, pool: GpuPool, names: KeyNames, *, autopilot: bool) -> bool:
         """The pool's rules for the service; whether its replica's GPUs fit the pool's nodes."""

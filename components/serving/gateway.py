@@ -1,0 +1,282 @@
+"""InferenceGateway: GKE's Inference Gateway in front of an InferenceService: an internal regional
+Gateway, an HTTPRoute to the service's InferencePool, and the pool's endpoint picker (EPP) from its
+pinned upstream Helm chart."""
+
+from typing import Any, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from ..core import images
+from ..core.arg_types import matching
+from ..core.common import K8S_NAME, Problems, network_of
+from ..core.component import GkeGpuComponent
+from ..core.k8s import NONROOT_ID, app_labels, selector_labels
+from ..core.model import Cidr
+from ..core.validation import ArgsModel
+from .model import MAX_SERVICE_NAME, SERVICE_NAME_MEANING, service_namespace
+from .server_parts import PORT, server_labels
+
+# llm-d-router's chart: the EPP and the InferencePool (inference.networking.k8s.io/v1). Both left
+# gateway-api-inference-extension before its v1.6.0 (README: "moved to llm-d/llm-d-router"; commit
+# a70292c1 removed the inferencepool chart); llm-d-router's release workflow pushes the chart to
+# ghcr.io/llm-d/charts with the tag as its version (docs/serving.md, "The Inference Gateway").
+EPP_CHART = "oci://ghcr.io/llm-d/charts/llm-d-router-gateway"
+EPP_VERSION = "v0.10.0"
+GATEWAY_API = "gateway.networking.k8s.io/v1"
+INFERENCE_GROUP = "inference.networking.k8s.io"
+# GKE's regional internal Application Load Balancer: reachable from the VPC only, and it needs a
+# proxy-only subnet in the cluster's region.
+GATEWAY_CLASS = "gke-l7-rilb"
+LISTENER_PORT = 80
+# The chart's EPP ports (routerlib values and templates at v0.10.0): the load balancer's ext_proc calls
+# on 9002, its gRPC health checks on 9003 (which GKE's Gateway controller checks by default).
+EXT_PROC_PORT, EPP_HEALTH_PORT = 9002, 9003
+# Where Google's health checks come from (Cloud Load Balancing, "Firewall rules"); the proxies
+# themselves connect from the proxy-only subnet.
+HEALTH_CHECK_RANGES = ("35.191.0.0/16", "130.211.0.0/22")
+# The chart asks for 8 CPUs and 8 GiB (16 GiB limit, no CPU limit), sized for llm-d's large pools; one
+# small pool's picker needs far less (UNVERIFIED under load). A system pool node has 4 vCPUs.
+EPP_RESOURCES = {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"cpu": "2", "memory": "2Gi"}}
+
+
+class InferenceGatewayArgs(TypedDict):
+    """The service the gateway fronts, and where the load balancer's proxies come from."""
+
+    service: str
+    """The InferenceService's name: everything goes in its namespace `serve-<service>`, and the
+    InferencePool selects its server Pods (port 8000)."""
+    proxy_only_cidr: str
+    """The range of the VPC's proxy-only subnet in the cluster's region (GkeNetwork's
+    `proxy_only_cidr`): the load balancer's proxies reach the server and the endpoint picker from it,
+    so the NetworkPolicies admit it."""
+
+
+class InferenceGatewaySpec(ArgsModel):
+    service: matching(K8S_NAME, SERVICE_NAME_MEANING, max_length=MAX_SERVICE_NAME)  # type: ignore[valid-type]
+    proxy_only_cidr: Cidr
+
+
+def _rules(spec: InferenceGatewaySpec) -> list[str]:
+    problems = Problems()
+    network_of(spec.proxy_only_cidr, "proxy_only_cidr", problems)
+    return problems.items
+
+
+def epp_name(service: str) -> str:
+    """The chart's EPP Deployment and Service: `<release>-epp` (routerlib `llm-d-router.name`)."""
+    return f"{service}-epp"
+
+
+def epp_selector(service: str) -> dict[str, str]:
+    """The chart's EPP Pod selector when it creates the InferencePool (routerlib
+    `llm-d-router.selectorLabels`)."""
+    return {"llm-d-router-gateway": epp_name(service)}
+
+
+def epp_values(service: str) -> dict[str, Any]:
+    """The chart's values: an InferencePool `<service>` of the server's Pods on port 8000 (vLLM over
+    HTTP), one pinned EPP with bounded resources, GKE's health check and backend policies, and no
+    HTTPRoute (InferenceGateway declares its own)."""
+    image, _, tag = images.EPP.rpartition(":")
+    registry, _, repository = image.rpartition("/")
+    return {
+        "provider": {"name": "gke"},
+        "router": {
+            "modelServers": {
+                "type": "vllm",
+                "protocol": "http",
+                "targetPorts": [{"number": PORT}],
+                "matchLabels": selector_labels(server_labels(service)),
+            },
+            # FailOpen: with the picker down, the load balancer still sends requests to the pool.
+            "inferencePool": {"create": True, "failureMode": "FailOpen"},
+            "epp": {
+                "replicas": 1,
+                "image": {
+                    "registry": registry,
+                    "repository": repository,
+                    "tag": tag,
+                    "pullPolicy": "IfNotPresent",
+                },
+                "resources": EPP_RESOURCES,
+            },
+        },
+        "httpRoute": {"create": False},
+    }
+
+
+def _ingress_from(cidrs: list[str], ports: list[int]) -> k8s.networking.v1.NetworkPolicyIngressRuleArgs:
+    return k8s.networking.v1.NetworkPolicyIngressRuleArgs(
+        from_=[
+            k8s.networking.v1.NetworkPolicyPeerArgs(ip_block=k8s.networking.v1.IPBlockArgs(cidr=cidr))
+            for cidr in cidrs
+        ],
+        ports=[k8s.networking.v1.NetworkPolicyPortArgs(port=port, protocol="TCP") for port in ports],
+    )
+
+
+class InferenceGateway(GkeGpuComponent[InferenceGatewaySpec]):
+    """GKE's Inference Gateway in front of one InferenceService: an internal Gateway, an HTTPRoute to
+    the service's InferencePool and the pool's endpoint picker, in the service's namespace.
+
+    - llm-d-router's Helm chart (`llm-d-router-gateway`, pinned): an InferencePool `<service>`
+      (`inference.networking.k8s.io/v1`) of the server's Pods on port 8000, its endpoint picker
+      `<service>-epp` (one replica, bounded CPU and memory), and GKE's HealthCheckPolicy (vLLM's
+      `/health`) and GCPBackendPolicy (300 s timeout) on the pool; the EPP Deployment is then patched
+      to run as non-root with a read-only root filesystem and no capability (the chart has no value
+      for it);
+    - a Gateway `<service>` of class `gke-l7-rilb` (a regional internal Application Load Balancer,
+      reachable from the VPC only) with one HTTP listener on port 80 for routes of the namespace;
+    - an HTTPRoute `<service>` sending every path to the InferencePool;
+    - NetworkPolicies admitting the load balancer's proxies (the proxy-only subnet) and Google's
+      health checkers to the server's port and to the picker's ext_proc and health ports; the picker
+      admits nothing else.
+
+    The cluster needs GKE's Gateway API (GkeCluster's `gateway_api`), the InferencePool CRD (GKE
+    installs it from 1.34.0-gke.1626000) and a proxy-only subnet in its region (GkeNetwork's
+    `proxy_only_cidr`)."""
+
+    gateway_name: pulumi.Output[str]
+    """The Gateway's name, `<service>`, in `serve-<service>`."""
+    inference_pool_name: pulumi.Output[str]
+    """The InferencePool's name, `<service>` (the chart's release)."""
+    namespace: pulumi.Output[str]
+    """The service's namespace, `serve-<service>`."""
+
+    _args_model = InferenceGatewaySpec
+    _args_rules = staticmethod(_rules)
+
+    def __init__(
+        self, name: str, args: InferenceGatewayArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        spec = self._begin(name, args, opts)
+        service = spec.service
+        namespace = service_namespace(service)
+        labels = app_labels(service, component="inference-gateway")
+        child = pulumi.ResourceOptions(parent=self)
+        ranges = [spec.proxy_only_cidr, *HEALTH_CHECK_RANGES]
+        policies = [
+            k8s.networking.v1.NetworkPolicy(
+                f"{name}-server-ingress",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=f"{service}-gateway", namespace=namespace, labels=labels
+                ),
+                # Added to the server's own policy (policies add up): the proxies and health checks.
+                spec=k8s.networking.v1.NetworkPolicySpecArgs(
+                    pod_selector=k8s.meta.v1.LabelSelectorArgs(
+                        match_labels=selector_labels(server_labels(service))
+                    ),
+                    policy_types=["Ingress"],
+                    ingress=[_ingress_from(ranges, [PORT])],
+                ),
+                opts=child,
+            ),
+            k8s.networking.v1.NetworkPolicy(
+                f"{name}-epp-ingress",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=epp_name(service), namespace=namespace, labels=labels
+                ),
+                spec=k8s.networking.v1.NetworkPolicySpecArgs(
+                    pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=epp_selector(service)),
+                    policy_types=["Ingress"],
+                    ingress=[_ingress_from(ranges, [EXT_PROC_PORT, EPP_HEALTH_PORT])],
+                ),
+                opts=child,
+            ),
+        ]
+        chart = k8s.helm.v4.Chart(
+            f"{name}-epp",
+            chart=EPP_CHART,
+            version=EPP_VERSION,
+            name=service,
+            namespace=namespace,
+            values=epp_values(service),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=policies),
+        )
+        self._harden_epp(name, service, namespace, chart)
+        gateway = k8s.apiextensions.CustomResource(
+            f"{name}-gateway",
+            api_version=GATEWAY_API,
+            kind="Gateway",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=service, namespace=namespace, labels=labels),
+            spec={
+                "gatewayClassName": GATEWAY_CLASS,
+                "listeners": [
+                    {
+                        "name": "http",
+                        "port": LISTENER_PORT,
+                        "protocol": "HTTP",
+                        "allowedRoutes": {"namespaces": {"from": "Same"}},
+                    }
+                ],
+            },
+            opts=child,
+        )
+        k8s.apiextensions.CustomResource(
+            f"{name}-route",
+            api_version=GATEWAY_API,
+            kind="HTTPRoute",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=service, namespace=namespace, labels=labels),
+            # No request timeout here: on GKE the pool's GCPBackendPolicy sets it (the chart's).
+            spec={
+                "parentRefs": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": service}],
+                "rules": [
+                    {
+                        "matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
+                        "backendRefs": [{"group": INFERENCE_GROUP, "kind": "InferencePool", "name": service}],
+                    }
+                ],
+            },
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[gateway, chart]),
+        )
+        self.gateway_name = pulumi.Output.from_input(service)
+        self.inference_pool_name = pulumi.Output.from_input(service)
+        self.namespace = pulumi.Output.from_input(namespace)
+        self.register_outputs(
+            {
+                "gatewayName": self.gateway_name,
+                "inferencePoolName": self.inference_pool_name,
+                "namespace": self.namespace,
+            }
+        )
+
+    def _harden_epp(self, name: str, service: str, namespace: str, chart: k8s.helm.v4.Chart) -> None:
+        """The chart's EPP Deployment, patched (server-side apply of these fields only): the image's
+        non-root user, seccomp RuntimeDefault, no privilege escalation or capability, a read-only root
+        filesystem with a small writable /tmp. The chart sets none of them and has no value for them."""
+        container = k8s.core.v1.ContainerPatchArgs(
+            name="epp",
+            security_context=k8s.core.v1.SecurityContextPatchArgs(
+                allow_privilege_escalation=False,
+                read_only_root_filesystem=True,
+                run_as_non_root=True,
+                capabilities=k8s.core.v1.CapabilitiesPatchArgs(drop=["ALL"]),
+                seccomp_profile=k8s.core.v1.SeccompProfilePatchArgs(type="RuntimeDefault"),
+            ),
+            volume_mounts=[k8s.core.v1.VolumeMountPatchArgs(name="tmp", mount_path="/tmp")],
+        )
+        k8s.apps.v1.DeploymentPatch(
+            f"{name}-epp-hardening",
+            metadata=k8s.meta.v1.ObjectMetaPatchArgs(name=epp_name(service), namespace=namespace),
+            spec=k8s.apps.v1.DeploymentSpecPatchArgs(
+                template=k8s.core.v1.PodTemplateSpecPatchArgs(
+                    spec=k8s.core.v1.PodSpecPatchArgs(
+                        security_context=k8s.core.v1.PodSecurityContextPatchArgs(
+                            run_as_non_root=True,
+                            run_as_user=NONROOT_ID,
+                            run_as_group=NONROOT_ID,
+                            seccomp_profile=k8s.core.v1.SeccompProfilePatchArgs(type="RuntimeDefault"),
+                        ),
+                        containers=[container],
+                        volumes=[
+                            k8s.core.v1.VolumePatchArgs(
+                                name="tmp",
+                                empty_dir=k8s.core.v1.EmptyDirVolumeSourcePatchArgs(size_limit="64Mi"),
+                            )
+                        ],
+                    )
+                )
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[chart]),
+        )

@@ -1,0 +1,98 @@
+"""The stack's cluster and the VPC it creates for it: the composition root's first step."""
+
+from __future__ import annotations
+
+import pulumi
+
+from ..cluster.args import GkeClusterArgs, KubeconfigEndpoint, ReleaseChannel
+from ..cluster.gke_cluster import GkeCluster
+from ..network.vpc import GkeNetwork
+from .declare import declare
+from .program_gpudirect import stack_flavors
+from .program_serving import needs_gateway_api, needs_gcs_fuse
+from .settings import Settings
+
+
+def gke_cluster(settings: Settings) -> tuple[GkeCluster, GkeNetwork | None]:
+    """The cluster, and the VPC the stack creates for it (None on an existing VPC)."""
+    cluster = settings.cluster
+    assert cluster.name is not None and cluster.location is not None, "the cluster rules resolve both"
+    project = settings.project or ""
+    region = settings.region or ""
+    if settings.network and settings.network.existing:
+        existing = settings.network.existing
+        network: pulumi.Input[str] = existing.network
+        subnetwork: pulumi.Input[str] = existing.subnetwork
+        pods_range: pulumi.Input[str] = existing.pods_range_name
+        services_range: pulumi.Input[str] = existing.services_range_name
+        vpc = None
+    else:
+        assert settings.network and settings.network.subnet_cidr
+        vpc = declare(
+            GkeNetwork,
+            "network",
+            {
+                "project": project,
+                "region": region,
+                "name_prefix": cluster.name,
+                "subnet_cidr": settings.network.subnet_cidr,
+                "pods_cidr": settings.network.pods_cidr or "",
+                "services_cidr": settings.network.services_cidr or "",
+                "cloud_nat": cluster.private_nodes,
+                "flow_log_sampling": settings.network.flow_log_sampling or 0,
+                # Resolved only when a service has a gateway: no proxy-only subnet otherwise.
+                **(
+                    {"proxy_only_cidr": settings.network.proxy_only_cidr}
+                    if settings.network.proxy_only_cidr
+                    else {}
+                ),
+            },
+        )
+        network, subnetwork = vpc.network_self_link, vpc.subnetwork_self_link
+        pods_range, services_range = vpc.pods_range_name, vpc.services_range_name
+    args: GkeClusterArgs = {
+        "project": project,
+        "name": cluster.name,
+        "location": cluster.location,
+        "autopilot": cluster.autopilot,
+        "network": network,
+        "subnetwork": subnetwork,
+        "pods_range_name": pods_range,
+        "services_range_name": services_range,
+        "release_channel": ReleaseChannel(cluster.release_channel),
+        "private_nodes": cluster.private_nodes,
+        "public_endpoint": cluster.public_endpoint,
+        "authorized_networks": [
+            {"cidr_block": n.cidr_block, "display_name": n.display_name} for n in cluster.authorized_networks
+        ],
+        "binary_authorization": cluster.binary_authorization,
+        "kubeconfig_endpoint": KubeconfigEndpoint(cluster.kubeconfig_endpoint),
+        "deletion_protection": cluster.deletion_protection,
+        "managed_dcgm": settings.monitoring.dcgm == "managed",
+        "resource_labels": {"managed-by": "pulumi", "pulumi-stack": _label_value(settings.stack)},
+    }
+    if needs_gateway_api(settings):
+        args["gateway_api"] = True
+    if not cluster.autopilot:
+        # Standard only: the config refuses both on Autopilot.
+        args["intranode_visibility"] = cluster.intranode_visibility
+        if stack_flavors(settings):
+            args["multi_networking"] = True
+        if needs_gcs_fuse(settings):
+            args["gcs_fuse_csi_driver"] = True
+        if cluster.system_pool is not None:
+            pool = cluster.system_pool
+            args["system_pool"] = {
+                "machine_type": pool.machine_type,
+                "min_nodes": pool.min_nodes,
+                "max_nodes": pool.max_nodes,
+                "spot": pool.spot,
+                "disk_size_gb": pool.disk_size_gb,
+            }
+    return declare(GkeCluster, "gke", args), vpc
+
+
+def _label_value(text: str) -> str:
+    """A GCP label value (lowercase letters, digits, '-' and '_', at most 63 characters)."""
+    cleaned = "".join(c if c.isalnum() or c in "-_" else "-" for c in text.lower())
+    return cleaned[:63]
