@@ -183,11 +183,6 @@ def test_a_hugging_face_model_uses_its_token_secret_and_no_bucket() -> None:
             "gke-gpu:serving[0].replicas.min: 0 is not offered: at zero replicas no vLLM metric exists",
         ),
         (
-            {**CHAT, "scaleOn": "gpu", "replicas": {"min": 1, "max": 2}},
-            [L4],
-            "gke-gpu:serving[0].scaleOn: gpu is not offered: GKE's autoscaling guide for LLM servers",
-        ),
-        (
             {**CHAT, "scaleOn": "queue"},
             [L4],
             "gke-gpu:serving[0].scaleOn: only allowed when replicas.min is below",
@@ -437,3 +432,44 @@ def test_the_output_says_whether_the_pool_preloads_the_image(served: RunResult) 
         )
     )
     assert f"preloaded on the pool's nodes from {disk}" in result.outputs["serving"]["chat"]["image"]
+
+
+def test_scale_on_gpu_reads_the_services_gpu_duty_cycle_as_an_external_metric() -> None:
+    pool = {**L4, "gpusPerNode": 2, "maxNodes": 4}
+    service = {**CHAT, "gpusPerReplica": 2, "replicas": {"min": 1, "max": 4}, "scaleOn": "gpu"}
+    result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[pool], serving=[service]))
+    hpa = result.one("kubernetes:autoscaling/v2:HorizontalPodAutoscaler").inputs
+    validate(hpa)
+    (metric,) = hpa["spec"]["metrics"]
+    assert metric["type"] == "External"
+    # GKE's per-container GPU metric, lowercase as the adapter needs, over this service's vLLM
+    # containers only.
+    assert metric["external"]["metric"] == {
+        "name": "kubernetes.io|container|accelerator|duty_cycle",
+        "selector": {
+            "matchLabels": {
+                "resource.labels.namespace_name": "serve-chat",
+                "resource.labels.container_name": "vllm",
+            }
+        },
+    }
+    # An External AverageValue is the series' sum over the replicas: 80% for each of a replica's 2 GPUs.
+    assert metric["external"]["target"] == {"type": "AverageValue", "averageValue": "160"}
+    container = pod(result)["spec"]["containers"][0]
+    assert container["name"] == "vllm"  # what the selector names
+    assert result.one("kubernetes:yaml/v2:ConfigFile")  # the adapter serves external metrics too
+    assert result.outputs["serving"]["chat"]["scaling"].startswith("GPU duty cycle")
+
+
+def test_the_component_checks_what_it_scales_on() -> None:
+    with pytest.raises(InvalidArgsError) as refused:
+        InferenceService.check_args("chat", {**ARGS, "scale_on": "gpu", "queue_target": 3})
+    text = str(refused.value)
+    assert "scale_on: only allowed with max_replicas" in text
+    assert "queue_target: only allowed with max_replicas and scale_on queue" in text
+    with pytest.raises(InvalidArgsError, match="duty_cycle_target: 150 is not allowed; must be <= 100"):
+        InferenceService.check_args("chat", {**ARGS, "duty_cycle_target": 150})
+    with pytest.raises(
+        InvalidArgsError, match="duty_cycle_target: only allowed with max_replicas and scale_on gpu"
+    ):
+        InferenceService.check_args("chat", {**ARGS, "max_replicas": 3, "duty_cycle_target": 60})

@@ -22,11 +22,13 @@ from ..core.k8s import (
     toleration_problems,
 )
 from ..core.validation import ArgsModel
+from .autoscaler import horizontal_pod_autoscaler
 from .deployment import deployment
-from .leader_worker_set import leader_worker_set, scale_target, serving_selector
+from .leader_worker_set import leader_worker_set, serving_selector
 from .model import MAX_SERVICE_NAME, SERVICE_NAME_MEANING, ModelServerSettings, service_namespace
 from .rules import check_model_server, check_replica_nodes, gcs_location, weights_source
 from .server_parts import (
+    CONTAINER,
     HOME,
     PORT,
     VLLM_GROUP,
@@ -46,9 +48,6 @@ KSA = "vllm"
 # moment /health fails (503: the engine died), and liveness restarts it after 3 minutes of that.
 STARTUP_PERIOD_S, STARTUP_FAILURES = 10, 180
 PROBE_TIMEOUT_S = 5
-# vLLM's waiting requests as Managed Prometheus stores them, named for the custom metrics adapter
-# ('/' becomes '|'): GKE's own vLLM autoscaling sample (docs/serving-research.md 7).
-QUEUE_METRIC = "prometheus.googleapis.com|vllm:num_requests_waiting|gauge"
 ROLLOUT_TIMEOUT_S = 45 * 60
 
 
@@ -86,6 +85,12 @@ class InferenceServiceArgs(TypedDict):
     to fixed replicas."""
     queue_target: NotRequired[float]
     """With `max_replicas`: requests waiting per replica the autoscaler aims at. Defaults to 5."""
+    scale_on: NotRequired[str]
+    """With `max_replicas`: `queue` (vLLM's waiting requests) or `gpu` (the GPUs' duty cycle, GKE's
+    `kubernetes.io/container/accelerator/duty_cycle` as an External metric). Defaults to queue."""
+    duty_cycle_target: NotRequired[float]
+    """With `scale_on` gpu: the mean duty cycle of the replicas' GPUs the autoscaler aims at, in
+    percent. Defaults to 80."""
     hf_token_secret: NotRequired[str]
     """A Hugging Face model: the Secret in the service's namespace whose key `token` is the token."""
     max_model_len: NotRequired[int]
@@ -123,6 +128,7 @@ class InferenceServiceSpec(ModelServerSettings, _Place):
     replicas: int = Field(1, ge=1, le=100)
     max_replicas: int | None = Field(None, ge=1, le=100)
     queue_target: float = Field(5, gt=0, le=10_000)
+    duty_cycle_target: float = Field(80, gt=0, le=100)
     cpu: float = Field(4, gt=0, le=1000)
     memory_gib: int = Field(24, ge=1, le=10_000)
     shm_gib: int = Field(4, ge=1, le=1000)
@@ -155,8 +161,12 @@ def _rules(spec: InferenceServiceSpec) -> list[str]:
             problems.add(path, message)
     if spec.max_replicas is not None and spec.max_replicas < spec.replicas:
         problems.add("max_replicas", f"{spec.max_replicas} is less than replicas {spec.replicas}")
-    if "queue_target" in spec.model_fields_set and spec.max_replicas is None:
-        problems.add("queue_target", "only allowed with max_replicas (the autoscaler's target)")
+    if "queue_target" in spec.model_fields_set and (spec.max_replicas is None or spec.scale_on == "gpu"):
+        problems.add("queue_target", "only allowed with max_replicas and scale_on queue (its target)")
+    if "duty_cycle_target" in spec.model_fields_set and (spec.max_replicas is None or spec.scale_on != "gpu"):
+        problems.add("duty_cycle_target", "only allowed with max_replicas and scale_on gpu (its target)")
+    if spec.scale_on is not None and spec.max_replicas is None:
+        problems.add("scale_on", "only allowed with max_replicas (what the autoscaler scales on)")
     if spec.weights_cache_gib and weights_source(spec.model) != "gcs":
         problems.add(
             "weights_cache_gib",
@@ -259,7 +269,7 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
             opts=workload,
         )
         if spec.max_replicas is not None:
-            self._autoscaler(name, spec, namespace, labels, in_namespace)
+            horizontal_pod_autoscaler(name, spec, namespace, labels, in_namespace)
         k8s.core.v1.Service(
             f"{name}-service",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=spec.name, namespace=namespace, labels=labels),
@@ -289,43 +299,6 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
         self.namespace = pulumi.Output.from_input(namespace)
         self.service_url = pulumi.Output.from_input(f"http://{spec.name}.{namespace}.svc:{PORT}")
         self.register_outputs({"serviceUrl": self.service_url, "namespace": self.namespace})
-
-    def _autoscaler(
-        self,
-        name: str,
-        spec: InferenceServiceSpec,
-        namespace: str,
-        labels: dict[str, str],
-        opts: pulumi.ResourceOptions,
-    ) -> None:
-        """A HorizontalPodAutoscaler on the requests waiting per replica (a Pods metric through the
-        custom metrics adapter): scale up at once, down after 5 quiet minutes."""
-        assert spec.max_replicas is not None
-        k8s.autoscaling.v2.HorizontalPodAutoscaler(
-            f"{name}-autoscaler",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=spec.name, namespace=namespace, labels=labels),
-            spec=k8s.autoscaling.v2.HorizontalPodAutoscalerSpecArgs(
-                scale_target_ref=scale_target(spec),
-                min_replicas=spec.replicas,
-                max_replicas=spec.max_replicas,
-                metrics=[
-                    k8s.autoscaling.v2.MetricSpecArgs(
-                        type="Pods",
-                        pods=k8s.autoscaling.v2.PodsMetricSourceArgs(
-                            metric=k8s.autoscaling.v2.MetricIdentifierArgs(name=QUEUE_METRIC),
-                            target=k8s.autoscaling.v2.MetricTargetArgs(
-                                type="AverageValue", average_value=f"{spec.queue_target:g}"
-                            ),
-                        ),
-                    )
-                ],
-                behavior=k8s.autoscaling.v2.HorizontalPodAutoscalerBehaviorArgs(
-                    scale_up=k8s.autoscaling.v2.HPAScalingRulesArgs(stabilization_window_seconds=0),
-                    scale_down=k8s.autoscaling.v2.HPAScalingRulesArgs(stabilization_window_seconds=300),
-                ),
-            ),
-            opts=opts,
-        )
 
     def _weights_reader(
         self, name: str, spec: InferenceServiceSpec, namespace: str
@@ -441,7 +414,7 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
             automount_service_account_token=False,
             containers=[
                 k8s.core.v1.ContainerArgs(
-                    name="vllm",
+                    name=CONTAINER,
                     image=images.VLLM,
                     args=vllm_args(spec),
                     env=env,

@@ -49,6 +49,9 @@ class ModelServerSettings(StackModel):
     ) = None
     # vLLM's --max-model-len (the context the KV cache is sized for); default: the model's own.
     max_model_len: int | None = Field(None, ge=16, le=10_000_000)
+    # With a replica range: what the autoscaler scales on, vLLM's waiting requests (`queue`, the
+    # default) or the GPUs' duty cycle (`gpu`).
+    scale_on: Literal["queue", "gpu"] | None = None
     # Namespaces whose Pods may call the service (besides its own).
     client_namespaces: Annotated[
         list[Annotated[str, Field(min_length=1, max_length=63, pattern=DNS_LABEL)]],
@@ -65,7 +68,6 @@ class ServingConfig(ModelServerSettings, _ServiceChoice):
     """A `gke-gpu:serving` entry: which pool serves the model, and how it scales."""
 
     replicas: ReplicasConfig = ReplicasConfig()
-    scale_on: Literal["queue", "gpu"] | None = None
     gateway: bool = False
 
     @property

@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from .inference_service import InferenceServiceSpec
 
 PORT = 8000
+# The server's container (the GPU duty-cycle autoscaler selects it by name).
+CONTAINER = "vllm"
 # vLLM's image has a user 2000 in group 0 (home /home/vllm): the one UID the stock image knows
 # (docs/serving-research.md 1d); another UID has no passwd entry, and getpass.getuser() fails.
 VLLM_USER, VLLM_GROUP = 2000, 0

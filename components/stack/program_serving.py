@@ -144,6 +144,8 @@ def serving(
                 args["weights_cache_gib"], args["weights_cache_medium"] = cache_gib, medium
         if service.replicas.max > service.replicas.min:
             args["max_replicas"] = service.replicas.max
+            if service.scale_on is not None:
+                args["scale_on"] = service.scale_on
         if service.hf_token_secret is not None:
             args["hf_token_secret"] = service.hf_token_secret
         if service.max_model_len is not None:
@@ -260,7 +262,12 @@ def _summary(
         else {"min": service.replicas.min, "max": service.replicas.max},
         "scaling": "fixed"
         if service.replicas.max == service.replicas.min
-        else "vllm:num_requests_waiting, 5 per replica (HPA through the custom metrics adapter)",
+        else (
+            "GPU duty cycle (kubernetes.io/container/accelerator/duty_cycle), 80% a GPU (HPA through the "
+            "custom metrics adapter)"
+            if service.scale_on == "gpu"
+            else "vllm:num_requests_waiting, 5 per replica (HPA through the custom metrics adapter)"
+        ),
         "commands": {
             "wait": f"kubectl rollout status -n {namespace} deployment/{service.name} --timeout=45m",
             "portForward": f"kubectl port-forward -n {namespace} service/{service.name} 8000:8000",

@@ -1,6 +1,6 @@
 """Pass 2 rules for the serving section (`gke-gpu:serving`): which pool serves each model, and what
-this release builds of the serving contract (scale to zero and scaling on GPU duty cycle are refused
-with the reason, not ignored)."""
+this release builds of the serving contract (scale to zero is refused with the reason, not
+ignored)."""
 
 from __future__ import annotations
 
@@ -70,16 +70,7 @@ class ServingRules(RuleBase):
                 "request-buffering layer GKE does not provide (docs/serving.md, 'Scale to zero'); use 1 (the "
                 "pool's nodes still scale to zero when no service uses it)",
             )
-        if service.scale_on == "gpu":
-            self.problems.add(
-                names.at("scale_on"),
-                "gpu is not offered: GKE's autoscaling guide for LLM servers says duty cycle does not "
-                "measure the work a GPU does, so no duty-cycle target maps to a latency or throughput, and "
-                "vLLM keeps its GPU busy and its memory full either way; which label carries a serving Pod "
-                "on GKE's DCGM series is not published either (docs/serving.md, 'Scaling on GPU duty "
-                "cycle'); use queue",
-            )
-        elif service.scale_on is not None and replicas.min == replicas.max:
+        if service.scale_on is not None and replicas.min == replicas.max:
             self.problems.add(
                 names.at("scale_on"),
                 f"only allowed when replicas.min is below replicas.max (min and max are {replicas.min})",
