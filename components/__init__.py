@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from .serving.inference_service import InferenceService, InferenceServiceArgs
     from .serving.load_test import ServingLoadTest, ServingLoadTestArgs
     from .serving.metrics_adapter import CustomMetricsAdapter, CustomMetricsAdapterArgs
+    from .serving.transfer_class import HyperdiskMlTransferClass, HyperdiskMlTransferClassArgs
     from .workloads.batch_queues import GpuBatchQueues, GpuBatchQueuesArgs
     from .workloads.nccl_allreduce import NcclAllReduce, NcclAllReduceArgs
     from .workloads.samples import SampleWorkloads, SampleWorkloadsArgs
@@ -68,6 +69,8 @@ __all__ = [
     "GpuMonitoringArgs",
     "GpuNodePool",
     "GpuNodePoolArgs",
+    "HyperdiskMlTransferClass",
+    "HyperdiskMlTransferClassArgs",
     "InferenceService",
     "InferenceServiceArgs",
     "InvalidArgsError",

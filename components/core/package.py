@@ -57,6 +57,7 @@ PUBLIC_COMPONENTS: dict[str, str] = {
     "NcclAllReduce": "workloads.nccl_allreduce",
     "InferenceService": "serving.inference_service",
     "CustomMetricsAdapter": "serving.metrics_adapter",
+    "HyperdiskMlTransferClass": "serving.transfer_class",
     "ServingLoadTest": "serving.load_test",
 }
 

@@ -63,6 +63,7 @@ _STACK_KEYS_BY_NAME = {
     "GpuCapacityLadder": f"{NAMESPACE}:gpuPools",
     "InferenceService": f"{NAMESPACE}:serving",
     "CustomMetricsAdapter": f"{NAMESPACE}:serving",
+    "HyperdiskMlTransferClass": f"{NAMESPACE}:serving",
     "ServingLoadTest": f"{NAMESPACE}:workloads",
 }
 # What the program reads from a component besides its outputs, while only checking.

@@ -135,7 +135,13 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
             local_queue_namespace=SAMPLES_NAMESPACE if samples_component else None,
         )
         samples.update(nccl_allreduce_tests(settings, cluster.provider, [queues, *software]))
-    served = serving(settings, settings.cluster.name or "", cluster.provider, list(pools.values()))
+    served = serving(
+        settings,
+        settings.cluster.name or "",
+        cluster.provider,
+        list(pools.values()),
+        node_service_account=None if autopilot else cluster.node_service_account_email,
+    )
 
     return {
         "clusterName": cluster.cluster_name,
