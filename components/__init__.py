@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from .serving.load_test import ServingLoadTest, ServingLoadTestArgs
     from .serving.lws_controller import LeaderWorkerSetController, LeaderWorkerSetControllerArgs
     from .serving.metrics_adapter import CustomMetricsAdapter, CustomMetricsAdapterArgs
+    from .serving.transfer_class import HyperdiskMlTransferClass, HyperdiskMlTransferClassArgs
     from .workloads.batch_queues import GpuBatchQueues, GpuBatchQueuesArgs
     from .workloads.nccl_allreduce import NcclAllReduce, NcclAllReduceArgs
     from .workloads.samples import SampleWorkloads, SampleWorkloadsArgs
@@ -71,6 +72,8 @@ __all__ = [
     "GpuMonitoringArgs",
     "GpuNodePool",
     "GpuNodePoolArgs",
+    "HyperdiskMlTransferClass",
+    "HyperdiskMlTransferClassArgs",
     "ImageCacheAllowlist",
     "ImageCacheAllowlistArgs",
     "InferenceGateway",

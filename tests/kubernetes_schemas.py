@@ -41,6 +41,11 @@ CRD_SCHEMAS: dict[tuple[str, str], tuple[str, ...]] = {
         "crds-catalog/node.gke.io/gcpresourceallowlist_v1.json",
         "gcpresourceallowlist.node.gke.io_v1.json",
     ),
+    ("datalayer.gke.io/v1", "GCPDataSource"): (
+        # The schema published in datreeio/CRDs-catalog, then our stricter checks from GKE's pages.
+        "crds-catalog/datalayer.gke.io/gcpdatasource_v1.json",
+        "gcpdatasource.datalayer.gke.io_v1.json",
+    ),
     ("monitoring.googleapis.com/v1", "PodMonitoring"): ("podmonitoring.monitoring.googleapis.com_v1.json",),
     ("monitoring.coreos.com/v1", "ServiceMonitor"): ("servicemonitor.monitoring.coreos.com_v1.json",),
     # Published CRD manifests, vendored verbatim (see SOURCES.md): Kueue v0.19.2, JobSet v0.12.0.

@@ -76,6 +76,19 @@ EXTRA_CONFIGS = {
             {"name": "nccl-allreduce", "pool": "high"},
         ],
     ),
+    "standard, a service on Hyperdisk ML beside one on Cloud Storage FUSE": stack_config(
+        cluster=STANDARD_CLUSTER,
+        gpuPools=[{"name": "l4", "accelerator": "nvidia-l4", "maxNodes": 2, "driverVersion": "LATEST"}],
+        serving=[
+            {
+                "name": "chat",
+                "pool": "l4",
+                "model": "gs://models-bucket/qwen2.5-1.5b-instruct",
+                "weights": {"via": "hyperdiskMl", "sizeGib": 50},
+            },
+            {"name": "code", "pool": "l4", "model": "gs://models-bucket/qwen2.5-coder-1.5b"},
+        ],
+    ),
     "autopilot, time-shared profile, every sample": stack_config(
         cluster=AUTOPILOT_CLUSTER,
         gpuPools=[
@@ -165,3 +178,4 @@ def test_the_sample_and_node_objects_are_among_those_validated() -> None:
     assert {"Job", "Namespace", "NetworkPolicy", "ConfigMap", "Node"} <= kinds
     scale_out = {"JobSet", "LocalQueue", "ClusterQueue", "ResourceFlavor", "AdmissionCheck"}
     assert scale_out | {"ProvisioningRequestConfig", "GKENetworkParamSet", "Network", "DaemonSet"} <= kinds
+    assert {"StorageClass", "PersistentVolumeClaim", "GCPDataSource", "ComputeClass"} <= kinds

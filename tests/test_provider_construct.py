@@ -47,6 +47,7 @@ class Case:
     bad: tuple[tuple[dict[str, Any], str], ...] = ()
 
 
+NODES = "gpu-nodes@p-123456.iam.gserviceaccount.com"
 L4_TARGET = {
     "name": "l4",
     "accelerator": "nvidia-l4",
@@ -152,6 +153,16 @@ CASES: dict[str, Case] = {
         },
         state={},
         bad=(({"memoryGib": 0.0}, "memory_gib"), ({"cpu": 0.0}, "cpu")),
+    ),
+    "HyperdiskMlTransferClass": Case(
+        wire={"nodeServiceAccountEmail": NODES},
+        children={f"{NAME}-class": "kubernetes:cloud.google.com/v1:ComputeClass"},
+        child_inputs={
+            (f"{NAME}-class", "metadata.name"): "gcs-to-hdml-compute-class",
+            (f"{NAME}-class", "spec.nodePoolConfig.serviceAccount"): NODES,
+        },
+        state={"className": "gcs-to-hdml-compute-class"},
+        bad=(({"nodeServiceAccountEmail": "x" * 300}, "node_service_account_email"),),
     ),
     "InferenceService": Case(
         wire={

@@ -5,7 +5,8 @@ import pytest
 
 from gke_gpu.core import images
 from gke_gpu.core.validation import InvalidArgsError
-from gke_gpu.serving.inference_service import InferenceService, service_account_id
+from gke_gpu.serving.inference_service import InferenceService
+from gke_gpu.serving.weights_reader import service_account_id
 from tests.conftest import AUTOPILOT_CLUSTER, L4_POOL, STANDARD_CLUSTER, config_error, render, stack_config
 from tests.kubernetes_schemas import validate
 from tools.offline import RunResult

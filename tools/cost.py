@@ -502,18 +502,24 @@ def _service_estimates(serving: Mapping[str, Any], pools: list[dict[str, Any]]) 
         replicas = int(count.get("max", 1)) if isinstance(count, Mapping) else int(count)
         replica_hour: Figure = NA if not isinstance(node, float | int) else _hourly(node * gpus / per_node)
         at_max: Figure = replica_hour if isinstance(replica_hour, str) else _hourly(replica_hour * replicas)
-        services.append(
-            {
-                "name": name,
-                "pool": pool["name"],
-                "pricing": pool["expected"],
-                "gpusPerReplica": gpus,
-                "replicas": replicas,
-                "replicaHourly": replica_hour,
-                "hourlyAtMax": at_max,
-                "monthlyAtMax": _monthly(at_max),
-            }
-        )
+        estimate = {
+            "name": name,
+            "pool": pool["name"],
+            "pricing": pool["expected"],
+            "gpusPerReplica": gpus,
+            "replicas": replicas,
+            "replicaHourly": replica_hour,
+            "hourlyAtMax": at_max,
+            "monthlyAtMax": _monthly(at_max),
+        }
+        volume = service.get("hyperdiskMl")
+        if isinstance(volume, Mapping):
+            # Hyperdisk ML is billed per GiB and per provisioned MiB/s; the price data has neither.
+            estimate["weightsVolume"] = (
+                f"{volume.get('disks')} Hyperdisk ML disk(s) of {volume.get('sizeGib')} GiB at "
+                f"{volume.get('throughputMiBps')} MiB/s: {NA} (no Hyperdisk price in the price data)"
+            )
+        services.append(estimate)
     return services
 
 
@@ -614,6 +620,7 @@ def format_table(cost: Mapping[str, Any], *, stack: str | None = None) -> list[s
             f"{_dollars(svc['replicaHourly'])}/h a replica ({svc['gpusPerReplica']} GPU(s)), "
             f"{_dollars(svc['hourlyAtMax'])}/h and {_dollars(svc['monthlyAtMax'])}/month at "
             f"{svc['replicas']} replica(s), whether it serves or not"
+            + (f"; its weights: {svc['weightsVolume']}" if svc.get("weightsVolume") else "")
         )
     captured = cost["captured"] + (" or later" if cost.get("capturedIsLowerBound") else "")
     details.append(f"prices: {cost['source']}, captured {captured}")

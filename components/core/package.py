@@ -58,6 +58,7 @@ PUBLIC_COMPONENTS: dict[str, str] = {
     "NcclAllReduce": "workloads.nccl_allreduce",
     "InferenceService": "serving.inference_service",
     "CustomMetricsAdapter": "serving.metrics_adapter",
+    "HyperdiskMlTransferClass": "serving.transfer_class",
     "ServingLoadTest": "serving.load_test",
     "LeaderWorkerSetController": "serving.lws_controller",
     "InferenceGateway": "serving.gateway",

@@ -1,12 +1,10 @@
 """InferenceService: a vLLM model server on a GPU pool, its weights read from Cloud Storage (or Hugging
 Face), behind a Service that only its namespace and the listed clients reach, scraped by GMP."""
 
-import hashlib
 from typing import Annotated, Literal, NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
-from pulumi_gcp import serviceaccount, storage
 from pydantic import Field
 
 from ..core import images
@@ -24,9 +22,16 @@ from ..core.k8s import (
 from ..core.validation import ArgsModel
 from .autoscaler import horizontal_pod_autoscaler
 from .deployment import deployment
+from .hyperdisk_ml import (
+    TRANSFER_KSA,
+    TRANSFER_TIMEOUT_S,
+    check_volume_args,
+    declare_volume,
+    uses_hyperdisk_ml,
+)
 from .leader_worker_set import leader_worker_set, serving_selector
 from .model import MAX_SERVICE_NAME, SERVICE_NAME_MEANING, ModelServerSettings, service_namespace
-from .rules import check_model_server, check_replica_nodes, gcs_location, weights_source
+from .rules import check_model_server, check_replica_nodes, weights_source
 from .server_parts import (
     CONTAINER,
     HOME,
@@ -34,13 +39,14 @@ from .server_parts import (
     VLLM_GROUP,
     VLLM_USER,
     WEIGHTS_DIR,
-    file_cache_volume,
-    mount_options,
+    ZoneName,
     network_policy,
     pod_annotations,
     server_labels,
     vllm_args,
+    weights_volumes,
 )
+from .weights_reader import declare_weights_reader
 
 KSA = "vllm"
 # vLLM answers only once the model is loaded (docs/serving-research.md 1c): the startup probe gives
@@ -49,6 +55,22 @@ KSA = "vllm"
 STARTUP_PERIOD_S, STARTUP_FAILURES = 10, 180
 PROBE_TIMEOUT_S = 5
 ROLLOUT_TIMEOUT_S = 45 * 60
+
+
+class ModelWeights(TypedDict):
+    """How a gs:// model's files reach the server."""
+
+    via: NotRequired[str]
+    """`cloudStorageFuse` (mounted from the bucket; the default) or `hyperdiskMl`: copied once by the
+    GKE Volume Populator into a read-only-many Hyperdisk ML volume per zone that every replica mounts
+    (needs the cluster's HyperdiskMlTransferClass, and machines that attach Hyperdisk ML: A2, A3, A4,
+    A4X, G2, G4)."""
+    size_gib: NotRequired[int]
+    """hyperdiskMl: the volume's size in GiB (5 to 65,536), larger than the model's files. Required
+    with it."""
+    throughput_mi_bps: NotRequired[int]
+    """hyperdiskMl: the volume's provisioned throughput in MiB/s (400 to 1,200,000, at least 0.12 per
+    GiB), shared by the replicas reading it. Defaults to 2400 (or the size's minimum)."""
 
 
 class InferenceServiceArgs(TypedDict):
@@ -113,6 +135,11 @@ class InferenceServiceArgs(TypedDict):
     """Where the file cache lives: `memory` (tmpfs, counted in the node's memory) or `disk` (the
     node's ephemeral storage: put it on Local SSD with the pool's local_ssd_count). Defaults to
     memory."""
+    weights: NotRequired[ModelWeights]
+    """A gs:// model: how its files reach the server. Defaults to Cloud Storage FUSE."""
+    zones: NotRequired[list[str]]
+    """With `weights.via` hyperdiskMl: the zones of the pool's nodes; a Hyperdisk ML volume is made
+    in each (they are zonal)."""
 
 
 class _Place(ArgsModel):
@@ -121,6 +148,7 @@ class _Place(ArgsModel):
     tolerations: Annotated[list[TolerationSpec], Field(max_length=32)]
     project: ProjectId
     cluster_name: K8sName
+    zones: Annotated[list[ZoneName], Field(min_length=1, max_length=26)] | None = None  # type: ignore[valid-type]
 
 
 class InferenceServiceSpec(ModelServerSettings, _Place):
@@ -174,17 +202,12 @@ def _rules(spec: InferenceServiceSpec) -> list[str]:
         )
     if "weights_cache_medium" in spec.model_fields_set and not spec.weights_cache_gib:
         problems.add("weights_cache_medium", "only allowed with weights_cache_gib above 0")
+    check_volume_args(spec, problems)
     if spec.shm_gib >= spec.memory_gib:
         problems.add(
             "shm_gib", f"{spec.shm_gib} is not less than memory_gib {spec.memory_gib} (it counts in it)"
         )
     return problems.items
-
-
-def service_account_id(cluster_name: str, name: str) -> str:
-    """The service's Google service account id (6-30 chars), unique per cluster and service."""
-    digest = hashlib.sha256(f"{cluster_name}/{name}".encode()).hexdigest()[:6]
-    return f"sv-{name[:20].rstrip('-')}-{digest}"
 
 
 class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
@@ -240,9 +263,15 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
         in_namespace = pulumi.ResourceOptions(parent=self, depends_on=[ns])
         annotations: dict[str, pulumi.Input[str]] = {}
         grants: list[pulumi.Resource] = []
+        hyperdisk = uses_hyperdisk_ml(spec.weights)
         if weights_source(spec.model) == "gcs":
-            account, grants = self._weights_reader(name, spec, namespace)
-            annotations["iam.gke.io/gcp-service-account"] = account.email
+            # With Hyperdisk ML only the transfer reads the bucket (as its own Kubernetes account).
+            reader = TRANSFER_KSA if hyperdisk else KSA
+            account, grants = declare_weights_reader(self, name, spec, namespace, reader)
+            if hyperdisk:  # the filled claim, before the workload (whose rollout waits for it)
+                grants.append(declare_volume(self, name, spec, namespace, account.email, [ns, *grants]))
+            else:
+                annotations["iam.gke.io/gcp-service-account"] = account.email
         ksa = k8s.core.v1.ServiceAccount(
             f"{name}-ksa",
             metadata=k8s.meta.v1.ObjectMetaArgs(
@@ -265,7 +294,8 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
             labels,
             self._pod_spec(spec),
             annotations=pod_annotations(spec),
-            timeout_s=ROLLOUT_TIMEOUT_S,
+            # A Hyperdisk ML volume is filled before the first replica can start.
+            timeout_s=ROLLOUT_TIMEOUT_S + (TRANSFER_TIMEOUT_S if hyperdisk else 0),
             opts=workload,
         )
         if spec.max_replicas is not None:
@@ -300,35 +330,6 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
         self.service_url = pulumi.Output.from_input(f"http://{spec.name}.{namespace}.svc:{PORT}")
         self.register_outputs({"serviceUrl": self.service_url, "namespace": self.namespace})
 
-    def _weights_reader(
-        self, name: str, spec: InferenceServiceSpec, namespace: str
-    ) -> tuple[serviceaccount.Account, list[pulumi.Resource]]:
-        """The service's Google service account: it may read the model's bucket, nothing else, and only
-        the service's Kubernetes account may act as it."""
-        bucket, _ = gcs_location(spec.model)
-        account = serviceaccount.Account(
-            f"{name}-weights-reader",
-            account_id=service_account_id(spec.cluster_name, spec.name),
-            project=spec.project,
-            display_name=f"{spec.name}: reads its model's weights"[:100],
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        viewer = storage.BucketIAMMember(
-            f"{name}-weights-viewer",
-            bucket=bucket,
-            role="roles/storage.objectViewer",
-            member=account.email.apply(lambda email: f"serviceAccount:{email}"),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        identity = serviceaccount.IAMMember(
-            f"{name}-workload-identity",
-            service_account_id=account.name,
-            role="roles/iam.workloadIdentityUser",
-            member=f"serviceAccount:{spec.project}.svc.id.goog[{namespace}/{KSA}]",
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        return account, [viewer, identity]
-
     def _pod_spec(self, spec: InferenceServiceSpec) -> k8s.core.v1.PodSpecArgs:
         source = weights_source(spec.model)
         # The whole home directory is writable scratch (vLLM's, Triton's, CUDA's and Hugging Face's
@@ -359,23 +360,8 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
             k8s.core.v1.EnvVarArgs(name="DO_NOT_TRACK", value="1"),
         ]
         if source == "gcs":
-            bucket, path = gcs_location(spec.model)
             mounts.append(k8s.core.v1.VolumeMountArgs(name="weights", mount_path=WEIGHTS_DIR, read_only=True))
-            volumes.append(
-                k8s.core.v1.VolumeArgs(
-                    name="weights",
-                    csi=k8s.core.v1.CSIVolumeSourceArgs(
-                        driver="gcsfuse.csi.storage.gke.io",
-                        read_only=True,
-                        volume_attributes={
-                            "bucketName": bucket,
-                            "mountOptions": mount_options(path, file_cache=spec.weights_cache_gib > 0),
-                        },
-                    ),
-                )
-            )
-            if spec.weights_cache_gib:
-                volumes.append(file_cache_volume(spec.weights_cache_gib, spec.weights_cache_medium))
+            volumes += weights_volumes(spec, "weights")
         else:
             assert spec.hf_token_secret is not None, "the rules require it for a Hugging Face model"
             env.append(

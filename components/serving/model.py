@@ -12,7 +12,7 @@ from ..core.common import K8S_NAME
 from ..core.model import DNS_LABEL, StackModel
 
 # A service's namespace is `serve-<name>` (at most 63): 40 characters leave room for it. Its Google
-# service account id is `sv-<name, cut>-<hash>` (InferenceService.service_account_id).
+# service account id is `sv-<name, cut>-<hash>` (weights_reader.service_account_id).
 MAX_SERVICE_NAME = 40
 MAX_SERVICES = 20
 # gs://<bucket>/<path>: a bucket name (3-63 lowercase letters, digits, '-', '_', '.') and a path.
@@ -25,6 +25,24 @@ HF_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-
 
 DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 SERVICE_NAME_MEANING = "lowercase letters, digits and hyphens, starting with a letter"
+
+
+# A Hyperdisk ML volume's size: 4 GiB to 64 TiB (Compute Engine, "About Hyperdisk ML"), and "larger
+# than 4 Gi" for the GKE Volume Populator (its Hyperdisk ML how-to): at least 5.
+MIN_VOLUME_GIB, MAX_VOLUME_GIB = 5, 65_536
+# Provisioned throughput: 400 to 1,200,000 MiB/s (Compute Engine, "About Hyperdisk ML").
+MIN_THROUGHPUT_MIBPS, MAX_THROUGHPUT_MIBPS = 400, 1_200_000
+
+
+class WeightsConfig(StackModel):
+    """How a gs:// model's files reach the server: mounted from the bucket through the Cloud Storage
+    FUSE CSI driver (the default), or copied once into a read-only-many Hyperdisk ML volume that every
+    replica mounts (components/serving/hyperdisk_ml.py)."""
+
+    via: Literal["cloudStorageFuse", "hyperdiskMl"] = "cloudStorageFuse"
+    # hyperdiskMl: the volume's size (larger than the model's files) and its provisioned throughput.
+    size_gib: int | None = Field(None, ge=MIN_VOLUME_GIB, le=MAX_VOLUME_GIB)
+    throughput_mi_bps: int | None = Field(None, ge=MIN_THROUGHPUT_MIBPS, le=MAX_THROUGHPUT_MIBPS)
 
 
 class ReplicasConfig(StackModel):
@@ -57,6 +75,8 @@ class ModelServerSettings(StackModel):
         list[Annotated[str, Field(min_length=1, max_length=63, pattern=DNS_LABEL)]],
         Field(default_factory=list, max_length=20),
     ]
+    # A gs:// model: Cloud Storage FUSE (the default) or a Hyperdisk ML volume.
+    weights: WeightsConfig = WeightsConfig()
 
 
 class _ServiceChoice(StackModel):

@@ -3,8 +3,30 @@ args alike (only the key names differ: KeyNames)."""
 
 from __future__ import annotations
 
-from ..core.common import KeyNames, Problems, cut
+import math
+
+from ..core.common import KeyNames, Problems, cut, listing
 from .model import GCS_MODEL, HF_MODEL, ModelServerSettings
+
+# The machine series that attach Hyperdisk ML, by the PD CSI driver's own machine-to-disk table
+# (kubernetes-sigs/gcp-compute-persistent-disk-csi-driver@b560165c
+# deploy/kubernetes/overlays/node-labeler/configmap.yaml). Of the GPU series: A2, A3, A4, A4X, G2 and
+# G4 do; N1 (T4, V100, P100, P4) does not.
+HYPERDISK_ML_SERIES = frozenset(
+    {"a2", "a3", "a4", "a4x", "c3", "c3d", "c4a", "ct5lp", "ct5p", "ct6e", "g2", "g4", "n4a", "tpu7x"}
+)
+# Compute Engine provisions a Hyperdisk ML volume at least 0.12 MiB/s per GiB (the PD CSI driver's
+# minThroughputForML, pkg/common/utils.go, which cites Compute Engine's Hyperdisk limits).
+MIN_MIBPS_PER_GIB = 0.12
+# First GKE versions: the Volume Populator for Hyperdisk ML (its how-to), and node pools auto-created
+# for a ComputeClass on a Standard cluster without node auto-provisioning (gpu/ladder_rules.py).
+POPULATOR_MIN_VERSION = "1.33.2-gke.4780000"
+STANDARD_MIN_VERSION = "1.33.3-gke.1136000"
+
+
+def min_throughput(size_gib: int) -> int:
+    """The least throughput Compute Engine provisions for a Hyperdisk ML volume of `size_gib`."""
+    return math.ceil(size_gib * MIN_MIBPS_PER_GIB)
 
 
 def weights_source(model: str) -> str:
@@ -54,6 +76,51 @@ def check_model_server(settings: ModelServerSettings, names: KeyNames, problems:
                 f"{cut(settings.model)} needs the path of the model's files inside the bucket "
                 "(gs://<bucket>/<path>, without `.` or `..` segments)",
             )
+    _check_weights(settings, source, names, problems)
+
+
+def _check_weights(settings: ModelServerSettings, source: str, names: KeyNames, problems: Problems) -> None:
+    """`weights`: a Hyperdisk ML volume only for a bucket's model and with a size; its size and
+    throughput only with it."""
+    weights = settings.weights
+    size_key, throughput_key = names.at("weights.size_gib"), names.at("weights.throughput_mi_bps")
+    if weights.via != "hyperdiskMl":
+        for key, value in ((size_key, weights.size_gib), (throughput_key, weights.throughput_mi_bps)):
+            if value is not None:
+                problems.add(key, f"{value} is only allowed with weights.via hyperdiskMl")
+        return
+    if source == "huggingface":
+        problems.add(
+            names.at("weights.via"),
+            f"hyperdiskMl is only allowed with a gs:// model, not a Hugging Face id ({cut(settings.model)}): "
+            "the GKE Volume Populator fills the volume from Cloud Storage",
+        )
+        return  # its size and throughput would not be used: no follow-on problem about them
+    if weights.size_gib is None:
+        problems.add(
+            size_key,
+            "required with weights.via hyperdiskMl: the volume's size in GiB, larger than the model's files "
+            "(a transfer into a full volume fails, and the populator retries it for ever)",
+        )
+    elif (given := weights.throughput_mi_bps) is not None and given < min_throughput(weights.size_gib):
+        problems.add(
+            throughput_key,
+            f"{given} is below {min_throughput(weights.size_gib)}, the least Compute "
+            f"Engine provisions for {weights.size_gib} GiB (0.12 MiB/s per GiB)",
+        )
+
+
+def check_hyperdisk_ml_machine(series: tuple[str, ...], machine: str, key: str, problems: Problems) -> None:
+    """Every node that runs a replica must attach the volume (`series`: the machine series the pool's
+    nodes may be of)."""
+    unsupported = sorted(s for s in series if s not in HYPERDISK_ML_SERIES)
+    if unsupported:
+        problems.add(
+            key,
+            f"hyperdiskMl is not allowed on pool {machine}: {listing(s.upper() for s in unsupported)} "
+            "machines cannot attach Hyperdisk ML volumes (GPU series that can: A2, A3, A4, A4X, G2, G4); "
+            "use cloudStorageFuse (the default)",
+        )
 
 
 def check_replica_nodes(

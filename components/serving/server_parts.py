@@ -8,8 +8,11 @@ from typing import TYPE_CHECKING
 import pulumi_kubernetes as k8s
 
 from ..core import images
+from ..core.arg_types import matching
+from ..core.common import ZONE_PATTERN
 from ..core.k8s import app_labels, image_version, selector_labels
-from .rules import weights_source
+from .hyperdisk_ml import claim_volume, uses_hyperdisk_ml
+from .rules import gcs_location, weights_source
 
 if TYPE_CHECKING:
     from .inference_service import InferenceServiceSpec
@@ -22,6 +25,7 @@ CONTAINER = "vllm"
 VLLM_USER, VLLM_GROUP = 2000, 0
 HOME = "/home/vllm"
 WEIGHTS_DIR = "/models"
+ZoneName = matching(ZONE_PATTERN, "a GCP zone such as us-central1-a", max_length=40)
 
 
 def server_labels(name: str) -> dict[str, str]:
@@ -64,7 +68,7 @@ def vllm_args(spec: InferenceServiceSpec) -> list[str]:
 def pod_annotations(spec: InferenceServiceSpec) -> dict[str, str] | None:
     """The server Pod's annotations: GKE injects the Cloud Storage FUSE sidecar into a bucket's reader
     (and sizes it for the file cache)."""
-    if weights_source(spec.model) != "gcs":
+    if weights_source(spec.model) != "gcs" or uses_hyperdisk_ml(spec.weights):
         return None
     annotations = {"gke-gcsfuse/volumes": "true"}
     if spec.weights_cache_gib:
@@ -94,6 +98,30 @@ def mount_options(path: str, *, file_cache: bool = False) -> str:
             "file-cache:enable-parallel-downloads:true",
         ]
     return ",".join(options)
+
+
+def weights_volumes(spec: InferenceServiceSpec, name: str) -> list[k8s.core.v1.VolumeArgs]:
+    """A gs:// model's weights volume `name`: the bucket through the Cloud Storage FUSE CSI driver
+    (with its file cache's volume, if any), or the service's filled Hyperdisk ML claim."""
+    if uses_hyperdisk_ml(spec.weights):
+        return [claim_volume(spec, name)]
+    bucket, path = gcs_location(spec.model)
+    volumes = [
+        k8s.core.v1.VolumeArgs(
+            name=name,
+            csi=k8s.core.v1.CSIVolumeSourceArgs(
+                driver="gcsfuse.csi.storage.gke.io",
+                read_only=True,
+                volume_attributes={
+                    "bucketName": bucket,
+                    "mountOptions": mount_options(path, file_cache=spec.weights_cache_gib > 0),
+                },
+            ),
+        )
+    ]
+    if spec.weights_cache_gib:
+        volumes.append(file_cache_volume(spec.weights_cache_gib, spec.weights_cache_medium))
+    return volumes
 
 
 # The volume the Cloud Storage FUSE sidecar keeps its file cache in, when the Pod declares one by this

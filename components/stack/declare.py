@@ -64,6 +64,7 @@ _STACK_KEYS_BY_NAME = {
     "ImageCacheAllowlist": f"{NAMESPACE}:gpuPools",
     "InferenceService": f"{NAMESPACE}:serving",
     "CustomMetricsAdapter": f"{NAMESPACE}:serving",
+    "HyperdiskMlTransferClass": f"{NAMESPACE}:serving",
     "ServingLoadTest": f"{NAMESPACE}:workloads",
     "LeaderWorkerSetController": f"{NAMESPACE}:serving",
     "InferenceGateway": f"{NAMESPACE}:serving",

@@ -22,8 +22,11 @@ if TYPE_CHECKING:
 
 
 def needs_gcs_fuse(settings: Settings) -> bool:
-    """A service reads its weights from a bucket: the cluster needs the Cloud Storage FUSE driver."""
-    return any(weights_source(s.model) == "gcs" for s in settings.serving)
+    """A service mounts its weights from a bucket: the cluster needs the Cloud Storage FUSE driver (a
+    Hyperdisk ML volume does not: the PD CSI driver and the Volume Populator are on by default)."""
+    return any(
+        weights_source(s.model) == "gcs" and s.weights.via == "cloudStorageFuse" for s in settings.serving
+    )
 
 
 def nodes_per_replica(service: ServingConfig, pool: GpuPool) -> int:
@@ -87,9 +90,12 @@ def serving(
     depends_on: list[pulumi.Resource],
     *,
     network: list[pulumi.Resource] | None = None,
+    node_service_account: pulumi.Input[str] | None = None,
 ) -> dict[str, Any]:
     """Declare each service (and its gateway; `network`: what a gateway waits for, the VPC the stack
-    creates); return, per service, where it answers and how to try it (stack output `serving`)."""
+    creates); return, per service, where it answers and how to try it (stack output `serving`).
+    `node_service_account`: a Standard cluster's nodes' account, for the nodes GKE creates for
+    Hyperdisk ML transfers."""
     if not settings.serving:
         return {}
     # Imported here: a stack without model servers does not pay for their modules.
@@ -109,6 +115,8 @@ def serving(
             opts=pulumi.ResourceOptions(providers={"kubernetes": provider}),
         )
         depends_on = [*depends_on, adapter]
+    if any(s.weights.via == "hyperdiskMl" for s in settings.serving):
+        depends_on = [*depends_on, _transfer_class(provider, node_service_account)]
     lws: list[pulumi.Resource] = []
     if any(nodes_per_replica(s, pools[s.pool]) > 1 for s in settings.serving):
         # One per cluster: a replica that spans nodes is a LeaderWorkerSet, which its webhooks admit.
@@ -138,7 +146,10 @@ def serving(
         size = container_size(pool, service.gpus_per_replica // nodes)
         args["cpu"], args["memory_gib"], args["shm_gib"] = size["cpu"], size["memory_gib"], size["shm_gib"]
         args["disk_gib"] = size["disk_gib"]
-        if weights_source(service.model) == "gcs":
+        if service.weights.via == "hyperdiskMl":
+            args["weights"] = service.weights.model_dump(exclude_none=True)  # type: ignore[typeddict-item]
+            args["zones"] = list(pool.zones or ())
+        elif weights_source(service.model) == "gcs":
             cache_gib, medium, _ = weights_cache(pool, service.gpus_per_replica)
             if cache_gib:
                 args["weights_cache_gib"], args["weights_cache_medium"] = cache_gib, medium
@@ -173,6 +184,23 @@ def serving(
         if load is not None:
             outputs[service.name]["loadTest"] = _load_test(load, service, pool, provider, component)
     return outputs
+
+
+def _transfer_class(
+    provider: pulumi.ProviderResource, node_service_account: pulumi.Input[str] | None
+) -> pulumi.Resource:
+    """The cluster's one ComputeClass for the Volume Populator's transfer Jobs."""
+    from ..serving.transfer_class import HyperdiskMlTransferClass, HyperdiskMlTransferClassArgs
+
+    args: HyperdiskMlTransferClassArgs = {}
+    if node_service_account is not None:
+        args["node_service_account_email"] = node_service_account
+    return declare(
+        HyperdiskMlTransferClass,
+        "weights-transfer",
+        args,
+        opts=pulumi.ResourceOptions(providers={"kubernetes": provider}),
+    )
 
 
 def load_test_args(load: WorkloadConfig, service: ServingConfig, pool: GpuPool) -> ServingLoadTestArgs:
@@ -233,7 +261,10 @@ def _summary(
     service: ServingConfig, pool: GpuPool, component: InferenceService, nodes: int
 ) -> dict[str, Any]:
     namespace = service.namespace
-    if weights_source(service.model) == "gcs":
+    volume: dict[str, Any] | None = None
+    if service.weights.via == "hyperdiskMl":
+        weights, volume = _hyperdisk_ml_summary(service, pool)
+    elif weights_source(service.model) == "gcs":
         bucket, path = gcs_location(service.model)
         _, _, cache = weights_cache(pool, service.gpus_per_replica)
         weights = (
@@ -294,4 +325,34 @@ def _summary(
             "logs": f"kubectl logs -n {namespace} {group}-0 -c vllm",
             "workerLogs": f"kubectl logs -n {namespace} {group}-0-1 -c vllm",
         }
+    if volume is not None:
+        summary["hyperdiskMl"] = volume
+        summary["commands"]["wait"] = summary["commands"]["wait"].replace("--timeout=45m", "--timeout=90m")
+        summary["commands"]["transfer"] = f"kubectl describe pvc -n {namespace} {volume['claim']}"
     return summary
+
+
+def _hyperdisk_ml_summary(service: ServingConfig, pool: GpuPool) -> tuple[str, dict[str, Any]]:
+    """The weights line of a service on Hyperdisk ML (which path and why), and the volume's figures."""
+    from ..serving.hyperdisk_ml import throughput, volume_key
+
+    bucket, path = gcs_location(service.model)
+    weights, zones = service.weights, sorted(pool.zones or ())
+    assert weights.size_gib is not None, "the rules require a size with via hyperdiskMl"
+    where = f"one disk in each of {len(zones)} zones ({', '.join(zones)})"
+    if len(zones) == 1:
+        where = f"in {zones[0]}"
+    line = (
+        f"Hyperdisk ML {weights.size_gib} GiB at {throughput(weights)} MiB/s, {where} (weights.via "
+        f"hyperdiskMl): filled once from gs://{bucket}/{path}/ by the GKE Volume Populator before the first "
+        "replica starts, then mounted read-only by every replica at once (no Cloud Storage FUSE sidecar, "
+        "no replica reading the bucket)"
+    )
+    volume = {
+        "sizeGib": weights.size_gib,
+        "throughputMiBps": throughput(weights),
+        "zones": zones,
+        "disks": len(zones),
+        "claim": f"weights-{volume_key(service.model, weights, zones)}",
+    }
+    return line, volume

@@ -8,7 +8,14 @@ from ..cluster.model import ClusterConfig
 from ..core.common import NAMESPACE, KeyNames, cut
 from ..gpu.pool import GpuPool
 from ..serving.model import ServingConfig
-from ..serving.rules import check_model_server, check_replica_nodes
+from ..serving.rules import (
+    POPULATOR_MIN_VERSION,
+    STANDARD_MIN_VERSION,
+    check_hyperdisk_ml_machine,
+    check_model_server,
+    check_replica_nodes,
+    weights_source,
+)
 from .schema import RuleBase
 
 KEY = f"{NAMESPACE}:serving"
@@ -50,6 +57,8 @@ class ServingRules(RuleBase):
             pool = by_name[service.pool]
             if self._check_pool(service, pool, names, autopilot=cluster.mode == "autopilot"):
                 sized.append((i, service))
+            if service.weights.via == "hyperdiskMl" and weights_source(service.model) == "gcs":
+                self._check_hyperdisk_ml(pool, names, autopilot=cluster.mode == "autopilot")
         self._check_capacity(sized, by_name)
         return tuple(service for _, service in services)
 
@@ -136,6 +145,22 @@ class ServingRules(RuleBase):
         whose = f"pool {pool.name}'s {per_node} GPUs per node"
         check_replica_nodes(gpus, per_node, whose, names, self.problems)
         return gpus % per_node == 0
+
+    def _check_hyperdisk_ml(self, pool: GpuPool, names: KeyNames, *, autopilot: bool) -> None:
+        """The pool's nodes attach Hyperdisk ML; the versions it needs, as a note."""
+        accelerator = self.catalog.accelerator(pool.accelerator)
+        if accelerator is None:  # reported by the pool rules
+            return
+        machine = accelerator.machine_type(pool.machine_type) if pool.machine_type else None
+        # An Autopilot profile's machine is GKE's pick among its GPU's machine series.
+        series = (machine.series,) if machine else accelerator.machine_series
+        label = f"{pool.name} ({pool.machine_type or pool.accelerator})"
+        check_hyperdisk_ml_machine(series, label, names.at("weights.via"), self.problems)
+        standard = "" if autopilot else f", and {STANDARD_MIN_VERSION} for the transfer's node pools"
+        self.warnings.append(
+            f"note: {names.at('weights.via')}: hyperdiskMl needs GKE {POPULATOR_MIN_VERSION} or later (the "
+            f"Volume Populator){standard}; check the cluster's version"
+        )
 
     def _check_capacity(self, services: list[tuple[int, ServingConfig]], by_name: dict[str, GpuPool]) -> None:
         """The replicas' GPUs fit their pool at its largest (Standard pools with maxNodes)."""
