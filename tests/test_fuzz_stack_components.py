@@ -148,12 +148,93 @@ def stacks(draw: st.DrawFn) -> dict[str, Any]:
         raw["network"] = {"subnetCidr": "10.10.0.0/20"}
     if draw(st.booleans()):
         raw["batch"] = {"kueue": True}
+    services = draw(st.lists(service(len(pools)), max_size=2))
+    if services:
+        raw["serving"] = [{"name": f"s{i}", **entry} for i, entry in enumerate(services)]
+        for pool in raw["gpuPools"]:  # vLLM's image needs the R580+ driver; most draws keep it
+            pool.setdefault("driverVersion", "LATEST")
+        if draw(st.booleans()):
+            raw["workloads"] = [*raw["workloads"], {"name": "serving-load", "service": "s0"}]
     return raw
+
+
+@st.composite
+def service(draw: st.DrawFn, pools: int) -> dict[str, Any]:
+    """A gke-gpu:serving entry on one of the drawn pools, with the serving keys drawn (valid or not
+    for that pool: the stack rules judge)."""
+    entry: dict[str, Any] = {
+        "pool": f"p{draw(st.integers(0, pools - 1))}",
+        "model": draw(st.sampled_from(["gs://models-bucket/qwen", "Qwen/Qwen2.5-1.5B"])),
+    }
+    if entry["model"].startswith("Qwen/"):
+        entry["hfTokenSecret"] = "hf"
+    low = draw(st.integers(1, 2))
+    entry.update(
+        draw(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "gpusPerReplica": st.sampled_from([1, 2, 8, 16]),
+                    "replicas": st.just({"min": low, "max": low + draw(st.integers(0, 2))}),
+                    "scaleOn": st.sampled_from(["queue", "gpu"]),
+                    "gateway": st.booleans(),
+                    "maxModelLen": st.sampled_from([4096, 8192]),
+                    "weights": st.sampled_from(
+                        [{"via": "cloudStorageFuse"}, {"via": "hyperdiskMl", "sizeGib": 200}]
+                    ),
+                },
+            )
+        )
+    )
+    return entry
 
 
 @given(stacks())
 @fuzz(examples=200, deadline_ms=5000)
 def test_what_the_stack_rules_accept_the_components_accept(raw: dict[str, Any]) -> None:
+    try:
+        settings, _ = parse_settings(raw, project="p-123456", region="us-central1", stack="fuzz")
+    except ConfigError:
+        event("refused by the stack rules")
+        return
+    event("accepted, with services" if settings.serving else "accepted")
+    check_components(settings)  # raises ConfigError if a component refuses what the stack accepted
+
+
+@st.composite
+def serving_stacks(draw: st.DrawFn) -> dict[str, Any]:
+    """A Standard cluster whose pools can serve (R580+ driver, room for replicas), and drawn services."""
+    pools = [
+        {
+            "name": "p0",
+            "accelerator": "nvidia-l4",
+            "gpusPerNode": draw(st.sampled_from([1, 2, 4])),
+            "maxNodes": 8,
+        },
+        {"name": "p1", "accelerator": "nvidia-h100-80gb", "gpusPerNode": 8, "maxNodes": 4},
+    ]
+    for pool in pools:
+        pool["driverVersion"] = "LATEST"
+    raw: dict[str, Any] = {
+        "cluster": {"mode": "standard", "name": "gpu-fuzz", "location": "us-central1"},
+        "gpuPools": pools,
+        "serving": [
+            {"name": f"s{i}", **entry}
+            for i, entry in enumerate(draw(st.lists(service(2), min_size=1, max_size=3)))
+        ],
+    }
+    if draw(st.booleans()):
+        raw["workloads"] = [{"name": "serving-load", "service": "s0"}]
+    if draw(st.booleans()):
+        raw["monitoring"] = {
+            "alerts": {"enabled": True, "notificationChannels": ["projects/p-123456/notificationChannels/1"]}
+        }
+    return raw
+
+
+@given(serving_stacks())
+@fuzz(examples=60, deadline_ms=5000)
+def test_what_the_serving_rules_accept_the_serving_components_accept(raw: dict[str, Any]) -> None:
     try:
         settings, _ = parse_settings(raw, project="p-123456", region="us-central1", stack="fuzz")
     except ConfigError:
