@@ -449,6 +449,8 @@ def test_scale_on_gpu_reads_the_services_gpu_duty_cycle_as_an_external_metric() 
         "name": "kubernetes.io|container|accelerator|duty_cycle",
         "selector": {
             "matchLabels": {
+                # The adapter filters External metrics by no cluster of its own.
+                "resource.labels.cluster_name": "gpu-test",
                 "resource.labels.namespace_name": "serve-chat",
                 "resource.labels.container_name": "vllm",
             }

@@ -275,7 +275,7 @@ def test_the_volume_waits_for_the_grants_and_the_deployment_for_the_volume(
         return {urn.rsplit("::", 1)[1] for urn in seen[resource]}
 
     grants = {"serve-chat-weights-viewer", "serve-chat-workload-identity"}
-    assert grants | {"serve-chat-transfer-ksa"} <= names("serve-chat-weights-source")
+    assert grants | {"serve-chat-transfer-serviceaccount"} <= names("serve-chat-weights-source")
     assert grants | {"serve-chat-weights-source", "serve-chat-weights-class"} <= names(
         "serve-chat-weights-claim"
     )
@@ -454,3 +454,28 @@ def test_the_component_alone_declares_the_volume_for_its_zones() -> None:
     assert storage_class["allowedTopologies"][0]["matchLabelExpressions"][0]["values"] == ["us-east1-b"]
     component = result.one("gke-gpu:index:InferenceService")
     assert {r.type for r in result.children_of(component)} >= {CLASS, CLAIM, SOURCE}
+
+
+def test_no_child_name_of_a_service_ends_with_another_childs() -> None:
+    """A child's name is `serve-<service>-<suffix>` under the InferenceService's type: if one suffix
+    ended with `-<another suffix>`, two services could declare the same URN (service `a`'s
+    `transfer-ksa` and service `a-transfer`'s `ksa` did)."""
+    pools = [
+        {"name": "l4", "accelerator": "nvidia-l4", "gpusPerNode": 4, "maxNodes": 8, "driverVersion": "LATEST"}
+    ]
+    every_feature = {
+        "name": "chat",
+        "pool": "l4",
+        "model": "gs://models-bucket/m",
+        "gpusPerReplica": 8,
+        "replicas": {"min": 1, "max": 2},
+        "weights": {"via": "hyperdiskMl", "sizeGib": 100},
+    }
+    single = {"name": "chat", "pool": "l4", "model": "gs://models-bucket/m", "replicas": {"min": 1, "max": 2}}
+    suffixes: set[str] = set()
+    for service in (every_feature, single):
+        result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=pools, serving=[service]))
+        parent = result.one("gke-gpu:index:InferenceService").urn
+        suffixes |= {r.name.removeprefix("serve-chat-") for r in result.resources if r.parent == parent}
+    clashes = sorted((a, b) for a in suffixes for b in suffixes if a != b and a.endswith(f"-{b}"))
+    assert not clashes, clashes

@@ -71,6 +71,7 @@ def test_the_job_is_bounded_and_keeps_no_gpu_node_up(loaded: RunResult) -> None:
 
 def test_the_job_reaches_only_the_server_and_dns(loaded: RunResult) -> None:
     policy = loaded.one("kubernetes:networking.k8s.io/v1:NetworkPolicy", "serving-load-chat-network-policy")
+    assert policy.inputs["metadata"]["name"] == "serving-load-chat"
     spec = policy.inputs["spec"]
     assert spec["policyTypes"] == ["Ingress", "Egress"] and "ingress" not in spec
     to_server, dns = spec["egress"]
@@ -204,3 +205,22 @@ def test_the_component_checks_its_args() -> None:
 def test_the_command_is_a_shell_safe_argv(loaded: RunResult) -> None:
     command = job(loaded)["spec"]["template"]["spec"]["containers"][0]["command"]
     assert shlex.split(shlex.join(command)) == command  # an argv, never a shell string
+
+
+def test_a_service_named_like_the_load_test_keeps_its_own_network_policy() -> None:
+    service = {**CHAT, "name": "serving-load"}
+    result = render(
+        stack_config(
+            cluster=STANDARD_CLUSTER,
+            gpuPools=[L4],
+            serving=[service],
+            workloads=[{"name": "serving-load", "service": "serving-load"}],
+        )
+    )
+    policies = [
+        (r.inputs["metadata"]["namespace"], r.inputs["metadata"]["name"])
+        for r in result.resources
+        if r.type == "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+    ]
+    assert len(policies) == len(set(policies)), policies
+    assert ("serve-serving-load", "serving-load-serving-load") in policies

@@ -364,3 +364,33 @@ def test_the_policy_pack_passes_the_multi_node_render(multi: RunResult) -> None:
 
     report = check_policies.report(plan.to_document(multi))
     assert report["passed"] and report["violations"] == [], report["summary"]
+
+
+def test_a_multi_node_service_caches_one_nodes_share_per_pod() -> None:
+    pool = {
+        "name": "l4",
+        "accelerator": "nvidia-l4",
+        "gpusPerNode": 4,
+        "maxNodes": 8,
+        "driverVersion": "LATEST",
+    }
+    service = {"name": "big", "pool": "l4", "model": "gs://models-bucket/m", "gpusPerReplica": 16}
+    result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[pool], serving=[service]))
+    group = result.one("kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet").inputs
+    template = group["spec"]["leaderWorkerTemplate"]["workerTemplate"]
+    # g2-standard-48 (192 GB, 4 GPUs), one node of the replica's four: 15% of 192 GB is 28 GiB.
+    assert template["metadata"]["annotations"]["gke-gcsfuse/memory-request"] == "28Gi"
+    assert "file cache 28 GiB in memory" in result.outputs["serving"]["big"]["weights"]
+
+
+def test_a_multi_node_services_gateway_pools_its_leaders_only() -> None:
+    result = render(
+        stack_config(cluster=STANDARD_CLUSTER, gpuPools=[H100], serving=[{**BIG, "gateway": True}])
+    )
+    name = BIG["name"]
+    chart = next(r for r in result.resources if r.type == CHART and r.name == f"gateway-{name}-epp").inputs
+    selector = chart["values"]["router"]["modelServers"]["matchLabels"]
+    # Workers run no API server: the pool takes the leaders, as the service's own Service does.
+    assert selector[ROLE] == "leader"
+    service = result.one("kubernetes:core/v1:Service", f"serve-{name}-service").inputs
+    assert selector == service["spec"]["selector"]

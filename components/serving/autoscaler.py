@@ -37,7 +37,13 @@ def autoscaling_metric(spec: InferenceServiceSpec, namespace: str) -> k8s.autosc
                 ),
             ),
         )
-    selector = {"resource.labels.namespace_name": namespace, "resource.labels.container_name": CONTAINER}
+    # The cluster too: the adapter adds no cluster filter to External metrics (k8s-stackdriver
+    # translator, GetExternalMetricRequest), and another cluster of the project may serve the same name.
+    selector = {
+        "resource.labels.cluster_name": spec.cluster_name,
+        "resource.labels.namespace_name": namespace,
+        "resource.labels.container_name": CONTAINER,
+    }
     return k8s.autoscaling.v2.MetricSpecArgs(
         type="External",
         external=k8s.autoscaling.v2.ExternalMetricSourceArgs(

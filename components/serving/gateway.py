@@ -2,7 +2,7 @@
 Gateway, an HTTPRoute to the service's InferencePool, and the pool's endpoint picker (EPP) from its
 pinned upstream Helm chart."""
 
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -14,6 +14,7 @@ from ..core.component import GkeGpuComponent
 from ..core.k8s import NONROOT_ID, app_labels, selector_labels
 from ..core.model import Cidr
 from ..core.validation import ArgsModel
+from .leader_worker_set import ROLE_LABEL
 from .model import MAX_SERVICE_NAME, SERVICE_NAME_MEANING, service_namespace
 from .server_parts import PORT, server_labels
 
@@ -50,11 +51,15 @@ class InferenceGatewayArgs(TypedDict):
     """The range of the VPC's proxy-only subnet in the cluster's region (GkeNetwork's
     `proxy_only_cidr`): the load balancer's proxies reach the server and the endpoint picker from it,
     so the NetworkPolicies admit it."""
+    leaders_only: NotRequired[bool]
+    """The service is a LeaderWorkerSet (a replica over several nodes): the InferencePool takes only
+    its leaders, the Pods that run the API server. Defaults to false (every server Pod)."""
 
 
 class InferenceGatewaySpec(ArgsModel):
     service: matching(K8S_NAME, SERVICE_NAME_MEANING, max_length=MAX_SERVICE_NAME)  # type: ignore[valid-type]
     proxy_only_cidr: Cidr
+    leaders_only: bool = False
 
 
 def _rules(spec: InferenceGatewaySpec) -> list[str]:
@@ -74,7 +79,14 @@ def epp_selector(service: str) -> dict[str, str]:
     return {"llm-d-router-gateway": epp_name(service)}
 
 
-def epp_values(service: str) -> dict[str, Any]:
+def pool_selector(service: str, *, leaders_only: bool = False) -> dict[str, str]:
+    """The server Pods the InferencePool takes: a LeaderWorkerSet's leaders only (its workers run no
+    API server and have no port), as the service's own Service selects them."""
+    selector = selector_labels(server_labels(service))
+    return {**selector, ROLE_LABEL: "leader"} if leaders_only else selector
+
+
+def epp_values(service: str, *, leaders_only: bool = False) -> dict[str, Any]:
     """The chart's values: an InferencePool `<service>` of the server's Pods on port 8000 (vLLM over
     HTTP), one pinned EPP with bounded resources, GKE's health check and backend policies, and no
     HTTPRoute (InferenceGateway declares its own)."""
@@ -87,7 +99,7 @@ def epp_values(service: str) -> dict[str, Any]:
                 "type": "vllm",
                 "protocol": "http",
                 "targetPorts": [{"number": PORT}],
-                "matchLabels": selector_labels(server_labels(service)),
+                "matchLabels": pool_selector(service, leaders_only=leaders_only),
             },
             # FailOpen: with the picker down, the load balancer still sends requests to the pool.
             "inferencePool": {"create": True, "failureMode": "FailOpen"},
@@ -191,7 +203,7 @@ class InferenceGateway(GkeGpuComponent[InferenceGatewaySpec]):
             version=EPP_VERSION,
             name=service,
             namespace=namespace,
-            values=epp_values(service),
+            values=epp_values(service, leaders_only=spec.leaders_only),
             opts=pulumi.ResourceOptions(parent=self, depends_on=policies),
         )
         self._harden_epp(name, service, namespace, chart)

@@ -106,7 +106,7 @@ def declare_volume(
     labels = app_labels(spec.name, component="model-weights")
     after = pulumi.ResourceOptions(parent=parent, depends_on=depends_on)
     ksa = k8s.core.v1.ServiceAccount(
-        f"{name}-transfer-ksa",
+        f"{name}-transfer-serviceaccount",
         metadata=k8s.meta.v1.ObjectMetaArgs(
             name=TRANSFER_KSA,
             namespace=namespace,

@@ -128,7 +128,11 @@ class ServingLoadTest(GkeGpuComponent[ServingLoadTestSpec]):
         )
         policy = k8s.networking.v1.NetworkPolicy(
             f"{name}-network-policy",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=JOB, namespace=namespace, labels=labels),
+            # Named after the service too: the server's own objects are named `<service>`, so a service
+            # named `serving-load` would otherwise share its NetworkPolicy's name.
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=f"{JOB}-{spec.service}", namespace=namespace, labels=labels
+            ),
             spec=_network_policy(spec.service, labels),
             opts=child,
         )

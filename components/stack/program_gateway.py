@@ -11,6 +11,7 @@ import pulumi
 from ..serving.gateway import EPP_CHART, EPP_VERSION, GATEWAY_CLASS, InferenceGateway, epp_name
 from ..serving.model import ServingConfig
 from .declare import declare
+from .program_serving import nodes_per_replica
 from .settings import Settings
 
 
@@ -32,10 +33,16 @@ def gateway(
     """Declare the service's gateway (after the service and the VPC); return its summary."""
     namespace = service.namespace
     cidr = proxy_only_cidr(settings)
+    pool = next(p for p in settings.gpu_pools if p.name == service.pool)
     declare(
         InferenceGateway,
         f"gateway-{service.name}",
-        {"service": service.name, "proxy_only_cidr": cidr},
+        {
+            "service": service.name,
+            "proxy_only_cidr": cidr,
+            # A replica over several nodes is a LeaderWorkerSet: the pool takes its leaders only.
+            **({"leaders_only": True} if nodes_per_replica(service, pool) > 1 else {}),
+        },
         opts=pulumi.ResourceOptions(providers={"kubernetes": provider}, depends_on=depends_on),
     )
     address = (

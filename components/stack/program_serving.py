@@ -150,7 +150,8 @@ def serving(
             args["weights"] = service.weights.model_dump(exclude_none=True)  # type: ignore[typeddict-item]
             args["zones"] = list(pool.zones or ())
         elif weights_source(service.model) == "gcs":
-            cache_gib, medium, _ = weights_cache(pool, service.gpus_per_replica)
+            # A Pod's cache: one node's share of a replica that spans nodes.
+            cache_gib, medium, _ = weights_cache(pool, service.gpus_per_replica // nodes)
             if cache_gib:
                 args["weights_cache_gib"], args["weights_cache_medium"] = cache_gib, medium
         if service.replicas.max > service.replicas.min:
@@ -266,7 +267,7 @@ def _summary(
         weights, volume = _hyperdisk_ml_summary(service, pool)
     elif weights_source(service.model) == "gcs":
         bucket, path = gcs_location(service.model)
-        _, _, cache = weights_cache(pool, service.gpus_per_replica)
+        _, _, cache = weights_cache(pool, service.gpus_per_replica // nodes)
         weights = (
             f"Cloud Storage FUSE: gs://{bucket}/{path}, read-only, as the service's own account; {cache}, "
             "parallel downloads"
