@@ -224,3 +224,23 @@ def test_a_service_named_like_the_load_test_keeps_its_own_network_policy() -> No
     ]
     assert len(policies) == len(set(policies)), policies
     assert ("serve-serving-load", "serving-load-serving-load") in policies
+
+
+def test_estimated_floors_on_a_bigger_replica_say_they_assume_a_small_model() -> None:
+    pool = {**L4, "gpusPerNode": 2, "maxNodes": 2}
+    service = {**CHAT, "gpusPerReplica": 2}
+    result = render(
+        stack_config(cluster=STANDARD_CLUSTER, gpuPools=[pool], serving=[service], workloads=[LOAD])
+    )
+    note = result.outputs["serving"]["chat"]["loadTest"]["note"]
+    assert "up to 8B parameters on one GPU" in note and "2 GPUs a replica" in note
+    measured = {"outputTokensPerSecond": 900, "ttftP99Ms": 800, "tpotMeanMs": 25}
+    result = render(
+        stack_config(
+            cluster=STANDARD_CLUSTER,
+            gpuPools=[pool],
+            serving=[service],
+            workloads=[{**LOAD, "floors": measured}],
+        )
+    )
+    assert "note" not in result.outputs["serving"]["chat"]["loadTest"]

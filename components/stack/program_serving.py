@@ -244,7 +244,7 @@ def _load_test(
         "ttftP99Ms": (args["max_p99_ttft_ms"], "ttft_p99_ms"),
         "tpotMeanMs": (args["max_mean_tpot_ms"], "tpot_mean_ms"),
     }
-    return {
+    summary: dict[str, Any] = {
         "job": test.job_name,
         "levels": "concurrency 1, 4, 16; the last is judged",
         "floors": {
@@ -256,6 +256,13 @@ def _load_test(
             "result": f"kubectl logs -n {namespace} job/serving-load | grep 'SERVING-LOAD RESULT'",
         },
     }
+    if service.gpus_per_replica > 1 and len(given) < len(floors):
+        summary["note"] = (
+            f"the estimates are for a model of up to 8B parameters on one GPU; {service.name} has "
+            f"{service.gpus_per_replica} GPUs a replica, so set floors measured for its model "
+            "(workloads[].floors)"
+        )
+    return summary
 
 
 def _summary(
