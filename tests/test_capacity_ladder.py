@@ -288,3 +288,18 @@ def test_an_any_reservation_step_must_be_the_last() -> None:
     assert result.one(COMPUTE_CLASS).inputs["spec"]["priorities"][1]["reservations"] == {
         "affinity": "AnyBestEffort"
     }
+
+
+def test_the_nodes_account_may_be_an_output_of_ones_own_program() -> None:
+    import pulumi
+
+    from tools.offline import run_program
+
+    def program() -> None:
+        account = pulumi.Output.from_input("nodes@p-123456.iam.gserviceaccount.com")
+        GpuCapacityLadder("l4", {**ARGS, "gpus_per_node": 1, "node_service_account_email": account})
+
+    result = run_program({}, program=program)
+    assert result.error is None, result.error
+    ladder = result.one("kubernetes:cloud.google.com/v1:ComputeClass").inputs
+    assert "nodes@p-123456.iam.gserviceaccount.com" in str(ladder)

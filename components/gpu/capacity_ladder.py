@@ -2,7 +2,7 @@
 on-demand, then flex-start, then Spot (whichever steps are listed, in their order), through a custom
 ComputeClass with node pool auto-creation."""
 
-from typing import Any, NotRequired, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -76,7 +76,7 @@ class GpuCapacityLadderSpec(GpuPool):
     max_nodes: int = Field(ge=1, le=1000)
     location: str = Field(max_length=40)
     project: ProjectId
-    node_service_account_email: Deferrable[str] | None = Field(None, max_length=254)
+    node_service_account_email: Deferrable[Annotated[str, Field(max_length=254)]] | None = None
 
 
 def check_capacity_ladder(spec: GpuCapacityLadderSpec) -> tuple[GpuPool | None, list[str], list[str]]:
