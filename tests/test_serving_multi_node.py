@@ -277,6 +277,7 @@ def test_the_cost_estimate_prices_a_replica_as_its_nodes() -> None:
     node = pool["nodeHourly"]["onDemand"]
     assert abs(service["replicaHourly"] - 2 * node) < 0.01
     assert abs(service["hourlyAtMax"] - 4 * node) < 0.01
+    assert "a replica (2 GPU(s) on 2 nodes)" in "\n".join(cost.format_table(estimate))
 
 
 MIG = {**H100, "migPartitionSize": "3g.40gb"}

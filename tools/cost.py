@@ -507,6 +507,7 @@ def _service_estimates(serving: Mapping[str, Any], pools: list[dict[str, Any]]) 
             "pool": pool["name"],
             "pricing": pool["expected"],
             "gpusPerReplica": gpus,
+            "gpusPerNode": per_node,
             "replicas": replicas,
             "replicaHourly": replica_hour,
             "hourlyAtMax": at_max,
@@ -617,7 +618,13 @@ def format_table(cost: Mapping[str, Any], *, stack: str | None = None) -> list[s
     for svc in cost.get("services") or []:
         details.append(
             f"model server {svc['name']} on {svc['pool']} ({_LABELS[svc['pricing']]}): "
-            f"{_dollars(svc['replicaHourly'])}/h a replica ({svc['gpusPerReplica']} GPU(s)), "
+            f"{_dollars(svc['replicaHourly'])}/h a replica ({svc['gpusPerReplica']} GPU(s)"
+            + (
+                f" on {svc['gpusPerReplica'] // svc['gpusPerNode']} nodes"
+                if svc["gpusPerReplica"] > svc["gpusPerNode"]
+                else ""
+            )
+            + "), "
             f"{_dollars(svc['hourlyAtMax'])}/h and {_dollars(svc['monthlyAtMax'])}/month at "
             f"{svc['replicas']} replica(s), whether it serves or not"
             + (f"; its weights: {svc['weightsVolume']}" if svc.get("weightsVolume") else "")
