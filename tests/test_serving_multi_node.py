@@ -395,3 +395,32 @@ def test_a_multi_node_services_gateway_pools_its_leaders_only() -> None:
     assert selector[ROLE] == "leader"
     service = result.one("kubernetes:core/v1:Service", f"serve-{name}-service").inputs
     assert selector == service["spec"]["selector"]
+
+
+def test_a_replica_split_over_nodes_a_bigger_machine_would_hold_is_noted() -> None:
+    from gke_gpu.stack.config import parse_settings
+
+    l4 = {
+        "name": "l4",
+        "accelerator": "nvidia-l4",
+        "gpusPerNode": 1,
+        "maxNodes": 4,
+        "driverVersion": "LATEST",
+    }
+    raw = {
+        "cluster": STANDARD_CLUSTER,
+        "gpuPools": [l4],
+        "serving": [{**BIG, "pool": "l4", "gpusPerReplica": 2}],
+    }
+    _, notes = parse_settings(raw, project="p-123456", region="us-central1", stack="test")
+    (note,) = [n for n in notes if "gpusPerReplica" in n]
+    assert "2 spans 2 nodes of pool l4 (1 GPUs each)" in note
+    assert "nvidia-l4 machines with 2 GPUs would keep a replica on one node" in note
+    # The docs' 405B example: no H100 machine has 16 GPUs, so nothing to say.
+    _, notes = parse_settings(
+        {"cluster": STANDARD_CLUSTER, "gpuPools": [H100], "serving": [BIG]},
+        project="p-123456",
+        region="us-central1",
+        stack="test",
+    )
+    assert not [n for n in notes if "gpusPerReplica" in n]

@@ -144,7 +144,20 @@ class ServingRules(RuleBase):
             return False
         whose = f"pool {pool.name}'s {per_node} GPUs per node"
         check_replica_nodes(gpus, per_node, whose, names, self.problems)
-        return gpus % per_node == 0
+        if gpus % per_node:
+            return False
+        accelerator = self.catalog.accelerator(pool.accelerator)
+        counts = sorted({m.gpus for m in accelerator.machine_types.values()}) if accelerator else []
+        if any(count >= gpus for count in counts):
+            # Legal, and sometimes meant, but pipeline parallel over the network is slower than one
+            # node's tensor parallel: say so rather than split a replica the GPU could keep whole.
+            self.warnings.append(
+                f"note: {names.at('gpus_per_replica')}: {gpus} spans {gpus // per_node} nodes of pool "
+                f"{pool.name} ({per_node} GPUs each), pipeline parallel over the network; {pool.accelerator} "
+                f"machines with {min(c for c in counts if c >= gpus)} GPUs would keep a replica on one node "
+                "(the pool's gpusPerNode)"
+            )
+        return True
 
     def _check_hyperdisk_ml(self, pool: GpuPool, names: KeyNames, *, autopilot: bool) -> None:
         """The pool's nodes attach Hyperdisk ML; the versions it needs, as a note."""
