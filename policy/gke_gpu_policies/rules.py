@@ -605,26 +605,42 @@ def pod_spec_path(resource_type: str) -> tuple[str, ...] | None:
     return _POD_SPEC_PATHS.get((match.group(1), match.group(2))) if match else None
 
 
-def _workload(args: ResourceValidationArgs) -> tuple[str, Any] | None:
-    """(subject, Pod spec) of a Kubernetes workload; None for other types or an unknown Pod spec."""
-    path = pod_spec_path(args.resource_type)
-    if path is None:
-        return None
-    pod = get(args.props, *path)
-    if pod is UNKNOWN or pod is None:
-        return None
+# A LeaderWorkerSet has two Pod templates (its leader runs the worker template when it has none of
+# its own): lws v0.10.0 api/leaderworkerset/v1/leaderworkerset_types.go.
+_LWS_TEMPLATES = (
+    ("leader template", ("spec", "leaderWorkerTemplate", "leaderTemplate", "spec")),
+    ("worker template", ("spec", "leaderWorkerTemplate", "workerTemplate", "spec")),
+)
+
+
+def _workloads(args: ResourceValidationArgs) -> list[tuple[str, Any]]:
+    """(subject, Pod spec) of each known Pod template of a Kubernetes workload; none for other types or
+    unknown Pod specs."""
+    match = _K8S_TYPE.fullmatch(args.resource_type)
+    if match and (match.group(1), match.group(2)) == ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"):
+        paths = list(_LWS_TEMPLATES)
+    else:
+        path = pod_spec_path(args.resource_type)
+        paths = [("", path)] if path is not None else []
     kind = args.resource_type.rsplit(":", 1)[-1]
     namespace, name = get(args.props, "metadata", "namespace"), get(args.props, "metadata", "name")
     where = f" ({namespace}/{name})" if isinstance(namespace, str) and isinstance(name, str) else ""
-    return f"{kind} {args.name!r}{where}", pod
+    found = []
+    for label, path in paths:
+        pod = get(args.props, *path)
+        if pod is UNKNOWN or pod is None:
+            continue
+        found.append((f"{kind} {args.name!r}{where}" + (f", {label}" if label else ""), pod))
+    return found
 
 
 def validate_gpu_workload_limits(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     """Containers that ask for nvidia.com/gpu set a whole-number limit, and requests equal to it."""
-    workload = _workload(args)
-    if workload is None:
-        return
-    subject, pod = workload
+    for subject, pod in _workloads(args):
+        _check_gpu_limits(subject, pod, report_violation)
+
+
+def _check_gpu_limits(subject: str, pod: Any, report_violation: ReportViolation) -> None:
     containers = gpu_containers(pod)
     if containers is UNKNOWN:
         return
@@ -665,10 +681,14 @@ def validate_gpu_workload_limits(args: ResourceValidationArgs, report_violation:
 
 def validate_gpu_workload_toleration(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     """A workload that asks for nvidia.com/gpu tolerates the nvidia.com/gpu NoSchedule taint."""
-    workload = _workload(args)
-    if workload is None:
-        return
-    subject, pod = workload
+    taint_value = _setting(args.get_config(), TOLERATION_SCHEMA, "taintValue")
+    for subject, pod in _workloads(args):
+        _check_gpu_toleration(subject, pod, taint_value, report_violation)
+
+
+def _check_gpu_toleration(
+    subject: str, pod: Any, taint_value: Any, report_violation: ReportViolation
+) -> None:
     containers = gpu_containers(pod)
     if containers is UNKNOWN:
         return
@@ -678,7 +698,6 @@ def validate_gpu_workload_toleration(args: ResourceValidationArgs, report_violat
     tolerations = items(get(pod, "tolerations"))
     if tolerations is UNKNOWN:
         return
-    taint_value = _setting(args.get_config(), TOLERATION_SCHEMA, "taintValue")
     verdicts = [tolerates(t, taint_value) for t in tolerations or []]
     if True in verdicts or UNKNOWN in verdicts:
         return

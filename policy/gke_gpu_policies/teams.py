@@ -39,13 +39,12 @@ _POD_SPECS: dict[tuple[str, str], tuple[str, ...]] = {
     ("apps", "Deployment"): _TEMPLATE,
     ("apps", "StatefulSet"): _TEMPLATE,
     ("apps", "ReplicaSet"): _TEMPLATE,
-    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): (
-        "spec",
-        "leaderWorkerTemplate",
-        "workerTemplate",
-        "spec",
-    ),
 }
+# A LeaderWorkerSet's leader and worker templates (the leader runs the worker's when it has none).
+_LWS_TEMPLATES = (
+    ("spec", "leaderWorkerTemplate", "leaderTemplate", "spec"),
+    ("spec", "leaderWorkerTemplate", "workerTemplate", "spec"),
+)
 
 
 def _pods(resource_type: str, props: Any) -> list[Any] | None:
@@ -59,6 +58,8 @@ def _pods(resource_type: str, props: Any) -> list[Any] | None:
         if jobs is UNKNOWN:
             return [UNKNOWN]
         return [get(job, "template", "spec", "template", "spec") for job in jobs or []]
+    if (group, kind) == ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"):
+        return [pod for pod in (get(props, *path) for path in _LWS_TEMPLATES) if pod is not None]
     path = _POD_SPECS.get((group, kind))
     return None if path is None else [get(props, *path)]
 

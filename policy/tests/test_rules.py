@@ -832,3 +832,42 @@ def test_sharing_strategy_unknown_is_still_sharing() -> None:
         pool, "nodeConfig.guestAccelerators.0.gpuSharingConfig.gpuSharingStrategy", unknown("engine")
     )
     one(check(rules.validate_gpu_sharing_trusted, NODE_POOL, pool), rules.GPU_SHARING_TRUSTED, "(?)")
+
+
+LWS = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
+
+
+def _leader_worker_set(leader: dict[str, Any] | None, worker: dict[str, Any]) -> dict[str, Any]:
+    template: dict[str, Any] = {"size": 2, "workerTemplate": {"spec": worker}}
+    if leader is not None:
+        template["leaderTemplate"] = {"spec": leader}
+    return {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "big", "namespace": "serve-big"},
+        "spec": {"replicas": 1, "leaderWorkerTemplate": template},
+    }
+
+
+def test_a_leader_worker_sets_two_templates_are_both_judged() -> None:
+    fractional = set_path(gpu_pod_spec(), GPU_LIMIT, "0.5")
+    untolerated = gpu_pod_spec(tolerations=[])
+    assert (
+        check(rules.validate_gpu_workload_limits, LWS, _leader_worker_set(gpu_pod_spec(), gpu_pod_spec()))
+        == []
+    )
+    one(
+        check(
+            rules.validate_gpu_workload_limits,
+            LWS,
+            _leader_worker_set(fractional, gpu_pod_spec()),
+            name="big",
+        ),
+        rules.WORKLOAD_GPU_LIMITS,
+        "LeaderWorkerSet 'big' (serve-big/big), leader template",
+    )
+    one(
+        check(rules.validate_gpu_workload_toleration, LWS, _leader_worker_set(None, untolerated), name="big"),
+        rules.WORKLOAD_GPU_TOLERATION,
+        "LeaderWorkerSet 'big' (serve-big/big), worker template",
+    )

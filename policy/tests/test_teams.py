@@ -11,6 +11,7 @@ from policy.tests.factories import (
     JOBSET,
     OFFLINE,
     UNKNOWN_KINDS,
+    gpu_pod_spec,
     jobset,
     set_path,
     stack_args,
@@ -122,3 +123,22 @@ def test_a_cronjob_is_queued_by_its_job_templates_label() -> None:
     top = in_namespace(cron, queue="gpu-train")
     (message,) = check(team_namespace(), local_queue(), ("kubernetes:batch/v1:CronJob", "nightly", top))
     assert "spec.jobTemplate.metadata.labels[kueue.x-k8s.io/queue-name] is missing" in message
+
+
+def test_a_leader_worker_sets_leader_template_counts_too() -> None:
+    # The leader asks for GPUs, the workers do not: still a GPU workload of the team.
+    cpu_only = {"containers": [{"name": "sidecar", "image": "busybox"}]}
+    group = {
+        "metadata": {"name": "big"},
+        "spec": {
+            "leaderWorkerTemplate": {
+                "size": 2,
+                "leaderTemplate": {"spec": gpu_pod_spec()},
+                "workerTemplate": {"spec": cpu_only},
+            }
+        },
+    }
+    lws = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
+    (message,) = check(team_namespace(), local_queue(), (lws, "big", in_namespace(group)))
+    assert message.endswith(f"[{teams.TEAM_QUEUE_LABEL}]") and "LeaderWorkerSet 'big'" in message
+    assert check(team_namespace(), local_queue(), (lws, "big", in_namespace(group, queue="gpu-train"))) == []
