@@ -19,7 +19,6 @@ from ..serving.rules import (
 from .schema import RuleBase
 
 KEY = f"{NAMESPACE}:serving"
-NOT_BUILT = "docs/serving.md, 'Not built yet'"
 # CUDA 13 (the vLLM image's) dropped Maxwell, Pascal and Volta: compute capability 7.5 and newer only
 # (NVIDIA CUDA 13.0 release notes). T4 is Turing (7.5).
 CUDA13_UNSUPPORTED = frozenset(
@@ -51,7 +50,7 @@ class ServingRules(RuleBase):
                 )
             seen.setdefault(service.name, i)
             check_model_server(service, names, self.problems)
-            self._not_built(service, names)
+            self._check_scaling(service, names)
             if self.unknown_pool(f"{key}.pool", service.pool, by_name):
                 continue
             pool = by_name[service.pool]
@@ -62,9 +61,9 @@ class ServingRules(RuleBase):
         self._check_capacity(sized, by_name)
         return tuple(service for _, service in services)
 
-    def _not_built(self, service: ServingConfig, names: KeyNames) -> None:
-        """The replicas' range, and the parts of the serving contract this release does not build:
-        refused, never ignored."""
+    def _check_scaling(self, service: ServingConfig, names: KeyNames) -> None:
+        """The replicas' range and what scales it; zero replicas is refused with the reason, never
+        ignored."""
         replicas = service.replicas
         if replicas.min > replicas.max:
             self.problems.add(
