@@ -6,6 +6,7 @@ that the second pass skips the rules that would read it (instead of judging defa
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,10 +42,18 @@ def _errors(exc: ValidationError, prefix: tuple[Any, ...]) -> list[str]:
     ]
 
 
+# Building a TypeAdapter generates its validator (most of a warm render's time when done per parse):
+# each is built once per process, for the section or list item it checks.
+@functools.cache
 def _adapter(key: str) -> TypeAdapter[Any]:
     annotation = StackConfig.model_fields[to_snake(key)].annotation
     assert annotation is not None, "every StackConfig field is annotated"
     return TypeAdapter(annotation)
+
+
+@functools.cache
+def _item_adapter(key: str) -> TypeAdapter[Any]:
+    return TypeAdapter(_ITEM_MODELS[key])
 
 
 def validate_shape(raw: Mapping[str, Any]) -> Shape:
@@ -120,7 +129,7 @@ def _validate_items(key: str, value: Any, problems: list[str], broken: Broken) -
         problems.append(f"{NAMESPACE}:{key}: has {len(value)} entries; at most {max_items}")
         broken.sections.add(key)
         return None
-    adapter: TypeAdapter[Any] = TypeAdapter(_ITEM_MODELS[key])
+    adapter = _item_adapter(key)
     kept: list[Any] = []
     for i, item in enumerate(value):
         entry = {"name": item} if key == "workloads" and isinstance(item, str) else item
