@@ -50,7 +50,16 @@ from .constants import (
 from .props import UNKNOWN, as_int, entries, get, is_unknown, items, stack_of
 from .scale_out import SCALE_OUT_POLICIES
 from .serving import SERVING_POLICIES
-from .shared import gpu_accelerators, gpu_containers, gpu_taint, tolerates
+from .shared import (
+    LEADER_WORKER_SET,
+    LWS_TEMPLATES,
+    gpu_accelerators,
+    gpu_containers,
+    gpu_taint,
+    group_kind,
+    tolerates,
+    workload_subject,
+)
 from .teams import TEAM_POLICIES
 
 PACK_NAME = "gke-gpu-guardrails"
@@ -596,41 +605,28 @@ _POD_SPEC_PATHS: dict[tuple[str, str], tuple[str, ...]] = {
         for kind in ("Deployment", "DaemonSet", "StatefulSet", "ReplicaSet")
     },
 }
-_K8S_TYPE = re.compile(r"kubernetes:([^/:]+)/[^/:]+:([A-Za-z]+)")
 
 
 def pod_spec_path(resource_type: str) -> tuple[str, ...] | None:
     """Where a workload type keeps its Pod spec; None for types that are not workloads."""
-    match = _K8S_TYPE.fullmatch(resource_type)
-    return _POD_SPEC_PATHS.get((match.group(1), match.group(2))) if match else None
-
-
-# A LeaderWorkerSet has two Pod templates (its leader runs the worker template when it has none of
-# its own): lws v0.10.0 api/leaderworkerset/v1/leaderworkerset_types.go.
-_LWS_TEMPLATES = (
-    ("leader template", ("spec", "leaderWorkerTemplate", "leaderTemplate", "spec")),
-    ("worker template", ("spec", "leaderWorkerTemplate", "workerTemplate", "spec")),
-)
+    key = group_kind(resource_type)
+    return _POD_SPEC_PATHS.get(key) if key else None
 
 
 def _workloads(args: ResourceValidationArgs) -> list[tuple[str, Any]]:
     """(subject, Pod spec) of each known Pod template of a Kubernetes workload; none for other types or
     unknown Pod specs."""
-    match = _K8S_TYPE.fullmatch(args.resource_type)
-    if match and (match.group(1), match.group(2)) == ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"):
-        paths = list(_LWS_TEMPLATES)
+    if group_kind(args.resource_type) == LEADER_WORKER_SET:
+        paths = [(where, (*template, "spec")) for where, template in LWS_TEMPLATES]
     else:
         path = pod_spec_path(args.resource_type)
         paths = [("", path)] if path is not None else []
-    kind = args.resource_type.rsplit(":", 1)[-1]
-    namespace, name = get(args.props, "metadata", "namespace"), get(args.props, "metadata", "name")
-    where = f" ({namespace}/{name})" if isinstance(namespace, str) and isinstance(name, str) else ""
     found = []
-    for label, path in paths:
+    for where, path in paths:
         pod = get(args.props, *path)
         if pod is UNKNOWN or pod is None:
             continue
-        found.append((f"{kind} {args.name!r}{where}" + (f", {label}" if label else ""), pod))
+        found.append((workload_subject(args.resource_type, args.name, args.props, where), pod))
     return found
 
 

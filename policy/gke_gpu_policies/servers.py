@@ -10,13 +10,12 @@ that may or may not be a server's, is not judged.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from .constants import COMPONENT_LABEL, SERVER_COMPONENT
 from .props import UNKNOWN, get, items
-from .shared import container_label
+from .shared import LEADER_WORKER_SET, LWS_TEMPLATES, container_label, group_kind, workload_subject
 
 # Model-server images, as the repository path after the registry host. A mirror that keeps that path
 # under a prefix of its own (an Artifact Registry remote repository, a pull-through cache) matches too:
@@ -35,22 +34,16 @@ SERVER_REPOSITORY_PREFIXES = (
     "deeplearning-platform-release/gcr.io/huggingface-text-generation-inference-cu",
 )
 
-_K8S_TYPE = re.compile(r"kubernetes:([^/:]+)/[^/:]+:([A-Za-z]+)")
 _TEMPLATE = (("", ("spec", "template")),)
-_LWS = ("spec", "leaderWorkerTemplate")
 # (API group, kind) -> (where, path to the Pod template) for each template; the claims' path.
 _TEMPLATES: dict[tuple[str, str], tuple[tuple[str, tuple[str, ...]], ...]] = {
     ("apps", "Deployment"): _TEMPLATE,
     ("apps", "StatefulSet"): _TEMPLATE,
-    # An LWS without a leaderTemplate runs its leader from the workerTemplate.
-    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): (
-        ("leader template", (*_LWS, "leaderTemplate")),
-        ("worker template", (*_LWS, "workerTemplate")),
-    ),
+    LEADER_WORKER_SET: LWS_TEMPLATES,
 }
 _CLAIMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("apps", "StatefulSet"): ("spec", "volumeClaimTemplates"),
-    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): (*_LWS, "volumeClaimTemplates"),
+    LEADER_WORKER_SET: ("spec", "leaderWorkerTemplate", "volumeClaimTemplates"),
 }
 
 
@@ -101,15 +94,10 @@ def _claim_names(props: Any, key: tuple[str, str]) -> Any:
 def server_pods(resource_type: str, name: str, props: Any) -> list[ServerPod]:
     """The Pod templates of a workload that runs a model server ([] for anything else, and for a
     template whose labels or images are not known yet and may or may not be a server's)."""
-    match = _K8S_TYPE.fullmatch(resource_type)
-    key = (match.group(1), match.group(2)) if match else ("", "")
+    key = group_kind(resource_type) or ("", "")
     templates = _TEMPLATES.get(key)
     if templates is None:
         return []
-    namespace, object_name = get(props, "metadata", "namespace"), get(props, "metadata", "name")
-    where = (
-        f" ({namespace}/{object_name})" if isinstance(namespace, str) and isinstance(object_name, str) else ""
-    )
     object_label = get(props, "metadata", "labels", COMPONENT_LABEL)
     result = []
     for part, path in templates:
@@ -128,6 +116,6 @@ def server_pods(resource_type: str, name: str, props: Any) -> list[ServerPod]:
             ]
         # Neither labelled nor running a known image (or not known yet): not judged.
         if labelled is True or (servers is not UNKNOWN and servers):
-            subject = f"{key[1]} {name!r}{where}" + (f", {part}" if part else "")
+            subject = workload_subject(resource_type, name, props, part)
             result.append(ServerPod(subject, pod, servers, _claim_names(props, key)))
     return result

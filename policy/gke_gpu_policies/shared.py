@@ -7,11 +7,39 @@ as `rules`: camelCase props, UNKNOWN (`props`) for a value not known yet, never 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from .constants import GPU_RESOURCE, GPU_TAINT_EFFECT, GPU_TAINT_KEY
 from .props import UNKNOWN, entries, get, is_unknown, items
+
+_K8S_TYPE = re.compile(r"kubernetes:([^/:]+)/[^/:]+:([A-Za-z]+)")
+LEADER_WORKER_SET = ("leaderworkerset.x-k8s.io", "LeaderWorkerSet")
+# A LeaderWorkerSet's two Pod templates, as (where, path); its leader runs the worker template when it
+# has none of its own (lws v0.10.0 api/leaderworkerset/v1/leaderworkerset_types.go).
+LWS_TEMPLATES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("leader template", ("spec", "leaderWorkerTemplate", "leaderTemplate")),
+    ("worker template", ("spec", "leaderWorkerTemplate", "workerTemplate")),
+)
+
+
+def group_kind(resource_type: str) -> tuple[str, str] | None:
+    """(API group, kind) of a Kubernetes resource type token (`core` for the core group); None for
+    other types."""
+    match = _K8S_TYPE.fullmatch(resource_type)
+    return (match.group(1), match.group(2)) if match else None
+
+
+def workload_subject(resource_type: str, name: str, props: Any, where: str = "") -> str:
+    """How messages name a workload: `Deployment 'serve-chat-deployment' (serve-chat/chat)`, with
+    `, <where>` for one of several Pod templates."""
+    kind = resource_type.rsplit(":", 1)[-1]
+    namespace, object_name = get(props, "metadata", "namespace"), get(props, "metadata", "name")
+    place = (
+        f" ({namespace}/{object_name})" if isinstance(namespace, str) and isinstance(object_name, str) else ""
+    )
+    return f"{kind} {name!r}{place}" + (f", {where}" if where else "")
 
 
 @dataclass(frozen=True)

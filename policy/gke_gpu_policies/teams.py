@@ -24,12 +24,12 @@ from pulumi_policy import (
 
 from .props import UNKNOWN, entries, get, items
 from .scale_out import QUEUE_NAME_LABEL, _pod_asks_for_gpu, _report
+from .shared import LEADER_WORKER_SET, LWS_TEMPLATES, group_kind
 
 TEAM_QUEUE_LABEL = "team-gpu-workload-queue"
 TEAM_LABEL = "gke-gpu/team"
 
 _LOCAL_QUEUE = re.compile(r"kubernetes:kueue\.x-k8s\.io/[^:]+:LocalQueue")
-_K8S_TYPE = re.compile(r"kubernetes:([^/:]+)/[^/:]+:([A-Za-z]+)")
 # (API group, kind) -> the paths to its Pod specs; a JobSet has one per replicated job.
 _TEMPLATE = ("spec", "template", "spec")
 _POD_SPECS: dict[tuple[str, str], tuple[str, ...]] = {
@@ -40,27 +40,21 @@ _POD_SPECS: dict[tuple[str, str], tuple[str, ...]] = {
     ("apps", "StatefulSet"): _TEMPLATE,
     ("apps", "ReplicaSet"): _TEMPLATE,
 }
-# A LeaderWorkerSet's leader and worker templates (the leader runs the worker's when it has none).
-_LWS_TEMPLATES = (
-    ("spec", "leaderWorkerTemplate", "leaderTemplate", "spec"),
-    ("spec", "leaderWorkerTemplate", "workerTemplate", "spec"),
-)
 
 
 def _pods(resource_type: str, props: Any) -> list[Any] | None:
     """The Pod specs of a workload (None for a type that is not one; UNKNOWN entries kept)."""
-    match = _K8S_TYPE.fullmatch(resource_type)
-    if match is None:
+    key = group_kind(resource_type)
+    if key is None:
         return None
-    group, kind = match.group(1), match.group(2)
-    if (group, kind) == ("jobset.x-k8s.io", "JobSet"):
+    if key == ("jobset.x-k8s.io", "JobSet"):
         jobs = items(get(props, "spec", "replicatedJobs"))
         if jobs is UNKNOWN:
             return [UNKNOWN]
         return [get(job, "template", "spec", "template", "spec") for job in jobs or []]
-    if (group, kind) == ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"):
-        return [pod for pod in (get(props, *path) for path in _LWS_TEMPLATES) if pod is not None]
-    path = _POD_SPECS.get((group, kind))
+    if key == LEADER_WORKER_SET:
+        return [pod for _, t in LWS_TEMPLATES if (pod := get(props, *t, "spec")) is not None]
+    path = _POD_SPECS.get(key)
     return None if path is None else [get(props, *path)]
 
 
