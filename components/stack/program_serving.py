@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import pulumi
 
 from ..core import images
-from ..core.catalog import load_catalog
+from ..core.catalog import MachineType, load_catalog
 from ..gpu.pool import GpuPool
 from ..gpu.scheduling import node_selector, tolerations
 from ..serving.model import ServingConfig
@@ -47,15 +47,24 @@ def container_size(pool: GpuPool, gpus: int) -> dict[str, int]:
     1 core and 4 GiB); shm a quarter of the memory, at most 16;
     disk a quarter of the boot disk (the image and the node need the rest). Without a machine type
     (an Autopilot profile's default), 4 cores and 24 GiB, which Autopilot raises to its minimums."""
-    accelerator = load_catalog().accelerator(pool.accelerator)
-    machine = accelerator.machine_type(pool.machine_type or "") if accelerator else None
     disk = max(20, pool.disk_size_gb // 4)
-    if machine is None or not pool.gpus_per_node:
+    node = _node_share(pool, gpus)
+    if node is None:
         return {"cpu": 4, "memory_gib": 24, "shm_gib": 4, "disk_gib": disk}
-    share = gpus / pool.gpus_per_node
+    machine, share = node
     cpu = max(1, int(machine.vcpus * share * 0.5))
     memory = max(4, int(machine.memory_gb * share * 0.55))
     return {"cpu": cpu, "memory_gib": memory, "shm_gib": max(1, min(16, memory // 4)), "disk_gib": disk}
+
+
+def _node_share(pool: GpuPool, gpus: int) -> tuple[MachineType, float] | None:
+    """The pool's machine type and the share of a node `gpus` of its GPUs are; None where the machine is
+    not known here (an Autopilot profile's default)."""
+    accelerator = load_catalog().accelerator(pool.accelerator)
+    machine = accelerator.machine_type(pool.machine_type or "") if accelerator else None
+    if machine is None or not pool.gpus_per_node:
+        return None
+    return machine, gpus / pool.gpus_per_node
 
 
 # A Local SSD's size (GCE: 375 GB each).
@@ -71,11 +80,10 @@ def weights_cache(pool: GpuPool, gpus: int) -> tuple[int, str, str]:
     1 TiB); else in
     memory, 15% of the replica's share of the node's memory (the container has 55%); none where
     the node's size is unknown (an Autopilot profile's default machine)."""
-    accelerator = load_catalog().accelerator(pool.accelerator)
-    machine = accelerator.machine_type(pool.machine_type or "") if accelerator else None
-    if machine is None or not pool.gpus_per_node:
+    node = _node_share(pool, gpus)
+    if node is None:
         return 0, "memory", "no file cache: the node's size is not known here (an Autopilot profile)"
-    share = gpus / pool.gpus_per_node
+    machine, share = node
     if pool.local_ssd_count:
         size = min(MAX_DISK_CACHE_GIB, int(pool.local_ssd_count * LOCAL_SSD_GIB * share * 0.5))
         return size, "disk", f"file cache {size} GiB on the node's Local SSD"
@@ -146,14 +154,13 @@ def serving(
         size = container_size(pool, service.gpus_per_replica // nodes)
         args["cpu"], args["memory_gib"], args["shm_gib"] = size["cpu"], size["memory_gib"], size["shm_gib"]
         args["disk_gib"] = size["disk_gib"]
+        # A Pod's file cache: one node's share of a replica that spans nodes.
+        cache = weights_cache(pool, service.gpus_per_replica // nodes)
         if service.weights.via == "hyperdiskMl":
             args["weights"] = service.weights.model_dump(exclude_none=True)  # type: ignore[typeddict-item]
             args["zones"] = list(pool.zones or ())
-        elif weights_source(service.model) == "gcs":
-            # A Pod's cache: one node's share of a replica that spans nodes.
-            cache_gib, medium, _ = weights_cache(pool, service.gpus_per_replica // nodes)
-            if cache_gib:
-                args["weights_cache_gib"], args["weights_cache_medium"] = cache_gib, medium
+        elif weights_source(service.model) == "gcs" and cache[0]:
+            args["weights_cache_gib"], args["weights_cache_medium"] = cache[0], cache[1]
         if service.replicas.max > service.replicas.min:
             args["max_replicas"] = service.replicas.max
             if service.scale_on is not None:
@@ -172,7 +179,7 @@ def serving(
                 providers={"kubernetes": provider}, depends_on=[*depends_on, *(lws if nodes > 1 else [])]
             ),
         )
-        outputs[service.name] = _summary(service, pool, component, nodes)
+        outputs[service.name] = _summary(service, pool, component, nodes, cache[2])
         if service.gateway:
             from .program_gateway import gateway
 
@@ -266,21 +273,20 @@ def _load_test(
 
 
 def _summary(
-    service: ServingConfig, pool: GpuPool, component: InferenceService, nodes: int
+    service: ServingConfig, pool: GpuPool, component: InferenceService, nodes: int, cache: str
 ) -> dict[str, Any]:
+    """`cache`: what weights_cache says of the service's file cache."""
     namespace = service.namespace
     volume: dict[str, Any] | None = None
     if service.weights.via == "hyperdiskMl":
         weights, volume = _hyperdisk_ml_summary(service, pool)
     elif weights_source(service.model) == "gcs":
         bucket, path = gcs_location(service.model)
-        _, _, cache = weights_cache(pool, service.gpus_per_replica // nodes)
         weights = (
-            f"Cloud Storage FUSE: gs://{bucket}/{path}, read-only, as the service's own account; {cache}, "
-            "parallel downloads"
-            if not cache.startswith("no ")
-            else f"Cloud Storage FUSE: gs://{bucket}/{path}, read-only, as the service's own account; {cache}"
+            f"Cloud Storage FUSE: gs://{bucket}/{path}, read-only, as the service's own account; {cache}"
         )
+        if not cache.startswith("no "):
+            weights += ", parallel downloads"
     else:
         weights = f"downloaded from Hugging Face at start ({service.model}, token: {service.hf_token_secret})"
     summary: dict[str, Any] = {
