@@ -14,8 +14,12 @@ from ..core.common import K8S_NAME, Problems
 from ..core.component import GkeGpuComponent
 from ..core.data import SCRIPTS_DIR
 from ..core.k8s import (
+    JOB_TTL_SECONDS,
     NONROOT_ID,
+    SCRIPT_HASH_ANNOTATION,
+    SKIP_AWAIT,
     app_labels,
+    dns_egress_rule,
     restricted_container_security_context,
     restricted_pod_security_context,
     selector_labels,
@@ -35,8 +39,6 @@ MOUNT = "/opt/serving-load"
 # waits for it, then give the levels a quarter of an hour.
 WAIT_S = 45 * 60
 DEADLINE_S = WAIT_S + 15 * 60
-JOB_TTL_S = 24 * 3600  # long enough to read the log the morning after
-DNS_PORTS = (("UDP", 53), ("TCP", 53))
 
 
 class ServingLoadTestArgs(TypedDict):
@@ -147,15 +149,15 @@ class ServingLoadTest(GkeGpuComponent[ServingLoadTestSpec]):
                 namespace=namespace,
                 labels=labels,
                 # `pulumi up` does not wait: the result is read from the Job's log.
-                annotations={"pulumi.com/skipAwait": "true"},
+                annotations=SKIP_AWAIT,
             ),
             spec=k8s.batch.v1.JobSpecArgs(
                 backoff_limit=0,
                 active_deadline_seconds=DEADLINE_S,
-                ttl_seconds_after_finished=JOB_TTL_S,
+                ttl_seconds_after_finished=JOB_TTL_SECONDS,
                 template=k8s.core.v1.PodTemplateSpecArgs(
                     metadata=k8s.meta.v1.ObjectMetaArgs(
-                        labels=labels, annotations={"gke-gpu/script-sha256": run_hash}
+                        labels=labels, annotations={SCRIPT_HASH_ANNOTATION: run_hash}
                     ),
                     spec=_pod_spec(command),
                 ),
@@ -209,12 +211,6 @@ def _network_policy(service: str, labels: dict[str, str]) -> k8s.networking.v1.N
             k8s.networking.v1.NetworkPolicyEgressRuleArgs(
                 to=[server], ports=[k8s.networking.v1.NetworkPolicyPortArgs(port=PORT, protocol="TCP")]
             ),
-            # DNS to any address: GKE's NodeLocal DNSCache answers on a link-local address, not from
-            # kube-dns's Pods.
-            k8s.networking.v1.NetworkPolicyEgressRuleArgs(
-                ports=[
-                    k8s.networking.v1.NetworkPolicyPortArgs(port=p, protocol=proto) for proto, p in DNS_PORTS
-                ],
-            ),
+            dns_egress_rule(),
         ],
     )

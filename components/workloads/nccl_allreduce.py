@@ -10,7 +10,16 @@ import pulumi_kubernetes as k8s
 
 from ..core.component import GkeGpuComponent
 from ..core.data import SCRIPTS_DIR
-from ..core.k8s import GKE_DRIVER_MOUNT, NONROOT_ID, app_labels, image_version, selector_labels
+from ..core.k8s import (
+    GKE_DRIVER_MOUNT,
+    NONROOT_ID,
+    SCRIPT_HASH_ANNOTATION,
+    SKIP_AWAIT,
+    app_labels,
+    dns_egress_rule,
+    image_version,
+    selector_labels,
+)
 from ..gpu.scheduling import GPU_RESOURCE, QUEUED_TAINT_KEY, QUEUED_TOLERATION
 from ..gpudirect.pod_parts import gpudirect_pod_parts, plain_tcp_pod_parts
 from .batch_queues import KUEUE_API
@@ -31,7 +40,6 @@ from .nccl_allreduce_args import (
     settings_env,
     size_text,
 )
-from .samples import SCRIPT_HASH_ANNOTATION, SKIP_AWAIT
 
 SCRIPT = (SCRIPTS_DIR / "nccl_allreduce.sh").read_text(encoding="utf-8")
 SCRIPT_FILE = "nccl_allreduce.sh"
@@ -424,12 +432,7 @@ def network_policy_spec(peers: dict[str, str]) -> "k8s.networking.v1.NetworkPoli
         ingress=[k8s.networking.v1.NetworkPolicyIngressRuleArgs(from_=same)],
         egress=[
             k8s.networking.v1.NetworkPolicyEgressRuleArgs(to=same),
-            k8s.networking.v1.NetworkPolicyEgressRuleArgs(
-                ports=[
-                    k8s.networking.v1.NetworkPolicyPortArgs(protocol="UDP", port=53),
-                    k8s.networking.v1.NetworkPolicyPortArgs(protocol="TCP", port=53),
-                ]
-            ),
+            dns_egress_rule(),
         ],
     )
 

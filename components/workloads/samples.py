@@ -13,6 +13,9 @@ from ..core.component import GkeGpuComponent
 from ..core.data import SCRIPTS_DIR
 from ..core.k8s import (
     GKE_DRIVER_MOUNT,
+    JOB_TTL_SECONDS,
+    SCRIPT_HASH_ANNOTATION,
+    SKIP_AWAIT,
     app_labels,
     deny_all_network_policy_spec,
     image_version,
@@ -40,16 +43,13 @@ SCRIPTS = SCRIPTS_DIR
 PYTORCH_SMOKE_SCRIPT = (SCRIPTS / "pytorch_smoke.py").read_text(encoding="utf-8")
 SHARING_DEMO_SCRIPT = (SCRIPTS / "sharing_demo.sh").read_text(encoding="utf-8")
 PYTORCH_SCRIPT_CONFIGMAP = "pytorch-smoke-script"
-# A change of the script replaces the Job (its Pod template carries this hash), so the new script runs.
-SCRIPT_HASH_ANNOTATION = "gke-gpu/script-sha256"
-JOB_TTL_SECONDS = 24 * 3600  # long enough to read the log the morning after
 # Scale-up from zero (or a Spot retry) can take well over ten minutes for large GPUs.
 JOB_DEADLINE_SECONDS = 3600
 # How long each sharing-demo client keeps the shared GPU busy, so that the clients overlap.
 SHARING_DEMO_SECONDS = 60
-# `pulumi up` does not wait for the samples: GPU capacity (Spot, scale-from-zero) must not make
-# a deploy fail. Their results are read with the commands in the stack output `sampleWorkloads`.
-SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+# `pulumi up` does not wait for the samples (SKIP_AWAIT): GPU capacity (Spot, scale-from-zero) must
+# not make a deploy fail. Their results are read with the commands in the stack output
+# `sampleWorkloads`.
 # nvidia-smi comes with the driver, not the image: GKE mounts it in /usr/local/nvidia/bin, the NVIDIA
 # container toolkit in /usr/bin. Appending keeps the image's own PATH first.
 NVIDIA_SMI_PATH = f'PATH="$PATH:{GKE_DRIVER_MOUNT}/bin"; '
