@@ -33,7 +33,8 @@ def serving_policies(**alerts: Any) -> list[dict[str, Any]]:
     return [p.inputs for p in render(config).of_type("gcp:monitoring/alertPolicy:AlertPolicy")]
 
 
-def waiting(pod: str, *, model: str = "chat", cluster: str = CLUSTER) -> dict[str, str]:
+def vllm(pod: str, *, model: str = "chat", cluster: str = CLUSTER, **extra: str) -> dict[str, str]:
+    """Labels of a vLLM series after Managed Prometheus (the InferenceService's PodMonitoring)."""
     return {
         "project_id": "test-project",
         "location": "us-central1",
@@ -45,6 +46,7 @@ def waiting(pod: str, *, model: str = "chat", cluster: str = CLUSTER) -> dict[st
         "container": "vllm",
         "model_name": model,
         "engine": "0",
+        **extra,
     }
 
 
@@ -52,10 +54,10 @@ def waiting(pod: str, *, model: str = "chat", cluster: str = CLUSTER) -> dict[st
 # waiting (25 per replica) for 20 minutes, then 2 and 0. embed waits 5 all along (under 10); another
 # cluster's server is backed up throughout.
 SERIES = [
-    (waiting("chat-7d9f-a"), samples((0, 40), (30, 80), (2, 60))),
-    (waiting("chat-7d9f-b"), samples((0, 40), (20, 80), (0, 60))),
-    (waiting("embed-5c2a-a", model="embed"), samples((5, 180))),
-    (waiting("chat-1111-a", cluster=OTHER_CLUSTER), samples((50, 180))),
+    (vllm("chat-7d9f-a"), samples((0, 40), (30, 80), (2, 60))),
+    (vllm("chat-7d9f-b"), samples((0, 40), (20, 80), (0, 60))),
+    (vllm("embed-5c2a-a", model="embed"), samples((5, 180))),
+    (vllm("chat-1111-a", cluster=OTHER_CLUSTER), samples((50, 180))),
 ]
 
 

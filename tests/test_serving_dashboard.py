@@ -29,6 +29,7 @@ from tests.conftest import STANDARD_CLUSTER, render, stack_config, stack_render
 from tests.test_alert_rules import CHANNEL, OTHER_CLUSTER, assert_passes, samples, series
 from tests.test_alert_rules import promtool as promtool  # the session fixture
 from tests.test_monitoring import dashboard_document, parse_with_google_types
+from tests.test_serving_alert import vllm
 
 CLUSTER = STANDARD_CLUSTER["name"]
 L4 = {"name": "l4", "accelerator": "nvidia-l4", "maxNodes": 3, "driverVersion": "LATEST"}
@@ -138,23 +139,6 @@ def test_the_namespace_prefix_is_the_services_own() -> None:
 
 
 # -- The queries, evaluated -------------------------------------------------------------------------
-
-
-def vllm(pod: str, *, model: str = "chat", cluster: str = CLUSTER, **extra: str) -> dict[str, str]:
-    """Labels of a vLLM series after Managed Prometheus (the InferenceService's PodMonitoring)."""
-    return {
-        "project_id": "test-project",
-        "location": "us-central1",
-        "cluster": cluster,
-        "namespace": f"serve-{model}",
-        "job": model,
-        "instance": f"{pod}:8000",
-        "pod": pod,
-        "container": "vllm",
-        "model_name": model,
-        "engine": "0",
-        **extra,
-    }
 
 
 def counter(per_scrape: float) -> str:
