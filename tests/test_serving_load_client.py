@@ -13,24 +13,19 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parent.parent / "components" / "scripts"
+from tests.test_vllm_bench_judge import SCRIPT as JUDGE
+from tests.test_vllm_bench_judge import judge_module as judge
 
-
-def _load(name: str):  # a module
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-judge = _load("vllm_bench_judge")
-client = _load("serving_load")
+# The client imports the judge by its name (sys.modules, where the judge's test put it) or from its
+# own folder.
+_spec = importlib.util.spec_from_file_location("serving_load", JUDGE.with_name("serving_load.py"))
+assert _spec is not None and _spec.loader is not None
+client = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = client  # dataclasses look their module up there
+_spec.loader.exec_module(client)
 
 
 @dataclass
