@@ -85,6 +85,9 @@ def test_passes_when_every_run_passes(two_second_runs: dict[str, tuple[Path, sub
     runs = len((tmp_path / "count").read_text().splitlines())
     assert runs >= 1
     assert lines[-1] == f"PASS: client 3 ran vectorAdd {runs} times in 2 s on the shared GPU"
+    # Clients that share a /tmp (four on one H200, 2026-11-25) failed while they shared one log:
+    # each truncated the log another was about to read.
+    assert (tmp_path / "vector-add-3.log").read_text().endswith("Test PASSED\n"), "one log per client"
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ set -eu
 index="${JOB_COMPLETION_INDEX:-0}"
 seconds="${SHARING_DEMO_SECONDS:-60}"
 vector_add="${VECTOR_ADD:-/cuda-samples/vectorAdd}"
-log="${TMPDIR:-/tmp}/vector-add.log"
+log="${TMPDIR:-/tmp}/vector-add-${index}.log"  # one per client: clients may share a /tmp
 # nvidia-smi comes with the driver: GKE mounts it in /usr/local/nvidia/bin, the NVIDIA container
 # toolkit in /usr/bin. Appending keeps the image's own PATH first.
 PATH="$PATH:/usr/local/nvidia/bin"
