@@ -6,8 +6,8 @@
     python tools/check_policies.py --render render.json          # a `tools/render.py --json` document
     python tools/check_policies.py --stack prod --config policy-config.json
 
-The rules are `policy/gke_gpu_policies/rules.py`, the very functions `pulumi preview --policy-pack
-policy` runs. Each custom resource of the render becomes the `ResourceValidationArgs` /
+The rules are `POLICIES` of `policy/gke_gpu_policies/rules.py`, the very functions `pulumi preview
+--policy-pack policy` runs. Each custom resource of the render becomes the `ResourceValidationArgs` /
 `PolicyResource` the engine would send, its "(known after apply)" values turned into pulumi-policy's
 unknown sentinels behind the same unknown-checking proxy, so a rule sees what it sees in a preview.
 

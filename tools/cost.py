@@ -1,7 +1,8 @@
 """GPU cost estimate for a render document: what the stack's GPU pools cost, idle and at full scale.
 
 `estimate(document)` reads a render document (`tools/plan.to_document`) and the price table in
-``components/data/prices.yaml`` and returns plain data plus `table`, the lines the tree view prints.
+``components/data/prices.yaml`` (`tools/prices.py`) and returns plain data plus `table`, the lines the
+tree view prints (`tools/cost_table.py`).
 Per GPU pool (``outputs.gpuPools``, the one input used for every pool): GPUs at min and max nodes, and
 the hourly and monthly (730 h) cost at min and at max, both on-demand and Spot; ``expected`` names the
 column the pool really pays (Spot for Spot pools). Then the GKE management fee and the totals.
@@ -19,181 +20,36 @@ the price table does not have: a lower bound.
 
 from __future__ import annotations
 
-import functools
 import re
-import textwrap
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from gke_gpu.core.catalog import Catalog, load_catalog
-from gke_gpu.core.data import DATA_DIR, load_yaml
+from tools.cost_table import format_table
+from tools.prices import (
+    COLUMNS,
+    HOURS_PER_MONTH,
+    NA,
+    ON_DEMAND,
+    SPOT,
+    Figure,
+    PriceTable,
+    _count,
+    _hourly,
+    _monthly,
+    _sum,
+    _times,
+    _unique,
+    load_prices,
+    node_price,
+)
 
-PRICES_PATH = DATA_DIR / "prices.yaml"
 FORMAT = "gke-gpu-cost/v1"
-HOURS_PER_MONTH = 730
-NA = "n/a"
-_WRAP = 110
-ON_DEMAND, SPOT = "onDemand", "spot"
-COLUMNS = (ON_DEMAND, SPOT)
-_LABELS = {ON_DEMAND: "on-demand", SPOT: "Spot"}
 _ZONE = re.compile(r"^([a-z]+-[a-z]+\d+)-[a-z]$")
-# Flags that concern one column only; any other flag concerns both.
-_FLAG_COLUMNS = {"onDemandSuspect": (ON_DEMAND,), "onDemandMayNotBeOffered": (ON_DEMAND,)}
-
-Figure = float | str  # a number of USD, or NA
-
-
-# --------------------------------------------------------------------------------------------------
-# The price table.
-
-
-@dataclass(frozen=True)
-class Price:
-    """One entry of the table: USD per hour, None where unknown."""
-
-    on_demand: float | None
-    spot: float | None
-    flags: tuple[str, ...] = ()
-
-    def get(self, column: str) -> float | None:
-        return self.on_demand if column == ON_DEMAND else self.spot
-
-
-@dataclass(frozen=True)
-class PriceTable:
-    source: str
-    source_url: str
-    captured: str
-    captured_is_lower_bound: bool
-    currency: str
-    flags: Mapping[str, str]
-    fee_per_cluster_hour: float
-    free_tier_credit_per_month: float
-    regions: Mapping[str, Mapping[str, Price]]
-
-    def price(self, region: str, key: str) -> Price | None:
-        return self.regions.get(region, {}).get(key)
-
-
-def _parse_prices(raw: Mapping[str, Any]) -> PriceTable:
-    regions: dict[str, dict[str, Price]] = {}
-    for region, entries in (raw.get("regions") or {}).items():
-        regions[region] = {
-            key: Price(
-                on_demand=None if e.get("onDemand") is None else float(e["onDemand"]),
-                spot=None if e.get("spot") is None else float(e["spot"]),
-                flags=tuple(e.get("flags") or ()),
-            )
-            for key, e in (entries or {}).items()
-        }
-    fee = raw["gkeManagementFee"]
-    return PriceTable(
-        source=str(raw["source"]),
-        source_url=str(raw.get("sourceUrl", "")),
-        captured=str(raw["captured"]),
-        captured_is_lower_bound=bool(raw.get("capturedIsLowerBound", False)),
-        currency=str(raw.get("currency", "USD")),
-        flags={str(k): " ".join(str(v).split()) for k, v in (raw.get("flags") or {}).items()},
-        fee_per_cluster_hour=float(fee["perClusterHour"]),
-        free_tier_credit_per_month=float(fee["freeTierCreditPerMonth"]),
-        regions=regions,
-    )
-
-
-@functools.cache
-def load_prices(path: Path = PRICES_PATH) -> PriceTable:
-    """Load and cache the price table shipped with the program."""
-    return _parse_prices(load_yaml(path))
-
-
-# --------------------------------------------------------------------------------------------------
-# Arithmetic on figures that may be NA.
-
-
-def _hourly(value: float) -> float:
-    return round(value, 5)
-
-
-def _monthly(hourly: Figure) -> Figure:
-    return NA if isinstance(hourly, str) else round(hourly * HOURS_PER_MONTH, 2)
-
-
-def _times(count: int | str, price: float | None) -> Figure:
-    """`count` nodes at `price` each: zero nodes cost 0 whatever the price."""
-    if count == 0:
-        return 0.0
-    if isinstance(count, str) or price is None:
-        return NA
-    return _hourly(count * price)
-
-
-def _sum(values: Iterable[Figure]) -> Figure:
-    total = 0.0
-    for value in values:
-        if isinstance(value, str):
-            return NA
-        total += value
-    return _hourly(total)
-
-
-def _unique(texts: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(texts))
-
-
-def _count(values: Iterable[int | str]) -> int | str:
-    numbers = list(values)
-    return NA if any(isinstance(v, str) for v in numbers) else sum(int(v) for v in numbers)
 
 
 # --------------------------------------------------------------------------------------------------
 # One pool.
-
-
-@dataclass
-class NodePrice:
-    """The price of one node (or, on Autopilot, one GPU Pod's node) per column."""
-
-    hourly: dict[str, float | None]
-    reasons: dict[str, str]
-    notes: list[str]
-
-
-def node_price(table: PriceTable, region: str, machine: str | None, accelerator: str, gpus: int) -> NodePrice:
-    """One node's hourly price per column (None with a reason where the table has none)."""
-    result = NodePrice({c: None for c in COLUMNS}, {}, [])
-    if not machine:
-        for c in COLUMNS:
-            result.reasons[c] = f"no machine type for {gpus} x {accelerator}, so no price"
-        return result
-    keys = [machine]
-    if machine.startswith("n1-"):
-        keys.append(f"gpu/{accelerator}")
-    entries = {key: table.price(region, key) for key in keys}
-    for column in COLUMNS:
-        label = _LABELS[column]
-        total = 0.0
-        for key, entry in entries.items():
-            if entry is None:
-                result.reasons[column] = f"no price for {key} in {region}: not in the price table"
-                break
-            value = entry.get(column)
-            if value is None:
-                why = [table.flags[f] for f in entry.flags if column in _FLAG_COLUMNS.get(f, COLUMNS)]
-                result.reasons[column] = f"{label} price unknown for {key} in {region}" + (
-                    f": {'; '.join(why)}" if why else ""
-                )
-                break
-            total += value * (gpus if key.startswith("gpu/") else 1)
-            for flag in entry.flags:
-                if column in _FLAG_COLUMNS.get(flag, COLUMNS) and flag in table.flags:
-                    note = f"{key} in {region}, {label}: {table.flags[flag]}"
-                    if note not in result.notes:
-                        result.notes.append(note)
-        else:
-            result.hourly[column] = _hourly(total)
-    return result
 
 
 def _pool_estimate(
@@ -522,115 +378,3 @@ def _service_estimates(serving: Mapping[str, Any], pools: list[dict[str, Any]]) 
             )
         services.append(estimate)
     return services
-
-
-# --------------------------------------------------------------------------------------------------
-# The table.
-
-
-def _dollars(value: Figure) -> str:
-    return value if isinstance(value, str) else f"${value:,.2f}"
-
-
-def _money(value: Figure) -> str:
-    return value if isinstance(value, str) else f"{value:,.2f}"
-
-
-def _range(low: Any, high: Any) -> str:
-    return f"{low}..{'∞' if high == NA else high}"
-
-
-def _cells(figures: Mapping[str, Any], column: str, periods: tuple[str, str]) -> list[str]:
-    """$/h min, $/h max, $/month min, $/month max of one column."""
-    return [_money(figures[period][at][column]) for period in periods for at in ("atMin", "atMax")]
-
-
-def format_table(cost: Mapping[str, Any], *, stack: str | None = None) -> list[str]:
-    """The estimate as text lines: one row per pool and pricing column, fee, totals, then notes."""
-    if cost.get("error"):
-        return [f"GPU cost estimate: not available: {cost['error']}"]
-    where = f"stack {stack}, " if stack else ""
-    title = (
-        f"GPU cost estimate ({where}region {cost['region']}, {cost['currency']} list prices, "
-        f"{cost['hoursPerMonth']} h/month; * = the pool's own pricing)"
-    )
-    header = ["pool", "machine", "GPUs", "pricing", "$/h min", "$/h max", "$/month min", "$/month max"]
-    hourly_monthly = ("hourly", "monthly")
-    rows: list[tuple[list[str] | str, list[str]]] = []
-    for p in cost["pools"]:
-        first = [
-            p["name"] + (" (Autopilot)" if p["kind"] == "autopilot-profile" else ""),
-            f"{p['machineType'] or NA} ({p['gpusPerNode']} GPU)",
-            _range(p["gpusAtMin"], p["gpusAtMax"]),
-        ]
-        for index, column in enumerate(COLUMNS):
-            label = _LABELS[column] + (" *" if p["expected"] == column else "")
-            left = [*(first if index == 0 else ["", "", ""]), label]
-            rows.append((left, _cells(p, column, hourly_monthly)))
-    if not rows:
-        rows.append(("(no GPU pools)", [_money(0.0)] * 4))
-    totals, fee = cost["totals"], cost["managementFee"]
-    spans: list[tuple[str, list[str]]] = [
-        ("GPU pools, each pool's own pricing *", _cells(totals, "expected", ("gpuHourly", "gpuMonthly"))),
-        (
-            f"GKE management fee ({fee['clusterType']})",
-            [_money(fee["hourly"])] * 2 + [_money(fee["monthly"])] * 2,
-        ),
-        ("total, each pool's own pricing *", _cells(totals, "expected", hourly_monthly)),
-        ("total, all on-demand", _cells(totals, ON_DEMAND, hourly_monthly)),
-        ("total, all Spot", _cells(totals, SPOT, hourly_monthly)),
-    ]
-
-    left_widths = [len(h) for h in header[:4]]
-    for left, _ in rows:
-        if not isinstance(left, str):
-            left_widths = [max(w, len(cell)) for w, cell in zip(left_widths, left, strict=True)]
-    gaps = 2 * (len(left_widths) - 1)
-    labels = [label for label, _ in spans] + [left for left, _ in rows if isinstance(left, str)]
-    left_block = max(sum(left_widths) + gaps, *(len(label) for label in labels))
-    left_widths[-1] += left_block - (sum(left_widths) + gaps)  # room for the longest span label
-    right_widths = [len(h) for h in header[4:]]
-    for _, numbers in [*rows, *spans]:
-        right_widths = [max(w, len(cell)) for w, cell in zip(right_widths, numbers, strict=True)]
-
-    def line(left: list[str] | str, numbers: list[str]) -> str:
-        if not isinstance(left, str):
-            left = "  ".join(cell.ljust(w) for cell, w in zip(left, left_widths, strict=True))
-        right = "  ".join(cell.rjust(w) for cell, w in zip(numbers, right_widths, strict=True))
-        return f"{left.ljust(left_block)}  {right}".rstrip()
-
-    lines = [title, line(header[:4], header[4:])]
-    lines.extend(line(left, numbers) for left, numbers in [*rows, *spans])
-    details: list[str] = []
-    for p in cost["pools"]:
-        if p["kind"] == "autopilot-profile":
-            per_pod = ", ".join(
-                f"{_LABELS[c]} {v if isinstance(v, str) else f'${v}'}"
-                for c, v in p["perPodHourAtLeast"].items()
-            )
-            details.append(
-                f"{p['name']}: per GPU Pod-hour on {p['machineType'] or NA}: at least {per_pod} "
-                "(its VM price; the Autopilot premium comes on top)"
-            )
-        details += [f"{p['name']}: {NA}: {why}" for why in _unique(p["reasons"].values())]
-        details += [f"{p['name']}: {note}" for note in p["notes"]]
-    details += [fee["note"], *cost["notes"]]
-    for svc in cost.get("services") or []:
-        details.append(
-            f"model server {svc['name']} on {svc['pool']} ({_LABELS[svc['pricing']]}): "
-            f"{_dollars(svc['replicaHourly'])}/h a replica ({svc['gpusPerReplica']} GPU(s)"
-            + (
-                f" on {svc['gpusPerReplica'] // svc['gpusPerNode']} nodes"
-                if svc["gpusPerReplica"] > svc["gpusPerNode"]
-                else ""
-            )
-            + "), "
-            f"{_dollars(svc['hourlyAtMax'])}/h and {_dollars(svc['monthlyAtMax'])}/month at "
-            f"{svc['replicas']} replica(s), whether it serves or not"
-            + (f"; its weights: {svc['weightsVolume']}" if svc.get("weightsVolume") else "")
-        )
-    captured = cost["captured"] + (" or later" if cost.get("capturedIsLowerBound") else "")
-    details.append(f"prices: {cost['source']}, captured {captured}")
-    for text in details:
-        lines.extend(textwrap.wrap(text, width=_WRAP, initial_indent="  - ", subsequent_indent="    "))
-    return lines

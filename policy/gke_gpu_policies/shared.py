@@ -1,8 +1,8 @@
 """What the rule modules share about GPU containers, tolerations and GPU node pools.
 
-`rules` (the GPU workload and pool rules) and `serving` (the model-server rules) both read these;
-keeping them here lets `rules` import `serving` for `POLICIES` without a cycle. The same conventions
-as `rules`: camelCase props, UNKNOWN (`props`) for a value not known yet, never a violation.
+`pools`, `capacity`, `workloads` (the GPU pool and workload rules) and `serving` (the model-server
+rules) all read these. The same conventions as `rules`: camelCase props, UNKNOWN (`props`) for a value
+not known yet, never a violation.
 """
 
 from __future__ import annotations
