@@ -1,8 +1,8 @@
 """Scale-out guardrails: GPUDirect pools in one zone, and Kueue queues for GPU pools and JobSets.
 
 The same conventions as `rules` (camelCase props, UNKNOWN never a violation, every message names its
-resource and ends with the policy name in brackets). This module imports only `props` and
-`constants`; `rules` adds `SCALE_OUT_POLICIES` to the pack's `POLICIES`.
+resource and ends with the policy name in brackets, through `base._report`). This module imports
+only `base`, `props` and `constants`; `rules` adds `SCALE_OUT_POLICIES` to the pack's `POLICIES`.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+from .base import _report
 from .constants import GPU_RESOURCE, NODE_POOL
 from .props import UNKNOWN, entries, get, is_unknown, items
 
@@ -40,16 +41,6 @@ QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 # Any served version of the Kueue and JobSet APIs (the program declares kueue v1beta2, jobset v1alpha2).
 _KUEUE_TYPE = re.compile(r"kubernetes:kueue\.x-k8s\.io/[^:]+:(ResourceFlavor|ClusterQueue)")
 _JOBSET_TYPE = re.compile(r"kubernetes:jobset\.x-k8s\.io/[^:]+:JobSet")
-
-
-def _report(
-    report_violation: ReportViolation, policy: str, subject: str, text: str, urn: str | None = None
-) -> None:
-    message = f"{subject}: {text} [{policy}]"
-    if urn is None:
-        report_violation(message, None)
-    else:
-        report_violation(message, urn)
 
 
 def _is_gpu_pool(props: Any) -> Any:
