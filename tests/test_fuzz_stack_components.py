@@ -1,7 +1,13 @@
 """The stack's rules and the components' own checks agree: a stack configuration the stack rules accept
 is never refused by a component's check of its args (check_components), so a valid stack file never
 stops half-way through its declarations. Generated from plausible values: most combinations are
-valid, many are not (those are refused by the stack rules, which is fine here)."""
+valid, many are not (those are refused by the stack rules, which is fine here).
+
+Each check runs the components' full rules (`component_rules=True`). A render does not: the
+components whose section rules the stack layer ran (the rule functions they share with it) get their
+args' model checked, not their rules again, as a GPU pool's (stack/declare.py). It may skip them
+because this property holds: what the stack rules accept, the components' rules accept too. These
+tests are what guards it, so they must keep running every rule."""
 
 from typing import Any
 
@@ -198,7 +204,7 @@ def test_what_the_stack_rules_accept_the_components_accept(raw: dict[str, Any]) 
         event("refused by the stack rules")
         return
     event("accepted, with services" if settings.serving else "accepted")
-    check_components(settings)  # raises ConfigError if a component refuses what the stack accepted
+    check_components(settings, component_rules=True)  # a ConfigError if a component refuses it
 
 
 @st.composite
@@ -241,4 +247,4 @@ def test_what_the_serving_rules_accept_the_serving_components_accept(raw: dict[s
         event("refused by the stack rules")
         return
     event("accepted")
-    check_components(settings)  # raises ConfigError if a component refuses what the stack accepted
+    check_components(settings, component_rules=True)  # a ConfigError if a component refuses it

@@ -1,15 +1,169 @@
-"""Each GPU pool's rules run once per render: the stack layer runs them on the stack file's entry and
-hands the checked pool to GpuNodePool or GpuComputeClass (CheckedArgs), which does not run them again.
-A program of one's own that declares the components with plain args gets them run there, once."""
+"""Every rule runs once per render, and every component's args are validated once.
+
+The stack layer runs the section rules on the stack file (the pool rules on each `gpuPools` entry,
+the cluster, network, monitoring, batch and serving rules the components share with it); the
+components whose section it checked get their args' model validated once (check_components), not
+their rules again (`declare`'s table in stack/declare.py), and a GPU pool component gets its pool
+as it was checked (CheckedArgs). A program of one's own that declares a component with plain args
+gets its full check there, once; the fuzz tests (test_fuzz_stack_components.py) run the components'
+full rules on what the stack rules accept.
+
+The counters wrap each shared rule function under every name it is looked up by (each module that
+imported it), and validate_args and validate_named_args likewise (core/component.py and gpu/rules.py
+import them directly); a validation nested in another (validate_named_args calls validate_args)
+counts once.
+"""
 
 from __future__ import annotations
 
+import functools
+import importlib
+import pkgutil
+from collections import Counter
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
+import gke_gpu
+from gke_gpu.cluster import rules as cluster_rules
+from gke_gpu.core import validation
 from gke_gpu.gpu.rules import GpuPoolRules
-from tests.conftest import AUTOPILOT_CLUSTER, STANDARD_CLUSTER, render, stack_config
+from gke_gpu.gpudirect import flavors
+from gke_gpu.monitoring import dcgm_exporter_args
+from gke_gpu.monitoring import rules as monitoring_rules
+from gke_gpu.serving import rules as serving_rules
+from gke_gpu.workloads import batch_teams
+from tests.conftest import AUTOPILOT_CLUSTER, STANDARD_CLUSTER, render, settings, stack_config
+
+# The rule functions that a stack/*_section.py and a component's rules both call (or, for
+# exporter_problems, two components: GpuMonitoring and DcgmExporter).
+SHARED_RULES: list[Callable[..., Any]] = [
+    cluster_rules.check_nodes,
+    cluster_rules.check_private_nodes,
+    cluster_rules.check_public_endpoint_networks,
+    cluster_rules.check_ranges,
+    cluster_rules.check_proxy_only_range,
+    monitoring_rules.check_xid_errors,
+    monitoring_rules.check_notification_channels,
+    dcgm_exporter_args.exporter_problems,
+    serving_rules.check_model_server,
+    serving_rules.check_replica_nodes,
+    batch_teams.check_team_names,
+    batch_teams.check_queue_names,
+    batch_teams.check_shares,
+    flavors.gpudirect_range_problems,
+]
+# Once per render: each of these judges the stack's one cluster, network, monitoring or batch section.
+PER_RENDER = {f.__name__ for f in SHARED_RULES} - {"check_model_server", "check_replica_nodes"}
+EXAMPLE_STACKS = ["dev", "prod", "onprem", "train", "serve"]
+
+
+def _modules() -> Iterator[Any]:
+    """Every module of the library, imported (the stacks' lazily imported ones too)."""
+    for info in pkgutil.walk_packages(gke_gpu.__path__, f"{gke_gpu.__name__}."):
+        yield importlib.import_module(info.name)
+
+
+def _patch_everywhere(monkeypatch: pytest.MonkeyPatch, original: Any, wrapper: Any) -> None:
+    """Replace `original` under every name a library module looks it up by."""
+    for module in list(_modules()):
+        for attribute, value in list(vars(module).items()):
+            if value is original:
+                monkeypatch.setattr(module, attribute, wrapper)
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """How often each shared rule ran, by name; GpuPoolRules.check as `pool:<name>`, one per pool."""
+    seen: Counter[str] = Counter()
+
+    def counting(function: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            seen[function.__name__] += 1
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    for function in SHARED_RULES:
+        _patch_everywhere(monkeypatch, function, counting(function))
+    check = GpuPoolRules.check
+
+    def counting_check(self: GpuPoolRules, pool: Any, path: str = "") -> Any:
+        seen[f"pool:{pool.name}"] += 1
+        return check(self, pool, path)
+
+    monkeypatch.setattr(GpuPoolRules, "check", counting_check)
+    return seen
+
+
+@pytest.fixture
+def validated(monkeypatch: pytest.MonkeyPatch) -> Counter[tuple[str, str]]:
+    """How often each component's args were validated, by (component, resource name)."""
+    seen: Counter[tuple[str, str]] = Counter()
+    depth = [0]
+
+    def counting(function: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(component: str, name: str, *args: Any, **kwargs: Any) -> Any:
+            if not depth[0]:
+                seen[(component, name)] += 1
+            depth[0] += 1
+            try:
+                return function(component, name, *args, **kwargs)
+            finally:
+                depth[0] -= 1
+
+        return wrapper
+
+    for function in (validation.validate_args, validation.validate_named_args):
+        _patch_everywhere(monkeypatch, function, counting(function))
+    return seen
+
+
+def _twice(counts: Counter[Any]) -> dict[Any, int]:
+    return {key: n for key, n in counts.items() if n > 1}
+
+
+@pytest.fixture
+def resolved(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The Settings each render resolved from its stack file."""
+    from gke_gpu.stack import config
+
+    seen: list[Any] = []
+    load = config.load_settings
+
+    def recording() -> Any:
+        seen.append(load())
+        return seen[-1]
+
+    monkeypatch.setattr(config, "load_settings", recording)
+    return seen
+
+
+def assert_once_per_render(calls: Counter[str], validated: Counter[tuple[str, str]], resolved: Any) -> None:
+    pools = {f"pool:{p.name}" for p in resolved.gpu_pools}
+    assert {k: n for k, n in calls.items() if k.startswith("pool:")} == dict.fromkeys(pools, 1), calls
+    assert {k: n for k, n in calls.items() if k in PER_RENDER and n > 1} == {}, calls
+    assert calls["check_model_server"] == len(resolved.serving), calls
+    assert calls["check_replica_nodes"] <= len(resolved.serving), calls
+    if resolved.cluster.mode != "existing":
+        assert calls["check_nodes"] == calls["check_private_nodes"] == calls["check_ranges"] == 1, calls
+    assert validated, "the stack declares components that validate their args"
+    assert {k: n for k, n in validated.items() if n > 1} == {}, validated
+    # GpuMonitoring's model holds its exporter's args: DcgmExporter takes them as checked there.
+    assert [k for k in validated if k[0] == "DcgmExporter"] == [], validated
+
+
+@pytest.mark.parametrize("stack", EXAMPLE_STACKS)
+def test_each_rule_and_each_components_args_once_per_render_of_an_example_stack(
+    stack: str, calls: Counter[str], validated: Counter[tuple[str, str]], resolved: list[Any]
+) -> None:
+    from tools.offline import run_stack
+
+    result = run_stack(stack)
+    assert result.error is None, result.error
+    assert_once_per_render(calls, validated, resolved[-1])
+
 
 STANDARD_POOLS = [
     {"name": "l4", "accelerator": "nvidia-l4", "maxNodes": 2},
@@ -20,93 +174,125 @@ AUTOPILOT_PROFILES = [
     {"name": "l4", "accelerator": "nvidia-l4", "spot": True},
     {"name": "h100", "accelerator": "nvidia-h100-80gb", "gpusPerNode": 8, "spot": True},
 ]
+CHANNELS = ["projects/test-project/notificationChannels/1"]
+L4 = {"name": "l4", "accelerator": "nvidia-l4", "gpusPerNode": 2, "maxNodes": 4, "driverVersion": "LATEST"}
+H100 = {
+    "name": "h100",
+    "accelerator": "nvidia-h100-80gb",
+    "gpusPerNode": 8,
+    "maxNodes": 4,
+    "driverVersion": "LATEST",
+}
+MODEL = "gs://models-bucket/qwen2.5-1.5b-instruct"
+TARGETED = {
+    # Standard pools, the DCGM exporter with XID alerts, a public endpoint for one network.
+    "standard-exporter-alerts": stack_config(
+        cluster={
+            **STANDARD_CLUSTER,
+            "publicEndpoint": True,
+            "masterAuthorizedNetworks": [{"cidrBlock": "203.0.113.0/24", "displayName": "vpn"}],
+        },
+        gpuPools=STANDARD_POOLS,
+        monitoring={"dcgm": "exporter", "alerts": {"enabled": True, "notificationChannels": CHANNELS}},
+    ),
+    "autopilot-alerts": stack_config(
+        cluster=AUTOPILOT_CLUSTER,
+        gpuPools=AUTOPILOT_PROFILES,
+        monitoring={"alerts": {"enabled": True, "notificationChannels": CHANNELS}},
+    ),
+    # Two services, one behind the Inference Gateway (the proxy-only range), one over two nodes.
+    "serving-gateway-multi-node": stack_config(
+        cluster=STANDARD_CLUSTER,
+        gpuPools=[L4, H100],
+        serving=[
+            {"name": "chat", "pool": "l4", "model": MODEL, "gateway": True},
+            {"name": "big", "pool": "h100", "model": MODEL, "gpusPerReplica": 16},
+        ],
+    ),
+}
 
 
-@pytest.fixture
-def checked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The name of each pool GpuPoolRules.check ran on, in order."""
-    seen: list[str] = []
-    original = GpuPoolRules.check
-
-    def counting(self: GpuPoolRules, pool: Any, path: str = "") -> Any:
-        seen.append(pool.name)
-        return original(self, pool, path)
-
-    monkeypatch.setattr(GpuPoolRules, "check", counting)
-    return seen
-
-
-def test_each_standard_pool_is_checked_once_per_render(checked: list[str]) -> None:
-    result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=STANDARD_POOLS))
-    assert len(result.of_type("gcp:container/nodePool:NodePool")) == 1 + len(STANDARD_POOLS)  # + system
-    assert checked == [p["name"] for p in STANDARD_POOLS]
-
-
-def test_each_autopilot_profile_is_checked_once_per_render(checked: list[str]) -> None:
-    result = render(stack_config(cluster=AUTOPILOT_CLUSTER, gpuPools=AUTOPILOT_PROFILES))
-    assert result.of_type("kubernetes:cloud.google.com/v1:ComputeClass")
-    assert checked == [p["name"] for p in AUTOPILOT_PROFILES]
-
-
-def test_the_example_stacks_check_each_pool_once(checked: list[str]) -> None:
-    from tools.offline import run_stack
-
-    for stack in ("dev", "prod", "train"):
-        checked.clear()
-        result = run_stack(stack)
-        assert result.error is None, result.error
-        assert len(checked) == len(set(checked)) > 0, (stack, checked)
-
-
-@pytest.mark.parametrize("stack", ["dev", "prod", "onprem", "train"])
-def test_each_components_args_are_validated_once_per_render(
-    stack: str, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("name", list(TARGETED))
+def test_each_rule_and_each_components_args_once_per_render_of_a_targeted_stack(
+    name: str, calls: Counter[str], validated: Counter[tuple[str, str]], resolved: list[Any]
 ) -> None:
-    """check_components checks every component's args before anything is declared; the declaration
-    then hands each component its checked args instead of checking them again."""
-    from gke_gpu.core import component
-    from tools.offline import run_stack
+    render(TARGETED[name])
+    assert_once_per_render(calls, validated, resolved[-1])
+    if name == "serving-gateway-multi-node":
+        assert calls["check_proxy_only_range"] == calls["check_replica_nodes"] == 1, calls
 
-    validated: list[tuple[str, str]] = []
-    original = component.validate_args
 
-    def counting(name: str, resource: str, *args: Any, **kwargs: Any) -> Any:
-        validated.append((name, resource))
-        return original(name, resource, *args, **kwargs)
+def test_a_program_of_its_own_gets_each_rule_once_at_the_boundary(
+    calls: Counter[str], validated: Counter[tuple[str, str]]
+) -> None:
+    """Plain args: each component checks them, rules included, once; GpuMonitoring hands its exporter
+    the exporter's args as it checked them (DcgmExporter does not check them again)."""
+    from gke_gpu.cluster.gke_cluster import GkeCluster
+    from gke_gpu.monitoring.gpu_monitoring import GpuMonitoring
+    from gke_gpu.network.vpc import GkeNetwork
+    from tools.offline import run_program
 
-    monkeypatch.setattr(component, "validate_args", counting)
-    result = run_stack(stack)
+    def program() -> None:
+        GkeNetwork("net", {"project": "p-123456", "region": "us-central1", "name_prefix": "c"})
+        GkeCluster(
+            "gke",
+            {
+                "project": "p-123456",
+                "name": "c",
+                "location": "us-central1",
+                "autopilot": False,
+                "network": "net",
+                "subnetwork": "subnet",
+                "pods_range_name": "pods",
+                "services_range_name": "services",
+            },
+        )
+        GpuMonitoring(
+            "mon",
+            {
+                "dcgm": "exporter",  # type: ignore[typeddict-item]
+                "project": "p-123456",
+                "cluster_name": "c",
+                "exporter": {"flavor": "gke", "scraper_namespace": "gmp-system"},  # type: ignore[typeddict-item]
+                "alerts": {"notification_channels": ["projects/p-123456/notificationChannels/1"]},
+            },
+        )
+
+    result = run_program({}, program=program)
     assert result.error is None, result.error
-    assert validated, "the stack declares components that validate their args"
-    assert len(validated) == len(set(validated)), sorted(validated)
+    assert dict(validated) == {
+        ("GkeNetwork", "net"): 1,
+        ("GkeCluster", "gke"): 1,
+        ("GpuMonitoring", "mon"): 1,
+    }
+    for rule in (
+        "check_ranges",
+        "check_nodes",
+        "check_private_nodes",
+        "exporter_problems",
+        "check_xid_errors",
+    ):
+        assert calls[rule] == 1, calls
 
 
-POOL_STACKS = [
-    ("standard", STANDARD_CLUSTER, STANDARD_POOLS),
-    ("autopilot", AUTOPILOT_CLUSTER, AUTOPILOT_PROFILES),
-]
+def test_the_fuzz_tests_check_still_runs_the_components_rules(calls: Counter[str]) -> None:
+    """check_components(component_rules=True), the fuzz tests' (test_fuzz_stack_components.py), runs
+    the rules a render leaves to the stack layer: the agreement they guard is still checked."""
+    from gke_gpu.stack.program import check_components
+    from tools.offline import run_program
 
-
-@pytest.mark.parametrize(("mode", "cluster", "pools"), POOL_STACKS, ids=[s[0] for s in POOL_STACKS])
-def test_the_handed_over_pool_is_the_one_the_components_own_check_resolves(mode, cluster, pools) -> None:
-    """What the stack layer hands a pool component without checking it again (CheckedArgs) equals what
-    the component's own check makes of the same args as a plain dict: every field, and the values the
-    rules set beside the fields (MIG partitions per GPU)."""
-    from gke_gpu.gpu.compute_class import GpuComputeClass, compute_class_args
-    from gke_gpu.gpu.node_pool import GpuNodePool, node_pool_args
-    from tests.conftest import settings
-
-    resolved = settings({"cluster": cluster, "gpuPools": pools})
-    for pool in resolved.gpu_pools:
-        if mode == "standard":
-            args: Any = node_pool_args(
-                pool, project="test-project", location="us-central1", cluster_name="gpu-test"
-            )
-            component: Any = GpuNodePool
-        else:
-            args = compute_class_args(pool, region="us-central1")
-            component = GpuComputeClass
-        own = component.check_args(f"gpu-{pool.name}", dict(args))
-        assert args.spec == own, pool.name
-        assert args.spec.mig_partitions_per_gpu == own.mig_partitions_per_gpu
-        assert args.spec.schedulable_gpus_per_node == own.schedulable_gpus_per_node
+    raw = {
+        "cluster": STANDARD_CLUSTER,
+        "gpuPools": [L4],
+        "monitoring": {"alerts": {"enabled": True, "notificationChannels": CHANNELS}},
+        "serving": [{"name": "chat", "pool": "l4", "model": MODEL}],
+    }
+    resolved = settings(raw)  # the stack rules, once
+    rules = ("check_nodes", "check_ranges", "check_xid_errors", "check_model_server")
+    assert [calls[rule] for rule in rules] == [1, 1, 1, 1], calls
+    for component_rules, runs in ((False, 0), (True, 1)):
+        calls.clear()
+        check = functools.partial(check_components, resolved, component_rules=component_rules)
+        result = run_program({}, program=check)
+        assert result.error is None, result.error
+        assert [calls[rule] for rule in rules] == [runs] * len(rules), (component_rules, calls)

@@ -61,24 +61,39 @@ class GkeGpuComponent(pulumi.ComponentResource, Generic[SpecT]):
     @classmethod
     def _check(cls, name: str, args: Mapping[str, Any]) -> tuple[SpecT, list[str]]:
         """The checked args and the notes for the user (a subclass with its own check overrides this)."""
+        return cls._validate(name, args, rules=True), []
+
+    @classmethod
+    def _validate(cls, name: str, args: Mapping[str, Any], *, rules: bool) -> SpecT:
+        """The args checked against `_args_model`, then, with `rules`, against `_args_rules`."""
         validate = validate_named_args if cls._args_name_default else validate_args
         spec = validate(
             cls.__name__,
             name,
             cls._args_model,
             args,
-            rules=cls._args_rules,
+            rules=cls._args_rules if rules else None,
             by_name=cls._args_by_name,
             args_type=cls._args_type,
         )
-        return cast(SpecT, spec), []
+        return cast(SpecT, spec)
 
     @classmethod
-    def check_args(cls, name: str, args: Any) -> SpecT:
+    def check_args(cls, name: str, args: Any, *, rules: bool = True) -> SpecT:
         """The constructor's check of its args, declaring nothing: the checked args, or an
-        InvalidArgsError naming every bad arg."""
+        InvalidArgsError naming every bad arg.
+
+        `rules=False` checks the args against the model only (each field's type and bounds), not
+        `_args_rules`: for the stack layer, whose section rules already ran the same rules (the
+        functions a domain shares with the stack file) on the section these args are built from. A
+        component with its own `_check` (a GPU pool's) has no such split: the stack layer hands it
+        CheckedArgs instead."""
         if isinstance(args, CheckedArgs):
             return cast(SpecT, args.spec)
+        if not rules:
+            if cls._check.__func__ is not GkeGpuComponent._check.__func__:  # type: ignore[attr-defined]
+                raise TypeError(f"{cls.__name__} has its own check: it cannot skip its rules")
+            return cls._validate(name, args, rules=False)
         return cls._check(name, args)[0]
 
     def _begin(self, name: str, args: Any, opts: pulumi.ResourceOptions | None) -> SpecT:

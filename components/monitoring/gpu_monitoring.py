@@ -12,7 +12,7 @@ from pydantic import Field
 
 from ..core.arg_types import LabelValue, ProjectId, enum_values
 from ..core.common import LABEL_VALUE_PATTERN, KeyNames, Problems, cut
-from ..core.component import GkeGpuComponent
+from ..core.component import CheckedArgs, GkeGpuComponent
 from ..core.validation import ArgsModel, Deferrable, InvalidArgsError, pick
 from .alert_rules import EVALUATION_INTERVAL, RULE_GROUP, AlertRule, AlertThresholds, alert_rules
 from .dashboard import gpu_dashboard
@@ -132,7 +132,10 @@ class GpuMonitoring(GkeGpuComponent[_GpuMonitoringSpec]):
 
         self.exporter: DcgmExporter | None = None
         if spec.dcgm == "exporter":
-            self.exporter = DcgmExporter(f"{name}-dcgm", args["exporter"], opts=child)
+            # Checked with this component's args (the model, and exporter_problems in its rules): the
+            # exporter does not check them again.
+            exporter = CheckedArgs(args["exporter"], spec.exporter)
+            self.exporter = DcgmExporter(f"{name}-dcgm", exporter, opts=child)  # type: ignore[arg-type]
 
         self.dashboard: monitoring.Dashboard | None = None
         self.dashboard_url = None

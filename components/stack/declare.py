@@ -9,6 +9,15 @@ Outputs, unchecked). The real declaration then hands each component its checked 
 check never reads), so no component's args are validated twice in one render. A GPU pool's args come
 checked from the stack layer's own run of the pool rules (CheckedArgs already), so no problem is ever
 keyed by a pool's stack-file path here.
+
+The components in :data:`_SECTION_RULES_RAN` are checked against their args' model only (each
+field's type and bounds), not their cross-field rules (`_args_rules`): the stack layer ran the same
+rules (the functions the domain shares with the stack file, `cluster/rules.py` and the like) on the
+section their args are built from, and the rest of their rules are about args the program builds
+itself. So each rule runs once per render, as a pool's do. That the components' rules accept what
+the stack rules accepted is what the fuzz tests (`tests/test_fuzz_stack_components.py`) check, with
+``check_components(settings, component_rules=True)``: under :func:`checking_only` with
+`component_rules`, every component's full check runs.
 """
 
 from collections.abc import Iterator
@@ -69,6 +78,12 @@ _STACK_KEYS_BY_NAME = {
     "LeaderWorkerSetController": f"{NAMESPACE}:serving",
     "InferenceGateway": f"{NAMESPACE}:serving",
 }
+# The components whose section's rules the stack layer ran (the ones they share with it): only
+# their args' model is checked in a render, not their rules again (see the module's docstring).
+_SECTION_RULES_RAN = {GkeCluster, GkeNetwork, GpuMonitoring, GpuDirectNetworks, GpuBatchQueues}
+_SECTION_RULES_RAN_BY_NAME = {"InferenceService"}
+# Set under checking_only(component_rules=True): every component's full check (the fuzz tests).
+_COMPONENT_RULES: ContextVar[bool] = ContextVar("component_rules", default=False)
 # What the program reads from a component besides its outputs, while only checking.
 _STAND_IN_ATTRIBUTES: dict[str, Any] = {"provider": None, "alert_policies": [], "commands": {}}
 
@@ -97,8 +112,11 @@ def declare(cls: type[C], name: str, args: Any, opts: pulumi.ResourceOptions | N
         if spec is not None and not isinstance(args, CheckedArgs) and known(args) == plain:
             args = CheckedArgs(args, spec)
         return cls(name, args, opts=opts)
+    rules = _COMPONENT_RULES.get() or not (
+        cls in _SECTION_RULES_RAN or cls.__name__ in _SECTION_RULES_RAN_BY_NAME
+    )
     try:
-        spec = cls.check_args(name, args)  # type: ignore[attr-defined]
+        spec = cls.check_args(name, args, rules=rules)  # type: ignore[attr-defined]
     except InvalidArgsError as exc:
         key = _STACK_KEYS.get(cls) or _STACK_KEYS_BY_NAME[cls.__name__]
         problems += [f"{key}: {cls.__name__} {name!r}: {problem}" for problem in exc.problems]
@@ -110,16 +128,19 @@ def declare(cls: type[C], name: str, args: Any, opts: pulumi.ResourceOptions | N
 
 
 @contextmanager
-def checking_only() -> Iterator[tuple[list[str], Checked]]:
-    """Within this block, `declare` only checks args; it yields the problems and the checked args."""
+def checking_only(*, component_rules: bool = False) -> Iterator[tuple[list[str], Checked]]:
+    """Within this block, `declare` only checks args; it yields the problems and the checked args.
+    With `component_rules`, every component's rules run, those the stack layer ran too."""
     problems: list[str] = []
     checked: Checked = {}
     token, specs = _CHECKING.set(problems), _CHECKED.set(checked)
+    full = _COMPONENT_RULES.set(component_rules)
     try:
         yield problems, checked
     finally:
         _CHECKING.reset(token)
         _CHECKED.reset(specs)
+        _COMPONENT_RULES.reset(full)
 
 
 @contextmanager
