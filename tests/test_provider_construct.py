@@ -552,6 +552,17 @@ def test_a_bad_input_is_refused_naming_the_arg_before_any_child(
     assert [r.type for r in result.resources if r.type != component_type(component)] == []
 
 
+def test_a_property_error_keeps_a_key_that_holds_a_colon() -> None:
+    """Each property error is the problem's own path and reason: a label key with ": " stays whole."""
+    wire = _set(CASES["GpuNodePool"].wire, "labels", {"team: a": "bad value!"})
+    error = _construct("GpuNodePool", wire).error
+    assert isinstance(error, pulumi.InputPropertiesError), repr(error)
+    assert [(d["property_path"], d["reason"]) for d in error.errors or []] == [
+        ("labels", "key 'team: a' is not a valid Kubernetes label key"),
+        ("labels.team: a", "'bad value!' is not a valid Kubernetes label value"),
+    ]
+
+
 @pytest.mark.parametrize("component", sorted(CASES))
 def test_each_missing_required_input_is_named_by_the_provider(component: str) -> None:
     required = _schema(component)["resources"][component_type(component)].get("requiredInputs", [])

@@ -81,12 +81,33 @@ class KeyNames:
         return f"{self.prefix}.{self.key(name)}" if self.prefix else self.key(name)
 
 
+class Problem(str):
+    """One problem line, `<path>: <reason>`, that keeps its two parts: where a component's args are
+    refused, they become the SDK's `InputPropertyErrorDetails(property_path, reason)` as they are,
+    never split back out of the line (a path or a key may itself hold ": ").
+
+    `text` is the line when it names the path otherwise than `<path>: ` (the defaulted `name`)."""
+
+    path: str
+    reason: str
+
+    def __new__(cls, path: str, reason: str, text: str | None = None) -> Problem:
+        problem = super().__new__(cls, f"{path}: {reason}" if text is None else text)
+        problem.path = path
+        problem.reason = reason
+        return problem
+
+    def __getnewargs__(self) -> tuple[str, str, str]:  # type: ignore[override]
+        return self.path, self.reason, str(self)
+
+
 class Problems:
     def __init__(self) -> None:
+        # Problem lines (a list of str: every rule, and ConfigError, reads them as lines).
         self.items: list[str] = []
 
     def add(self, path: str, message: str) -> None:
-        self.items.append(f"{path}: {message}")
+        self.items.append(Problem(path, message))
 
 
 def listing(values: Iterable[Any], most: int = 50) -> str:

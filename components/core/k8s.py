@@ -8,6 +8,7 @@ from typing import NotRequired, TypedDict
 import pulumi_kubernetes as k8s
 
 from .arg_types import LabelKey, LabelValue, enum_values
+from .common import Problem
 from .validation import ArgsModel
 
 PART_OF = "gke-gpu"
@@ -167,13 +168,13 @@ class TolerationSpec(ArgsModel):
 
 def toleration_problems(path: str, toleration: TolerationSpec) -> list[str]:
     """What the Kubernetes API would refuse in a toleration (problem lines under `path`)."""
-    problems = []
+    problems: list[str] = []
     if toleration.operator == "Exists" and toleration.value:
-        problems.append(f"{path}.value: not allowed with operator Exists")
+        problems.append(Problem(f"{path}.value", "not allowed with operator Exists"))
     if not toleration.key and toleration.operator != "Exists":
-        problems.append(f"{path}.key: required unless operator is Exists")
+        problems.append(Problem(f"{path}.key", "required unless operator is Exists"))
     if toleration.toleration_seconds is not None and toleration.effect != "NoExecute":
-        problems.append(f"{path}.toleration_seconds: only allowed with effect NoExecute")
+        problems.append(Problem(f"{path}.toleration_seconds", "only allowed with effect NoExecute"))
     return problems
 
 

@@ -18,6 +18,7 @@ from ..core.common import (
     LABEL_VALUE_PATTERN,
     REGION_PATTERN,
     ZONE_PATTERN,
+    Problem,
     cut,
     listing,
     valid_label_key,
@@ -325,8 +326,11 @@ def check_standard_pool_args(spec: P, location: str) -> tuple[P | None, list[str
         return (
             None,
             [
-                f"location: {cut(location)} is not a Compute Engine region or zone (for example "
-                "us-central1 or us-central1-a)"
+                Problem(
+                    "location",
+                    f"{cut(location)} is not a Compute Engine region or zone (for example us-central1 or "
+                    "us-central1-a)",
+                )
             ],
             [],
         )

@@ -13,6 +13,7 @@ from typing import Annotated, NotRequired, TypedDict
 from pydantic import Field
 
 from ..core.arg_types import K8sName, LabelKey, LabelValue, enum_values, matching
+from ..core.common import Problem
 from ..core.k8s import Toleration, TolerationSpec, toleration_problems
 from ..core.model import DNS_LABEL
 from ..core.validation import ArgsModel
@@ -105,8 +106,10 @@ def exporter_problems(spec: DcgmExporterSpec, prefix: str = "") -> list[str]:
         problems += toleration_problems(f"{prefix}tolerations[{i}]", toleration)
     if not spec.node_selector and not spec.required_node_labels:
         problems.append(
-            f"{prefix}node_selector: required without required_node_labels: the exporter must run on "
-            "the GPU nodes only"
+            Problem(
+                f"{prefix}node_selector",
+                "required without required_node_labels: the exporter must run on the GPU nodes only",
+            )
         )
     return problems
 

@@ -135,9 +135,7 @@ def _queue_rules(spec: _GpuBatchQueuesSpec) -> list[str]:
     names = KeyNames(camel=False)
     for i, queue in enumerate(spec.queues):
         for j, toleration in enumerate(queue.tolerations):
-            for problem in toleration_problems(f"queues[{i}].tolerations[{j}]", toleration):
-                path, _, message = problem.partition(": ")
-                problems.add(path, message)
+            problems.items += toleration_problems(f"queues[{i}].tolerations[{j}]", toleration)
     check_team_names([(t.name, t.namespace) for t in spec.teams], names, problems)
     teams = {t.name for t in spec.teams}
     entries: list[ShareEntry] = []
