@@ -22,8 +22,8 @@ import pulumi
 import pytest
 from pulumi.errors import InputPropertyError
 
-from gke_gpu import InvalidArgsError
-from gke_gpu.core.package import PACKAGE, PUBLIC_COMPONENTS, component_type, public_components
+from gke_gpu import PUBLIC_COMPONENTS, InvalidArgsError, public_components
+from gke_gpu.core.package import PACKAGE, component_type
 from tools import schema as package_schema
 from tools.offline import SECRET, Resource, RunResult, run_program
 
