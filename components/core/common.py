@@ -24,17 +24,18 @@ TOP_LEVEL_KEYS = (
     "serving",
 )
 
-GPU_TAINT_KEY = "nvidia.com/gpu"
+# The extended resource a Pod requests for a GPU (a whole one, a MIG partition or a share).
+GPU_RESOURCE = "nvidia.com/gpu"
+# GKE taints GPU nodes with the resource's name (ExtendedResourceToleration tolerates it so).
+GPU_TAINT_KEY = GPU_RESOURCE
 GPU_TAINT_VALUE = "present"
+# GKE's first version that creates node pools for a custom ComputeClass on a Standard cluster without
+# cluster-wide node auto-provisioning (GKE "About custom ComputeClasses", nodePoolAutoCreation): a
+# capacity ladder's (gpu/ladder_rules.py) and a Hyperdisk ML transfer's (serving/rules.py).
+COMPUTE_CLASS_POOLS_MIN_VERSION = "1.33.3-gke.1136000"
+# GKE's node label naming a node's node pool (also a user label of the node's Cloud Monitoring metrics).
+NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 MAX_SHARED_CLIENTS = 48  # GKE's documented upper bound for clients per physical GPU.
-WORKLOAD_NAMES = (
-    "nvidia-smi",
-    "cuda-vector-add",
-    "pytorch-smoke",
-    "sharing-demo",
-    "nccl-allreduce",
-    "serving-load",
-)
 
 K8S_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 REGION_PATTERN = re.compile(r"^[a-z]+-[a-z]+\d+$")

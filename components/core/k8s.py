@@ -15,6 +15,10 @@ PART_OF = "gke-gpu"
 MANAGED_BY = "pulumi"
 # Where the GKE device plugin mounts the GKE-installed driver inside GPU containers.
 GKE_DRIVER_MOUNT = "/usr/local/nvidia"
+# Where GKE installs the NVIDIA driver on its COS nodes (the host side of that mount).
+GKE_DRIVER_HOST_DIR = "/home/kubernetes/bin/nvidia"
+# GKE's ComputeClass custom resource (GpuComputeClass, GpuCapacityLadder, HyperdiskMlTransferClass).
+COMPUTE_CLASS_API_VERSION = "cloud.google.com/v1"
 # The uid and gid non-root Pods run as: distroless's "nonroot", far from the host's human users
 # (1000 is the first one on most Linux hosts) and from the images' own accounts.
 NONROOT_ID = 65532

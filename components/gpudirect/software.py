@@ -23,7 +23,7 @@ import pulumi_kubernetes as k8s
 from pydantic import Field
 
 from ..core.arg_types import K8sName, NodeNetworks, enum_values
-from ..core.common import Problem
+from ..core.common import NODEPOOL_LABEL, Problem
 from ..core.component import GkeGpuComponent
 from ..core.k8s import (
     Toleration,
@@ -36,7 +36,7 @@ from ..core.k8s import (
 )
 from ..core.validation import ArgsModel
 from ..gpu.pool_args import NodeNetwork, node_network_at
-from ..gpu.scheduling import ACCELERATOR_LABEL, GPU_TOLERATION, NODEPOOL_LABEL, QUEUED_TOLERATION
+from ..gpu.scheduling import ACCELERATOR_LABEL, GPU_TOLERATION, QUEUED_TOLERATION
 from .flavors import FLAVORS, GpuDirectFlavor
 from .images import (
     APERTURE_DEVICES,

@@ -8,7 +8,7 @@ import pulumi_kubernetes as k8s
 from pydantic import Field, model_validator
 
 from ..core.arg_types import K8sName, LabelKey
-from ..core.common import KeyNames, Problems, cut, listing
+from ..core.common import GPU_RESOURCE, KeyNames, Problems, cut, listing
 from ..core.component import GkeGpuComponent
 from ..core.k8s import Toleration, TolerationSpec, app_labels, toleration_problems
 from ..core.validation import ArgsModel
@@ -332,7 +332,7 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
             check,
             {
                 "provisioningClassName": QUEUED_PROVISIONING_CLASS,
-                "managedResources": ["nvidia.com/gpu"],
+                "managedResources": [GPU_RESOURCE],
                 # Pin each admitted Pod to the nodes provisioned for its own request.
                 "podSetUpdates": {
                     "nodeSelector": [
