@@ -8,6 +8,9 @@ Every import in every module of the library, top-level or inside a function, is 
 from __future__ import annotations
 
 import ast
+import functools
+import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,13 +28,15 @@ def _module_name(path: Path) -> str:
     return ".".join(("gke_gpu", *parts))
 
 
-def _imports(path: Path) -> set[str]:
-    """The gke_gpu modules (or packages) `path` imports, as absolute names."""
+def _imports(path: Path, *, at_import: bool = False) -> set[str]:
+    """The gke_gpu modules (or packages) `path` imports, as absolute names: every import, or with
+    `at_import` those that run when the module is imported (not in a function, not for type checkers)."""
     package = _module_name(path).split(".")
     if path.name != "__init__.py":
         package = package[:-1]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _run_at_import(tree.body) if at_import else ast.walk(tree):
         if isinstance(node, ast.Call):
             found.update(_dynamic_import(node, _module_name(path), ".".join(package)))
         elif isinstance(node, ast.ImportFrom):
@@ -45,6 +50,24 @@ def _imports(path: Path) -> set[str]:
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names if alias.name.startswith("gke_gpu"))
     return found
+
+
+def _run_at_import(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """The statements (and their calls) a module runs when imported: its body, into `if`, `try`,
+    `with` and class bodies, but not into functions or `if TYPE_CHECKING:`."""
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            yield from _run_at_import(node.orelse)
+            continue
+        yield node
+        nested = [getattr(node, field, []) for field in ("body", "orelse", "finalbody")]
+        nested += [handler.body for handler in getattr(node, "handlers", [])]
+        for inner in nested:
+            yield from _run_at_import(inner)
+        if not hasattr(node, "body"):  # a simple statement: its calls (import_module, __import__)
+            yield from (n for n in ast.walk(node) if isinstance(n, ast.Call))
 
 
 ANY = "*"  # the open part of an f-string: any module
@@ -172,3 +195,27 @@ def test_every_sub_package_is_in_the_distribution() -> None:
     ]["packages"]
     on_disk = ["gke_gpu", *(f"gke_gpu.{p.parent.name}" for p in LIBRARY.glob("*/__init__.py"))]
     assert sorted(listed) == sorted(on_disk)
+
+
+def _deepest_import_chain() -> tuple[str, ...]:
+    """The longest chain of library modules each importing the next when imported (packages'
+    `__init__.py` left out: they only re-export). The imports that run at import time form no cycle."""
+    modules = {_module_name(p): p for p in MODULES if p.name != "__init__.py"}
+    graph = {
+        name: sorted(set(modules) & _imports(path, at_import=True) - {name}) for name, path in modules.items()
+    }
+
+    @functools.cache
+    def longest(name: str) -> tuple[str, ...]:
+        return max(((name, *longest(m)) for m in graph[name]), key=len, default=(name,))
+
+    return max((longest(name) for name in sorted(graph)), key=len)
+
+
+def test_the_documented_deepest_import_chain_is_the_measured_one() -> None:
+    chain = _deepest_import_chain()
+    text = " ".join((ROOT / "docs" / "architecture.md").read_text(encoding="utf-8").split())
+    documented = re.search(r"The deepest import chain is (\d+) modules \((.*?)\)", text)
+    assert documented, "docs/architecture.md names the deepest import chain"
+    names = tuple(n.strip("` ") for n in documented.group(2).split("→"))
+    assert (int(documented.group(1)), names) == (len(chain), tuple(n.removeprefix("gke_gpu.") for n in chain))
