@@ -5,7 +5,7 @@ The public components and their args are importable from the package itself::
     from gke_gpu import GpuNodePool, GpuNodePoolArgs, InvalidArgsError
 
 They are imported on first use (module ``__getattr__``), not when ``gke_gpu`` is: importing
-``gke_gpu.config`` (the stack-file reader) or ``gke_gpu.catalog`` does not load pulumi_gcp and
+``gke_gpu.stack.config`` (the stack-file reader) or ``gke_gpu.core.catalog`` does not load pulumi_gcp and
 pulumi_kubernetes, and the component modules, which import each other through the package, never
 see it half-initialised.
 """

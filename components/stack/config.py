@@ -250,7 +250,7 @@ def settings_from_config(
 ) -> tuple[Settings, list[str]]:
     """Validate a whole stack config as the engine passes it (`namespace:key` -> string).
 
-    Every key is accounted for (see :mod:`components.config_keys`); `gke-gpu:` values are decoded
+    Every key is accounted for (see :mod:`gke_gpu.stack.keys`); `gke-gpu:` values are decoded
     from the engine's JSON with bounds on depth and size; then :func:`parse_settings` runs.
     """
     problems = check_config_keys(config)
