@@ -5,18 +5,19 @@ The public components and their args are importable from the package itself::
     from gke_gpu import GpuNodePool, GpuNodePoolArgs, InvalidArgsError
 
 They are imported on first use (module ``__getattr__``), not when ``gke_gpu`` is: importing
-``gke_gpu.config`` (the stack-file reader) or ``gke_gpu.catalog`` does not load pulumi_gcp and
+``gke_gpu.stack.config`` (the stack-file reader) or ``gke_gpu.core.catalog`` does not load pulumi_gcp and
 pulumi_kubernetes, and the component modules, which import each other through the package, never
 see it half-initialised.
 """
 
 import importlib
+import sys
 from importlib.metadata import version
 from typing import TYPE_CHECKING, Any
 
-from .core.package import PUBLIC_COMPONENTS
-
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
+    import pulumi
+
     from .cluster.gke_cluster import GkeCluster, GkeClusterArgs
     from .core.validation import InvalidArgsError
     from .gpu.capacity_ladder import GpuCapacityLadder, GpuCapacityLadderArgs
@@ -40,6 +41,33 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from .workloads.samples import SampleWorkloads, SampleWorkloadsArgs
 
 __version__: str = version("gke-gpu")
+
+# The public components, by class name, with the module (of this package) that defines each and
+# its args TypedDict `<Class>Args`. One list for the package's exports (here), the multi-language
+# plugin (provider/__main__.py), the schema tool (tools/schema.py) and the tests. It lives at the
+# top of the package, above every layer: it names modules of every domain.
+PUBLIC_COMPONENTS: dict[str, str] = {
+    "GkeNetwork": "network.vpc",
+    "GkeCluster": "cluster.gke_cluster",
+    "GpuNodePool": "gpu.node_pool",
+    "GpuComputeClass": "gpu.compute_class",
+    "GpuCapacityLadder": "gpu.capacity_ladder",
+    "ImageCacheAllowlist": "gpu.image_cache_allowlist",
+    "GpuMonitoring": "monitoring.gpu_monitoring",
+    "DcgmExporter": "monitoring.dcgm_exporter",
+    "NvidiaDevicePlugin": "gpu.device_plugin",
+    "SampleWorkloads": "workloads.samples",
+    "GpuBatchQueues": "workloads.batch_queues",
+    "GpuDirectNetworks": "gpudirect.networks",
+    "GpuDirectSoftware": "gpudirect.software",
+    "NcclAllReduce": "workloads.nccl_allreduce",
+    "InferenceService": "serving.inference_service",
+    "CustomMetricsAdapter": "serving.metrics_adapter",
+    "HyperdiskMlTransferClass": "serving.transfer_class",
+    "ServingLoadTest": "serving.load_test",
+    "LeaderWorkerSetController": "serving.lws_controller",
+    "InferenceGateway": "serving.gateway",
+}
 
 # Exported name -> the module (of this package) that defines it.
 _LAZY: dict[str, str] = {"InvalidArgsError": "core.validation"}
@@ -103,6 +131,12 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value  # later look-ups skip this function
     return value
+
+
+def public_components() -> list[type["pulumi.ComponentResource"]]:
+    """The public component classes, in PUBLIC_COMPONENTS order (each module imported on first use)."""
+    package = sys.modules[__name__]
+    return [getattr(package, name) for name in PUBLIC_COMPONENTS]
 
 
 def __dir__() -> list[str]:

@@ -1,7 +1,7 @@
 """The alert policies' PromQL run by Prometheus' own rule engine (`promtool test rules`).
 
 Each test renders the program, takes the AlertPolicy resources as they would be deployed, turns
-their PromQL conditions into a Prometheus rules file (components.alert_rules.prometheus_rules: the
+their PromQL conditions into a Prometheus rules file (gke_gpu.monitoring.alert_rules.prometheus_rules: the
 same query, duration and evaluation interval) and replays series shaped like the real ones:
 
 * dcgm-exporter 4.5.3-4.8.2 as Managed Prometheus stores them with `targetLabels: {metadata: []}`:

@@ -1,6 +1,7 @@
 """No traceback and no hang at a component's boundary either: any args dict a program (or the
 provider, with its floats and decoded enums) can hand GpuNodePool or GpuComputeClass gives either a
-resolved pool or one InvalidArgsError whose every line names an arg."""
+resolved pool or one InvalidArgsError whose every line names an arg, and whose details carry each
+line's own path and reason."""
 
 import re
 from typing import Any
@@ -8,6 +9,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gke_gpu.core.common import Problem
 from gke_gpu.core.validation import InvalidArgsError
 from gke_gpu.gpu.compute_class import validate_compute_class_args
 from gke_gpu.gpu.node_pool import validate_gpu_node_pool_args
@@ -80,7 +82,7 @@ PLAUSIBLE = {
         optional={"mode": st.just("CONTAINER_IMAGE_CACHE")},
     ),
     "labels": st.dictionaries(
-        st.sampled_from(["team", "kubernetes.io/x", "bad key"]), st.text(max_size=70), max_size=2
+        st.sampled_from(["team", "kubernetes.io/x", "bad key", "bad: key"]), st.text(max_size=70), max_size=2
     ),
     "taints": st.lists(
         st.fixed_dictionaries(
@@ -95,7 +97,7 @@ PLAUSIBLE = {
     "region": st.sampled_from(["us-central1", "europe-west4", "us-centrall1"]),
     "name": st.sampled_from(["train", "Bad_Name", "x" * 50]),
 }
-KEYS = st.sampled_from([*PLAUSIBLE, "colour", "gpusPerNode"])
+KEYS = st.sampled_from([*PLAUSIBLE, "colour", "gpusPerNode", "x: y"])
 
 
 @st.composite
@@ -109,19 +111,28 @@ def args(draw: st.DrawFn) -> dict[str, Any]:
 
 
 # One problem line: an arg path (an arg's name, then keys or list indexes), a colon, a message.
-PROBLEM = re.compile(r"^(args|[a-z_]+|[a-z]+[A-Z][A-Za-z]*)([.\[].*?)?: \S")
+PROBLEM = re.compile(r"^(args|[a-z_]+|[a-z]+[A-Z][A-Za-z]*|'x: y')([.\[].*?)?: \S")
+DEFAULTED = "name (default: the resource name): "
 
 
 def check(validate: Any, value: dict[str, Any]) -> None:
     problems: list[str] = []
+    details: list[Any] = []
     try:
         with no_hang(5):
             validate("fuzz", value)
     except InvalidArgsError as exc:
         problems = exc.problems or ["(an InvalidArgsError without problems)"]
-    for problem in problems:
+        details = exc.errors or []
+    assert len(details) == len(problems) or not details
+    for problem, detail in zip(problems, details or [None] * len(problems), strict=True):
         assert PROBLEM.match(problem), problem
         assert len(problem) < 2000, problem
+        # Each line keeps its path and reason, which are its InputPropertyErrorDetails.
+        assert isinstance(problem, Problem), f"a plain line, its path lost: {problem}"
+        assert detail == {"property_path": problem.path, "reason": problem.reason}
+        shown = DEFAULTED if problem.startswith(DEFAULTED) else f"{problem.path}: "
+        assert problem == f"{shown}{problem.reason}", (problem, problem.path)
 
 
 @given(args())

@@ -1,12 +1,16 @@
 """The package's layers (docs/architecture.md): core <- domain packages <- stack <- __main__.py and tools/.
 
 Every import in every module of the library, top-level or inside a function, is read from its source
-(ast), so a lazy import cannot hide a violation.
+(ast), so a lazy import cannot hide a violation; nor can a dynamic one: `importlib.import_module` and
+`__import__` of a "gke_gpu..." string or f-string count too (an f-string's open part may be any module).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
+import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,14 +28,18 @@ def _module_name(path: Path) -> str:
     return ".".join(("gke_gpu", *parts))
 
 
-def _imports(path: Path) -> set[str]:
-    """The gke_gpu modules (or packages) `path` imports, as absolute names."""
+def _imports(path: Path, *, at_import: bool = False) -> set[str]:
+    """The gke_gpu modules (or packages) `path` imports, as absolute names: every import, or with
+    `at_import` those that run when the module is imported (not in a function, not for type checkers)."""
     package = _module_name(path).split(".")
     if path.name != "__init__.py":
         package = package[:-1]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom):
+    for node in _run_at_import(tree.body) if at_import else ast.walk(tree):
+        if isinstance(node, ast.Call):
+            found.update(_dynamic_import(node, _module_name(path), ".".join(package)))
+        elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package[: len(package) - node.level + 1]
                 module = ".".join([*base, *([node.module] if node.module else [])])
@@ -42,6 +50,56 @@ def _imports(path: Path) -> set[str]:
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names if alias.name.startswith("gke_gpu"))
     return found
+
+
+def _run_at_import(body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """The statements (and their calls) a module runs when imported: its body, into `if`, `try`,
+    `with` and class bodies, but not into functions or `if TYPE_CHECKING:`."""
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            yield from _run_at_import(node.orelse)
+            continue
+        yield node
+        nested = [getattr(node, field, []) for field in ("body", "orelse", "finalbody")]
+        nested += [handler.body for handler in getattr(node, "handlers", [])]
+        for inner in nested:
+            yield from _run_at_import(inner)
+        if not hasattr(node, "body"):  # a simple statement: its calls (import_module, __import__)
+            yield from (n for n in ast.walk(node) if isinstance(n, ast.Call))
+
+
+ANY = "*"  # the open part of an f-string: any module
+
+
+def _dynamic_import(call: ast.Call, module: str, package: str) -> set[str]:
+    """The gke_gpu module an `importlib.import_module(...)` or `__import__(...)` call names, as far as
+    its source says: a string, or an f-string up to its first open part (`f"gke_gpu.{name}"` is
+    `gke_gpu.*`); relative to `__name__` or `__package__` where it passes one."""
+    func = call.func
+    called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if called not in ("import_module", "__import__") or not call.args:
+        return set()
+    first = call.args[0]
+    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+        name = first.value
+    elif isinstance(first, ast.JoinedStr):
+        fixed = next(iter(first.values), None)
+        start = fixed.value if isinstance(fixed, ast.Constant) and isinstance(fixed.value, str) else ""
+        name = start + ANY
+    else:
+        return set()
+    if called == "import_module" and name.startswith("."):
+        anchor = call.args[1] if len(call.args) > 1 else None
+        base = {"__name__": module, "__package__": package}.get(
+            anchor.id if isinstance(anchor, ast.Name) else ""
+        )
+        if base is None:
+            return set()
+        level = len(name) - len(name.lstrip("."))
+        name = ".".join([*base.split(".")[: len(base.split(".")) - level + 1], name[level:]])
+    return {name} if name.startswith("gke_gpu") else set()
 
 
 def _layer(module: str) -> str | None:
@@ -64,9 +122,9 @@ def test_no_layer_imports_one_above_it(path: Path) -> None:
     layer = _layer(_module_name(path))
     imported = {_layer(name) for name in _imports(path)} - {None, layer}
     if layer == "core":
-        assert not imported, f"core imports {sorted(imported)}: core is the bottom layer"
+        assert not imported, f"core imports {sorted(imported)} ({ANY}: any): core is the bottom layer"
     elif layer in DOMAINS:
-        assert "stack" not in imported, "a domain package never imports the stack layer"
+        assert not imported & {"stack", ANY}, "a domain package never imports the stack layer"
 
 
 # The size rule holds beyond the library: the program, the tools, the policy pack and the provider.
@@ -102,6 +160,31 @@ def test_the_import_walk_sees_a_violation(tmp_path: Path) -> None:
         LIBRARY = saved
 
 
+def test_the_import_walk_sees_a_dynamic_import(tmp_path: Path) -> None:
+    """importlib.import_module and __import__ of a gke_gpu name: a string, an f-string, a relative name."""
+    core = tmp_path / "core"
+    core.mkdir()
+    module = core / "bad.py"
+    module.write_text(
+        "import importlib\n"
+        "def f(name):\n"
+        "    importlib.import_module(f'gke_gpu.{name}')\n"
+        "    importlib.import_module(f'gke_gpu.stack.{name}')\n"
+        "    __import__('gke_gpu.gpu.pool')\n"
+        "    importlib.import_module('..serving.model', __package__)\n"
+        "    importlib.import_module(name)\n"
+        "    importlib.import_module('json')\n"
+    )
+    global LIBRARY
+    saved, LIBRARY = LIBRARY, tmp_path
+    try:
+        found = _imports(module)
+        assert found == {"gke_gpu.*", "gke_gpu.stack.*", "gke_gpu.gpu.pool", "gke_gpu.serving.model"}
+        assert {_layer(name) for name in found} == {ANY, "stack", "gpu", "serving"}
+    finally:
+        LIBRARY = saved
+
+
 def test_every_sub_package_is_in_the_distribution() -> None:
     """pyproject.toml lists the packages the wheel ships: a sub-package left out would be missing for
     every consumer (`pip install gke-gpu`) while the editable install here still finds it."""
@@ -112,3 +195,27 @@ def test_every_sub_package_is_in_the_distribution() -> None:
     ]["packages"]
     on_disk = ["gke_gpu", *(f"gke_gpu.{p.parent.name}" for p in LIBRARY.glob("*/__init__.py"))]
     assert sorted(listed) == sorted(on_disk)
+
+
+def _deepest_import_chain() -> tuple[str, ...]:
+    """The longest chain of library modules each importing the next when imported (packages'
+    `__init__.py` left out: they only re-export). The imports that run at import time form no cycle."""
+    modules = {_module_name(p): p for p in MODULES if p.name != "__init__.py"}
+    graph = {
+        name: sorted(set(modules) & _imports(path, at_import=True) - {name}) for name, path in modules.items()
+    }
+
+    @functools.cache
+    def longest(name: str) -> tuple[str, ...]:
+        return max(((name, *longest(m)) for m in graph[name]), key=len, default=(name,))
+
+    return max((longest(name) for name in sorted(graph)), key=len)
+
+
+def test_the_documented_deepest_import_chain_is_the_measured_one() -> None:
+    chain = _deepest_import_chain()
+    text = " ".join((ROOT / "docs" / "architecture.md").read_text(encoding="utf-8").split())
+    documented = re.search(r"The deepest import chain is (\d+) modules \((.*?)\)", text)
+    assert documented, "docs/architecture.md names the deepest import chain"
+    names = tuple(n.strip("` ") for n in documented.group(2).split("→"))
+    assert (int(documented.group(1)), names) == (len(chain), tuple(n.removeprefix("gke_gpu.") for n in chain))

@@ -12,7 +12,8 @@ import pytest
 from typing_extensions import is_typeddict
 
 import gke_gpu
-from gke_gpu.core.package import PACKAGE, PUBLIC_COMPONENTS, component_type, public_components
+from gke_gpu import PUBLIC_COMPONENTS, public_components
+from gke_gpu.core.package import PACKAGE, component_type
 from gke_gpu.core.validation import InvalidArgsError
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from gke_gpu.core.package import PACKAGE, PUBLIC_COMPONENTS
+from gke_gpu import PUBLIC_COMPONENTS
+from gke_gpu.core.package import PACKAGE
 from tools import schema as package_schema
 
 ROOT = Path(__file__).resolve().parent.parent

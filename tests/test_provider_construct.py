@@ -22,8 +22,8 @@ import pulumi
 import pytest
 from pulumi.errors import InputPropertyError
 
-from gke_gpu import InvalidArgsError
-from gke_gpu.core.package import PACKAGE, PUBLIC_COMPONENTS, component_type, public_components
+from gke_gpu import PUBLIC_COMPONENTS, InvalidArgsError, public_components
+from gke_gpu.core.package import PACKAGE, component_type
 from tools import schema as package_schema
 from tools.offline import SECRET, Resource, RunResult, run_program
 
@@ -550,6 +550,17 @@ def test_a_bad_input_is_refused_naming_the_arg_before_any_child(
         # The provider's check against the schema (a missing input, a bad enum value): camelCase.
         assert arg in error.property_path, (error.property_path, error.reason)
     assert [r.type for r in result.resources if r.type != component_type(component)] == []
+
+
+def test_a_property_error_keeps_a_key_that_holds_a_colon() -> None:
+    """Each property error is the problem's own path and reason: a label key with ": " stays whole."""
+    wire = _set(CASES["GpuNodePool"].wire, "labels", {"team: a": "bad value!"})
+    error = _construct("GpuNodePool", wire).error
+    assert isinstance(error, pulumi.InputPropertiesError), repr(error)
+    assert [(d["property_path"], d["reason"]) for d in error.errors or []] == [
+        ("labels", "key 'team: a' is not a valid Kubernetes label key"),
+        ("labels.team: a", "'bad value!' is not a valid Kubernetes label value"),
+    ]
 
 
 @pytest.mark.parametrize("component", sorted(CASES))

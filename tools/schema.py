@@ -5,7 +5,7 @@
     .venv/bin/python tools/schema.py --markdown  # write only docs/components.md (from schema.json)
 
 The schema is what `pulumi package add .../provider` would get from the plugin (provider/__main__.py):
-the same `ComponentProvider` over the same component list (gke_gpu.core.package.PUBLIC_COMPONENTS),
+the same `ComponentProvider` over the same component list (gke_gpu.PUBLIC_COMPONENTS),
 run in-process, so no Pulumi CLI is needed. The version written into it is the one in
 pyproject.toml, so the committed file changes only when the API or the version does.
 `provider/schema.json` is the API's golden file: a diff in it is the API review (CHANGELOG.md says
@@ -38,7 +38,8 @@ try:
     import jsonschema
     import pulumi
 
-    from gke_gpu.core.package import PACKAGE, public_components
+    from gke_gpu import public_components
+    from gke_gpu.core.package import PACKAGE
     from gke_gpu.core.provider import GkeGpuComponentProvider
     from tools.pulumi_provider import ComponentProvider  # first: it reconciles the SDK's and Google's protos
 except ModuleNotFoundError as exc:  # not the project's virtualenv: say how to get it, no traceback

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from ..core.arg_types import enum_values
+from ..core.arg_types import DcgmFlavor, enum_values
 from ..core.common import (
     MAX_AUTHORIZED_NETWORKS_PRIVATE,
     MAX_BOOT_DISK_GB,
@@ -105,7 +105,7 @@ class ClusterConfig(GkeClusterSettings, _ClusterChoice):
     # mode: existing
     kubeconfig: str | None = Field(None, repr=False, min_length=1, max_length=1_000_000)
     context: Annotated[str, Field(min_length=1, max_length=253, pattern=PRINTABLE)] | None = None
-    flavor: Literal["gke", "generic"] | None = None
+    flavor: enum_values(DcgmFlavor) | None = None  # type: ignore[valid-type]
 
     @property
     def autopilot(self) -> bool:

@@ -7,7 +7,7 @@ wording), ``matching`` names what is expected in the error itself.
 """
 
 import re
-from enum import Enum
+from enum import Enum, StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field
@@ -22,6 +22,17 @@ from .common import (
     valid_label_key,
 )
 from .validation import ArgsModel, Deferrable
+
+
+# The kind of cluster the GPU nodes are in (a stack file's existing `cluster.flavor`), and so how
+# DcgmExporter reaches their GPUs (its `flavor`): one set of values for both.
+class DcgmFlavor(StrEnum):
+    """How the exporter reaches the GPUs."""
+
+    GKE = "gke"
+    """GKE's driver from the host path, privileged (GKE has no NVIDIA container runtime)."""
+    GENERIC = "generic"
+    """The NVIDIA container toolkit injects the GPUs; root with SYS_ADMIN, not privileged."""
 
 
 def enum_values(enum: type[Enum]) -> Any:
@@ -74,7 +85,7 @@ ResourceName = matching(
 
 
 class NodeNetworkSpec(ArgsModel):
-    """An extra NIC's VPC and subnet names (gpu_pool_args.NodeNetwork), each may be an Output."""
+    """An extra NIC's VPC and subnet names (gpu.pool_args.NodeNetwork), each may be an Output."""
 
     network: Deferrable[ResourceName]  # type: ignore[valid-type]
     subnetwork: Deferrable[ResourceName]  # type: ignore[valid-type]

@@ -24,17 +24,18 @@ TOP_LEVEL_KEYS = (
     "serving",
 )
 
-GPU_TAINT_KEY = "nvidia.com/gpu"
+# The extended resource a Pod requests for a GPU (a whole one, a MIG partition or a share).
+GPU_RESOURCE = "nvidia.com/gpu"
+# GKE taints GPU nodes with the resource's name (ExtendedResourceToleration tolerates it so).
+GPU_TAINT_KEY = GPU_RESOURCE
 GPU_TAINT_VALUE = "present"
+# GKE's first version that creates node pools for a custom ComputeClass on a Standard cluster without
+# cluster-wide node auto-provisioning (GKE "About custom ComputeClasses", nodePoolAutoCreation): a
+# capacity ladder's (gpu/ladder_rules.py) and a Hyperdisk ML transfer's (serving/rules.py).
+COMPUTE_CLASS_POOLS_MIN_VERSION = "1.33.3-gke.1136000"
+# GKE's node label naming a node's node pool (also a user label of the node's Cloud Monitoring metrics).
+NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 MAX_SHARED_CLIENTS = 48  # GKE's documented upper bound for clients per physical GPU.
-WORKLOAD_NAMES = (
-    "nvidia-smi",
-    "cuda-vector-add",
-    "pytorch-smoke",
-    "sharing-demo",
-    "nccl-allreduce",
-    "serving-load",
-)
 
 K8S_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 REGION_PATTERN = re.compile(r"^[a-z]+-[a-z]+\d+$")
@@ -81,12 +82,33 @@ class KeyNames:
         return f"{self.prefix}.{self.key(name)}" if self.prefix else self.key(name)
 
 
+class Problem(str):
+    """One problem line, `<path>: <reason>`, that keeps its two parts: where a component's args are
+    refused, they become the SDK's `InputPropertyErrorDetails(property_path, reason)` as they are,
+    never split back out of the line (a path or a key may itself hold ": ").
+
+    `text` is the line when it names the path otherwise than `<path>: ` (the defaulted `name`)."""
+
+    path: str
+    reason: str
+
+    def __new__(cls, path: str, reason: str, text: str | None = None) -> Problem:
+        problem = super().__new__(cls, f"{path}: {reason}" if text is None else text)
+        problem.path = path
+        problem.reason = reason
+        return problem
+
+    def __getnewargs__(self) -> tuple[str, str, str]:  # type: ignore[override]
+        return self.path, self.reason, str(self)
+
+
 class Problems:
     def __init__(self) -> None:
+        # Problem lines (a list of str: every rule, and ConfigError, reads them as lines).
         self.items: list[str] = []
 
     def add(self, path: str, message: str) -> None:
-        self.items.append(f"{path}: {message}")
+        self.items.append(Problem(path, message))
 
 
 def listing(values: Iterable[Any], most: int = 50) -> str:

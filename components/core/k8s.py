@@ -8,12 +8,17 @@ from typing import NotRequired, TypedDict
 import pulumi_kubernetes as k8s
 
 from .arg_types import LabelKey, LabelValue, enum_values
+from .common import Problem
 from .validation import ArgsModel
 
 PART_OF = "gke-gpu"
 MANAGED_BY = "pulumi"
 # Where the GKE device plugin mounts the GKE-installed driver inside GPU containers.
 GKE_DRIVER_MOUNT = "/usr/local/nvidia"
+# Where GKE installs the NVIDIA driver on its COS nodes (the host side of that mount).
+GKE_DRIVER_HOST_DIR = "/home/kubernetes/bin/nvidia"
+# GKE's ComputeClass custom resource (GpuComputeClass, GpuCapacityLadder, HyperdiskMlTransferClass).
+COMPUTE_CLASS_API_VERSION = "cloud.google.com/v1"
 # The uid and gid non-root Pods run as: distroless's "nonroot", far from the host's human users
 # (1000 is the first one on most Linux hosts) and from the images' own accounts.
 NONROOT_ID = 65532
@@ -167,13 +172,13 @@ class TolerationSpec(ArgsModel):
 
 def toleration_problems(path: str, toleration: TolerationSpec) -> list[str]:
     """What the Kubernetes API would refuse in a toleration (problem lines under `path`)."""
-    problems = []
+    problems: list[str] = []
     if toleration.operator == "Exists" and toleration.value:
-        problems.append(f"{path}.value: not allowed with operator Exists")
+        problems.append(Problem(f"{path}.value", "not allowed with operator Exists"))
     if not toleration.key and toleration.operator != "Exists":
-        problems.append(f"{path}.key: required unless operator is Exists")
+        problems.append(Problem(f"{path}.key", "required unless operator is Exists"))
     if toleration.toleration_seconds is not None and toleration.effect != "NoExecute":
-        problems.append(f"{path}.toleration_seconds: only allowed with effect NoExecute")
+        problems.append(Problem(f"{path}.toleration_seconds", "only allowed with effect NoExecute"))
     return problems
 
 

@@ -12,7 +12,7 @@ from typing import Any, get_args, get_origin
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from .common import NAMESPACE, cut
+from .common import NAMESPACE, Problem, cut
 from .model import PATTERN_MEANINGS
 
 
@@ -92,7 +92,7 @@ def describe_pydantic_error(
     root: type[BaseModel],
     path: Callable[[Sequence[Any]], str] | None = None,
     by_name: bool = False,
-) -> str:
+) -> Problem:
     """One line for one pydantic error: the key's path, the bad value (cut short), what is allowed.
 
     `root` is the model the error's location starts from. The stack file's keys by default
@@ -107,17 +107,17 @@ def describe_pydantic_error(
         parent = _model_at(root, loc[:-1], by_name=by_name)
         names = parent.model_fields.items() if parent else []
         allowed = sorted(n if by_name else (f.alias or n) for n, f in names)
-        return f"{where}: unknown key; allowed keys here: {', '.join(allowed)}"
+        return Problem(where, f"unknown key; allowed keys here: {', '.join(allowed)}")
     if kind == "missing":
-        return f"{where}: required"
+        return Problem(where, "required")
     if kind == "literal_error":
-        return f"{where}: {cut(value)} is not allowed; allowed: {ctx['expected']}"
+        return Problem(where, f"{cut(value)} is not allowed; allowed: {ctx['expected']}")
     if kind in _BOUNDS:
         limit = next(iter(ctx.values()))
-        return f"{where}: {cut(value)} is not allowed; must be {_BOUNDS[kind]} {limit}"
+        return Problem(where, f"{cut(value)} is not allowed; must be {_BOUNDS[kind]} {limit}")
     if kind == "string_pattern_mismatch":
         meaning = PATTERN_MEANINGS.get(ctx.get("pattern", ""), "the expected format")
-        return f"{where}: {cut(value)} is not allowed; expected {meaning}"
+        return Problem(where, f"{cut(value)} is not allowed; expected {meaning}")
     if kind == "string_too_short" and isinstance(value, str) and not value.strip():
         # An empty name is a mistake, not "unset": an optional key is unset by leaving it out.
         parent = _model_at(root, loc[:-1], by_name=by_name)
@@ -125,11 +125,11 @@ def describe_pydantic_error(
         unset = (
             " (to leave it unset, leave the key out)" if field is not None and not field.is_required() else ""
         )
-        return f"{where}: {cut(value)} is not allowed; it cannot be empty{unset}"
+        return Problem(where, f"{cut(value)} is not allowed; it cannot be empty{unset}")
     if kind == "string_too_long":
-        return f"{where}: {cut(value, 40)} is too long; at most {ctx.get('max_length')} characters"
+        return Problem(where, f"{cut(value, 40)} is too long; at most {ctx.get('max_length')} characters")
     if kind == "too_long":
-        return f"{where}: has {len(value)} entries; at most {ctx.get('max_length')}"
+        return Problem(where, f"has {len(value)} entries; at most {ctx.get('max_length')}")
     if kind in _TYPE_NAMES:
-        return f"{where}: {cut(value)} is not allowed; expected {_TYPE_NAMES[kind]}"
-    return f"{where}: {cut(value)} is not allowed: {error['msg']}"
+        return Problem(where, f"{cut(value)} is not allowed; expected {_TYPE_NAMES[kind]}")
+    return Problem(where, f"{cut(value)} is not allowed: {error['msg']}")

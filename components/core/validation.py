@@ -25,7 +25,7 @@ from typing import Annotated, Any, TypeVar
 import pulumi
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
 
-from .common import cut
+from .common import Problem, cut
 from .messages import cut_key, describe_pydantic_error
 
 M = TypeVar("M", bound=BaseModel)
@@ -47,11 +47,11 @@ class InvalidArgsError(pulumi.InputPropertiesError, pulumi.RunError, ValueError)
 
 
 def _details(problem: str) -> pulumi.InputPropertyErrorDetails:
-    """`sharing.max_clients_per_gpu: 99 is not allowed; ...` -> the arg's path and the reason."""
-    path, separator, reason = problem.partition(": ")
-    if not separator:
-        return {"property_path": "", "reason": problem}
-    return {"property_path": path, "reason": reason}
+    """A Problem's path and reason, as they were reported. A plain line (no path kept) is about the
+    args as a whole: its text is the reason (a line is never split: a path may hold ": ")."""
+    if isinstance(problem, Problem):
+        return {"property_path": problem.path, "reason": problem.reason}
+    return {"property_path": "", "reason": problem}
 
 
 class Unknown:
@@ -131,13 +131,15 @@ def validate_args(
     `args_type`, the component's TypedDict, is what a caller may write: a key outside it is unknown
     even where the model (shared with the stack file) has a field of that name."""
     if args is None or not isinstance(args, Mapping):
-        raise InvalidArgsError(component, name, [f"args: {cut(args)} is not allowed; expected a dict"])
+        raise InvalidArgsError(
+            component, name, [Problem("args", f"{cut(args)} is not allowed; expected a dict")]
+        )
     unknown: list[str] = []
     if args_type is not None:
         allowed = sorted(args_type.__required_keys__ | args_type.__optional_keys__)  # type: ignore[attr-defined]
         extra = [key for key in args if key not in allowed]
         unknown = [
-            f"{arg_path([key])}: unknown key; allowed keys here: {', '.join(allowed)}" for key in extra
+            Problem(arg_path([key]), f"unknown key; allowed keys here: {', '.join(allowed)}") for key in extra
         ]
         args = {key: value for key, value in args.items() if key in allowed}
     try:
@@ -186,10 +188,15 @@ def validate_named_args(
     except InvalidArgsError as exc:
         if not (isinstance(args, Mapping) and "name" not in args):
             raise
-        problems = [
-            f"name (default: the resource name){p[4:]}" if p.startswith("name: ") else p for p in exc.problems
-        ]
+        problems = [_name_defaulted(p) for p in exc.problems]
         raise InvalidArgsError(component, name, problems) from None
+
+
+def _name_defaulted(problem: str) -> str:
+    """A problem with `name`, which the caller left to default to the resource name, says so."""
+    if not (isinstance(problem, Problem) and problem.path == "name"):
+        return problem
+    return Problem("name", problem.reason, f"name (default: the resource name): {problem.reason}")
 
 
 def report_notes(component: str, name: str, notes: Sequence[str], *, resource: pulumi.Resource) -> None:

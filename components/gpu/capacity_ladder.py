@@ -10,9 +10,9 @@ from pydantic import Field
 
 from ..core.arg_types import ProjectId, enum_values
 from ..core.component import CheckedArgs, GkeGpuComponent
-from ..core.k8s import app_labels
+from ..core.k8s import COMPUTE_CLASS_API_VERSION, app_labels
 from ..core.validation import Deferrable, pick
-from .compute_class import COMPUTE_CLASS_API_VERSION, gpu_sharing
+from .compute_class import gpu_sharing
 from .pool import CONTAINER_IMAGE_CACHE, GpuPool
 from .pool_args import CapacityStep, GpuDriverVersion, GpuImageCache, GpuReservation, GpuSharing, NodeTaint
 from .rules import check_standard_pool_args, validate_pool_args

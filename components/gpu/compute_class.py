@@ -9,7 +9,7 @@ from pydantic import Field
 from ..core.arg_types import RegionName
 from ..core.catalog import load_catalog
 from ..core.component import CheckedArgs, GkeGpuComponent
-from ..core.k8s import app_labels
+from ..core.k8s import COMPUTE_CLASS_API_VERSION, app_labels
 from .pool import GpuPool
 from .pool_args import GpuComputeClassArgs
 from .rules import GpuPoolRules, validate_pool_args
@@ -24,7 +24,6 @@ __all__ = [
     "validate_compute_class_args",
 ]
 
-COMPUTE_CLASS_API_VERSION = "cloud.google.com/v1"
 # GKE version that first accepts `priorities[].gpu.gpuSharing`. UNVERIFIED: taken from secondary
 # sources (kcl-lang/modules PR #358, which cites GKE's ComputeClass CRD reference), not from a
 # Google page; the CRD schema itself (datreeio/CRDs-catalog) carries no version.

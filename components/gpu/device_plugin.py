@@ -10,12 +10,12 @@ from pydantic import Field
 
 from ..core import images
 from ..core.arg_types import LabelKey, LabelValue
+from ..core.common import GPU_RESOURCE
 from ..core.component import GkeGpuComponent
 from ..core.k8s import app_labels, image_version, selector_labels
 from ..core.model import DNS_LABEL
 from ..core.validation import ArgsModel
 from .device_plugin_config import DevicePluginSettings, TimeSlicingReplicas
-from .scheduling import GPU_RESOURCE
 
 DEVICE_PLUGIN_PATH = "/var/lib/kubelet/device-plugins"
 CONFIG_DIR = "/etc/nvidia-device-plugin"

@@ -8,6 +8,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import Field
 
+from ..core.common import Problem
 from ..core.component import GkeGpuComponent
 from ..core.k8s import app_labels
 from ..core.model import DISK_IMAGE
@@ -36,7 +37,9 @@ class _ImageCacheAllowlistSpec(ArgsModel):
 
 def _allowlist_rules(spec: _ImageCacheAllowlistSpec) -> list[str]:
     counts = Counter(spec.disk_images)
-    return [f"disk_images: lists {image!r} {n} times" for image, n in sorted(counts.items()) if n > 1]
+    return [
+        Problem("disk_images", f"lists {image!r} {n} times") for image, n in sorted(counts.items()) if n > 1
+    ]
 
 
 class ImageCacheAllowlist(GkeGpuComponent[_ImageCacheAllowlistSpec]):

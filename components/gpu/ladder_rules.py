@@ -9,14 +9,10 @@ offers; and a GPUDirect pool is refused: a ComputeClass has no field for the ext
 from __future__ import annotations
 
 from ..core.catalog import Accelerator
-from ..core.common import cut
+from ..core.common import COMPUTE_CLASS_POOLS_MIN_VERSION, cut
 from .pool import GpuPool
 from .pool_args import CapacityStep
 from .rule_base import PoolRuleBase
-
-# GKE's first version that creates node pools for a custom ComputeClass on a Standard cluster without
-# cluster-wide node auto-provisioning (GKE "About custom ComputeClasses", nodePoolAutoCreation).
-LADDER_MIN_VERSION = "1.33.3-gke.1136000"
 
 
 class LadderRules(PoolRuleBase):
@@ -75,7 +71,8 @@ class LadderRules(PoolRuleBase):
         self.note(
             key,
             f"GKE creates the ladder's node pools for its ComputeClass (nodePoolAutoCreation), which needs "
-            f"GKE {LADDER_MIN_VERSION} or later ({self.version_hint()}); a ComputeClass has no node limit, "
+            f"GKE {COMPUTE_CLASS_POOLS_MIN_VERSION} or later ({self.version_hint()}); a ComputeClass has no "
+            "node limit, "
             f"so {self.key('max_nodes')} bounds only Kueue's quota and the cost estimate, and the "
             "project's GPU quota bounds the rest",
         )

@@ -8,7 +8,7 @@ import pulumi_kubernetes as k8s
 from pydantic import Field
 
 from ..core.arg_types import LabelKey, LabelValue, NodeName
-from ..core.common import GPU_TAINT_KEY, GPU_TAINT_VALUE
+from ..core.common import GPU_TAINT_KEY, GPU_TAINT_VALUE, Problem
 from ..core.component import GkeGpuComponent
 from ..core.validation import ArgsModel
 
@@ -37,7 +37,7 @@ class _GpuNodeLabelsSpec(ArgsModel):
 
 def _node_rules(spec: _GpuNodeLabelsSpec) -> list[str]:
     counts = Counter(spec.nodes)
-    return [f"nodes: lists {node!r} {n} times" for node, n in sorted(counts.items()) if n > 1]
+    return [Problem("nodes", f"lists {node!r} {n} times") for node, n in sorted(counts.items()) if n > 1]
 
 
 class GpuNodeLabels(GkeGpuComponent[_GpuNodeLabelsSpec]):

@@ -10,6 +10,7 @@ from pydantic import Field
 
 from ..cluster.gke_cluster import hardened_node_settings
 from ..core.arg_types import ClusterName, NodeNetworks, ProjectId
+from ..core.common import Problem
 from ..core.component import CheckedArgs, GkeGpuComponent
 from ..core.validation import Deferrable, pick
 from ..gpudirect.flavors import FLAVORS
@@ -98,19 +99,27 @@ def _node_network_problems(pool: GpuNodePoolSpec) -> list[str]:
     flavor = pool.gpudirect_flavor
     if not pool.gpudirect:
         if networks is not None:
-            return ["additional_node_networks: only allowed with gpudirect: true (the GPUDirect NICs)"]
+            return [
+                Problem("additional_node_networks", "only allowed with gpudirect: true (the GPUDirect NICs)")
+            ]
         return []
     assert flavor is not None, "the pool rules refuse gpudirect on a machine without a flavour"
     expected = len(FLAVORS[flavor].nics)
     if networks is None:
         return [
-            f"additional_node_networks: required with gpudirect: true: the {expected} extra NICs of "
-            f"{pool.machine_type} ({flavor}), e.g. GpuDirectNetworks' node_networks"
+            Problem(
+                "additional_node_networks",
+                f"required with gpudirect: true: the {expected} extra NICs of {pool.machine_type} "
+                f"({flavor}), e.g. GpuDirectNetworks' node_networks",
+            )
         ]
     if isinstance(networks, list) and len(networks) != expected:
         return [
-            f"additional_node_networks: {len(networks)} given; {pool.machine_type} ({flavor}) has "
-            f"{expected} extra NICs, each needs one (GpuDirectNetworks' node_networks)"
+            Problem(
+                "additional_node_networks",
+                f"{len(networks)} given; {pool.machine_type} ({flavor}) has {expected} extra NICs, "
+                "each needs one (GpuDirectNetworks' node_networks)",
+            )
         ]
     return []
 

@@ -4,7 +4,8 @@ entry and for `GpuNodePool`'s args.
 `GpuPoolRules.check` judges a shape-valid :class:`GpuPool` against the accelerator catalog (does GKE
 offer this accelerator, in this count, on this machine, in these zones, with this sharing, MIG
 partition and capacity option?) and returns it with every default resolved. Each concern has its
-module: the machine and GPU count (gpu_pool_machine), zones and capacity (gpu_pool_placement).
+module, a mixin over `rule_base.py`: the machine and GPU count (`machine_rules.py`), zones and capacity
+(`placement_rules.py`), GPUDirect (`gpudirect_rules.py`) and a capacity ladder (`ladder_rules.py`).
 """
 
 from collections.abc import Callable, Mapping
@@ -18,6 +19,7 @@ from ..core.common import (
     LABEL_VALUE_PATTERN,
     REGION_PATTERN,
     ZONE_PATTERN,
+    Problem,
     cut,
     listing,
     valid_label_key,
@@ -325,8 +327,11 @@ def check_standard_pool_args(spec: P, location: str) -> tuple[P | None, list[str
         return (
             None,
             [
-                f"location: {cut(location)} is not a Compute Engine region or zone (for example "
-                "us-central1 or us-central1-a)"
+                Problem(
+                    "location",
+                    f"{cut(location)} is not a Compute Engine region or zone (for example us-central1 or "
+                    "us-central1-a)",
+                )
             ],
             [],
         )

@@ -10,18 +10,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..core.common import GPU_TAINT_KEY
+from ..core.common import GPU_TAINT_KEY, NODEPOOL_LABEL
 from .pool import GpuPool
 
 ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
-NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 SPOT_LABEL = "cloud.google.com/gke-spot"
 SHARING_STRATEGY_LABEL = "cloud.google.com/gke-gpu-sharing-strategy"
 MAX_CLIENTS_LABEL = "cloud.google.com/gke-max-shared-clients-per-gpu"
 PARTITION_LABEL = "cloud.google.com/gke-gpu-partition-size"
 DRIVER_LABEL = "cloud.google.com/gke-gpu-driver-version"
 COMPUTE_CLASS_LABEL = "cloud.google.com/compute-class"
-GPU_RESOURCE = "nvidia.com/gpu"
 # Tolerates the GPU taint whatever its value (GKE's ExtendedResourceToleration adds the same one).
 GPU_TOLERATION = {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
 # GKE taints (and labels) queued-provisioning nodes cloud.google.com/gke-queued=true:NoSchedule.

@@ -7,6 +7,8 @@ Source: GoogleCloudPlatform/container-engine-accelerators at commit
 992db81257553607f1477945f1b3219632991829 (2026-06-11), files named per line.
 """
 
+from ..core.k8s import GKE_DRIVER_HOST_DIR
+
 # -- Pinned images (container-engine-accelerators@992db812, files named per line) -----------------
 # Version coupling: the RxDM ("tcpx(o)-daemon") tag must match the NCCL plugin tag the installer put
 # on the node (gpudirect-tcpxo/README.md: "The tcpxo-daemon version is coupled with the NCCL plugin
@@ -36,7 +38,7 @@ TCPXO_PRE_INSTALL = "ubuntu:24.04"
 
 # -- Host paths on GKE's COS nodes ----------------------------------------------------------------
 # Where GKE installs the NVIDIA driver; the installers add the NCCL plugin (and NCCL) to its lib64.
-NVIDIA_HOST_DIR = "/home/kubernetes/bin/nvidia"
+NVIDIA_HOST_DIR = GKE_DRIVER_HOST_DIR
 NVIDIA_LIB64_HOST = f"{NVIDIA_HOST_DIR}/lib64"
 # gIB (RDMA): its libraries, configs and scripts/set_nccl_env.sh.
 GIB_HOST_DIR = "/home/kubernetes/bin/gib"

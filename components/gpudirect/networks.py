@@ -7,7 +7,7 @@ from pulumi_gcp import compute
 from pydantic import Field
 
 from ..core.arg_types import ProjectId, RegionName, enum_values, matching
-from ..core.common import K8S_NAME, ZONE_PATTERN, cut
+from ..core.common import K8S_NAME, ZONE_PATTERN, Problem, cut
 from ..core.component import GkeGpuComponent
 from ..core.model import Cidr
 from ..core.validation import ArgsModel, Deferrable, pick
@@ -72,13 +72,15 @@ def _rules(spec: _GpuDirectNetworksSpec) -> list[str]:
     )
     if spec.flavor == GpuDirectFlavor.RDMA:
         if spec.zone is None:
-            problems.append("zone: required with flavor RDMA: the RoCE VPC's network profile is zonal")
+            problems.append(
+                Problem("zone", "required with flavor RDMA: the RoCE VPC's network profile is zonal")
+            )
         elif not ZONE_PATTERN.fullmatch(spec.zone):
-            problems.append(f"zone: {cut(spec.zone)} is not a zone name (e.g. us-central1-a)")
+            problems.append(Problem("zone", f"{cut(spec.zone)} is not a zone name (e.g. us-central1-a)"))
         elif isinstance(spec.region, str) and not spec.zone.startswith(f"{spec.region}-"):
-            problems.append(f"zone: {spec.zone} is not in region {spec.region}")
+            problems.append(Problem("zone", f"{spec.zone} is not in region {spec.region}"))
     elif spec.zone is not None:
-        problems.append(f"zone: only allowed with flavor RDMA (flavor is {spec.flavor})")
+        problems.append(Problem("zone", f"only allowed with flavor RDMA (flavor is {spec.flavor})"))
     return problems
 
 

@@ -23,6 +23,7 @@ import pulumi_kubernetes as k8s
 from pydantic import Field
 
 from ..core.arg_types import K8sName, NodeNetworks, enum_values
+from ..core.common import NODEPOOL_LABEL, Problem
 from ..core.component import GkeGpuComponent
 from ..core.k8s import (
     Toleration,
@@ -35,7 +36,7 @@ from ..core.k8s import (
 )
 from ..core.validation import ArgsModel
 from ..gpu.pool_args import NodeNetwork, node_network_at
-from ..gpu.scheduling import ACCELERATOR_LABEL, GPU_TOLERATION, NODEPOOL_LABEL, QUEUED_TOLERATION
+from ..gpu.scheduling import ACCELERATOR_LABEL, GPU_TOLERATION, QUEUED_TOLERATION
 from .flavors import FLAVORS, GpuDirectFlavor
 from .images import (
     APERTURE_DEVICES,
@@ -175,12 +176,15 @@ class _GpuDirectSoftwareSpec(ArgsModel):
 
 
 def _rules(spec: _GpuDirectSoftwareSpec) -> list[str]:
-    problems = []
+    problems: list[str] = []
     expected = len(FLAVORS[GpuDirectFlavor(spec.flavor)].nics)
     if isinstance(spec.node_networks, list) and len(spec.node_networks) != expected:
         problems.append(
-            f"node_networks: {len(spec.node_networks)} given; {spec.flavor} has {expected} extra NICs, "
-            "each needs its VPC and subnet (in the flavour's NIC order)"
+            Problem(
+                "node_networks",
+                f"{len(spec.node_networks)} given; {spec.flavor} has {expected} extra NICs, each needs its "
+                "VPC and subnet (in the flavour's NIC order)",
+            )
         )
     for i, toleration in enumerate(spec.tolerations):
         problems += toleration_problems(f"tolerations[{i}]", toleration)

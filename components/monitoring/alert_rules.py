@@ -1,6 +1,6 @@
 """The GPU alert rules, written once.
 
-`alert_rules` gives each rule's PromQL, duration and words; `components.gpu_monitoring` turns them
+`alert_rules` gives each rule's PromQL, duration and words; `gpu_monitoring.py` turns them
 into Cloud Monitoring alert policies (PromQL conditions over Managed Service for Prometheus), and
 `prometheus_rules` turns those policies' conditions back into a Prometheus rules file, so the tests
 can run the very queries and durations the policies carry through `promtool test rules`.

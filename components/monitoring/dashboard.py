@@ -20,13 +20,13 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from ..core.common import NODEPOOL_LABEL
 from ..core.images import DCGM_HOSTNAME_LABEL
 from .dashboard_serving import DCGM_NOTE, NO_DCGM_NOTE, SECTION_NOTE, serving_charts, serving_widget
 
 COLUMNS = 48
 HALF = COLUMNS // 2
 CHART_HEIGHT = 16
-NODEPOOL_USER_LABEL = "cloud.google.com/gke-nodepool"
 
 # Cloud Monitoring's unit grammar (google.api.MetricDescriptor.unit): a UCUM subset whose only basic
 # units are bit, By, s, min, h, d and 1, with decimal and binary prefixes, `%`, `{annotations}`,
@@ -176,7 +176,7 @@ BUILT_IN = [
         "GPU duty cycle by node pool (%)",
         _node("duty_cycle"),
         "k8s_node",
-        (f'metadata.user_labels."{NODEPOOL_USER_LABEL}"',),
+        (f'metadata.user_labels."{NODEPOOL_LABEL}"',),
         unit="%",
         axis_label="%",
     ),
@@ -318,7 +318,7 @@ def gpu_dashboard(*, cluster: str, display_name: str, dcgm: bool, serving: bool 
             {"filterType": "RESOURCE_LABEL", "labelKey": "cluster_name", "stringValue": cluster},
             {"filterType": "RESOURCE_LABEL", "labelKey": "cluster", "stringValue": cluster},
             # Narrows the GKE accelerator charts; DCGM series have no node-pool label.
-            {"filterType": "USER_METADATA_LABEL", "labelKey": NODEPOOL_USER_LABEL},
+            {"filterType": "USER_METADATA_LABEL", "labelKey": NODEPOOL_LABEL},
             # GPU model: `model` on GKE's accelerator metrics, `modelName` on DCGM's.
             {"filterType": "METRIC_LABEL", "labelKey": "model"},
             {"filterType": "METRIC_LABEL", "labelKey": "modelName"},

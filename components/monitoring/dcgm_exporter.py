@@ -9,12 +9,17 @@ import pulumi_kubernetes as k8s
 from ..core import images
 from ..core.component import GkeGpuComponent
 from ..core.data import DATA_DIR
-from ..core.k8s import app_labels, image_version, require_node_labels, selector_labels, toleration_args
+from ..core.k8s import (
+    GKE_DRIVER_HOST_DIR,
+    app_labels,
+    image_version,
+    require_node_labels,
+    selector_labels,
+    toleration_args,
+)
 from .dcgm_exporter_args import DcgmExporterArgs, DcgmExporterSpec, exporter_rules
 
 METRICS_PORT = 9400
-# Where GKE installs the NVIDIA driver on COS nodes.
-GKE_DRIVER_HOST_PATH = "/home/kubernetes/bin/nvidia"
 POD_RESOURCES_PATH = "/var/lib/kubelet/pod-resources"
 # The DCGM fields to collect: our own list (the image's default leaves out DCGM_FI_PROF_SM_ACTIVE),
 # from a ConfigMap, passed with --collectors. Its own directory: the image's files stay visible.
@@ -143,7 +148,7 @@ class DcgmExporter(GkeGpuComponent[DcgmExporterSpec]):
                 k8s.core.v1.VolumeArgs(
                     name="nvidia-driver",
                     host_path=k8s.core.v1.HostPathVolumeSourceArgs(
-                        path=GKE_DRIVER_HOST_PATH, type="Directory"
+                        path=GKE_DRIVER_HOST_DIR, type="Directory"
                     ),
                 )
             )

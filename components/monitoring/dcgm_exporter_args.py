@@ -7,12 +7,12 @@ nested type cannot be named ``DcgmExporterArgs`` (code generation names the comp
 so). tests/test_component_args.py checks that they stay the same.
 """
 
-from enum import StrEnum
 from typing import Annotated, NotRequired, TypedDict
 
 from pydantic import Field
 
-from ..core.arg_types import K8sName, LabelKey, LabelValue, enum_values, matching
+from ..core.arg_types import DcgmFlavor, K8sName, LabelKey, LabelValue, enum_values, matching
+from ..core.common import Problem
 from ..core.k8s import Toleration, TolerationSpec, toleration_problems
 from ..core.model import DNS_LABEL
 from ..core.validation import ArgsModel
@@ -20,15 +20,6 @@ from .model import ScrapeMode
 
 # A Prometheus duration such as 30s, 1m or 1m30s.
 PROMETHEUS_DURATION = r"([0-9]+(ms|s|m|h))+"
-
-
-class DcgmFlavor(StrEnum):
-    """How the exporter reaches the GPUs."""
-
-    GKE = "gke"
-    """GKE's driver from the host path, privileged (GKE has no NVIDIA container runtime)."""
-    GENERIC = "generic"
-    """The NVIDIA container toolkit injects the GPUs; root with SYS_ADMIN, not privileged."""
 
 
 class DcgmExporterArgs(TypedDict):
@@ -105,8 +96,10 @@ def exporter_problems(spec: DcgmExporterSpec, prefix: str = "") -> list[str]:
         problems += toleration_problems(f"{prefix}tolerations[{i}]", toleration)
     if not spec.node_selector and not spec.required_node_labels:
         problems.append(
-            f"{prefix}node_selector: required without required_node_labels: the exporter must run on "
-            "the GPU nodes only"
+            Problem(
+                f"{prefix}node_selector",
+                "required without required_node_labels: the exporter must run on the GPU nodes only",
+            )
         )
     return problems
 

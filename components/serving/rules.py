@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from ..core.common import KeyNames, Problems, cut, listing
+from ..core.common import COMPUTE_CLASS_POOLS_MIN_VERSION, KeyNames, Problems, cut, listing
 from .model import GCS_MODEL, HF_MODEL, ModelServerSettings
 
 # The machine series that attach Hyperdisk ML, by the PD CSI driver's own machine-to-disk table
@@ -19,9 +19,9 @@ HYPERDISK_ML_SERIES = frozenset(
 # minThroughputForML, pkg/common/utils.go, which cites Compute Engine's Hyperdisk limits).
 MIN_MIBPS_PER_GIB = 0.12
 # First GKE versions: the Volume Populator for Hyperdisk ML (its how-to), and node pools auto-created
-# for a ComputeClass on a Standard cluster without node auto-provisioning (gpu/ladder_rules.py).
+# for a ComputeClass on a Standard cluster without node auto-provisioning (core/common.py).
 POPULATOR_MIN_VERSION = "1.33.2-gke.4780000"
-STANDARD_MIN_VERSION = "1.33.3-gke.1136000"
+STANDARD_MIN_VERSION = COMPUTE_CLASS_POOLS_MIN_VERSION
 
 
 def min_throughput(size_gib: int) -> int:

@@ -8,11 +8,10 @@ import pulumi_kubernetes as k8s
 from pydantic import Field
 
 from ..core.component import GkeGpuComponent
-from ..core.k8s import app_labels
+from ..core.k8s import COMPUTE_CLASS_API_VERSION, app_labels
 from ..core.validation import ArgsModel, Deferrable, pick
 from .hyperdisk_ml import TRANSFER_CLASS
 
-COMPUTE_CLASS_API_VERSION = "cloud.google.com/v1"
 # The machine families of GKE's how-to (both attach Hyperdisk ML: rules.HYPERDISK_ML_SERIES).
 TRANSFER_FAMILIES = ("c3", "c3d")
 

@@ -29,7 +29,6 @@ from ..core.common import (
     MAX_SHARED_CLIENTS,
     NAMESPACE,
     PROJECT_PATTERN,
-    WORKLOAD_NAMES,
     ConfigError,
     Problems,
     cut,
@@ -39,7 +38,7 @@ from ..gpu.device_plugin_config import DevicePluginConfig
 from ..gpu.pool import GPU_TAINT, GpuPool, ReservationConfig, SharingConfig, TaintConfig
 from ..monitoring.model import AlertsConfig, MonitoringConfig
 from ..network.model import NetworkConfig
-from ..workloads.model import BatchConfig, WorkloadConfig
+from ..workloads.model import WORKLOAD_NAMES, BatchConfig, WorkloadConfig
 from .batch_section import BatchRules
 from .broken import Broken
 from .cluster_section import ClusterRules
@@ -251,7 +250,7 @@ def settings_from_config(
 ) -> tuple[Settings, list[str]]:
     """Validate a whole stack config as the engine passes it (`namespace:key` -> string).
 
-    Every key is accounted for (see :mod:`components.config_keys`); `gke-gpu:` values are decoded
+    Every key is accounted for (see :mod:`gke_gpu.stack.keys`); `gke-gpu:` values are decoded
     from the engine's JSON with bounds on depth and size; then :func:`parse_settings` runs.
     """
     problems = check_config_keys(config)

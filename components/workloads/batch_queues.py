@@ -8,7 +8,7 @@ import pulumi_kubernetes as k8s
 from pydantic import Field, model_validator
 
 from ..core.arg_types import K8sName, LabelKey
-from ..core.common import KeyNames, Problems, cut, listing
+from ..core.common import GPU_RESOURCE, KeyNames, Problems, cut, listing
 from ..core.component import GkeGpuComponent
 from ..core.k8s import Toleration, TolerationSpec, app_labels, toleration_problems
 from ..core.validation import ArgsModel
@@ -135,9 +135,7 @@ def _queue_rules(spec: _GpuBatchQueuesSpec) -> list[str]:
     names = KeyNames(camel=False)
     for i, queue in enumerate(spec.queues):
         for j, toleration in enumerate(queue.tolerations):
-            for problem in toleration_problems(f"queues[{i}].tolerations[{j}]", toleration):
-                path, _, message = problem.partition(": ")
-                problems.add(path, message)
+            problems.items += toleration_problems(f"queues[{i}].tolerations[{j}]", toleration)
     check_team_names([(t.name, t.namespace) for t in spec.teams], names, problems)
     teams = {t.name for t in spec.teams}
     entries: list[ShareEntry] = []
@@ -334,7 +332,7 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
             check,
             {
                 "provisioningClassName": QUEUED_PROVISIONING_CLASS,
-                "managedResources": ["nvidia.com/gpu"],
+                "managedResources": [GPU_RESOURCE],
                 # Pin each admitted Pod to the nodes provisioned for its own request.
                 "podSetUpdates": {
                     "nodeSelector": [

@@ -16,10 +16,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NotRequired, TypedDict
 
-from ..core.common import KeyNames, Problems, cut
+from ..core.common import GPU_RESOURCE, KeyNames, Problems, cut
 from ..gpu.pool import GpuPool
 
-GPU = "nvidia.com/gpu"
 # Namespaces a team may not take: Kubernetes' and GKE's own, the batch controllers', the samples'.
 RESERVED_NAMESPACES = frozenset(
     {
@@ -111,7 +110,7 @@ class Quota:
 
     def as_resources(self) -> dict[str, object]:
         return {
-            GPU: self.gpus,
+            GPU_RESOURCE: self.gpus,
             "cpu": self.cpus,
             "memory": f"{self.memory_gib}Gi",
             "ephemeral-storage": f"{self.ephemeral_storage_gib}Gi",

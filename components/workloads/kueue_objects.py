@@ -3,13 +3,14 @@ against the CRDs vendored from the pinned Kueue in tests/schemas/crds/)."""
 
 from typing import Protocol
 
+from ..core.common import GPU_RESOURCE
 from ..core.k8s import TolerationSpec, toleration_args
 from .batch_teams import TOPOLOGY_NAME, Quota, queue_name
 
 # The label Kubernetes puts on every namespace: its name.
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 # What a queue's quota covers: Kueue admits only Pods whose every request is covered.
-COVERED_RESOURCES = ("cpu", "memory", "ephemeral-storage", "nvidia.com/gpu")
+COVERED_RESOURCES = ("cpu", "memory", "ephemeral-storage", GPU_RESOURCE)
 
 
 class QueueObjects(Protocol):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -26,10 +27,25 @@ class LoadFloorsConfig(StackModel):
     tpot_mean_ms: float | None = Field(None, gt=0, le=60_000)
 
 
+class SampleKind(StrEnum):
+    """A sample GPU workload, run as a bounded Job."""
+
+    NVIDIA_SMI = "nvidia-smi"
+    """nvidia-smi and nvidia-smi -L: the driver sees the GPU."""
+    CUDA_VECTOR_ADD = "cuda-vector-add"
+    """CUDA's vectorAdd sample: a kernel runs."""
+    PYTORCH_SMOKE = "pytorch-smoke"
+    """A PyTorch matrix multiply on the GPU."""
+    SHARING_DEMO = "sharing-demo"
+    """Several Pods at once, each holding one shared nvidia.com/gpu."""
+
+
+# The workloads a stack file may run: the samples (SampleWorkloads), then NcclAllReduce and ServingLoadTest.
+WORKLOAD_NAMES = (*(kind.value for kind in SampleKind), "nccl-allreduce", "serving-load")
+
+
 class WorkloadConfig(StackModel):
-    name: Literal[
-        "nvidia-smi", "cuda-vector-add", "pytorch-smoke", "sharing-demo", "nccl-allreduce", "serving-load"
-    ]
+    name: Literal[WORKLOAD_NAMES]  # type: ignore[valid-type]
     pool: Annotated[str, Field(min_length=1, max_length=100)] | None = None
     # serving-load only: the gke-gpu:serving entry it loads, and the floors its last level must reach.
     service: Annotated[str, Field(min_length=1, max_length=100)] | None = None

@@ -8,6 +8,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from ..core.common import GPU_RESOURCE
 from ..core.component import GkeGpuComponent
 from ..core.data import SCRIPTS_DIR
 from ..core.k8s import (
@@ -20,7 +21,7 @@ from ..core.k8s import (
     image_version,
     selector_labels,
 )
-from ..gpu.scheduling import GPU_RESOURCE, QUEUED_TAINT_KEY, QUEUED_TOLERATION
+from ..gpu.scheduling import QUEUED_TAINT_KEY, QUEUED_TOLERATION
 from ..gpudirect.pod_parts import gpudirect_pod_parts, plain_tcp_pod_parts
 from .batch_queues import KUEUE_API
 from .batch_teams import PREFERRED_TOPOLOGY_ANNOTATION, PREFERRED_TOPOLOGY_LEVEL

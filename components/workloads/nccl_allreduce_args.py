@@ -349,9 +349,7 @@ def nccl_rules(spec: NcclAllReduceSpec) -> list[str]:
                 f"{spec.gpudirect} does not match machine type {spec.machine_type}, whose flavour is {own}",
             )
     for j, toleration in enumerate(spec.tolerations):
-        for problem in toleration_problems(f"tolerations[{j}]", toleration):
-            path, _, message = problem.partition(": ")
-            problems.add(path, message)
+        problems.items += toleration_problems(f"tolerations[{j}]", toleration)
     return problems.items
 
 

@@ -9,6 +9,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from ..core import images
+from ..core.common import GPU_RESOURCE
 from ..core.component import GkeGpuComponent
 from ..core.data import SCRIPTS_DIR
 from ..core.k8s import (
@@ -24,7 +25,6 @@ from ..core.k8s import (
     restricted_pod_security_context,
     toleration_args,
 )
-from ..gpu.scheduling import GPU_RESOURCE
 from .samples_args import (
     GpuTargetSpec,
     SampleWorkloadsArgs,

@@ -12,23 +12,11 @@ from ..core.common import K8S_NAME, MAX_SHARED_CLIENTS, MAX_TIME_SLICING_REPLICA
 from ..core.k8s import Toleration, TolerationSpec, toleration_problems
 from ..core.model import DNS_LABEL
 from ..core.validation import ArgsModel
+from .model import SampleKind
 
 # Kubernetes object names and label values: at most 63 characters.
 MAX_OBJECT_NAME = 63
 MPS_SUFFIX = "-mps"
-
-
-class SampleKind(StrEnum):
-    """A sample GPU workload, run as a bounded Job."""
-
-    NVIDIA_SMI = "nvidia-smi"
-    """nvidia-smi and nvidia-smi -L: the driver sees the GPU."""
-    CUDA_VECTOR_ADD = "cuda-vector-add"
-    """CUDA's vectorAdd sample: a kernel runs."""
-    PYTORCH_SMOKE = "pytorch-smoke"
-    """A PyTorch matrix multiply on the GPU."""
-    SHARING_DEMO = "sharing-demo"
-    """Several Pods at once, each holding one shared nvidia.com/gpu."""
 
 
 class TargetSharing(StrEnum):
