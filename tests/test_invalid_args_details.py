@@ -126,3 +126,12 @@ def test_a_problem_is_its_line_and_keeps_its_parts() -> None:
 def test_a_plain_line_is_about_the_args_as_a_whole() -> None:
     error = InvalidArgsError("GpuNodePool", "train", ["a: b: c"])
     assert details(error) == [("", "a: b: c")]
+
+
+def test_a_cluster_name_known_only_at_deploy_time_names_its_arg() -> None:
+    """GpuMonitoring checks a cluster name that is an Output once its value is known."""
+    from gke_gpu.monitoring.gpu_monitoring import _checked_cluster_name
+
+    with pytest.raises(InvalidArgsError) as info:
+        _checked_cluster_name("monitoring", True, 'x"} or vector(1) #')
+    assert details(info.value) == [("cluster_name", "'x\"} or vector(1) #' is not a Kubernetes label value")]

@@ -11,7 +11,7 @@ from pulumi_gcp import monitoring
 from pydantic import Field
 
 from ..core.arg_types import LabelValue, ProjectId, enum_values
-from ..core.common import LABEL_VALUE_PATTERN, KeyNames, Problems, cut
+from ..core.common import LABEL_VALUE_PATTERN, KeyNames, Problem, Problems, cut
 from ..core.component import CheckedArgs, GkeGpuComponent
 from ..core.validation import ArgsModel, Deferrable, InvalidArgsError, pick
 from .alert_rules import EVALUATION_INTERVAL, RULE_GROUP, AlertRule, AlertThresholds, alert_rules
@@ -196,7 +196,9 @@ def _checked_cluster_name(component: str, queried: bool, value: str) -> str:
     be a label value (an Output is checked here, a plain value at the boundary already)."""
     if (queried and not value) or len(value) > 63 or not LABEL_VALUE_PATTERN.fullmatch(value):
         raise InvalidArgsError(
-            "GpuMonitoring", component, [f"cluster_name: {cut(value)} is not a Kubernetes label value"]
+            "GpuMonitoring",
+            component,
+            [Problem("cluster_name", f"{cut(value)} is not a Kubernetes label value")],
         )
     return value
 
@@ -218,7 +220,7 @@ def alert_policies(
 ) -> dict[str, dict[str, Any]]:
     """Alert policy arguments keyed by a short name; PromQL over Managed Service for Prometheus.
 
-    The rules themselves (query, duration, words) live in components.alert_rules, which the tests
+    The rules themselves (query, duration, words) live in gke_gpu.monitoring.alert_rules, which the tests
     also turn into a Prometheus rules file and run through promtool.
     """
     rules = alert_rules(cluster, dcgm, alerts, serving=serving)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# gke-gpu's multi-node NCCL all-reduce (components/nccl_allreduce.py): one Pod per node, every GPU of
+# gke-gpu's multi-node NCCL all-reduce (components/workloads/nccl_allreduce.py): one Pod per node, every GPU of
 # its node, Pods of one Indexed Job of a JobSet. Written for gke-gpu; it follows the flow Google's
 # GKE NCCL tests document (sshd in every Pod, rank 0 launches nccl-tests over mpirun + ssh), not
 # their code.

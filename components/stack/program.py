@@ -1,6 +1,6 @@
 """The composition root: typed settings in, components declared, stack outputs out.
 
-`__main__.py` calls :func:`build` with the settings that `components.config.load_settings` validated;
+`__main__.py` calls :func:`build` with the settings that `gke_gpu.stack.config.load_settings` validated;
 the offline render and the tests call it the same way, through `__main__.py`, under mocks.
 """
 
