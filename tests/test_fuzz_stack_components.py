@@ -11,6 +11,7 @@ tests are what guards it, so they must keep running every rule."""
 
 from typing import Any
 
+import yaml
 from hypothesis import event, given
 from hypothesis import strategies as st
 
@@ -243,6 +244,89 @@ def serving_stacks(draw: st.DrawFn) -> dict[str, Any]:
 def test_what_the_serving_rules_accept_the_serving_components_accept(raw: dict[str, Any]) -> None:
     try:
         settings, _ = parse_settings(raw, project="p-123456", region="us-central1", stack="fuzz")
+    except ConfigError:
+        event("refused by the stack rules")
+        return
+    event("accepted")
+    check_components(settings, component_rules=True)  # a ConfigError if a component refuses it
+
+
+KUBECONFIG = yaml.safe_dump(
+    {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "lab", "cluster": {"server": "https://10.0.0.1:6443"}}],
+        "contexts": [{"name": "gpu-lab", "context": {"cluster": "lab", "user": "admin"}}],
+        "current-context": "gpu-lab",
+        "users": [{"name": "admin", "user": {"token": "not-a-real-token"}}],
+    }
+)
+
+
+@st.composite
+def existing_cluster_stacks(draw: st.DrawFn) -> dict[str, Any]:
+    """The GPU layer on a cluster the program does not manage: its sections drawn, valid or not."""
+    flavor = draw(st.sampled_from(["generic", "gke"]))
+    cluster: dict[str, Any] = {"mode": "existing", "flavor": flavor, "kubeconfig": KUBECONFIG}
+    if flavor == "gke":
+        cluster["name"] = draw(st.sampled_from(["team-cluster", "gpu"]))
+    if draw(st.booleans()):
+        cluster["context"] = "gpu-lab"
+    raw: dict[str, Any] = {
+        "cluster": cluster,
+        "monitoring": draw(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "dcgm": st.sampled_from(["managed", "exporter", "none"]),
+                    "scrape": st.sampled_from(["serviceMonitor", "annotations", "podMonitoring"]),
+                    "dashboard": st.booleans(),
+                    "alerts": st.just(
+                        {
+                            "enabled": True,
+                            "notificationChannels": ["projects/p-123456/notificationChannels/1"],
+                        }
+                    ),
+                },
+            )
+        ),
+        "workloads": draw(
+            st.lists(
+                st.sampled_from(["nvidia-smi", "cuda-vector-add", "pytorch-smoke", "sharing-demo"]),
+                max_size=3,
+                unique=True,
+            )
+        ),
+    }
+    if draw(st.booleans()):
+        raw["gpuNodes"] = draw(
+            st.lists(st.sampled_from(["gpu-node-1", "gpu-node-2"]), max_size=2, unique=True)
+        )
+    if flavor == "generic" and draw(st.booleans()):
+        raw["devicePlugin"] = draw(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "gpuNodeLabel": st.sampled_from(["nvidia.com/gpu.present=true", "gpus=true"]),
+                    "taintGpuNodes": st.booleans(),
+                    "sharing": st.builds(lambda n: {"timeSlicing": {"replicas": n}}, st.integers(2, 8)),
+                },
+            )
+        )
+    return raw
+
+
+@given(existing_cluster_stacks())
+@fuzz(examples=60, deadline_ms=5000)
+def test_what_the_rules_accept_for_an_existing_cluster_the_components_accept(raw: dict[str, Any]) -> None:
+    try:
+        settings, _ = parse_settings(
+            raw,
+            project="p-123456",
+            region="us-central1",
+            stack="fuzz",
+            secret_keys=frozenset({"gke-gpu:cluster"}),
+        )
     except ConfigError:
         event("refused by the stack rules")
         return
