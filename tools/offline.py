@@ -13,7 +13,6 @@ are absent; values that GCP computes (IDs, endpoints, service account emails) ar
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import json
 import logging
@@ -200,23 +199,6 @@ def _computed_outputs(args: pulumi.runtime.MockResourceArgs) -> dict[str, Any]:
     return {}
 
 
-class _InlineExecutor(concurrent.futures.ThreadPoolExecutor):
-    """Runs what the SDK hands its executor (each registration's call to the mock monitor) at once, in
-    the calling thread. The SDK sends every RPC to a worker thread so that a real engine's gRPC call
-    does not block its event loop; the mock monitor answers in microseconds, and the thread hop, the
-    wake-up of the loop and the GIL hand-over cost more than the call (about a tenth of a render).
-    The monitor's own `_sync_await` pumps the running loop, which the SDK supports. Renders are the
-    same resources, inputs and outputs (tests/test_golden.py, tools/render_corpus.py)."""
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
-        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # handed to the awaiting coroutine, as a worker thread would
-            future.set_exception(exc)
-        return future
-
-
 class _LogCapture(logging.Handler):
     def __init__(self) -> None:
         super().__init__(level=logging.WARNING)
@@ -289,7 +271,6 @@ def run_program(
     result = RunResult(stack=stack)
     engine_config = {k: _engine_string(v) for k, v in config.items()}
     loop = asyncio.new_event_loop()
-    loop.set_default_executor(_InlineExecutor())
     asyncio.set_event_loop(loop)
     capture = _LogCapture()
     logger = logging.getLogger(f"gke-gpu.offline.{id(result)}")
