@@ -358,3 +358,19 @@ def test_the_tree_shows_how_the_control_plane_is_reached() -> None:
 
     tree = plan.format_tree(plan.to_document(stack_render("prod")))
     assert "ipEndpoint=private dnsEndpoint=on binaryAuthorization=DISABLED" in tree
+
+
+def test_a_stack_at_the_pool_limit_renders_in_bounded_time() -> None:
+    """MAX_POOLS pools (and monitoring) render, and do not hang: a runner in which each registration
+    ran inside the one before (an inline RPC executor, tried and reverted) ran out of stack at about
+    70 pools and then waited forever."""
+    from gke_gpu.core.common import MAX_POOLS
+    from tests.conftest import render
+    from tests.test_fuzz import no_hang
+    from tools.benchmark import generated_stack
+
+    config = generated_stack(MAX_POOLS)["config"]
+    config["gke-gpu:monitoring"] = {"dcgm": "managed", "dashboard": True}
+    with no_hang(60):
+        result = render(config)
+    assert len(result.of_type("gcp:container/nodePool:NodePool")) == MAX_POOLS + 1  # + the system pool

@@ -184,9 +184,7 @@ def _rules(spec: InferenceServiceSpec) -> list[str]:
             spec.gpus_per_replica, spec.gpus_per_node, per_node, KeyNames(camel=False), problems
         )
     for i, toleration in enumerate(spec.tolerations):
-        for problem in toleration_problems(f"tolerations[{i}]", toleration):
-            path, _, message = problem.partition(": ")
-            problems.add(path, message)
+        problems.items += toleration_problems(f"tolerations[{i}]", toleration)
     if spec.max_replicas is not None and spec.max_replicas < spec.replicas:
         problems.add("max_replicas", f"{spec.max_replicas} is less than replicas {spec.replicas}")
     if "queue_target" in spec.model_fields_set and (spec.max_replicas is None or spec.scale_on == "gpu"):
