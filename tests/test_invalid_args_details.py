@@ -135,3 +135,12 @@ def test_a_cluster_name_known_only_at_deploy_time_names_its_arg() -> None:
     with pytest.raises(InvalidArgsError) as info:
         _checked_cluster_name("monitoring", True, 'x"} or vector(1) #')
     assert details(info.value) == [("cluster_name", "'x\"} or vector(1) #' is not a Kubernetes label value")]
+
+
+def test_the_error_survives_pickling_and_copying_with_its_details() -> None:
+    error = refused(GpuNodePool, "BAD_NAME", POOL)
+    for copied in (pickle.loads(pickle.dumps(error)), copy.deepcopy(error)):
+        assert type(copied) is InvalidArgsError
+        assert str(copied) == str(error)
+        assert details(copied) == details(error)
+        assert (copied.component, copied.resource_name) == (error.component, error.resource_name)

@@ -45,6 +45,10 @@ class InvalidArgsError(pulumi.InputPropertiesError, pulumi.RunError, ValueError)
         message = f"{component} {name!r}: invalid args ({len(self.problems)} problem(s)):\n{lines}"
         super().__init__(message, [_details(problem) for problem in self.problems])
 
+    def __reduce__(self) -> tuple[type, tuple[str, str, list[str]]]:
+        # An exception pickles as cls(*self.args), and args is the message here: rebuild from the parts.
+        return type(self), (self.component, self.resource_name, self.problems)
+
 
 def _details(problem: str) -> pulumi.InputPropertyErrorDetails:
     """A Problem's path and reason, as they were reported. A plain line (no path kept) is about the
