@@ -11,12 +11,12 @@ tests are what guards it, so they must keep running every rule."""
 
 from typing import Any
 
-import yaml
 from hypothesis import event, given
 from hypothesis import strategies as st
 
 from gke_gpu.stack.config import ConfigError, parse_settings
 from gke_gpu.stack.program import check_components
+from tests.test_existing_cluster import KUBECONFIG
 from tests.test_fuzz import fuzz
 
 ACCELERATOR = st.sampled_from(
@@ -71,6 +71,7 @@ CAPACITY = st.sampled_from(
         {"capacityLadder": ["onDemand", "spot"]},
     ]
 )
+ALERTS = st.just({"enabled": True, "notificationChannels": ["projects/p-123456/notificationChannels/1"]})
 PARTITIONING = st.one_of(
     st.just({}),
     st.builds(lambda sharing: {"sharing": sharing}, SHARING),
@@ -136,12 +137,7 @@ def stacks(draw: st.DrawFn) -> dict[str, Any]:
                 optional={
                     "dcgm": st.sampled_from(["managed", "exporter", "none"]),
                     "dashboard": st.booleans(),
-                    "alerts": st.just(
-                        {
-                            "enabled": True,
-                            "notificationChannels": ["projects/p-123456/notificationChannels/1"],
-                        }
-                    ),
+                    "alerts": ALERTS,
                 },
             )
         ),
@@ -251,18 +247,6 @@ def test_what_the_serving_rules_accept_the_serving_components_accept(raw: dict[s
     check_components(settings, component_rules=True)  # a ConfigError if a component refuses it
 
 
-KUBECONFIG = yaml.safe_dump(
-    {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "lab", "cluster": {"server": "https://10.0.0.1:6443"}}],
-        "contexts": [{"name": "gpu-lab", "context": {"cluster": "lab", "user": "admin"}}],
-        "current-context": "gpu-lab",
-        "users": [{"name": "admin", "user": {"token": "not-a-real-token"}}],
-    }
-)
-
-
 @st.composite
 def existing_cluster_stacks(draw: st.DrawFn) -> dict[str, Any]:
     """The GPU layer on a cluster the program does not manage: its sections drawn, valid or not."""
@@ -281,12 +265,7 @@ def existing_cluster_stacks(draw: st.DrawFn) -> dict[str, Any]:
                     "dcgm": st.sampled_from(["managed", "exporter", "none"]),
                     "scrape": st.sampled_from(["serviceMonitor", "annotations", "podMonitoring"]),
                     "dashboard": st.booleans(),
-                    "alerts": st.just(
-                        {
-                            "enabled": True,
-                            "notificationChannels": ["projects/p-123456/notificationChannels/1"],
-                        }
-                    ),
+                    "alerts": ALERTS,
                 },
             )
         ),
