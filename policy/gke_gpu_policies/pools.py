@@ -33,6 +33,14 @@ def _pool_subject(name: str) -> str:
     return f"GPU node pool {name!r}"
 
 
+def _known_gpu_accelerators(args: ResourceValidationArgs) -> list[Any] | None:
+    """A GPU node pool's guestAccelerators, once known; None for anything else (no violation then)."""
+    if args.resource_type != NODE_POOL:
+        return None
+    accelerators = gpu_accelerators(args.props)
+    return None if accelerators is UNKNOWN else accelerators
+
+
 def _describe_taints(taints: list[Any]) -> str:
     parts = []
     for taint in taints:
@@ -45,10 +53,8 @@ def _describe_taints(taints: list[Any]) -> str:
 
 def validate_gpu_pool_taint(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     """A GPU node pool carries the nvidia.com/gpu taint with effect NO_SCHEDULE."""
-    if args.resource_type != NODE_POOL:
-        return
-    accelerators = gpu_accelerators(args.props)
-    if accelerators is None or accelerators is UNKNOWN:
+    accelerators = _known_gpu_accelerators(args)
+    if accelerators is None:
         return
     if gpu_taint(args.props) is not None:  # the taint, or one not known yet
         return
@@ -66,10 +72,8 @@ def validate_gpu_pool_taint(args: ResourceValidationArgs, report_violation: Repo
 
 def validate_gpu_pool_autoscaling(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     """A GPU node pool autoscales, with a maximum (totalMaxNodeCount or maxNodeCount per zone)."""
-    if args.resource_type != NODE_POOL:
-        return
-    accelerators = gpu_accelerators(args.props)
-    if accelerators is None or accelerators is UNKNOWN:
+    accelerators = _known_gpu_accelerators(args)
+    if accelerators is None:
         return
     autoscaling = get(args.props, "autoscaling")
     if autoscaling is UNKNOWN:
@@ -99,10 +103,8 @@ def validate_gpu_pool_autoscaling(args: ResourceValidationArgs, report_violation
 
 def validate_gpu_sharing_trusted(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     """GPU sharing (time-sharing or MPS) only on pools labelled as trusted to share."""
-    if args.resource_type != NODE_POOL:
-        return
-    accelerators = gpu_accelerators(args.props)
-    if accelerators is None or accelerators is UNKNOWN:
+    accelerators = _known_gpu_accelerators(args)
+    if accelerators is None:
         return
     strategies = []
     for accelerator in accelerators:
