@@ -20,9 +20,11 @@ exercised. promtool comes from Debian's `prometheus` package; without it these t
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,7 @@ import yaml
 from gke_gpu.monitoring.alert_rules import prometheus_rules
 from tests.conftest import L4_POOL, STANDARD_CLUSTER, render, stack_config, stack_render
 
+PROMTOOL_INSTALL_LOCK = Path(tempfile.gettempdir()) / "gke-gpu-promtool-install.lock"
 PROMTOOL_INSTALL = "apt-get update && apt-get install -y --no-install-recommends prometheus"
 CHANNEL = "projects/test-project/notificationChannels/42"
 CLUSTER = STANDARD_CLUSTER["name"]
@@ -49,15 +52,22 @@ def _install_promtool() -> str | None:
     extra step. Elsewhere nothing is installed and the fixture says how to do it."""
     if shutil.which("apt-get") is None or not hasattr(os, "geteuid") or os.geteuid() != 0:
         return None
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for command in (
-        ["apt-get", "update", "-q"],
-        ["apt-get", "install", "-y", "-q", "--no-install-recommends", "prometheus"],
-    ):
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
-        if done.returncode != 0:
-            pytest.fail(f"{' '.join(command)} failed ({done.returncode}): {done.stderr[-2000:]}")
-    return shutil.which("promtool")
+    # Several test files share this session fixture and `--dist loadfile` sends them to different
+    # xdist workers: without the lock two workers run apt-get at once on a fresh machine and the
+    # second fails on dpkg's lock. The second waits here, then finds promtool installed.
+    with open(PROMTOOL_INSTALL_LOCK, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (installed := shutil.which("promtool")) is not None:
+            return installed
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        for command in (
+            ["apt-get", "update", "-q"],
+            ["apt-get", "install", "-y", "-q", "--no-install-recommends", "prometheus"],
+        ):
+            done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
+            if done.returncode != 0:
+                pytest.fail(f"{' '.join(command)} failed ({done.returncode}): {done.stderr[-2000:]}")
+        return shutil.which("promtool")
 
 
 @pytest.fixture(scope="session")
