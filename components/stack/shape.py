@@ -15,8 +15,9 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic.alias_generators import to_snake
 
 from ..cluster.model import ClusterConfig
-from ..core.common import NAMESPACE, TOP_LEVEL_KEYS
+from ..core.common import NAMESPACE, TOP_LEVEL_KEYS, cut
 from ..core.messages import cut_key, describe_pydantic_error
+from ..core.shapes import expected
 from ..gpu.pool import GpuPool
 from ..serving.model import ServingConfig
 from ..workloads.model import WorkloadConfig
@@ -121,7 +122,8 @@ def _salvage_cluster(value: Any, broken: Broken) -> dict[str, Any] | None:
 
 def _validate_items(key: str, value: Any, problems: list[str], broken: Broken) -> list[Any] | None:
     if not isinstance(value, list):
-        problems.append(f"{NAMESPACE}:{key}: expected a list, got {type(value).__name__}")
+        shape = expected(StackConfig.model_fields[to_snake(key)].annotation, value)
+        problems.append(f"{NAMESPACE}:{key}: {cut(value)} is not allowed; expected {shape}")
         broken.sections.add(key)
         return None
     max_items = _max_length(key)

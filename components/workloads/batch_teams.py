@@ -203,13 +203,16 @@ def check_queue_names(pools: Iterable[str], shares: Sequence[ShareEntry], proble
 
 def check_team_names(
     teams: Sequence[tuple[str, str]], names: KeyNames, problems: Problems, *, key: str = "teams"
-) -> None:
+) -> set[int]:
     """Team names and namespaces are unique, and no namespace is reserved: `teams` is
-    (name, namespace) pairs in order."""
+    (name, namespace) pairs in order. Returns the indexes of the teams that repeat an earlier team's
+    name: what follows from the repeat (the same namespace, the same queues) is not reported again."""
     seen_names: dict[str, int] = {}
     seen_namespaces: dict[str, int] = {}
+    repeated: set[int] = set()
     for i, (name, namespace) in enumerate(teams):
         if name in seen_names:
+            repeated.add(i)
             problems.add(
                 names.at(f"{key}[{i}].name"), f"{cut(name)} is also {key}[{seen_names[name]}]'s name"
             )
@@ -217,16 +220,18 @@ def check_team_names(
             seen_names[name] = i
         if namespace in seen_namespaces:
             j = seen_namespaces[namespace]
-            problems.add(
-                names.at(f"{key}[{i}].namespace"),
-                f"{cut(namespace)} is also {key}[{j}]'s namespace; each team has its own (its "
-                "LocalQueues are named by pool, so two teams in one namespace would share them)",
-            )
+            if not (i in repeated and seen_names[name] == j):  # the same team twice: one problem
+                problems.add(
+                    names.at(f"{key}[{i}].namespace"),
+                    f"{cut(namespace)} is also {key}[{j}]'s namespace; each team has its own (its "
+                    "LocalQueues are named by pool, so two teams in one namespace would share them)",
+                )
         else:
             seen_namespaces[namespace] = i
         why = namespace_problem(namespace)
-        if why:
+        if why and not (i in repeated and namespace == teams[seen_names[name]][1]):
             problems.add(names.at(f"{key}[{i}].namespace"), why)
+    return repeated
 
 
 def queue_name(pool: str) -> str:
