@@ -73,7 +73,9 @@ class BatchRules(RuleBase):
             for p in by_name.values()
             if p.max_nodes is not None
         }
-        check_shares(capacity, entries, self.problems, pools_key=f"{KEY}.teams")
+        check_shares(
+            capacity, entries, self.problems, pools_key=f"{KEY}.teams", capacity_key="the pool's maxNodes"
+        )
 
     def _topology(self, batch: BatchConfig, by_name: dict[str, GpuPool]) -> None:
         seen: set[str] = set()

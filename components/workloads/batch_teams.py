@@ -150,9 +150,12 @@ def check_shares(
     problems: Problems,
     *,
     pools_key: str,
+    capacity_key: str,
 ) -> None:
     """The quota arithmetic: per pool, the teams' shares add up to at most its GPUs, and a borrowing
-    limit is at most what the others hold. `capacity`: pool -> (GPUs, how they are counted)."""
+    limit is at most what the others hold. `capacity`: pool -> (GPUs, how they are counted);
+    `capacity_key`: what the caller writes to give a pool more GPUs (the stack file's `maxNodes`, a
+    component's `gpus`), named in the advice."""
     by_pool: dict[str, list[ShareEntry]] = {}
     for share in shares:
         by_pool.setdefault(share.pool, []).append(share)
@@ -166,7 +169,7 @@ def check_shares(
             problems.add(
                 pools_key,
                 f"the teams' shares of pool {pool} add up to {taken} GPUs ({terms}), more than its "
-                f"{total} ({how}); lower a share or raise the pool's maxNodes",
+                f"{total} ({how}); lower a share or raise {capacity_key}",
             )
             continue
         for e in entries:
