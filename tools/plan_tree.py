@@ -235,7 +235,9 @@ def format_header(document: dict[str, Any]) -> list[str]:
     lines = [f"warning: {warning}" for warning in document.get("warnings") or []]
     policy = document.get("policy")
     if isinstance(policy, dict):
-        if not policy.get("checked"):
+        if not policy.get("checked") and policy.get("optional"):
+            lines.append(f"policy pack not run: {policy.get('reason')}")
+        elif not policy.get("checked"):
             lines.append(f"policy check skipped: {policy.get('reason')}")
         else:
             lines.append(str(policy.get("summary")))
