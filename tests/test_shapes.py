@@ -141,7 +141,10 @@ def test_a_repeated_team_name_is_one_problem() -> None:
         dict(cluster=ZONAL, gpuPools=[L4_POOL], batch={"kueue": True, "teams": [team, team]})
     )
     assert message.count("\n  - ") == 1, message
-    assert "gke-gpu:batch.teams[1].name: 'research' is also teams[0]'s name" in message
+    assert (
+        "gke-gpu:batch.teams[1].name: 'research' is not allowed: it is also teams[0]'s name; each team needs "
+        "a name of its own (such as research-2)"
+    ) in message
 
 
 def test_a_repeated_team_with_its_own_namespace_still_reports_that_namespace() -> None:

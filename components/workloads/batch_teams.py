@@ -18,6 +18,7 @@ from typing import NotRequired, TypedDict
 
 from ..core.common import GPU_RESOURCE, KeyNames, Problems, cut
 from ..gpu.pool import GpuPool
+from .model import MAX_TEAM_NAME
 
 # Namespaces a team may not take: Kubernetes' and GKE's own, the batch controllers', the samples'.
 RESERVED_NAMESPACES = frozenset(
@@ -216,8 +217,12 @@ def check_team_names(
     for i, (name, namespace) in enumerate(teams):
         if name in seen_names:
             repeated.add(i)
+            other = f"{name}-2"
+            example = f" (such as {other})" if len(other) <= MAX_TEAM_NAME and other not in seen_names else ""
             problems.add(
-                names.at(f"{key}[{i}].name"), f"{cut(name)} is also {key}[{seen_names[name]}]'s name"
+                names.at(f"{key}[{i}].name"),
+                f"{cut(name)} is not allowed: it is also {key}[{seen_names[name]}]'s name; each team needs "
+                f"a name of its own{example}",
             )
         else:
             seen_names[name] = i
