@@ -165,3 +165,11 @@ def test_a_location_outside_the_region_is_one_problem_with_what_is_allowed() -> 
         "gke-gpu:cluster.location: 'europe-west4-a' is not allowed: it is not region us-central1 or one "
         "of its zones; allowed: us-central1 (a regional cluster) or one of its zones such as us-central1-a"
     ) in message
+
+
+def test_a_workload_name_for_the_workloads_list_shows_the_short_form() -> None:
+    message = config_error(dict(cluster=ZONAL, gpuPools=[L4_POOL], workloads="nvidia-smi"))
+    assert (
+        "gke-gpu:workloads: 'nvidia-smi' is not allowed; expected a list of workload names or mappings, "
+        "such as [nvidia-smi]"
+    ) in message

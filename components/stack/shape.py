@@ -123,6 +123,8 @@ def _salvage_cluster(value: Any, broken: Broken) -> dict[str, Any] | None:
 def _validate_items(key: str, value: Any, problems: list[str], broken: Broken) -> list[Any] | None:
     if not isinstance(value, list):
         shape = expected(StackConfig.model_fields[to_snake(key)].annotation, value)
+        if key == "workloads" and isinstance(value, str) and _is_workload_name(value):
+            shape = f"a list of workload names or mappings, such as [{value}]"  # the `- nvidia-smi` shorthand
         problems.append(f"{NAMESPACE}:{key}: {cut(value)} is not allowed; expected {shape}")
         broken.sections.add(key)
         return None
@@ -152,6 +154,14 @@ def _validate_items(key: str, value: Any, problems: list[str], broken: Broken) -
             indexes = {"gpuPools": broken.pool_indexes, "serving": broken.serving_indexes}
             indexes.get(key, broken.workload_indexes).append(i)
     return kept
+
+
+def _is_workload_name(value: str) -> bool:
+    try:
+        _item_adapter("workloads").validate_python({"name": value})
+    except ValidationError:
+        return False
+    return True
 
 
 def _max_length(key: str) -> int | None:
