@@ -273,7 +273,8 @@ def test_a_pool_without_gpudirect_has_no_topology_by_default() -> None:
                 ]
             },
             [L4_POOL],
-            "gke-gpu:batch.teams[1].name: 'a' is also teams[0]'s name",
+            "gke-gpu:batch.teams[1].name: 'a' is not allowed: it is also teams[0]'s name; each team needs a "
+            "name of its own (such as a-2)",
         ),
         (
             {"teams": [{"name": "a-very-long-team-name", "pools": {"l4": {"gpus": 1}}}]},

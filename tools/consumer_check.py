@@ -4,10 +4,11 @@
 
 What it does, each step timed, everything in a temporary directory outside the repository:
 
-1. `git clone` of this repository's HEAD (committed changes only), tagged `v<version>` there
-   (pyproject.toml's version) when the tag is absent or elsewhere: the tag a consumer pins.
-2. A fresh venv (the running Python's `-m venv`, so the pip it bundles), and
-   `pip install "gke-gpu @ git+file://localhost/<clone>@v<version>"` constrained to the versions
+1. `git clone` of this repository's HEAD (committed changes only), its `main` branch set to HEAD
+   there: what a consumer's clone of the default branch holds once HEAD is merged.
+2. A fresh venv (the running Python's `-m venv`, so the pip it bundles), and the install line of
+   docs/library.md as written, `gke-gpu @ git+https://<your-git-host>/gke-gpu@main`, with the clone
+   in place of the host (`gke-gpu @ git+file://localhost/<clone>@main`), constrained to the versions
    requirements.txt pins (its `-e .` line left out). `git+file:///...` (three slashes) is not used:
    pip 23.2 rejects it as an invalid requirement.
 3. A consumer program, run from its own directory with `python -I` (so neither this repository
@@ -15,7 +16,7 @@ What it does, each step timed, everything in a temporary directory outside the r
    venv, declares `GpuNodePool` with the six required args and checks the NodePool's inputs (the
    machine type derived from the accelerator, the GPU taint, autoscaling), then checks that
    `gpus_per_node: 3` is refused with an InvalidArgsError naming the arg before any NodePool exists.
-4. (unless --no-plugin) The plugin as `pulumi package add <git-url>/provider@v<version>` would run
+4. (unless --no-plugin) The plugin as `pulumi package add <git-url>/provider` would run
    it: `pip install -r requirements.txt` with the clone's provider/ as the working directory (as
    the Pulumi language host does), which must reinstall gke-gpu from the clone's root (its `..`;
    into the same venv, `--force-reinstall --no-deps`: the dependencies are those of step 2), then
@@ -211,24 +212,42 @@ def constraints(requirements: Path, out: Path) -> Path:
     return out
 
 
-def clone_at_tag(steps: Steps, repo: Path, work: Path) -> tuple[Path, str]:
+# The install line of docs/library.md, which this check runs as written, the host and path of the
+# repository (a placeholder there) replaced by the clone's.
+LIBRARY_DOC = ROOT / "docs" / "library.md"
+HOST_PLACEHOLDER = "https://<your-git-host>/gke-gpu"
+
+
+def documented_requirement(doc: Path = LIBRARY_DOC) -> str:
+    """The one `gke-gpu @ git+...` line of docs/library.md's Python section."""
+    lines = [
+        line.strip()
+        for line in doc.read_text(encoding="utf-8").splitlines()
+        if line.strip().startswith("gke-gpu @ git+")
+    ]
+    if len(lines) != 1 or f"git+{HOST_PLACEHOLDER}@" not in lines[0]:
+        raise CheckError(
+            f"{doc.name}: expected one `gke-gpu @ git+{HOST_PLACEHOLDER}@<ref>` line, found {lines}"
+        )
+    return lines[0]
+
+
+def local_requirement(documented: str, clone: Path) -> str:
+    """The documented line with the clone in place of the repository's host (`git+file:///...`, three
+    slashes, is not used: pip 23.2 rejects it as an invalid requirement)."""
+    return documented.replace(HOST_PLACEHOLDER, f"file://localhost{clone}")
+
+
+def clone_as_main(steps: Steps, repo: Path, work: Path) -> tuple[Path, str]:
+    """A clone of HEAD whose `main` is HEAD: what a consumer's clone of the repository's default
+    branch holds once HEAD is merged (committed changes only)."""
     clone = work / "gke-gpu"
     steps.run(["git", "-c", f"safe.directory={repo}", "clone", "--quiet", repo, clone])
     with (clone / "pyproject.toml").open("rb") as f:
         version = str(tomllib.load(f)["project"]["version"])
-    tag = f"v{version}"
     head = steps.run(["git", "-C", clone, "rev-parse", "HEAD"], quiet=True).strip()
-    tagged = subprocess.run(
-        ["git", "-C", str(clone), "rev-parse", "--verify", "--quiet", f"refs/tags/{tag}^{{commit}}"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.strip()
-    if tagged != head:
-        note = f"at {tagged[:12]}, moved to HEAD in the clone" if tagged else "absent, created in the clone"
-        print(f"   tag {tag}: {note}")
-        steps.run(["git", "-C", clone, "tag", "-f", tag, head], quiet=True)
-    print(f"   HEAD {head[:12]} = {tag} (committed changes only)")
+    steps.run(["git", "-C", clone, "checkout", "--quiet", "-B", "main", head], quiet=True)
+    print(f"   main = HEAD {head[:12]} (committed changes only)")
     return clone, version
 
 
@@ -247,12 +266,12 @@ def check(repo: Path, keep: bool, plugin: bool) -> None:
         raise CheckError(f"the temporary directory {work} is inside the repository")
     try:
         with steps.step("clone", f"{repo} into {work}"):
-            clone, version = clone_at_tag(steps, repo, work)
+            clone, version = clone_as_main(steps, repo, work)
         pins = constraints(clone / "requirements.txt", work / "constraints.txt")
 
-        with steps.step("install", "a fresh venv; pip install gke-gpu from the git tag"):
+        with steps.step("install", "a fresh venv; pip install docs/library.md's line, from the clone"):
             python = new_venv(steps, work / "venv")
-            requirement = f"gke-gpu @ git+file://localhost{clone}@v{version}"
+            requirement = local_requirement(documented_requirement(clone / "docs" / "library.md"), clone)
             print(f"   {requirement}")
             # --no-compile: pulumi_gcp's bytecode is most of an install's time; imports compile what they use.
             steps.run([python, "-m", "pip", "install", "-q", "--no-compile", requirement, "-c", pins])

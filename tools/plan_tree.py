@@ -109,7 +109,7 @@ def _cluster_summary(i: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _k8s_summary(i: dict[str, Any]) -> list[str]:
+def _k8s_summary(i: dict[str, Any], cohort_gpus: dict[str, int] | None = None) -> list[str]:
     meta = i.get("metadata", {})
     where = f"{meta.get('namespace')}/" if meta.get("namespace") else ""
     lines = [f"{i.get('kind')} {where}{meta.get('name')}"]
@@ -120,12 +120,35 @@ def _k8s_summary(i: dict[str, Any]) -> list[str]:
             lines.append(f"container {c.get('name')}: {c.get('image')}" + (f" gpu={gpus}" if gpus else ""))
         if pod.get("nodeSelector"):
             lines.append("nodeSelector=" + ",".join(f"{k}={v}" for k, v in pod["nodeSelector"].items()))
-    lines.extend(_kueue_summary(i))
+    lines.extend(_kueue_summary(i, cohort_gpus or {}))
     return lines
 
 
-def _kueue_summary(i: dict[str, Any]) -> list[str]:
-    """A Kueue queue's quota, cohort and borrowing; a LocalQueue's ClusterQueue; a flavor's topology."""
+def _gpu_quota(spec: dict[str, Any]) -> int:
+    """A ClusterQueue's nominal nvidia.com/gpu quota (0 when it has none, or not a whole number)."""
+    total = 0
+    for group in spec.get("resourceGroups", []):
+        for flavor in group.get("flavors", []):
+            for r in flavor.get("resources", []):
+                if r.get("name") == "nvidia.com/gpu" and isinstance(r.get("nominalQuota"), int):
+                    total += r["nominalQuota"]
+    return total
+
+
+def cohort_gpus(resources: list[dict[str, Any]]) -> dict[str, int]:
+    """Each Kueue cohort's GPUs: the nominal quotas of its ClusterQueues added up."""
+    totals: dict[str, int] = {}
+    for r in resources:
+        spec = r["inputs"].get("spec") if r["type"].endswith(":ClusterQueue") else None
+        if isinstance(spec, dict) and spec.get("cohortName"):
+            totals[spec["cohortName"]] = totals.get(spec["cohortName"], 0) + _gpu_quota(spec)
+    return totals
+
+
+def _kueue_summary(i: dict[str, Any], cohort_gpus: dict[str, int]) -> list[str]:
+    """A Kueue queue's quota, cohort and borrowing; a LocalQueue's ClusterQueue; a flavor's topology.
+    Without a borrowing limit a queue may borrow every GPU the rest of its cohort holds: that number,
+    as the stack output's `mayBorrowGpus` says it."""
     kind, spec = i.get("kind"), i.get("spec") or {}
     if not str(i.get("apiVersion", "")).startswith("kueue.x-k8s.io/") or not isinstance(spec, dict):
         return []
@@ -142,8 +165,11 @@ def _kueue_summary(i: dict[str, Any]) -> list[str]:
         for flavor in group.get("flavors", []):
             for r in flavor.get("resources", []):
                 quota.append(f"{r.get('name')}={r.get('nominalQuota')}")
-                if r.get("name") == "nvidia.com/gpu":
-                    borrow.append(str(r.get("borrowingLimit", "any idle")))
+                if r.get("name") == "nvidia.com/gpu" and "borrowingLimit" in r:
+                    borrow.append(str(r["borrowingLimit"]))
+                elif r.get("name") == "nvidia.com/gpu":
+                    others = cohort_gpus.get(spec.get("cohortName", ""), 0) - _gpu_quota(spec)
+                    borrow.append(f"{others} (any idle)" if spec.get("cohortName") else "any idle")
     if "namespaceSelector" not in spec:
         selector = "none"
     else:
@@ -179,14 +205,14 @@ _SUMMARIES: dict[str, Summary] = {
 }
 
 
-def _summary(resource: dict[str, Any]) -> list[str]:
+def _summary(resource: dict[str, Any], cohorts: dict[str, int] | None = None) -> list[str]:
     if resource["component"]:
         return []
     inputs = resource["inputs"]
     if resource["type"] in _SUMMARIES:
         return _SUMMARIES[resource["type"]](inputs)
     if resource["type"].startswith("kubernetes:"):
-        return _k8s_summary(inputs)
+        return _k8s_summary(inputs, cohorts)
     if resource["type"] == "gcp:monitoring/dashboard:Dashboard":
         return [f"dashboard {json.loads(inputs['dashboardJson']).get('displayName')!r}"]
     return _generic_summary(inputs)
@@ -198,6 +224,7 @@ def format_tree(document: dict[str, Any]) -> str:
     for r in resources:
         children.setdefault(r["parent"], []).append(r)
     custom = [r for r in resources if not r["component"]]
+    cohorts = cohort_gpus(custom)
     lines = [
         f"stack {document['stack']}: {len(custom)} resources in "
         f"{len(resources) - len(custom)} components ({UNKNOWN} = computed by GCP)",
@@ -211,7 +238,7 @@ def format_tree(document: dict[str, Any]) -> str:
             last = index == len(items) - 1
             branch, cont = ("└─ ", "   ") if last else ("├─ ", "│  ")
             lines.append(f"{prefix}{branch}{r['name']}  [{r['type']}]")
-            for text in _summary(r):
+            for text in _summary(r, cohorts):
                 lines.append(f"{prefix}{cont}    {text}")
             walk(r["urn"], prefix + cont)
 
@@ -235,7 +262,9 @@ def format_header(document: dict[str, Any]) -> list[str]:
     lines = [f"warning: {warning}" for warning in document.get("warnings") or []]
     policy = document.get("policy")
     if isinstance(policy, dict):
-        if not policy.get("checked"):
+        if not policy.get("checked") and policy.get("optional"):
+            lines.append(f"policy pack not run: {policy.get('reason')}")
+        elif not policy.get("checked"):
             lines.append(f"policy check skipped: {policy.get('reason')}")
         else:
             lines.append(str(policy.get("summary")))

@@ -1,12 +1,12 @@
 """A Kubernetes cluster this program does not manage: only a provider for the GPU layer."""
 
-from typing import Annotated, NotRequired, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import Field
 
-from ..core.component import GkeGpuComponent
+from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.model import PRINTABLE
 from ..core.validation import ArgsModel, Deferrable, pick
 
@@ -36,8 +36,14 @@ class ExistingCluster(GkeGpuComponent[_ExistingClusterSpec]):
     _args_model = _ExistingClusterSpec
 
     def __init__(
-        self, name: str, args: ExistingClusterArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        /,
+        args: ExistingClusterArgs = NO_ARGS,
+        opts: pulumi.ResourceOptions | None = None,
+        **kwargs: Any,
     ) -> None:
+        args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         # A resource, not an output: the Kubernetes layer's components take it as their provider.
         self.provider: k8s.Provider = k8s.Provider(

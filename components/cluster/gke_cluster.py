@@ -2,13 +2,13 @@
 
 import hashlib
 import textwrap
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_gcp import container, projects, serviceaccount
 
-from ..core.component import GkeGpuComponent
+from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.validation import pick
 from .args import GkeClusterArgs, GkeClusterSpec, cluster_rules
 from .model import SystemPoolConfig
@@ -117,7 +117,15 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
     _args_rules = staticmethod(cluster_rules)
     _args_by_name = True
 
-    def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        /,
+        args: GkeClusterArgs = NO_ARGS,
+        opts: pulumi.ResourceOptions | None = None,
+        **kwargs: Any,
+    ) -> None:
+        args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         child = pulumi.ResourceOptions(parent=self)
 

@@ -19,6 +19,7 @@ from ..core.model import (
     Cidr,
     MachineTypeName,
     StackModel,
+    example,
 )
 
 
@@ -46,11 +47,15 @@ class KubeconfigEndpoint(StrEnum):
 
 
 class AuthorizedNetworkConfig(StackModel):
+    model_config = example(cidrBlock="203.0.113.0/24", displayName="office")
+
     cidr_block: Cidr
     display_name: Annotated[str, Field(max_length=100, pattern=PRINTABLE)] = ""
 
 
 class SystemPoolConfig(StackModel):
+    model_config = example(machineType="e2-standard-4", minNodes=1, maxNodes=3)
+
     machine_type: MachineTypeName = "e2-standard-4"
     min_nodes: int = Field(1, ge=0, le=MAX_NODES_PER_POOL)
     max_nodes: int = Field(3, ge=1, le=MAX_NODES_PER_POOL)
@@ -99,6 +104,8 @@ class _ClusterChoice(StackModel):
 class ClusterConfig(GkeClusterSettings, _ClusterChoice):
     """The stack file's `gke-gpu:cluster`: the choice of cluster, GkeCluster's settings, and an
     existing cluster's kubeconfig."""
+
+    model_config = example(mode="autopilot")
 
     # Explicitly allow a public IP endpoint with no allowlist or with 0.0.0.0/0.
     public_endpoint_open_to_internet: bool = False

@@ -95,6 +95,14 @@ class Accelerator:
     # False where the machine types are not offered as DWS flex-start VMs.
     flex_start: bool = True
     n1_local_ssd_counts: tuple[int, ...] = ()
+    # Where the zones came from (a key of the data file's sources) and the date they were read there.
+    zones_source: str = ""
+    zones_read: str = ""
+
+    @property
+    def zone_data(self) -> str:
+        """Where a zone answer comes from, for a message (the source is a key of the data file's list)."""
+        return f"zone data: accelerators.yaml, source {self.zones_source}, read {self.zones_read}"
 
     @property
     def attachable(self) -> bool:
@@ -248,6 +256,8 @@ def _parse(raw: dict[str, Any]) -> Catalog:
             spot=bool(spec.get("spot", True)),
             flex_start=bool(spec.get("flexStart", True)),
             n1_local_ssd_counts=tuple(raw.get("n1LocalSsdCounts") or ()) if attach_limits else (),
+            zones_source=str((spec.get("source") or {}).get("zones", "")),
+            zones_read=str((spec.get("source") or {}).get("read", "")),
         )
     series = {name: Series(name, tuple(spec["bootDiskTypes"])) for name, spec in raw["series"].items()}
     return Catalog(

@@ -6,7 +6,11 @@ A component states only what it declares::
         _args_model = _GkeNetworkSpec
         _args_rules = staticmethod(_network_rules)
 
-        def __init__(self, name: str, args: GkeNetworkArgs, opts: ResourceOptions | None = None) -> None:
+        def __init__(
+            self, name: str, /, args: GkeNetworkArgs = NO_ARGS, opts: ResourceOptions | None = None,
+            **kwargs: Any,
+        ) -> None:
+            args = self._given(name, args, kwargs)  # one args= mapping, or keyword arguments
             spec = self._begin(name, args, opts)  # checked args; the component is registered
             ...                                   # children, with parent=self
             self.register_outputs({...})
@@ -14,8 +18,10 @@ A component states only what it declares::
 `_begin` checks the args (raising InvalidArgsError, an `InputPropertiesError`, before anything is
 declared, the component itself included), registers the component as ``gke-gpu:index:<Class>`` with
 the alias to its pre-0.9.0 token, and logs the check's notes on it. Each subclass keeps its own typed
-``__init__(self, name, args: <Class>Args, opts)``: the SDK's schema analyzer reads the args type from
-it. Names on this base start with ``_`` so that the analyzer, which walks the MRO, sees no outputs here.
+``__init__(self, name, /, args: <Class>Args = NO_ARGS, opts, **kwargs)``: the SDK's schema analyzer
+reads the args type from it, and the args come as one mapping or as keywords, as pulumi-gcp's
+resources take them (`name` is positional-only, so an arg called `name` is a keyword like any other).
+Names on this base start with ``_`` so that the analyzer, which walks the MRO, sees no outputs here.
 """
 
 from __future__ import annotations
@@ -26,10 +32,24 @@ from typing import Any, ClassVar, Generic, TypeVar, cast
 import pulumi
 from pydantic import BaseModel
 
+from .common import Problem
 from .package import component_options, component_type
-from .validation import report_notes, validate_args, validate_named_args
+from .validation import InvalidArgsError, report_notes, validate_args, validate_named_args
 
 SpecT = TypeVar("SpecT")
+ArgsT = TypeVar("ArgsT")
+
+
+class _NoArgs:
+    """The default of a component's `args`: none were given (the args may come as keywords)."""
+
+    def __repr__(self) -> str:
+        return "NO_ARGS"
+
+
+# Typed Any so that it is the default of every component's `args: <Class>Args` (the schema analyzer
+# reads that annotation, and a Union there would not be a type it can read).
+NO_ARGS: Any = _NoArgs()
 
 
 class CheckedArgs(dict[str, Any], Generic[SpecT]):
@@ -95,6 +115,24 @@ class GkeGpuComponent(pulumi.ComponentResource, Generic[SpecT]):
                 raise TypeError(f"{cls.__name__} has its own check: it cannot skip its rules")
             return cls._validate(name, args, rules=False)
         return cls._check(name, args)[0]
+
+    def _given(self, name: str, args: ArgsT, keywords: Mapping[str, Any]) -> ArgsT:
+        """The args as given, one `args=` mapping or keyword arguments (pulumi-gcp's two
+        conventions): the keywords as a dict, or the mapping. Both at once is refused, naming the
+        keywords; neither is an empty dict, so that every required arg is named as missing."""
+        if not keywords:
+            return cast(ArgsT, {}) if isinstance(args, _NoArgs) else args
+        if isinstance(args, _NoArgs):
+            return cast(ArgsT, dict(keywords))
+        problems = [
+            Problem(
+                key,
+                "given as a keyword and args= given too; give the args either as one args= "
+                "mapping or as keywords, not both",
+            )
+            for key in keywords
+        ]
+        raise InvalidArgsError(type(self).__name__, name, problems)
 
     def _begin(self, name: str, args: Any, opts: pulumi.ResourceOptions | None) -> SpecT:
         """Check the args, then register this component; returns the checked args."""

@@ -14,6 +14,7 @@ from pydantic.fields import FieldInfo
 
 from .common import NAMESPACE, Problem, cut
 from .model import PATTERN_MEANINGS
+from .shapes import CONTAINER_KINDS, annotation_at, expected
 
 
 def format_path(loc: Iterable[Any]) -> str:
@@ -130,6 +131,10 @@ def describe_pydantic_error(
         return Problem(where, f"{cut(value, 40)} is too long; at most {ctx.get('max_length')} characters")
     if kind == "too_long":
         return Problem(where, f"has {len(value)} entries; at most {ctx.get('max_length')}")
+    if kind in CONTAINER_KINDS and (shape := annotation_at(root, loc, by_name=by_name)) is not None:
+        return Problem(
+            where, f"{cut(value)} is not allowed; expected {expected(shape, value, by_name=by_name)}"
+        )
     if kind in _TYPE_NAMES:
         return Problem(where, f"{cut(value)} is not allowed; expected {_TYPE_NAMES[kind]}")
     return Problem(where, f"{cut(value)} is not allowed: {error['msg']}")

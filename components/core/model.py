@@ -1,7 +1,7 @@
 """The pydantic base and constrained types shared by the stack file's models and the components' args
 (one definition of each pattern and limit, so both paths say the same thing)."""
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -40,6 +40,13 @@ MachineTypeName = Annotated[str, Field(max_length=63, pattern=MACHINE_TYPE)]
 Cidr = Annotated[str, Field(max_length=18, pattern=CIDR)]
 LabelKey = Annotated[str, Field(max_length=317)]
 LabelValue = Annotated[str, Field(max_length=63)]
+
+
+def example(**values: Any) -> ConfigDict:
+    """A model's config holding one valid value, keyed as the stack file writes it: the example an
+    error message shows when a mapping is given the wrong type (core/shapes.py; tests/test_shapes.py
+    validates each against its model)."""
+    return ConfigDict(json_schema_extra={"examples": [values]})
 
 
 class StackModel(BaseModel):

@@ -9,7 +9,7 @@ import pulumi_kubernetes as k8s
 from pydantic import Field
 
 from ..core.arg_types import ProjectId, enum_values
-from ..core.component import CheckedArgs, GkeGpuComponent
+from ..core.component import NO_ARGS, CheckedArgs, GkeGpuComponent
 from ..core.k8s import COMPUTE_CLASS_API_VERSION, app_labels
 from ..core.validation import Deferrable, pick
 from .compute_class import gpu_sharing
@@ -183,8 +183,14 @@ class GpuCapacityLadder(GkeGpuComponent[GpuCapacityLadderSpec]):
         return pool, notes
 
     def __init__(
-        self, name: str, args: GpuCapacityLadderArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        /,
+        args: GpuCapacityLadderArgs = NO_ARGS,
+        opts: pulumi.ResourceOptions | None = None,
+        **kwargs: Any,
     ) -> None:
+        args = self._given(name, args, kwargs)
         pool = self._begin(name, args, opts)
         class_name = compute_class_name(pool)
         node_config: dict[str, Any] = {

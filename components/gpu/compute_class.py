@@ -8,7 +8,7 @@ from pydantic import Field
 
 from ..core.arg_types import RegionName
 from ..core.catalog import load_catalog
-from ..core.component import CheckedArgs, GkeGpuComponent
+from ..core.component import NO_ARGS, CheckedArgs, GkeGpuComponent
 from ..core.k8s import COMPUTE_CLASS_API_VERSION, app_labels
 from .pool import GpuPool
 from .pool_args import GpuComputeClassArgs
@@ -123,9 +123,15 @@ class GpuComputeClass(GkeGpuComponent[GpuPool]):
         return validate_compute_class_args(name, args)
 
     def __init__(
-        self, name: str, args: GpuComputeClassArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        /,
+        args: GpuComputeClassArgs = NO_ARGS,
+        opts: pulumi.ResourceOptions | None = None,
+        **kwargs: Any,
     ) -> None:
         # Every problem is raised before anything is declared, the component itself included.
+        args = self._given(name, args, kwargs)
         pool = self._begin(name, args, opts)
         class_name = compute_class_name(pool)
         self.class_name = pulumi.Output.from_input(class_name)

@@ -1,7 +1,7 @@
 """NVIDIA's Kubernetes device plugin, for clusters that are not GKE (GKE ships its own)."""
 
 import hashlib
-from typing import Annotated, NotRequired, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -11,7 +11,7 @@ from pydantic import Field
 from ..core import images
 from ..core.arg_types import LabelKey, LabelValue
 from ..core.common import GPU_RESOURCE
-from ..core.component import GkeGpuComponent
+from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.k8s import app_labels, image_version, selector_labels
 from ..core.model import DNS_LABEL
 from ..core.validation import ArgsModel
@@ -72,8 +72,14 @@ class NvidiaDevicePlugin(GkeGpuComponent[_NvidiaDevicePluginSpec]):
     _args_by_name = True
 
     def __init__(
-        self, name: str, args: NvidiaDevicePluginArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        /,
+        args: NvidiaDevicePluginArgs = NO_ARGS,
+        opts: pulumi.ResourceOptions | None = None,
+        **kwargs: Any,
     ) -> None:
+        args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         labels = app_labels(
             "nvidia-device-plugin", component="device-plugin", version=image_version(images.DEVICE_PLUGIN)

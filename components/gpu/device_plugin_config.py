@@ -12,6 +12,7 @@ from ..core.common import (
 )
 from ..core.model import (
     StackModel,
+    example,
 )
 
 # The NVIDIA device plugin only requires >= 2 (api/config/v1/replicas.go); 48 is GKE's limit for
@@ -20,10 +21,14 @@ TimeSlicingReplicas = Annotated[int, Field(ge=2, le=MAX_TIME_SLICING_REPLICAS)]
 
 
 class TimeSlicingConfig(StackModel):
+    model_config = example(replicas=4)
+
     replicas: TimeSlicingReplicas
 
 
 class DevicePluginSharingConfig(StackModel):
+    model_config = example(timeSlicing={"replicas": 4})
+
     time_slicing: TimeSlicingConfig
 
 
@@ -45,6 +50,10 @@ class DevicePluginConfig(DevicePluginSettings, _DevicePluginNodes):
     """The stack file's `gke-gpu:devicePlugin`: the GPU nodes' label as `key=value` and the sharing in
     the plugin's own config layout (`sharing.timeSlicing.replicas`); the stack turns them into the
     args' `node_selector` and `time_slicing_replicas`."""
+
+    model_config = example(
+        gpuNodeLabel="nvidia.com/gpu.present=true", sharing={"timeSlicing": {"replicas": 4}}
+    )
 
     sharing: DevicePluginSharingConfig | None = None
 

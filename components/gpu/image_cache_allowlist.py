@@ -2,14 +2,14 @@
 creates itself: a capacity ladder's ComputeClass with an image cache needs its image listed here."""
 
 from collections import Counter
-from typing import Annotated, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import Field
 
 from ..core.common import Problem
-from ..core.component import GkeGpuComponent
+from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.k8s import app_labels
 from ..core.model import DISK_IMAGE
 from ..core.validation import ArgsModel
@@ -60,8 +60,14 @@ class ImageCacheAllowlist(GkeGpuComponent[_ImageCacheAllowlistSpec]):
     _args_rules = staticmethod(_allowlist_rules)
 
     def __init__(
-        self, name: str, args: ImageCacheAllowlistArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        /,
+        args: ImageCacheAllowlistArgs = NO_ARGS,
+        opts: pulumi.ResourceOptions | None = None,
+        **kwargs: Any,
     ) -> None:
+        args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         self.allowlist = k8s.apiextensions.CustomResource(
             f"{name}-allowlist",

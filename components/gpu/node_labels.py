@@ -1,7 +1,7 @@
 """Labels and taints on named GPU nodes, owned by this stack through server-side apply."""
 
 from collections import Counter
-from typing import Annotated, NotRequired, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -9,7 +9,7 @@ from pydantic import Field
 
 from ..core.arg_types import LabelKey, LabelValue, NodeName
 from ..core.common import GPU_TAINT_KEY, GPU_TAINT_VALUE, Problem
-from ..core.component import GkeGpuComponent
+from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.validation import ArgsModel
 
 MAX_NODES = 5000  # the config's bound for gpuNodes (Kubernetes supports 5000 nodes per cluster)
@@ -68,8 +68,14 @@ class GpuNodeLabels(GkeGpuComponent[_GpuNodeLabelsSpec]):
     _args_rules = staticmethod(_node_rules)
 
     def __init__(
-        self, name: str, args: GpuNodeLabelsArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        /,
+        args: GpuNodeLabelsArgs = NO_ARGS,
+        opts: pulumi.ResourceOptions | None = None,
+        **kwargs: Any,
     ) -> None:
+        args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         self.patches: dict[str, k8s.core.v1.NodePatch] = {}
         for node in spec.nodes:

@@ -11,7 +11,7 @@ from pydantic import Field
 from ..cluster.gke_cluster import hardened_node_settings
 from ..core.arg_types import ClusterName, NodeNetworks, ProjectId
 from ..core.common import Problem
-from ..core.component import CheckedArgs, GkeGpuComponent
+from ..core.component import NO_ARGS, CheckedArgs, GkeGpuComponent
 from ..core.validation import Deferrable, pick
 from ..gpudirect.flavors import FLAVORS
 from .pool import CONTAINER_IMAGE_CACHE, GpuPool
@@ -166,8 +166,16 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
         """The pool with every default resolved, and the rules' notes."""
         return validate_gpu_node_pool_args(name, args)
 
-    def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        /,
+        args: GpuNodePoolArgs = NO_ARGS,
+        opts: pulumi.ResourceOptions | None = None,
+        **kwargs: Any,
+    ) -> None:
         # Every problem is raised before anything is declared, the component itself included.
+        args = self._given(name, args, kwargs)
         pool = self._begin(name, args, opts)
 
         # initial_node_count is per zone and ForceNew; it only seeds the pool (see ignore_changes).

@@ -58,7 +58,8 @@ class PlacementRules(PoolRuleBase):
                     self.problems.add(
                         self.at(path, "zones"),
                         f"required: the cluster's zone {cluster_zone} does not offer "
-                        f"{accelerator.name}; zones of {region} that do: {listing(offered)}",
+                        f"{accelerator.name}; zones of {region} that do: {listing(offered)} "
+                        f"({accelerator.zone_data})",
                     )
                     return ()
                 return (cluster_zone,)
@@ -86,7 +87,7 @@ class PlacementRules(PoolRuleBase):
                 self.problems.add(
                     f"{self.at(path, 'zones')}[{j}]",
                     f"{cut(zone)} does not offer {accelerator.name}; zones of {region} that do: "
-                    f"{listing(offered or ())}",
+                    f"{listing(offered or ())} ({accelerator.zone_data})",
                 )
         if not known_region and pool.zones:
             self.warnings.append(

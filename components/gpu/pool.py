@@ -19,7 +19,7 @@ from ..core.common import (
     MAX_NODES_PER_POOL,
     MAX_SHARED_CLIENTS,
 )
-from ..core.model import DISK_IMAGE, DURATION, LabelKey, LabelValue, MachineTypeName, StackModel
+from ..core.model import DISK_IMAGE, DURATION, LabelKey, LabelValue, MachineTypeName, StackModel, example
 from ..gpudirect.flavors import GpuDirectFlavor, flavor_of
 from .pool_args import CapacityStep, GpuDriverVersion, GpuSharingStrategy, ReservationType, TaintEffect
 
@@ -45,6 +45,8 @@ def duration_seconds(text: str) -> int:
 
 
 class SharingConfig(StackModel):
+    model_config = example(strategy="TIME_SHARING", maxClientsPerGpu=2)
+
     strategy: enum_values(GpuSharingStrategy)  # type: ignore[valid-type]
     max_clients_per_gpu: int = Field(ge=2, le=MAX_SHARED_CLIENTS)
 
@@ -55,6 +57,8 @@ class SharingConfig(StackModel):
 
 
 class ReservationConfig(StackModel):
+    model_config = example(type="SPECIFIC", name="my-reservation")
+
     type: enum_values(ReservationType) = "NONE"  # type: ignore[valid-type]
     name: Annotated[str, Field(min_length=1, max_length=300)] | None = None
 
@@ -64,6 +68,8 @@ class ReservationConfig(StackModel):
 
 
 class TaintConfig(StackModel):
+    model_config = example(key="dedicated", value="gpu", effect="NO_SCHEDULE")
+
     key: LabelKey
     value: LabelValue = ""
     effect: enum_values(TaintEffect) = "NO_SCHEDULE"  # type: ignore[valid-type]
@@ -83,6 +89,8 @@ class ImageCacheConfig(StackModel):
     """Container images preloaded on every node from a secondary boot disk (GKE's CONTAINER_IMAGE_CACHE
     mode): a Compute Engine image built with gke-disk-image-builder. containerd reads an image's layers
     from it instead of pulling them; what is not on it is pulled (or streamed) as usual."""
+
+    model_config = example(diskImage="projects/my-project/global/images/gpu-images")
 
     disk_image: Annotated[str, Field(max_length=200, pattern=DISK_IMAGE)]
 
@@ -105,6 +113,8 @@ PoolT = TypeVar("PoolT", bound="GpuPool")
 class GpuPool(StackModel):
     """A GPU node pool (Standard) or GPU profile (Autopilot). After the catalog rules, every default
     is resolved (machine type, GPU count, zones, disk type, Local SSDs, the on-demand fallback)."""
+
+    model_config = example(name="l4", accelerator="nvidia-l4", gpusPerNode=1, maxNodes=2)
 
     name: Annotated[str, Field(max_length=100)]
     accelerator: Annotated[str, Field(max_length=100)]

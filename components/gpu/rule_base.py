@@ -54,6 +54,6 @@ class PoolRuleBase:
         if self.region_ok and region in self.catalog.regions and region not in accelerator.zones:
             self.problems.add(
                 path,
-                f"{cut(accelerator.name)} is not offered in region {region} (catalog); regions with it: "
-                f"{listing(sorted(accelerator.zones))}",
+                f"{cut(accelerator.name)} is not offered in region {region}; regions with it: "
+                f"{listing(sorted(accelerator.zones))} ({accelerator.zone_data})",
             )

@@ -1,6 +1,6 @@
 """The extra VPCs and subnets of one GPUDirect flavour: what its nodes' GPU NICs attach to."""
 
-from typing import Annotated, NotRequired, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
 import pulumi
 from pulumi_gcp import compute
@@ -8,7 +8,7 @@ from pydantic import Field
 
 from ..core.arg_types import ProjectId, RegionName, enum_values, matching
 from ..core.common import K8S_NAME, ZONE_PATTERN, Problem, cut
-from ..core.component import GkeGpuComponent
+from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.model import Cidr
 from ..core.validation import ArgsModel, Deferrable, pick
 from ..gpu.pool_args import NodeNetwork
@@ -112,8 +112,14 @@ class GpuDirectNetworks(GkeGpuComponent[_GpuDirectNetworksSpec]):
     _args_type = GpuDirectNetworksArgs
 
     def __init__(
-        self, name: str, args: GpuDirectNetworksArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        /,
+        args: GpuDirectNetworksArgs = NO_ARGS,
+        opts: pulumi.ResourceOptions | None = None,
+        **kwargs: Any,
     ) -> None:
+        args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         child = pulumi.ResourceOptions(parent=self)
         project = pick(spec.project, args["project"])

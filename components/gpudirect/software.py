@@ -16,7 +16,7 @@ the facts taken from them):
 """
 
 from dataclasses import dataclass
-from typing import Annotated, NotRequired, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -24,7 +24,7 @@ from pydantic import Field
 
 from ..core.arg_types import K8sName, NodeNetworks, enum_values
 from ..core.common import NODEPOOL_LABEL, Problem
-from ..core.component import GkeGpuComponent
+from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.k8s import (
     Toleration,
     TolerationSpec,
@@ -217,8 +217,14 @@ class GpuDirectSoftware(GkeGpuComponent[_GpuDirectSoftwareSpec]):
     _args_type = GpuDirectSoftwareArgs
 
     def __init__(
-        self, name: str, args: GpuDirectSoftwareArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        /,
+        args: GpuDirectSoftwareArgs = NO_ARGS,
+        opts: pulumi.ResourceOptions | None = None,
+        **kwargs: Any,
     ) -> None:
+        args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         self._node_pools = spec.node_pools
         flavor = GpuDirectFlavor(spec.flavor)

@@ -2,12 +2,13 @@
 
 import csv
 import hashlib
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from ..core import images
-from ..core.component import GkeGpuComponent
+from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.data import DATA_DIR
 from ..core.k8s import (
     GKE_DRIVER_HOST_DIR,
@@ -62,7 +63,15 @@ class DcgmExporter(GkeGpuComponent[DcgmExporterSpec]):
     _args_model = DcgmExporterSpec
     _args_rules = staticmethod(exporter_rules)
 
-    def __init__(self, name: str, args: DcgmExporterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        /,
+        args: DcgmExporterArgs = NO_ARGS,
+        opts: pulumi.ResourceOptions | None = None,
+        **kwargs: Any,
+    ) -> None:
+        args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         self._declare(name, spec)
         self.namespace = pulumi.Output.from_input(spec.namespace)

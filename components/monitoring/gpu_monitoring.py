@@ -12,7 +12,7 @@ from pydantic import Field
 
 from ..core.arg_types import LabelValue, ProjectId, enum_values
 from ..core.common import LABEL_VALUE_PATTERN, KeyNames, Problem, Problems, cut
-from ..core.component import CheckedArgs, GkeGpuComponent
+from ..core.component import NO_ARGS, CheckedArgs, GkeGpuComponent
 from ..core.validation import ArgsModel, Deferrable, InvalidArgsError, pick
 from .alert_rules import EVALUATION_INTERVAL, RULE_GROUP, AlertRule, AlertThresholds, alert_rules
 from .dashboard import gpu_dashboard
@@ -125,8 +125,14 @@ class GpuMonitoring(GkeGpuComponent[_GpuMonitoringSpec]):
     _args_by_name = True
 
     def __init__(
-        self, name: str, args: GpuMonitoringArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        /,
+        args: GpuMonitoringArgs = NO_ARGS,
+        opts: pulumi.ResourceOptions | None = None,
+        **kwargs: Any,
     ) -> None:
+        args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         child = pulumi.ResourceOptions(parent=self)
 

@@ -15,6 +15,7 @@ from ..core.model import (
     CHANNEL,
     DNS_LABEL,
     StackModel,
+    example,
 )
 
 
@@ -56,10 +57,14 @@ class AlertPolicyConfig(StackModel):
 
 
 class AlertsConfig(AlertPolicyConfig):
+    model_config = example(enabled=True, idleGpuMinutes=120)
+
     enabled: bool = False
 
 
 class MonitoringConfig(StackModel):
+    model_config = example(dcgm="managed", dashboard=True)
+
     # Defaults depend on the cluster: managed and a dashboard on GKE; the exporter and no Cloud
     # Monitoring dashboard on a generic cluster.
     dcgm: enum_values(DcgmSource) | None = None  # type: ignore[valid-type]

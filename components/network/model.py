@@ -12,6 +12,7 @@ from ..core.model import (
     Cidr,
     GceName,
     StackModel,
+    example,
 )
 from ..core.validation import Deferrable
 
@@ -23,6 +24,10 @@ MAX_PROXY_ONLY_PREFIX = 26
 
 
 class ExistingNetworkConfig(StackModel):
+    model_config = example(
+        network="my-vpc", subnetwork="my-subnet", podsRangeName="pods", servicesRangeName="services"
+    )
+
     network: Annotated[str, Field(max_length=200, pattern=NETWORK_REF)]
     subnetwork: Annotated[str, Field(max_length=250, pattern=SUBNETWORK_REF)]
     pods_range_name: GceName
@@ -51,6 +56,8 @@ class VpcSettings(StackModel):
 class NetworkConfig(VpcSettings):
     """The stack file's `gke-gpu:network`: the VPC's settings, or an existing VPC, and GPUDirect's
     range."""
+
+    model_config = example(subnetCidr="10.10.0.0/20", podsCidr="10.16.0.0/14", servicesCidr="10.20.0.0/20")
 
     existing: ExistingNetworkConfig | None = None
     # The range the GPUDirect NICs' subnets are carved from (gpudirect/flavors.py); resolved to

@@ -1,6 +1,6 @@
 """A VPC built for a VPC-native GKE cluster with private nodes."""
 
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
 from pulumi_gcp import compute
@@ -8,7 +8,7 @@ from pulumi_gcp import compute
 from ..cluster.rules import check_proxy_only_range, check_ranges
 from ..core.arg_types import ProjectId, RegionName, matching
 from ..core.common import K8S_NAME, KeyNames, Problems
-from ..core.component import GkeGpuComponent
+from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.validation import ArgsModel, Deferrable, pick
 from .model import MAX_PROXY_ONLY_PREFIX, VpcSettings
 
@@ -118,7 +118,15 @@ class GkeNetwork(GkeGpuComponent[_GkeNetworkSpec]):
     _args_by_name = True
     _args_rules = staticmethod(_network_rules)
 
-    def __init__(self, name: str, args: GkeNetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        /,
+        args: GkeNetworkArgs = NO_ARGS,
+        opts: pulumi.ResourceOptions | None = None,
+        **kwargs: Any,
+    ) -> None:
+        args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         child = pulumi.ResourceOptions(parent=self)
         project = pick(spec.project, args["project"])

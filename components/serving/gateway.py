@@ -10,7 +10,7 @@ import pulumi_kubernetes as k8s
 from ..core import images
 from ..core.arg_types import matching
 from ..core.common import K8S_NAME, Problems, network_of
-from ..core.component import GkeGpuComponent
+from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.k8s import NONROOT_ID, app_labels, selector_labels
 from ..core.model import Cidr
 from ..core.validation import ArgsModel
@@ -160,8 +160,14 @@ class InferenceGateway(GkeGpuComponent[InferenceGatewaySpec]):
     _args_rules = staticmethod(_rules)
 
     def __init__(
-        self, name: str, args: InferenceGatewayArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        /,
+        args: InferenceGatewayArgs = NO_ARGS,
+        opts: pulumi.ResourceOptions | None = None,
+        **kwargs: Any,
     ) -> None:
+        args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         service = spec.service
         namespace = service_namespace(service)

@@ -1,7 +1,7 @@
 """InferenceService: a vLLM model server on a GPU pool, its weights read from Cloud Storage (or Hugging
 Face), behind a Service that only its namespace and the listed clients reach, scraped by GMP."""
 
-from typing import Annotated, Literal, NotRequired, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -10,7 +10,7 @@ from pydantic import Field
 from ..core import images
 from ..core.arg_types import K8sName, LabelKey, LabelValue, ProjectId, matching
 from ..core.common import K8S_NAME, KeyNames, Problems
-from ..core.component import GkeGpuComponent
+from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.k8s import (
     Toleration,
     TolerationSpec,
@@ -237,8 +237,14 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
     _args_name_default = True
 
     def __init__(
-        self, name: str, args: InferenceServiceArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        /,
+        args: InferenceServiceArgs = NO_ARGS,
+        opts: pulumi.ResourceOptions | None = None,
+        **kwargs: Any,
     ) -> None:
+        args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         namespace = service_namespace(spec.name)
         labels = server_labels(spec.name)

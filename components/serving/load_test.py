@@ -2,7 +2,7 @@
 what it measured against floors (the stack file's `workloads: [{name: serving-load, service: ...}]`)."""
 
 import hashlib
-from typing import Annotated, NotRequired, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -11,7 +11,7 @@ from pydantic import Field
 from ..core import images
 from ..core.arg_types import matching
 from ..core.common import K8S_NAME, Problems
-from ..core.component import GkeGpuComponent
+from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.data import SCRIPTS_DIR
 from ..core.k8s import (
     JOB_TTL_SECONDS,
@@ -116,8 +116,14 @@ class ServingLoadTest(GkeGpuComponent[ServingLoadTestSpec]):
     _args_rules = staticmethod(_rules)
 
     def __init__(
-        self, name: str, args: ServingLoadTestArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        /,
+        args: ServingLoadTestArgs = NO_ARGS,
+        opts: pulumi.ResourceOptions | None = None,
+        **kwargs: Any,
     ) -> None:
+        args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         namespace = service_namespace(spec.service)
         labels = app_labels(JOB, component="serving-load-test", instance=f"{JOB}-{spec.service}")

@@ -1,13 +1,13 @@
 """LeaderWorkerSetController: the LeaderWorkerSet controller (kubernetes-sigs/lws), so that a model
 server whose replica spans nodes can run as a LeaderWorkerSet."""
 
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import Field
 
-from ..core.component import GkeGpuComponent
+from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.k8s import app_labels
 from ..core.validation import ArgsModel
 
@@ -49,8 +49,14 @@ class LeaderWorkerSetController(GkeGpuComponent[_ControllerSpec]):
     _args_type = LeaderWorkerSetControllerArgs
 
     def __init__(
-        self, name: str, args: LeaderWorkerSetControllerArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        /,
+        args: LeaderWorkerSetControllerArgs = NO_ARGS,
+        opts: pulumi.ResourceOptions | None = None,
+        **kwargs: Any,
     ) -> None:
+        args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         labels = app_labels("lws", component="leader-worker-set", version=LWS_VERSION)
         namespace = k8s.core.v1.Namespace(

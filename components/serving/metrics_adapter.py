@@ -9,7 +9,7 @@ import pulumi_kubernetes as k8s
 from pulumi_gcp import projects, serviceaccount
 
 from ..core.arg_types import K8sName, ProjectId
-from ..core.component import GkeGpuComponent
+from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.validation import ArgsModel
 
 # The adapter's production manifest (the new resource model), pinned to the commit that moved it to
@@ -55,8 +55,14 @@ class CustomMetricsAdapter(GkeGpuComponent[_AdapterSpec]):
     _args_type = CustomMetricsAdapterArgs
 
     def __init__(
-        self, name: str, args: CustomMetricsAdapterArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        /,
+        args: CustomMetricsAdapterArgs = NO_ARGS,
+        opts: pulumi.ResourceOptions | None = None,
+        **kwargs: Any,
     ) -> None:
+        args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         child = pulumi.ResourceOptions(parent=self)
         account = serviceaccount.Account(

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from ..core.arg_types import matching
 from ..core.common import K8S_NAME
-from ..core.model import DNS_LABEL, StackModel
+from ..core.model import DNS_LABEL, StackModel, example
 
 # A service's namespace is `serve-<name>` (at most 63): 40 characters leave room for it. Its Google
 # service account id is `sv-<name, cut>-<hash>` (weights_reader.service_account_id).
@@ -39,6 +39,8 @@ class WeightsConfig(StackModel):
     FUSE CSI driver (the default), or copied once into a read-only-many Hyperdisk ML volume that every
     replica mounts (components/serving/hyperdisk_ml.py)."""
 
+    model_config = example(via="hyperdiskMl", sizeGib=200)
+
     via: Literal["cloudStorageFuse", "hyperdiskMl"] = "cloudStorageFuse"
     # hyperdiskMl: the volume's size (larger than the model's files) and its provisioned throughput.
     size_gib: int | None = Field(None, ge=MIN_VOLUME_GIB, le=MAX_VOLUME_GIB)
@@ -46,6 +48,8 @@ class WeightsConfig(StackModel):
 
 
 class ReplicasConfig(StackModel):
+    model_config = example(min=1, max=3)
+
     min: int = Field(1, ge=0, le=100)
     max: int = Field(1, ge=1, le=100)
 
@@ -86,6 +90,8 @@ class _ServiceChoice(StackModel):
 
 class ServingConfig(ModelServerSettings, _ServiceChoice):
     """A `gke-gpu:serving` entry: which pool serves the model, and how it scales."""
+
+    model_config = example(name="chat", pool="l4", model="gs://my-bucket/models/qwen2.5-7b", gpusPerReplica=1)
 
     replicas: ReplicasConfig = ReplicasConfig()
     gateway: bool = False

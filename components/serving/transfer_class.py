@@ -7,7 +7,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import Field
 
-from ..core.component import GkeGpuComponent
+from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.k8s import COMPUTE_CLASS_API_VERSION, app_labels
 from ..core.validation import ArgsModel, Deferrable, pick
 from .hyperdisk_ml import TRANSFER_CLASS
@@ -45,8 +45,14 @@ class HyperdiskMlTransferClass(GkeGpuComponent[_TransferClassSpec]):
     _args_type = HyperdiskMlTransferClassArgs
 
     def __init__(
-        self, name: str, args: HyperdiskMlTransferClassArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        /,
+        args: HyperdiskMlTransferClassArgs = NO_ARGS,
+        opts: pulumi.ResourceOptions | None = None,
+        **kwargs: Any,
     ) -> None:
+        args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         class_spec: dict[str, Any] = {
             "priorities": [{"machineFamily": family} for family in TRANSFER_FAMILIES],

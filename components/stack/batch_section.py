@@ -52,9 +52,11 @@ class BatchRules(RuleBase):
 
     def _teams(self, batch: BatchConfig, by_name: dict[str, GpuPool]) -> None:
         names = KeyNames(KEY, camel=True)
-        check_team_names([(t.name, t.namespace_name) for t in batch.teams], names, self.problems)
+        repeated = check_team_names([(t.name, t.namespace_name) for t in batch.teams], names, self.problems)
         entries: list[ShareEntry] = []
         for i, team in enumerate(batch.teams):
+            if i in repeated:
+                continue
             for pool, share in team.pools.items():
                 key = f"{KEY}.teams[{i}].pools.{cut_key(pool)}"
                 if self.unknown_pool(key, pool, by_name):
@@ -71,7 +73,9 @@ class BatchRules(RuleBase):
             for p in by_name.values()
             if p.max_nodes is not None
         }
-        check_shares(capacity, entries, self.problems, pools_key=f"{KEY}.teams")
+        check_shares(
+            capacity, entries, self.problems, pools_key=f"{KEY}.teams", capacity_key="the pool's maxNodes"
+        )
 
     def _topology(self, batch: BatchConfig, by_name: dict[str, GpuPool]) -> None:
         seen: set[str] = set()

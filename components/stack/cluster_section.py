@@ -37,6 +37,15 @@ from .schema import RuleBase, dashboard_on
 
 
 class ClusterRules(RuleBase):
+    def _zone_example(self) -> str:
+        """A zone of the stack's region, for a message: one the catalog lists, else the form."""
+        zones = sorted(
+            {z for a in self.catalog.accelerators.values() for z in a.zones.get(self.region or "", ())}
+        )
+        return (
+            f"one of its zones such as {zones[0]}" if zones else f"one of its zones ({self.region}-<letter>)"
+        )
+
     def _no_network(self) -> None:
         if self.config.network is not None:
             self.problems.add(
@@ -141,8 +150,12 @@ class ClusterRules(RuleBase):
             else:
                 self.problems.add(
                     f"{prefix}.location",
-                    f"{cut(c.location)} is not region {self.region} or one of its zones",
+                    f"{cut(c.location)} is not allowed: it is not region {self.region} or one of its "
+                    f"zones; allowed: {self.region} (a regional cluster) or {self._zone_example()}",
                 )
+                # The pools are judged in the region: a zone of another region says nothing of them.
+                location = self.region or ""
+                self.broken.cluster_keys.add("location")
 
         authorized: list[AuthorizedNetworkConfig] = []
         for i, entry in enumerate(c.authorized_networks):

@@ -15,8 +15,9 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic.alias_generators import to_snake
 
 from ..cluster.model import ClusterConfig
-from ..core.common import NAMESPACE, TOP_LEVEL_KEYS
+from ..core.common import NAMESPACE, TOP_LEVEL_KEYS, cut
 from ..core.messages import cut_key, describe_pydantic_error
+from ..core.shapes import expected
 from ..gpu.pool import GpuPool
 from ..serving.model import ServingConfig
 from ..workloads.model import WorkloadConfig
@@ -121,7 +122,10 @@ def _salvage_cluster(value: Any, broken: Broken) -> dict[str, Any] | None:
 
 def _validate_items(key: str, value: Any, problems: list[str], broken: Broken) -> list[Any] | None:
     if not isinstance(value, list):
-        problems.append(f"{NAMESPACE}:{key}: expected a list, got {type(value).__name__}")
+        shape = expected(StackConfig.model_fields[to_snake(key)].annotation, value)
+        if key == "workloads" and isinstance(value, str) and _is_workload_name(value):
+            shape = f"a list of workload names or mappings, such as [{value}]"  # the `- nvidia-smi` shorthand
+        problems.append(f"{NAMESPACE}:{key}: {cut(value)} is not allowed; expected {shape}")
         broken.sections.add(key)
         return None
     max_items = _max_length(key)
@@ -150,6 +154,14 @@ def _validate_items(key: str, value: Any, problems: list[str], broken: Broken) -
             indexes = {"gpuPools": broken.pool_indexes, "serving": broken.serving_indexes}
             indexes.get(key, broken.workload_indexes).append(i)
     return kept
+
+
+def _is_workload_name(value: str) -> bool:
+    try:
+        _item_adapter("workloads").validate_python({"name": value})
+    except ValidationError:
+        return False
+    return True
 
 
 def _max_length(key: str) -> int | None:

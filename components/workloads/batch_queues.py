@@ -1,7 +1,7 @@
 """Kueue and JobSet, and a queue per GPU pool: gang admission for multi-node GPU jobs."""
 
 from collections.abc import Callable
-from typing import Annotated, NotRequired, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 
 from ..core.arg_types import K8sName, LabelKey
 from ..core.common import GPU_RESOURCE, KeyNames, Problems, cut, listing
-from ..core.component import GkeGpuComponent
+from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.k8s import Toleration, TolerationSpec, app_labels, toleration_problems
 from ..core.validation import ArgsModel
 from .batch_teams import (
@@ -162,7 +162,7 @@ def _queue_rules(spec: _GpuBatchQueuesSpec) -> list[str]:
             )
     check_queue_names([q.name for q in spec.queues], entries, problems)
     capacity = {q.name: (q.gpus, "its gpus") for q in spec.queues}
-    check_shares(capacity, entries, problems, pools_key="queues")
+    check_shares(capacity, entries, problems, pools_key="queues", capacity_key="the queue's gpus")
     return problems.items
 
 
@@ -189,8 +189,14 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
     _args_rules = staticmethod(_queue_rules)
 
     def __init__(
-        self, name: str, args: GpuBatchQueuesArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        /,
+        args: GpuBatchQueuesArgs = NO_ARGS,
+        opts: pulumi.ResourceOptions | None = None,
+        **kwargs: Any,
     ) -> None:
+        args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         child = pulumi.ResourceOptions(parent=self)
         charts = [

@@ -18,6 +18,7 @@ from typing import NotRequired, TypedDict
 
 from ..core.common import GPU_RESOURCE, KeyNames, Problems, cut
 from ..gpu.pool import GpuPool
+from .model import MAX_TEAM_NAME
 
 # Namespaces a team may not take: Kubernetes' and GKE's own, the batch controllers', the samples'.
 RESERVED_NAMESPACES = frozenset(
@@ -150,9 +151,12 @@ def check_shares(
     problems: Problems,
     *,
     pools_key: str,
+    capacity_key: str,
 ) -> None:
     """The quota arithmetic: per pool, the teams' shares add up to at most its GPUs, and a borrowing
-    limit is at most what the others hold. `capacity`: pool -> (GPUs, how they are counted)."""
+    limit is at most what the others hold. `capacity`: pool -> (GPUs, how they are counted);
+    `capacity_key`: what the caller writes to give a pool more GPUs (the stack file's `maxNodes`, a
+    component's `gpus`), named in the advice."""
     by_pool: dict[str, list[ShareEntry]] = {}
     for share in shares:
         by_pool.setdefault(share.pool, []).append(share)
@@ -166,7 +170,7 @@ def check_shares(
             problems.add(
                 pools_key,
                 f"the teams' shares of pool {pool} add up to {taken} GPUs ({terms}), more than its "
-                f"{total} ({how}); lower a share or raise the pool's maxNodes",
+                f"{total} ({how}); lower a share or raise {capacity_key}",
             )
             continue
         for e in entries:
@@ -203,30 +207,39 @@ def check_queue_names(pools: Iterable[str], shares: Sequence[ShareEntry], proble
 
 def check_team_names(
     teams: Sequence[tuple[str, str]], names: KeyNames, problems: Problems, *, key: str = "teams"
-) -> None:
+) -> set[int]:
     """Team names and namespaces are unique, and no namespace is reserved: `teams` is
-    (name, namespace) pairs in order."""
+    (name, namespace) pairs in order. Returns the indexes of the teams that repeat an earlier team's
+    name: what follows from the repeat (the same namespace, the same queues) is not reported again."""
     seen_names: dict[str, int] = {}
     seen_namespaces: dict[str, int] = {}
+    repeated: set[int] = set()
     for i, (name, namespace) in enumerate(teams):
         if name in seen_names:
+            repeated.add(i)
+            other = f"{name}-2"
+            example = f" (such as {other})" if len(other) <= MAX_TEAM_NAME and other not in seen_names else ""
             problems.add(
-                names.at(f"{key}[{i}].name"), f"{cut(name)} is also {key}[{seen_names[name]}]'s name"
+                names.at(f"{key}[{i}].name"),
+                f"{cut(name)} is not allowed: it is also {key}[{seen_names[name]}]'s name; each team needs "
+                f"a name of its own{example}",
             )
         else:
             seen_names[name] = i
         if namespace in seen_namespaces:
             j = seen_namespaces[namespace]
-            problems.add(
-                names.at(f"{key}[{i}].namespace"),
-                f"{cut(namespace)} is also {key}[{j}]'s namespace; each team has its own (its "
-                "LocalQueues are named by pool, so two teams in one namespace would share them)",
-            )
+            if not (i in repeated and seen_names[name] == j):  # the same team twice: one problem
+                problems.add(
+                    names.at(f"{key}[{i}].namespace"),
+                    f"{cut(namespace)} is also {key}[{j}]'s namespace; each team has its own (its "
+                    "LocalQueues are named by pool, so two teams in one namespace would share them)",
+                )
         else:
             seen_namespaces[namespace] = i
         why = namespace_problem(namespace)
-        if why:
+        if why and not (i in repeated and namespace == teams[seen_names[name]][1]):
             problems.add(names.at(f"{key}[{i}].namespace"), why)
+    return repeated
 
 
 def queue_name(pool: str) -> str:

@@ -16,11 +16,14 @@ from ..core.common import (
 from ..core.model import (
     DNS_LABEL,
     StackModel,
+    example,
 )
 
 
 class LoadFloorsConfig(StackModel):
     """serving-load's floors at its last level; each one unset: the estimate for the pool's GPU."""
+
+    model_config = example(outputTokensPerSecond=500, ttftP99Ms=2000)
 
     output_tokens_per_second: float | None = Field(None, gt=0, le=1_000_000)
     ttft_p99_ms: float | None = Field(None, gt=0, le=3_600_000)
@@ -45,6 +48,8 @@ WORKLOAD_NAMES = (*(kind.value for kind in SampleKind), "nccl-allreduce", "servi
 
 
 class WorkloadConfig(StackModel):
+    model_config = example(name="nvidia-smi", pool="l4")
+
     name: Literal[WORKLOAD_NAMES]  # type: ignore[valid-type]
     pool: Annotated[str, Field(min_length=1, max_length=100)] | None = None
     # serving-load only: the gke-gpu:serving entry it loads, and the floors its last level must reach.
@@ -72,6 +77,8 @@ NamespaceName = matching(
 class TeamShare(StackModel):
     """A team's share of one GPU pool: its nominal GPUs and how many more it may borrow."""
 
+    model_config = example(gpus=8, borrow=4)
+
     # Nominal quota in nvidia.com/gpu (the pool's schedulable GPUs: with sharing or MIG, the shares);
     # CPU, memory and ephemeral storage are sized in the same proportion of the pool.
     gpus: int = Field(ge=0, le=100_000)
@@ -82,6 +89,8 @@ class TeamShare(StackModel):
 
 class TeamConfig(StackModel):
     """A team: a namespace with a LocalQueue per GPU pool it may use, and its share of each."""
+
+    model_config = example(name="research", pools={"l4": {"gpus": 8, "borrow": 4}})
 
     name: Annotated[TeamName, Field(min_length=1)]  # type: ignore[valid-type]
     # Defaults to the team's name.
@@ -98,6 +107,8 @@ class TeamConfig(StackModel):
 
 
 class BatchConfig(StackModel):
+    model_config = example(kueue=True, teams=[{"name": "research", "pools": {"l4": {"gpus": 8}}}])
+
     # Kueue and JobSet from their Helm charts, a ResourceFlavor and a ClusterQueue per GPU pool.
     kueue: bool = False
     # Teams sharing the GPU pools; none: a default team (namespace gpu-jobs) on every pool's queue.

@@ -9,7 +9,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from ..core.common import GPU_RESOURCE
-from ..core.component import GkeGpuComponent
+from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.data import SCRIPTS_DIR
 from ..core.k8s import (
     GKE_DRIVER_MOUNT,
@@ -116,8 +116,14 @@ class NcclAllReduce(GkeGpuComponent[NcclAllReduceSpec]):
     _args_type = NcclAllReduceArgs
 
     def __init__(
-        self, name: str, args: NcclAllReduceArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        /,
+        args: NcclAllReduceArgs = NO_ARGS,
+        opts: pulumi.ResourceOptions | None = None,
+        **kwargs: Any,
     ) -> None:
+        args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         jobset = jobset_name(spec.pool)
         floor = floor_for(spec.machine_type, spec.transport, spec.min_bus_bandwidth_gbps)

@@ -4,13 +4,14 @@ zero nodes when it is done."""
 
 import hashlib
 from collections.abc import Mapping
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from ..core import images
 from ..core.common import GPU_RESOURCE
-from ..core.component import GkeGpuComponent
+from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.data import SCRIPTS_DIR
 from ..core.k8s import (
     GKE_DRIVER_MOUNT,
@@ -96,8 +97,14 @@ class SampleWorkloads(GkeGpuComponent[SampleWorkloadsSpec]):
     _args_rules = staticmethod(sample_rules)
 
     def __init__(
-        self, name: str, args: SampleWorkloadsArgs, opts: pulumi.ResourceOptions | None = None
+        self,
+        name: str,
+        /,
+        args: SampleWorkloadsArgs = NO_ARGS,
+        opts: pulumi.ResourceOptions | None = None,
+        **kwargs: Any,
     ) -> None:
+        args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         self._name = name
         self._args = spec

@@ -1,7 +1,7 @@
 // A GPU cluster in TypeScript from the gke-gpu package: a network, a Standard cluster and two GPU
 // node pools. Set up (needs the Pulumi CLI; <your-git-host>/gke-gpu is this repository's URL):
 //   pulumi new typescript
-//   pulumi package add https://<your-git-host>/gke-gpu/provider@v0.9.0   # generates the SDK
+//   pulumi package add https://<your-git-host>/gke-gpu/provider   # generates the SDK
 //   pulumi config set gcp:project <your-gcp-project>
 // The SDK's import name below is the CLI's default for a package named gke-gpu (UNVERIFIED here:
 // use the import line `pulumi package add` prints). Every property used here is checked against
