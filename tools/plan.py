@@ -103,6 +103,9 @@ def to_document(result: RunResult) -> dict[str, Any]:
         forcing = replace_on_change(r.type)
         if forcing:
             entry["replaceOnChange"] = list(forcing)
+        if r.ignore_changes:
+            # What the program leaves to GCP after creation (gke_gpu/gpu/gke_rewrites.py says why).
+            entry["ignoreChanges"] = list(r.ignore_changes)
         resources.append(entry)
     document: dict[str, Any] = {
         "format": FORMAT,

@@ -14,6 +14,7 @@ from ..core.common import Problem
 from ..core.component import CheckedArgs, GkeGpuComponent
 from ..core.validation import Deferrable, pick
 from ..gpudirect.flavors import FLAVORS
+from .gke_rewrites import PoolKind, declared_labels, ignored_paths
 from .pool import CONTAINER_IMAGE_CACHE, GpuPool
 from .pool_args import GpuNodePoolArgs, NodeNetwork, node_network_list
 from .rules import check_standard_pool_args, validate_pool_args
@@ -172,6 +173,7 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
 
         # initial_node_count is per zone and ForceNew; it only seeds the pool (see ignore_changes).
         initial_per_zone = math.ceil(pool.min_nodes / max(len(pool.zones or []), 1))
+        kind = PoolKind(flex_start=pool.flex_start, queued_provisioning=pool.queued_provisioning)
         self.node_pool = container.NodePool(
             f"{name}-pool",
             name=pool.name,
@@ -193,8 +195,12 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
                 auto_upgrade=True,
             ),
             # Upgrade one node at a time without a surge node: a surge node needs spare GPU
-            # quota and capacity (or reservation room), which GPU pools rarely have.
-            upgrade_settings=container.NodePoolUpgradeSettingsArgs(max_surge=0, max_unavailable=1),
+            # quota and capacity (or reservation room), which GPU pools rarely have. On flex-start and
+            # queued-provisioning pools GKE owns the strategy (SHORT_LIVED, which the provider cannot
+            # declare): left out and ignored (gpu/gke_rewrites.py), or every preview shows a change.
+            upgrade_settings=(
+                None if kind.dws else container.NodePoolUpgradeSettingsArgs(max_surge=0, max_unavailable=1)
+            ),
             queued_provisioning=(
                 container.NodePoolQueuedProvisioningArgs(enabled=True) if pool.queued_provisioning else None
             ),
@@ -213,7 +219,7 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
             node_config=self._node_config(pool, args.get("node_service_account_email")),
             opts=pulumi.ResourceOptions(
                 parent=self,
-                ignore_changes=["initialNodeCount"],
+                ignore_changes=["initialNodeCount", *ignored_paths(kind)],
                 # The name is fixed, so a replacement must delete the old pool first.
                 delete_before_replace=True,
             ),
@@ -249,9 +255,8 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
             key="compute.googleapis.com/reservation-name" if pool.reservation.name else None,
             values=[pool.reservation.name] if pool.reservation.name else None,
         )
-        labels = dict(pool.labels)
-        if pool.queued_provisioning:
-            labels["cloud.google.com/gke-queued"] = "true"
+        kind = PoolKind(flex_start=pool.flex_start, queued_provisioning=pool.queued_provisioning)
+        labels = {**pool.labels, **declared_labels(kind)}
         return container.NodePoolNodeConfigArgs(
             machine_type=pool.machine_type,
             image_type="COS_CONTAINERD",
