@@ -101,9 +101,13 @@ def next_preview(declared: dict[str, Any], state: dict[str, Any], ignored: list[
     """The paths the provider's diff of `declared` against `state` would show, minus `ignored`."""
     changes: list[str] = []
 
+    def is_ignored(path: tuple[str, ...]) -> bool:
+        text = pulumi_path(path)
+        return any(text == i or text.startswith(i + ".") or text.startswith(i + "[") for i in ignored)
+
     def walk(config: Any, held: Any, path: tuple[str, ...]) -> None:
         text = pulumi_path(path) if path else ""
-        if path and any(text == i or text.startswith(i + ".") or text.startswith(i + "[") for i in ignored):
+        if path and is_ignored(path):
             return
         if config is None or (path in MAPS and config == {}):
             return  # not declared: Optional+Computed, the provider keeps what GKE holds
@@ -113,7 +117,8 @@ def next_preview(declared: dict[str, Any], state: dict[str, Any], ignored: list[
             keys = set(config) | (set(held) if (path in MAPS or path in PROVIDER_FILTERED) else set())
             for key in sorted(keys):
                 if key not in config:
-                    changes.append(pulumi_path((*path, key)))
+                    if not is_ignored((*path, key)):
+                        changes.append(pulumi_path((*path, key)))
                 else:
                     walk(config[key], held.get(key), (*path, key))
         elif config != held:

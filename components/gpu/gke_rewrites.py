@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..core.common import GPU_TAINT_KEY, GPU_TAINT_VALUE
+from .placement_rules import FLEX_START_MIN_VERSION
 
 __all__ = [
     "GKE_REWRITES",
@@ -36,8 +37,6 @@ __all__ = [
 
 # terraform-provider-google(-beta) at 93c65b2d (2026-08-21), the provider pulumi-gcp bridges:
 _TFP = "hashicorp/terraform-provider-google-beta@93c65b2d google-beta/services/container/"
-# GKE's first version with flex-start for GPUs and short-lived upgrades (docs/multi-node-training.md).
-SHORT_LIVED_MIN_VERSION = "1.32.2-gke.1652000"
 
 
 @dataclass(frozen=True)
@@ -88,7 +87,7 @@ GKE_REWRITES: tuple[GkeRewrite, ...] = (
         handling="ignored",
         source=(
             f"GKE 'Node upgrade strategies': nodes that use flex-start VMs get short-lived upgrades "
-            f"(GKE {SHORT_LIVED_MIN_VERSION}+); API NodePoolUpdateStrategy SHORT_LIVED 'the dedicated "
+            f"(GKE {FLEX_START_MIN_VERSION}+); API NodePoolUpdateStrategy SHORT_LIVED 'the dedicated "
             "upgrade strategy for QueuedProvisioning and flex start node pools'; the provider's "
             f"upgrade_settings.strategy takes only SURGE or BLUE_GREEN and defaults to SURGE ({_TFP}"
             "resource_container_node_pool.go), so SHORT_LIVED cannot be declared; the loop this causes: "
