@@ -159,6 +159,7 @@ class PlacementRules(PoolRuleBase):
                     f"true is not allowed: {machine.name} is not offered through queued provisioning",
                 )
         self._check_flex_start(pool, path, machine)
+        self._check_placement(pool, path)
         if pool.compact_placement:
             if machine is not None and machine.series == "n1":
                 self.problems.add(
@@ -171,6 +172,33 @@ class PlacementRules(PoolRuleBase):
                     f"{list(zones)} has {len(zones)} zones; {self.key('compact_placement')} needs exactly "
                     "one",
                 )
+
+    def _check_placement(self, pool: GpuPool, path: str) -> None:
+        """What places the nodes close together: a reservation block or a compact placement policy,
+        never both (cluster-toolkit's A3 Ultra and A4 blueprints consume a block with no placement
+        policy); the render notes which."""
+        block = pool.reservation.block
+        if block and pool.compact_placement:
+            self.problems.add(
+                self.at(path, "compact_placement"),
+                f"true is not allowed with {self.key('reservation.name')} {cut(pool.reservation.name)}: a "
+                "reservation block already holds its VMs close together, and a compact placement policy "
+                f"on top of it may not fit the block's capacity; use the block alone (drop "
+                f"{self.key('compact_placement')}) or the whole reservation with compact placement",
+            )
+        elif block:
+            self.note(
+                path,
+                f"placement: the reservation block {block} (its VMs sit close together; no compact placement "
+                "policy)",
+            )
+        elif pool.compact_placement:
+            caution = (
+                " (the reservation must not carry a placement policy of its own)"
+                if pool.reservation.type != "NONE"
+                else ""
+            )
+            self.note(path, f"placement: a compact placement policy{caution}")
 
     def queued_flex_start(self, pool: GpuPool) -> bool:
         """Whether a pool's flex-start VMs come from its queued provisioning: GKE's ProvisioningRequest

@@ -62,6 +62,13 @@ class ReservationConfig(StackModel):
     def api_type(self) -> str:
         return _RESERVATION_API_TYPES[self.type]
 
+    @property
+    def block(self) -> str | None:
+        """The reservation block the name targets (`<name>/reservationBlocks/<block>`), or None."""
+        if self.type != "SPECIFIC" or not self.name or "/reservationBlocks/" not in self.name:
+            return None
+        return self.name.rsplit("/reservationBlocks/", 1)[1]
+
 
 class TaintConfig(StackModel):
     key: LabelKey
