@@ -201,3 +201,35 @@ def test_a_queued_flex_start_pool_with_settings_gke_refuses_is_refused_once_by_k
     assert expected in message
     key = expected.split(": ", 1)[0]
     assert message.count(key + ":") == 1, message
+
+
+def test_a_flex_start_example_stack_renders_and_passes_the_policy_pack() -> None:
+    """The flex-start example: an A3 Ultra pool on flex-start VMs with GPUDirect and compact placement
+    (flex-start takes it on A3 Ultra), and flex-start with queued provisioning on L4."""
+    from tools import check_policies, plan
+    from tools.offline import run_program
+
+    ultra = {
+        "name": "ultra",
+        "accelerator": "nvidia-h200-141gb",
+        "gpusPerNode": 8,
+        "maxNodes": 2,
+        "zones": ["us-central1-b"],
+        "gpudirect": True,
+        "flexStart": True,
+        "maxRunDuration": "7d",
+        "compactPlacement": True,
+    }
+    config = stack_config(
+        cluster={**STANDARD_CLUSTER, "location": "us-central1-b"},
+        gpuPools=[ultra, {**QUEUED, "zones": ["us-central1-b"]}],
+        batch={"kueue": True},
+    )
+    result = run_program(config, stack="test", preview=True)
+    assert result.error is None, result.error
+    pools = {r.name: r for r in result.of_type("gcp:container/nodePool:NodePool")}
+    assert pools["gpu-ultra-pool"].inputs["nodeConfig"]["flexStart"] is True
+    assert pools["gpu-ultra-pool"].inputs["placementPolicy"] == {"type": "COMPACT"}
+    assert "upgradeSettings" not in pools["gpu-l4-pool"].inputs
+    document = plan.to_document(result)
+    assert [str(v) for v in check_policies.check_document(document, notes=[])] == []

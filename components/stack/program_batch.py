@@ -83,7 +83,7 @@ def batch_queues(
             gpus=pool.max_nodes * pool.schedulable_gpus_per_node,
             cpus=pool.max_nodes * machine.vcpus,
             memory_gib=int(pool.max_nodes * machine.memory_gb),
-            ephemeral_storage_gib=pool.max_nodes * pool.disk_size_gb,
+            ephemeral_storage_gib=pool.max_nodes * pool.node_ephemeral_storage_gib,
         )
         shares = [(team, team.pools[pool.name]) for team in batch.teams if pool.name in team.pools]
         queue = {

@@ -57,7 +57,8 @@ class BatchQueue(TypedDict):
     memory_gib: int
     """Memory quota, in GiB (the pool's nodes at most x their memory)."""
     ephemeral_storage_gib: int
-    """Ephemeral-storage quota, in GiB (the pool's nodes at most x their boot disk)."""
+    """Ephemeral-storage quota, in GiB (the pool's nodes at most x the ephemeral storage of one: its Local
+    SSDs where they back it, else its boot disk)."""
     queued_provisioning: NotRequired[bool]
     """The pool takes nodes only through ProvisioningRequests: the queue gets a
     ProvisioningRequestConfig and an AdmissionCheck. Defaults to false."""
