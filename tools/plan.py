@@ -42,11 +42,14 @@ REPLACE_ON_CHANGE: dict[str, tuple[str, ...]] = {
         "enableAutopilot",
         "ipAllocationPolicy",
         "datapathProvider",
-        # Not listed: enablePrivateEndpoint (in place since provider v4.80) and
-        # masterAuth.clientCertificateConfig (ForceNew, but always declared false, which is what the
-        # provider records for every cluster without client certificates: it never changes).
+        # Always declared false, which is what the provider records for every cluster without client
+        # certificates: it never changes, but it is ForceNew.
+        "masterAuth.clientCertificateConfig",
         "privateClusterConfig.masterIpv4CidrBlock",
-        "clusterAutoscaling.autoProvisioningDefaults.serviceAccount",
+        # Not listed: nodeConfig (the default pool's, ForceNew field by field: the cluster ignores it
+        # after creation, so a new node service account replaces the node pools, not the cluster) and
+        # clusterAutoscaling.autoProvisioningDefaults.serviceAccount (updated in place).
+        # tests/test_replace_on_change.py checks the list against the provider's schema.
     ),
     "gcp:compute/network:Network": ("name", "project", "autoCreateSubnetworks", "routingMode"),
     "gcp:compute/subnetwork:Subnetwork": ("name", "project", "region", "network"),

@@ -29,25 +29,25 @@ __all__ = [
     "validate_gpu_node_pool_args",
 ]
 
-# Inputs whose change makes GKE delete and recreate the node pool (ForceNew in the provider),
-# keyed by their camelCase path in the NodePool's inputs. The offline render marks them, and
-# `tools/render.py --diff` turns a change to any of them into "REPLACE".
-# (terraform-provider-google node_config.go / resource_container_node_pool.go, which pulumi-gcp
-# bridges.) Machine type, disk size and type, image type, labels and taints are updated in place:
-# GKE recreates the nodes one by one but keeps the pool.
+# Inputs whose change makes GKE delete and recreate the node pool, keyed by their camelCase path in
+# the NodePool's inputs: the provider's ForceNew fields the program declares (terraform-provider-
+# google-beta's resource_container_node_pool.go and node_config.go, which pulumi-gcp bridges;
+# tests/test_replace_on_change.py checks this list against them). The offline render marks them, and
+# `tools/render.py --diff` turns a change to any of them into "REPLACE". Zones (nodeLocations), machine
+# type, disk size and type, image type, gVNIC, image streaming, labels and taints are updated in
+# place: GKE adds or removes nodes, or recreates them one by one, but keeps the pool.
 REPLACE_ON_CHANGE = (
     "name",
+    "project",
+    "cluster",
     "location",
-    "nodeLocations",
     "placementPolicy",
     "queuedProvisioning",
-    # A pool's NICs are fixed at creation (ForceNew in the provider; GKE's multi-network guide: node
-    # networks cannot be added to or removed from an existing pool).
+    # A pool's NICs are fixed at creation (GKE's multi-network guide: node networks cannot be added
+    # to or removed from an existing pool).
     "networkConfig.additionalNodeNetworkConfigs",
     "nodeConfig.guestAccelerators",
     "nodeConfig.spot",
-    # Flex-start and its run limit: node_config fields, ForceNew like spot (by analogy; UNVERIFIED
-    # against the provider's schema, which marks most node_config fields ForceNew).
     "nodeConfig.flexStart",
     "nodeConfig.maxRunDuration",
     "nodeConfig.reservationAffinity",
@@ -56,10 +56,8 @@ REPLACE_ON_CHANGE = (
     "nodeConfig.oauthScopes",
     "nodeConfig.metadata",
     "nodeConfig.shieldedInstanceConfig",
-    "nodeConfig.gvnic",
-    "nodeConfig.gcfsConfig",
-    # The preloaded disk image: ForceNew in the provider (node_config.go, secondary_boot_disks), and
-    # GKE's guide: "When you modify the disk image, you must create a new node pool".
+    # The preloaded disk image; GKE's guide: "When you modify the disk image, you must create a new
+    # node pool".
     "nodeConfig.secondaryBootDisks",
 )
 
@@ -145,9 +143,10 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
     requirement for it).
 
     Hazard: most GPU settings are immutable. Changing the accelerator, its count, the driver
-    version, sharing, MIG partition, Spot, reservation, Local SSDs, placement, zones or the image
-    cache's disk image deletes and recreates the pool (see REPLACE_ON_CHANGE); a new machine type or
-    disk rolls the nodes instead.
+    version, sharing, MIG partition, Spot, flex-start, reservation, Local SSDs, placement, the node
+    service account or the image cache's disk image deletes and recreates the pool (see
+    REPLACE_ON_CHANGE); a new machine type or disk rolls the nodes instead, new zones add or remove
+    nodes.
     The pool has a fixed name, so the old pool is deleted before the new one is created (no double
     GPU quota, but no capacity in between): ``pulumi preview`` shows it as a replacement, and the
     offline render's ``--diff`` marks it.
