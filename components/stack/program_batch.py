@@ -99,6 +99,11 @@ def batch_queues(
             "memory_gib": whole.memory_gib,
             "ephemeral_storage_gib": whole.ephemeral_storage_gib,
             "queued_provisioning": pool.queued_provisioning,
+            **(
+                {"provisioning_retry": batch.provisioning_retry.model_dump()}
+                if pool.queued_provisioning and batch.provisioning_retry
+                else {}
+            ),
             "topology": pool.name in topology,
             # A shared pool's own queue admits only these (and the samples'): the all-reduce's.
             "namespaces": [nccl_namespace(pool.name)] if pool.name in nccl_pools(settings) else [],
