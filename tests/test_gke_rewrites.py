@@ -38,6 +38,11 @@ POOL_KINDS = {
     "spot": {**L4_POOL, "spot": True},
     "flex-start": {**L4_POOL, "flexStart": True, "maxRunDuration": "24h"},
     "queued-provisioning": {**A3_MEGA, "queuedProvisioning": True},
+    "queued-provisioning-without-flex-start": {**A3_MEGA, "queuedProvisioning": True, "flexStart": False},
+    "reservation-block": {
+        **A3_MEGA,
+        "reservation": {"type": "SPECIFIC", "name": "mega-res/reservationBlocks/b1"},
+    },
     "reservation": {**A3_MEGA, "reservation": {"type": "SPECIFIC", "name": "mega-res"}},
     "labels-and-taints": {
         **L4_POOL,
