@@ -179,3 +179,53 @@ def test_off_by_default() -> None:
 )
 def test_bad_batch_settings_are_refused_by_key(raw: dict, expected: str) -> None:
     assert expected in config_error(raw)
+
+
+RETRY = {"backoffLimitCount": 5, "backoffBaseSeconds": 120, "backoffMaxSeconds": 3600}
+
+
+def test_provisioning_retries_reach_the_provisioning_request_config_with_kueues_names() -> None:
+    result = render(
+        stack_config(
+            cluster=STANDARD_CLUSTER,
+            gpuPools=[L4_POOL, A100_QUEUED],
+            batch={"kueue": True, "provisioningRetry": RETRY},
+        )
+    )
+    (config,) = [r.inputs for r in result.of_type(f"{KUEUE}:ProvisioningRequestConfig")]
+    assert config["spec"]["retryStrategy"] == RETRY
+    validate(config)  # the vendored Kueue v0.19.2 CRD's field names and types
+
+
+def test_without_provisioning_retries_kueue_keeps_its_defaults(batch: RunResult) -> None:
+    (config,) = [r.inputs for r in batch.of_type(f"{KUEUE}:ProvisioningRequestConfig")]
+    assert "retryStrategy" not in config["spec"]
+
+
+@pytest.mark.parametrize(
+    ("batch_keys", "pools", "expected"),
+    [
+        (
+            {"kueue": True, "provisioningRetry": RETRY},
+            [L4_POOL],
+            "gke-gpu:batch.provisioningRetry: only allowed with a queuedProvisioning pool",
+        ),
+        (
+            {"kueue": True, "provisioningRetry": {"backoffBaseSeconds": 600, "backoffMaxSeconds": 60}},
+            [A100_QUEUED],
+            "gke-gpu:batch.provisioningRetry.backoffMaxSeconds: 60 is less than backoffBaseSeconds 600",
+        ),
+        (
+            {"provisioningRetry": RETRY},
+            [A100_QUEUED],
+            "gke-gpu:batch.provisioningRetry: only allowed with kueue: true",
+        ),
+        (
+            {"kueue": True, "provisioningRetry": {"backoffLimitCount": -1}},
+            [A100_QUEUED],
+            "gke-gpu:batch.provisioningRetry.backoffLimitCount",
+        ),
+    ],
+)
+def test_bad_provisioning_retries_are_refused_by_key(batch_keys: dict, pools: list, expected: str) -> None:
+    assert expected in config_error({"cluster": STANDARD_CLUSTER, "gpuPools": pools, "batch": batch_keys})

@@ -50,10 +50,6 @@ def test_the_render_notes_the_gke_version_flex_start_needs() -> None:
     [
         ({"spot": True}, "gke-gpu:gpuPools[0].spot: true is not allowed with flexStart"),
         (
-            {"queuedProvisioning": True},
-            "gke-gpu:gpuPools[0].queuedProvisioning: true is not allowed with flexStart",
-        ),
-        (
             {"reservation": {"type": "ANY"}},
             "gke-gpu:gpuPools[0].reservation.type: 'ANY' is not allowed with flexStart",
         ),
@@ -135,3 +131,105 @@ def test_the_settings_keep_the_run_limit_in_seconds() -> None:
         {"cluster": STANDARD_CLUSTER, "gpuPools": [{**FLEX, "maxRunDuration": "7d"}]}
     ).gpu_pools
     assert (pool.flex_start, pool.max_run_seconds) == (True, 604800)
+
+
+QUEUED = {**L4_POOL, "queuedProvisioning": True}
+
+
+def test_queued_provisioning_uses_flex_start_vms_as_gke_documents_it_today() -> None:
+    result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[QUEUED]))
+    inputs = result.one("gcp:container/nodePool:NodePool", "gpu-l4-pool").inputs
+    assert inputs["queuedProvisioning"] == {"enabled": True}
+    assert inputs["nodeConfig"]["flexStart"] is True
+    assert inputs["nodeConfig"]["reservationAffinity"] == {"consumeReservationType": "NO_RESERVATION"}
+    assert inputs["management"] == {"autoRepair": False, "autoUpgrade": True}
+    assert inputs["autoscaling"]["totalMinNodeCount"] == 0
+    assert inputs["autoscaling"]["locationPolicy"] == "ANY"
+    assert "placementPolicy" not in inputs
+    assert any(
+        "gke-gpu:gpuPools[0]: queuedProvisioning uses flex-start VMs" in w and "1.32.2-gke.1652000" in w
+        for w in result.warnings
+    )
+    assert result.outputs["gpuPools"][0]["flexStart"] is True
+
+
+def test_flex_start_false_keeps_the_older_queued_provisioning_with_a_note() -> None:
+    result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[{**QUEUED, "flexStart": False}]))
+    inputs = result.one("gcp:container/nodePool:NodePool", "gpu-l4-pool").inputs
+    assert inputs["queuedProvisioning"] == {"enabled": True}
+    assert "flexStart" not in inputs["nodeConfig"]
+    assert "upgradeSettings" not in inputs  # GKE still owns the strategy of a queued pool
+    assert any(
+        "queuedProvisioning without flexStart is GKE's older queued provisioning" in w
+        for w in result.warnings
+    )
+
+
+def test_queued_and_flex_start_together_are_accepted_and_a_run_limit_is_kept() -> None:
+    (pool,) = settings(
+        {"cluster": STANDARD_CLUSTER, "gpuPools": [{**QUEUED, "flexStart": True, "maxRunDuration": "2d"}]}
+    ).gpu_pools
+    assert (pool.queued_provisioning, pool.flex_start, pool.max_run_seconds) == (True, True, 172800)
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (
+            {"reservation": {"type": "ANY"}},
+            "gke-gpu:gpuPools[0].reservation.type: 'ANY' is not allowed with queuedProvisioning",
+        ),
+        (
+            {"minNodes": 1, "zones": ["us-central1-a"]},
+            "gke-gpu:gpuPools[0].minNodes: 1 is not allowed with queuedProvisioning",
+        ),
+        ({"spot": True}, "gke-gpu:gpuPools[0].spot: true is not allowed with queuedProvisioning"),
+        (
+            {"compactPlacement": True, "zones": ["us-central1-a"]},
+            "gke-gpu:gpuPools[0].compactPlacement: true is not allowed with queuedProvisioning",
+        ),
+        (
+            {"maxRunDuration": "8d"},
+            "gke-gpu:gpuPools[0].maxRunDuration: '8d' is longer than flex-start's limit",
+        ),
+    ],
+)
+def test_a_queued_flex_start_pool_with_settings_gke_refuses_is_refused_once_by_key(
+    extra: dict, expected: str
+) -> None:
+    message = config_error({"cluster": STANDARD_CLUSTER, "gpuPools": [{**QUEUED, **extra}]})
+    assert expected in message
+    key = expected.split(": ", 1)[0]
+    assert message.count(key + ":") == 1, message
+
+
+def test_a_flex_start_example_stack_renders_and_passes_the_policy_pack() -> None:
+    """The flex-start example: an A3 Ultra pool on flex-start VMs with GPUDirect and compact placement
+    (flex-start takes it on A3 Ultra), and flex-start with queued provisioning on L4."""
+    from tools import check_policies, plan
+    from tools.offline import run_program
+
+    ultra = {
+        "name": "ultra",
+        "accelerator": "nvidia-h200-141gb",
+        "gpusPerNode": 8,
+        "maxNodes": 2,
+        "zones": ["us-central1-b"],
+        "gpudirect": True,
+        "flexStart": True,
+        "maxRunDuration": "7d",
+        "compactPlacement": True,
+    }
+    config = stack_config(
+        cluster={**STANDARD_CLUSTER, "location": "us-central1-b"},
+        gpuPools=[ultra, {**QUEUED, "zones": ["us-central1-b"]}],
+        batch={"kueue": True},
+    )
+    result = run_program(config, stack="test", preview=True)
+    assert result.error is None, result.error
+    pools = {r.name: r for r in result.of_type("gcp:container/nodePool:NodePool")}
+    assert pools["gpu-ultra-pool"].inputs["nodeConfig"]["flexStart"] is True
+    assert pools["gpu-ultra-pool"].inputs["placementPolicy"] == {"type": "COMPACT"}
+    assert "upgradeSettings" not in pools["gpu-l4-pool"].inputs
+    document = plan.to_document(result)
+    assert [str(v) for v in check_policies.check_document(document, notes=[])] == []

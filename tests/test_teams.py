@@ -67,18 +67,19 @@ def test_each_team_gets_a_cluster_queue_with_its_share_in_the_pools_cohort(share
     platform = spec(shared, "ClusterQueue", "batch-train/platform-cluster-queue")
     pool = spec(shared, "ClusterQueue", "batch-train-cluster-queue")
     assert research["cohortName"] == platform["cohortName"] == pool["cohortName"] == "gpu-train"
-    # research: 8 of 16 GPUs, so half the pool's 416 vCPUs, 3,744 GiB and 200 GiB of boot disk; no limit
+    # research: 8 of 16 GPUs, so half the pool's 416 vCPUs, 3,744 GiB and 5,584 GiB of ephemeral storage
+    # (2 nodes x 16 Local SSDs x 349 GiB: a3-megagpu-8g puts ephemeral storage on them); no limit
     # on borrowing. platform: 4 of 16 (a quarter), borrowing at most 4 GPUs (and a quarter of the rest).
     assert quota(research) == {
         "cpu": (208, None),
         "memory": ("1872Gi", None),
-        "ephemeral-storage": ("200Gi", None),
+        "ephemeral-storage": ("5584Gi", None),
         "nvidia.com/gpu": (8, None),
     }
     assert quota(platform) == {
         "cpu": (104, 104),
         "memory": ("936Gi", "936Gi"),
-        "ephemeral-storage": ("100Gi", "100Gi"),
+        "ephemeral-storage": ("2792Gi", "2792Gi"),
         "nvidia.com/gpu": (4, 4),
     }
     # The pool's own queue keeps what no team holds: 16 - 8 - 4 = 4 GPUs (the all-reduce queues here).
@@ -426,7 +427,7 @@ def test_the_docs_batch_example_renders_with_the_quotas_the_docs_show() -> None:
         "nvidia.com/gpu": 4,
         "cpu": 104,
         "memory": "936Gi",
-        "ephemeral-storage": "100Gi",
+        "ephemeral-storage": "2792Gi",
     }
     assert {t["clusterQueue"]: t["quota"]["cpu"] for t in queue["teams"]} == {
         "gpu-train-research": 208,

@@ -93,7 +93,7 @@ def _pool_estimate(
     if pool.get("flexStart") or pool.get("queuedProvisioning"):
         # Dynamic Workload Scheduler capacity (flex-start, queued provisioning) has its own
         # (discounted) prices, which the table does not carry.
-        how = "flex-start VMs" if pool.get("flexStart") else "queued-provisioning nodes"
+        how = "queued-provisioning nodes" if pool.get("queuedProvisioning") else "flex-start VMs"
         price.hourly[ON_DEMAND] = None
         price.reasons[ON_DEMAND] = (
             f"{how} are billed at Dynamic Workload Scheduler prices, which the price table does not "

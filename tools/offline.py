@@ -54,6 +54,8 @@ class Resource:
     inputs: dict[str, Any]
     # The type tokens this resource was known by before (its `aliases=[Alias(type_=...)]`).
     alias_types: tuple[str, ...] = ()
+    # The inputs left to the provider and GCP after creation (`ignore_changes`).
+    ignore_changes: tuple[str, ...] = ()
 
     @property
     def is_component(self) -> bool:
@@ -121,6 +123,7 @@ class _RecordingMocks(pulumi.runtime.Mocks):
                 provider=(args.provider or None),
                 inputs=normalise(args.inputs),
                 alias_types=getattr(self.current, "alias_types", ()),
+                ignore_changes=getattr(self.current, "ignore_changes", ()),
             )
         )
         if self.preview:
@@ -153,11 +156,13 @@ class _RecordingMonitor(pulumi_mocks.MockMonitor):
         self._recorder.current.alias_types = tuple(
             alias.spec.type for alias in request.aliases if alias.HasField("spec") and alias.spec.type
         )
+        self._recorder.current.ignore_changes = tuple(request.ignoreChanges)
         try:
             return super().RegisterResource(request)
         finally:
             self._recorder.current.parent = None
             self._recorder.current.alias_types = ()
+            self._recorder.current.ignore_changes = ()
             # The SDK gives each RPC worker thread its own event loop; close them after the run
             # (left open, they fail noisily when the interpreter tears them down).
             with contextlib.suppress(RuntimeError):

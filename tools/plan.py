@@ -42,11 +42,14 @@ REPLACE_ON_CHANGE: dict[str, tuple[str, ...]] = {
         "enableAutopilot",
         "ipAllocationPolicy",
         "datapathProvider",
-        # Not listed: enablePrivateEndpoint (in place since provider v4.80) and
-        # masterAuth.clientCertificateConfig (ForceNew, but always declared false, which is what the
-        # provider records for every cluster without client certificates: it never changes).
+        # Always declared false, which is what the provider records for every cluster without client
+        # certificates: it never changes, but it is ForceNew.
+        "masterAuth.clientCertificateConfig",
         "privateClusterConfig.masterIpv4CidrBlock",
-        "clusterAutoscaling.autoProvisioningDefaults.serviceAccount",
+        # Not listed: nodeConfig (the default pool's, ForceNew field by field: the cluster ignores it
+        # after creation, so a new node service account replaces the node pools, not the cluster) and
+        # clusterAutoscaling.autoProvisioningDefaults.serviceAccount (updated in place).
+        # tests/test_replace_on_change.py checks the list against the provider's schema.
     ),
     "gcp:compute/network:Network": ("name", "project", "autoCreateSubnetworks", "routingMode"),
     "gcp:compute/subnetwork:Subnetwork": ("name", "project", "region", "network"),
@@ -103,6 +106,9 @@ def to_document(result: RunResult) -> dict[str, Any]:
         forcing = replace_on_change(r.type)
         if forcing:
             entry["replaceOnChange"] = list(forcing)
+        if r.ignore_changes:
+            # What the program leaves to GCP after creation (gke_gpu/gpu/gke_rewrites.py says why).
+            entry["ignoreChanges"] = list(r.ignore_changes)
         resources.append(entry)
     document: dict[str, Any] = {
         "format": FORMAT,

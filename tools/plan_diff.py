@@ -53,10 +53,12 @@ def diff(old: dict[str, Any], new: dict[str, Any]) -> list[ResourceDiff]:
             continue
         before, after = _flatten(old_by[urn]["inputs"]), _flatten(r["inputs"])
         forcing = r.get("replaceOnChange", [])
+        # What the program leaves to GCP after creation is never sent again: no change, no replacement.
+        ignored = [re.sub(r'\["([^"]*)"\]', r".\1", i) for i in r.get("ignoreChanges", [])]
         changes = [
             (path, before.get(path), after.get(path), _forces(path, forcing))
             for path in sorted(set(before) | set(after))
-            if before.get(path) != after.get(path)
+            if before.get(path) != after.get(path) and not _forces(path, ignored)
         ]
         if changes:
             status = "replace" if any(c[3] for c in changes) else "update"

@@ -44,7 +44,10 @@ class SystemPool(TypedDict):
     spot: NotRequired[bool]
     """Spot VMs. Defaults to false."""
     disk_size_gb: NotRequired[int]
-    """Boot disk size in GB (pd-balanced). Defaults to 100."""
+    """Boot disk size in GB. Defaults to 100."""
+    disk_type: NotRequired[str]
+    """Boot disk type: one the machine series takes (N4, C4 and other Hyperdisk-only series:
+    hyperdisk-balanced). Defaults to the series' first: pd-balanced, or hyperdisk-balanced."""
 
 
 class GkeClusterArgs(TypedDict):

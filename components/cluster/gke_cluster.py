@@ -11,6 +11,7 @@ from pulumi_gcp import container, projects, serviceaccount
 from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.validation import pick
 from .args import GkeClusterArgs, GkeClusterSpec, cluster_rules
+from .boot_disks import system_disk_type
 from .model import SystemPoolConfig
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
@@ -332,7 +333,7 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
                 machine_type=pool.machine_type,
                 image_type="COS_CONTAINERD",
                 disk_size_gb=pool.disk_size_gb,
-                disk_type="pd-balanced",
+                disk_type=system_disk_type(pool.machine_type, pool.disk_type),
                 spot=pool.spot,
                 labels={"gke-gpu/role": "system"},
                 **hardened_node_settings(self.node_service_account.email),

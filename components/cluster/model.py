@@ -61,6 +61,8 @@ class SystemPoolConfig(StackModel):
     max_nodes: int = Field(3, ge=1, le=MAX_NODES_PER_POOL)
     spot: bool = False
     disk_size_gb: int = Field(100, ge=10, le=MAX_BOOT_DISK_GB)
+    # The boot disk type; defaults to the machine series' first (cluster/boot_disks.py).
+    disk_type: Annotated[str, Field(max_length=40)] | None = None
 
 
 class GkeClusterSettings(StackModel):

@@ -26,6 +26,7 @@ from ..core.common import (
     listing,
     network_of,
 )
+from .boot_disks import disk_type_problem
 from .model import SystemPoolConfig
 
 # Custom machine types: <series>-custom-<vCPUs>-<memory MB>[-ext] (N1 also without the series), and
@@ -145,6 +146,10 @@ def check_nodes(
         problem = machine_type_problem(pool.machine_type, load_machine_types())
         if problem:
             problems.add(names.at("system_pool.machine_type"), problem)
+        else:
+            disk_problem = disk_type_problem(pool.machine_type, pool.disk_type)
+            if disk_problem:
+                problems.add(names.at("system_pool.disk_type"), disk_problem)
     zones = 1 if ZONE_PATTERN.fullmatch(location) else DEFAULT_REGIONAL_ZONES
     if pool.max_nodes < zones:
         problems.add(

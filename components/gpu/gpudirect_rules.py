@@ -79,7 +79,7 @@ class GpuDirectRules(PoolRuleBase):
             )
             + f"; {self.version_hint()}",
         )
-        if not pool.compact_placement:
+        if not pool.compact_placement and not pool.reservation.block:
             if pool.queued_provisioning or (pool.flex_start and not machine.name.startswith(FLEX_COMPACT)):
                 why = "queued provisioning" if pool.queued_provisioning else "flex-start on this machine"
                 self.note(

@@ -14,6 +14,7 @@ from ..core.common import Problem
 from ..core.component import NO_ARGS, CheckedArgs, GkeGpuComponent
 from ..core.validation import Deferrable, pick
 from ..gpudirect.flavors import FLAVORS
+from .gke_rewrites import PoolKind, declared_labels, ignored_paths
 from .pool import CONTAINER_IMAGE_CACHE, GpuPool
 from .pool_args import GpuNodePoolArgs, NodeNetwork, node_network_list
 from .rules import check_standard_pool_args, validate_pool_args
@@ -28,25 +29,25 @@ __all__ = [
     "validate_gpu_node_pool_args",
 ]
 
-# Inputs whose change makes GKE delete and recreate the node pool (ForceNew in the provider),
-# keyed by their camelCase path in the NodePool's inputs. The offline render marks them, and
-# `tools/render.py --diff` turns a change to any of them into "REPLACE".
-# (terraform-provider-google node_config.go / resource_container_node_pool.go, which pulumi-gcp
-# bridges.) Machine type, disk size and type, image type, labels and taints are updated in place:
-# GKE recreates the nodes one by one but keeps the pool.
+# Inputs whose change makes GKE delete and recreate the node pool, keyed by their camelCase path in
+# the NodePool's inputs: the provider's ForceNew fields the program declares (terraform-provider-
+# google-beta's resource_container_node_pool.go and node_config.go, which pulumi-gcp bridges;
+# tests/test_replace_on_change.py checks this list against them). The offline render marks them, and
+# `tools/render.py --diff` turns a change to any of them into "REPLACE". Zones (nodeLocations), machine
+# type, disk size and type, image type, gVNIC, image streaming, labels and taints are updated in
+# place: GKE adds or removes nodes, or recreates them one by one, but keeps the pool.
 REPLACE_ON_CHANGE = (
     "name",
+    "project",
+    "cluster",
     "location",
-    "nodeLocations",
     "placementPolicy",
     "queuedProvisioning",
-    # A pool's NICs are fixed at creation (ForceNew in the provider; GKE's multi-network guide: node
-    # networks cannot be added to or removed from an existing pool).
+    # A pool's NICs are fixed at creation (GKE's multi-network guide: node networks cannot be added
+    # to or removed from an existing pool).
     "networkConfig.additionalNodeNetworkConfigs",
     "nodeConfig.guestAccelerators",
     "nodeConfig.spot",
-    # Flex-start and its run limit: node_config fields, ForceNew like spot (by analogy; UNVERIFIED
-    # against the provider's schema, which marks most node_config fields ForceNew).
     "nodeConfig.flexStart",
     "nodeConfig.maxRunDuration",
     "nodeConfig.reservationAffinity",
@@ -55,10 +56,8 @@ REPLACE_ON_CHANGE = (
     "nodeConfig.oauthScopes",
     "nodeConfig.metadata",
     "nodeConfig.shieldedInstanceConfig",
-    "nodeConfig.gvnic",
-    "nodeConfig.gcfsConfig",
-    # The preloaded disk image: ForceNew in the provider (node_config.go, secondary_boot_disks), and
-    # GKE's guide: "When you modify the disk image, you must create a new node pool".
+    # The preloaded disk image; GKE's guide: "When you modify the disk image, you must create a new
+    # node pool".
     "nodeConfig.secondaryBootDisks",
 )
 
@@ -144,9 +143,10 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
     requirement for it).
 
     Hazard: most GPU settings are immutable. Changing the accelerator, its count, the driver
-    version, sharing, MIG partition, Spot, reservation, Local SSDs, placement, zones or the image
-    cache's disk image deletes and recreates the pool (see REPLACE_ON_CHANGE); a new machine type or
-    disk rolls the nodes instead.
+    version, sharing, MIG partition, Spot, flex-start, reservation, Local SSDs, placement, the node
+    service account or the image cache's disk image deletes and recreates the pool (see
+    REPLACE_ON_CHANGE); a new machine type or disk rolls the nodes instead, new zones add or remove
+    nodes.
     The pool has a fixed name, so the old pool is deleted before the new one is created (no double
     GPU quota, but no capacity in between): ``pulumi preview`` shows it as a replacement, and the
     offline render's ``--diff`` marks it.
@@ -180,6 +180,7 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
 
         # initial_node_count is per zone and ForceNew; it only seeds the pool (see ignore_changes).
         initial_per_zone = math.ceil(pool.min_nodes / max(len(pool.zones or []), 1))
+        kind = PoolKind(flex_start=pool.flex_start, queued_provisioning=pool.queued_provisioning)
         self.node_pool = container.NodePool(
             f"{name}-pool",
             name=pool.name,
@@ -201,8 +202,12 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
                 auto_upgrade=True,
             ),
             # Upgrade one node at a time without a surge node: a surge node needs spare GPU
-            # quota and capacity (or reservation room), which GPU pools rarely have.
-            upgrade_settings=container.NodePoolUpgradeSettingsArgs(max_surge=0, max_unavailable=1),
+            # quota and capacity (or reservation room), which GPU pools rarely have. On flex-start and
+            # queued-provisioning pools GKE owns the strategy (SHORT_LIVED, which the provider cannot
+            # declare): left out and ignored (gpu/gke_rewrites.py), or every preview shows a change.
+            upgrade_settings=(
+                None if kind.dws else container.NodePoolUpgradeSettingsArgs(max_surge=0, max_unavailable=1)
+            ),
             queued_provisioning=(
                 container.NodePoolQueuedProvisioningArgs(enabled=True) if pool.queued_provisioning else None
             ),
@@ -221,7 +226,7 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
             node_config=self._node_config(pool, args.get("node_service_account_email")),
             opts=pulumi.ResourceOptions(
                 parent=self,
-                ignore_changes=["initialNodeCount"],
+                ignore_changes=["initialNodeCount", *ignored_paths(kind)],
                 # The name is fixed, so a replacement must delete the old pool first.
                 delete_before_replace=True,
             ),
@@ -257,9 +262,8 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
             key="compute.googleapis.com/reservation-name" if pool.reservation.name else None,
             values=[pool.reservation.name] if pool.reservation.name else None,
         )
-        labels = dict(pool.labels)
-        if pool.queued_provisioning:
-            labels["cloud.google.com/gke-queued"] = "true"
+        kind = PoolKind(flex_start=pool.flex_start, queued_provisioning=pool.queued_provisioning)
+        labels = {**pool.labels, **declared_labels(kind)}
         return container.NodePoolNodeConfigArgs(
             machine_type=pool.machine_type,
             image_type="COS_CONTAINERD",

@@ -160,6 +160,7 @@ class PlacementRules(PoolRuleBase):
                     f"true is not allowed: {machine.name} is not offered through queued provisioning",
                 )
         self._check_flex_start(pool, path, machine)
+        self._check_placement(pool, path)
         if pool.compact_placement:
             if machine is not None and machine.series == "n1":
                 self.problems.add(
@@ -173,10 +174,62 @@ class PlacementRules(PoolRuleBase):
                     "one",
                 )
 
+    def _check_placement(self, pool: GpuPool, path: str) -> None:
+        """What places the nodes close together: a reservation block or a compact placement policy,
+        never both (cluster-toolkit's A3 Ultra and A4 blueprints consume a block with no placement
+        policy); the render notes which."""
+        block = pool.reservation.block
+        if block and pool.compact_placement:
+            self.problems.add(
+                self.at(path, "compact_placement"),
+                f"true is not allowed with {self.key('reservation.name')} {cut(pool.reservation.name)}: a "
+                "reservation block already holds its VMs close together, and a compact placement policy "
+                f"on top of it may not fit the block's capacity; use the block alone (drop "
+                f"{self.key('compact_placement')}) or the whole reservation with compact placement",
+            )
+        elif block:
+            self.note(
+                path,
+                f"placement: the reservation block {block} (its VMs sit close together; no compact placement "
+                "policy)",
+            )
+        elif pool.compact_placement:
+            caution = (
+                " (the reservation must not carry a placement policy of its own)"
+                if pool.reservation.type != "NONE"
+                else ""
+            )
+            self.note(path, f"placement: a compact placement policy{caution}")
+
+    def queued_flex_start(self, pool: GpuPool) -> bool:
+        """Whether a pool's flex-start VMs come from its queued provisioning: GKE's ProvisioningRequest
+        page creates queued-provisioning pools with --flex-start and --enable-queued-provisioning, so
+        a queued pool gets flex-start unless `flex_start: false` keeps GKE's older queued provisioning
+        (GKE before FLEX_START_MIN_VERSION) or its GPU has no flex-start VMs."""
+        if not pool.queued_provisioning or "flex_start" in pool.model_fields_set:
+            return False
+        accelerator = self.catalog.accelerator(pool.accelerator)
+        return accelerator is None or accelerator.flex_start
+
     def _check_flex_start(self, pool: GpuPool, path: str, machine: MachineType | None) -> None:
-        """DWS flex-start: its own way to get capacity, so not with Spot, queued provisioning or a
-        reservation (GKE requires NO_RESERVATION and no Spot); a run limit of at most 7 days."""
-        if not pool.flex_start:
+        """DWS flex-start: its own way to get capacity, so not with Spot or a reservation (GKE
+        requires NO_RESERVATION and no Spot); a run limit of at most 7 days. With queued provisioning
+        it is how GKE documents queued provisioning today (queued_flex_start)."""
+        if pool.queued_provisioning and not pool.flex_start and not self.queued_flex_start(pool):
+            self.note(
+                path,
+                f"{self.key('queued_provisioning')} without {self.key('flex_start')} is GKE's older queued "
+                "provisioning (GKE's ProvisioningRequest page now creates such pools with --flex-start, "
+                f"GKE {FLEX_START_MIN_VERSION} or later); keep it only on an older cluster",
+            )
+        if pool.queued_provisioning and (pool.flex_start or self.queued_flex_start(pool)):
+            self.note(
+                path,
+                f"{self.key('queued_provisioning')} uses flex-start VMs (GKE's ProvisioningRequest page: "
+                f"--flex-start with --enable-queued-provisioning), which needs GKE {FLEX_START_MIN_VERSION} "
+                f"or later; {self.version_hint()}, or set {self.key('flex_start')}: false on an older one",
+            )
+        if not (pool.flex_start or self.queued_flex_start(pool)):
             ladder_flex = CapacityStep.FLEX_START in (pool.capacity_ladder or ())
             if pool.max_run_duration is not None and not ladder_flex:
                 self.problems.add(
@@ -192,17 +245,16 @@ class PlacementRules(PoolRuleBase):
                 self.at(path, "flex_start"),
                 f"true is not allowed: {accelerator.name} machine types are not offered as flex-start VMs",
             )
+        if pool.queued_provisioning:
+            # Spot, a reservation, minimum nodes and compact placement: queued provisioning's rules
+            # (_check_capacity_options) refuse them already, each reported once.
+            self._check_run_limit(pool, path)
+            return
         if pool.spot:
             self.problems.add(
                 self.at(path, "spot"),
                 f"true is not allowed with {flex}: flex-start obtains on-demand capacity for a limited "
                 "time; use one or the other",
-            )
-        if pool.queued_provisioning:
-            self.problems.add(
-                self.at(path, "queued_provisioning"),
-                f"true is not allowed with {flex}: choose one (GKE can combine them in one pool; this "
-                "program does not yet)",
             )
         if pool.min_nodes:
             self.problems.add(
@@ -222,13 +274,16 @@ class PlacementRules(PoolRuleBase):
                 f"{cut(pool.reservation.type)} is not allowed with {flex}: flex-start nodes consume no "
                 "reservation; allowed: 'NONE'",
             )
+        self._check_run_limit(pool, path)
+        self.note(
+            path,
+            f"{flex} needs GKE {FLEX_START_MIN_VERSION} or later; {self.version_hint()}",
+        )
+
+    def _check_run_limit(self, pool: GpuPool, path: str) -> None:
         seconds = pool.max_run_seconds
         if seconds is not None and seconds > MAX_RUN_SECONDS:
             self.problems.add(
                 self.at(path, "max_run_duration"),
                 f"{cut(pool.max_run_duration)} is longer than flex-start's limit of 7 days (7d)",
             )
-        self.note(
-            path,
-            f"{flex} needs GKE {FLEX_START_MIN_VERSION} or later; {self.version_hint()}",
-        )

@@ -37,6 +37,8 @@ _KUBERNETES_EFFECTS = {
 
 
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+# A Local SSD disk: 375 GB (Compute Engine "About Local SSD disks"), in GiB rounded down.
+LOCAL_SSD_GIB = 375 * 10**9 // 2**30
 
 
 def duration_seconds(text: str) -> int:
@@ -65,6 +67,13 @@ class ReservationConfig(StackModel):
     @property
     def api_type(self) -> str:
         return _RESERVATION_API_TYPES[self.type]
+
+    @property
+    def block(self) -> str | None:
+        """The reservation block the name targets (`<name>/reservationBlocks/<block>`), or None."""
+        if self.type != "SPECIFIC" or not self.name or "/reservationBlocks/" not in self.name:
+            return None
+        return self.name.rsplit("/reservationBlocks/", 1)[1]
 
 
 class TaintConfig(StackModel):
@@ -178,6 +187,15 @@ class GpuPool(StackModel):
     def max_run_seconds(self) -> int | None:
         """max_run_duration in seconds (the form GKE takes: "<n>s")."""
         return duration_seconds(self.max_run_duration) if self.max_run_duration else None
+
+    @property
+    def node_ephemeral_storage_gib(self) -> int:
+        """The ephemeral storage (emptyDir, image layers, logs) of one node, in GiB: its Local SSDs where
+        the pool puts ephemeral storage on them (GKE "About Local SSD for GKE",
+        --ephemeral-storage-local-ssd; the machine's bundled SSDs on A3, A4), else its boot disk."""
+        if self.local_ssd_count:
+            return self.local_ssd_count * LOCAL_SSD_GIB
+        return self.disk_size_gb
 
     @property
     def all_taints(self) -> tuple[TaintConfig, ...]:

@@ -279,6 +279,7 @@ class GpuPoolRules(MachineRules, PlacementRules, GpuDirectRules, LadderRules):
             zones=list(zones),
             local_ssd_count=local_ssds,
             disk_type=disk_type,
+            flex_start=pool.flex_start or self.queued_flex_start(pool),
         )
 
 

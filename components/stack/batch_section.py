@@ -12,6 +12,7 @@ from ..workloads.batch_teams import (
     check_queue_names,
     check_shares,
     check_team_names,
+    retry_problem,
     topology_problem,
 )
 from ..workloads.model import BatchConfig
@@ -26,9 +27,12 @@ class BatchRules(RuleBase):
         share them, and the chosen pools place a job's Pods by topology."""
         batch = self.config.batch
         if not batch.kueue:
-            for key in ("teams", "topology"):
-                if key in batch.model_fields_set:
-                    self.problems.add(f"{KEY}.{key}", "only allowed with kueue: true (Kueue's queues)")
+            for field in ("teams", "topology", "provisioning_retry"):
+                if field in batch.model_fields_set:
+                    self.problems.add(
+                        f"{KEY}.{KeyNames(camel=True).key(field)}",
+                        "only allowed with kueue: true (Kueue's queues)",
+                    )
             return batch
         if cluster.mode != "standard":
             why = (
@@ -48,7 +52,23 @@ class BatchRules(RuleBase):
         by_name = {p.name: p for p in pools}
         self._teams(batch, by_name)
         self._topology(batch, by_name)
+        self._provisioning_retry(batch, pools)
         return batch
+
+    def _provisioning_retry(self, batch: BatchConfig, pools: tuple[GpuPool, ...]) -> None:
+        """Kueue's retries of a failed ProvisioningRequest: for queued-provisioning pools only."""
+        retry = batch.provisioning_retry
+        if retry is None:
+            return
+        if not any(p.queued_provisioning for p in pools) and not self.broken.any_pool():
+            self.problems.add(
+                f"{KEY}.provisioningRetry",
+                f"only allowed with a queuedProvisioning pool in {NAMESPACE}:gpuPools (it configures "
+                "Kueue's ProvisioningRequests; there is none)",
+            )
+        problem = retry_problem(retry.backoff_base_seconds, retry.backoff_max_seconds, KeyNames(camel=True))
+        if problem:
+            self.problems.add(f"{KEY}.provisioningRetry.backoffMaxSeconds", problem)
 
     def _teams(self, batch: BatchConfig, by_name: dict[str, GpuPool]) -> None:
         names = KeyNames(KEY, camel=True)

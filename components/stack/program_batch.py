@@ -83,7 +83,7 @@ def batch_queues(
             gpus=pool.max_nodes * pool.schedulable_gpus_per_node,
             cpus=pool.max_nodes * machine.vcpus,
             memory_gib=int(pool.max_nodes * machine.memory_gb),
-            ephemeral_storage_gib=pool.max_nodes * pool.disk_size_gb,
+            ephemeral_storage_gib=pool.max_nodes * pool.node_ephemeral_storage_gib,
         )
         shares = [(team, team.pools[pool.name]) for team in batch.teams if pool.name in team.pools]
         queue = {
@@ -99,6 +99,11 @@ def batch_queues(
             "memory_gib": whole.memory_gib,
             "ephemeral_storage_gib": whole.ephemeral_storage_gib,
             "queued_provisioning": pool.queued_provisioning,
+            **(
+                {"provisioning_retry": batch.provisioning_retry.model_dump()}
+                if pool.queued_provisioning and batch.provisioning_retry
+                else {}
+            ),
             "topology": pool.name in topology,
             # A shared pool's own queue admits only these (and the samples'): the all-reduce's.
             "namespaces": [nccl_namespace(pool.name)] if pool.name in nccl_pools(settings) else [],

@@ -89,6 +89,8 @@ def gke_cluster(settings: Settings) -> tuple[GkeCluster, GkeNetwork | None]:
                 "spot": pool.spot,
                 "disk_size_gb": pool.disk_size_gb,
             }
+            if pool.disk_type is not None:
+                args["system_pool"]["disk_type"] = pool.disk_type
     return declare(GkeCluster, "gke", args), vpc
 
 

@@ -23,6 +23,7 @@ from .batch_teams import (
     check_shares,
     check_team_names,
     queue_name,
+    retry_problem,
     team_queue_name,
 )
 from .kueue_objects import cluster_queue, flavor
@@ -41,6 +42,17 @@ QUEUED_PROVISIONING_CLASS = "queued-provisioning.gke.io"
 TEAM_LABEL = "gke-gpu/team"
 
 
+class ProvisioningRetry(TypedDict):
+    """Kueue's retries of a failed ProvisioningRequest (ProvisioningRequestConfig retryStrategy)."""
+
+    backoff_limit_count: int
+    """Retries before the workload is deactivated; 0 switches retrying off. Kueue's default: 3."""
+    backoff_base_seconds: int
+    """The base of the exponential backoff (about base x 2^(n-1) seconds). Kueue's default: 60."""
+    backoff_max_seconds: int
+    """The longest backoff. Kueue's default: 1800."""
+
+
 class BatchQueue(TypedDict):
     """One GPU pool's queue: a ResourceFlavor (where its Pods go) and a ClusterQueue (how much)."""
 
@@ -57,10 +69,14 @@ class BatchQueue(TypedDict):
     memory_gib: int
     """Memory quota, in GiB (the pool's nodes at most x their memory)."""
     ephemeral_storage_gib: int
-    """Ephemeral-storage quota, in GiB (the pool's nodes at most x their boot disk)."""
+    """Ephemeral-storage quota, in GiB (the pool's nodes at most x the ephemeral storage of one: its Local
+    SSDs where they back it, else its boot disk)."""
     queued_provisioning: NotRequired[bool]
     """The pool takes nodes only through ProvisioningRequests: the queue gets a
     ProvisioningRequestConfig and an AdmissionCheck. Defaults to false."""
+    provisioning_retry: NotRequired[ProvisioningRetry]
+    """With queued_provisioning: Kueue's retries of a failed ProvisioningRequest. Defaults to Kueue's
+    (3 retries, 60 s base, 1800 s at most)."""
     shares: NotRequired[list[TeamShare]]
     """Teams' shares of the pool: each a ClusterQueue `gpu-<pool>-<team>` in the pool's cohort
     `gpu-<pool>`; the pool's own ClusterQueue keeps the rest. Defaults to none (one ClusterQueue, no
@@ -92,6 +108,12 @@ class _ShareSpec(ArgsModel):
     borrowing_limit: int | None = Field(None, ge=0, le=100_000)
 
 
+class _RetrySpec(ArgsModel):
+    backoff_limit_count: int = Field(ge=0, le=100)
+    backoff_base_seconds: int = Field(ge=1, le=86_400)
+    backoff_max_seconds: int = Field(ge=1, le=604_800)
+
+
 class _QueueSpec(ArgsModel):
     name: K8sName
     node_labels: dict[LabelKey, Annotated[str, Field(max_length=63)]]
@@ -101,6 +123,7 @@ class _QueueSpec(ArgsModel):
     memory_gib: int = Field(ge=1, le=100_000_000)
     ephemeral_storage_gib: int = Field(ge=1, le=100_000_000)
     queued_provisioning: bool = False
+    provisioning_retry: _RetrySpec | None = None
     shares: Annotated[list[_ShareSpec], Field(default_factory=list, max_length=MAX_TEAMS)]
     topology: bool = False
     namespaces: Annotated[list[NamespaceName], Field(default_factory=list, max_length=100)]
@@ -136,6 +159,13 @@ def _queue_rules(spec: _GpuBatchQueuesSpec) -> list[str]:
     for i, queue in enumerate(spec.queues):
         for j, toleration in enumerate(queue.tolerations):
             problems.items += toleration_problems(f"queues[{i}].tolerations[{j}]", toleration)
+        retry = queue.provisioning_retry
+        if retry is not None and not queue.queued_provisioning:
+            problems.add(f"queues[{i}].provisioning_retry", "only allowed with queued_provisioning: true")
+        elif retry is not None:
+            problem = retry_problem(retry.backoff_base_seconds, retry.backoff_max_seconds, names)
+            if problem:
+                problems.add(f"queues[{i}].provisioning_retry.backoff_max_seconds", problem)
     check_team_names([(t.name, t.namespace) for t in spec.teams], names, problems)
     teams = {t.name for t in spec.teams}
     entries: list[ShareEntry] = []
@@ -348,6 +378,17 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
                         }
                     ]
                 },
+                **(
+                    {
+                        "retryStrategy": {
+                            "backoffLimitCount": retry.backoff_limit_count,
+                            "backoffBaseSeconds": retry.backoff_base_seconds,
+                            "backoffMaxSeconds": retry.backoff_max_seconds,
+                        }
+                    }
+                    if (retry := queue.provisioning_retry)
+                    else {}
+                ),
             },
             after_charts,
         )

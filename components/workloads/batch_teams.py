@@ -294,3 +294,14 @@ def topology_problem(pool: GpuPool) -> str | None:
 def topology_default(pools: Iterable[GpuPool]) -> list[str]:
     """The pools placed by topology when the stack file does not say: the GPUDirect pools that can be."""
     return [p.name for p in pools if p.gpudirect_flavor is not None and topology_problem(p) is None]
+
+
+def retry_problem(base_seconds: int, max_seconds: int, names: KeyNames) -> str | None:
+    """Why Kueue's ProvisioningRequest retries are inconsistent (the longest backoff below the
+    first), or None."""
+    if max_seconds < base_seconds:
+        return (
+            f"{max_seconds} is less than {names.key('backoff_base_seconds')} {base_seconds}: the longest "
+            "backoff cannot be shorter than the first"
+        )
+    return None

@@ -106,6 +106,16 @@ class TeamConfig(StackModel):
         return self.namespace or self.name
 
 
+class ProvisioningRetryConfig(StackModel):
+    """How Kueue asks GKE again when a ProvisioningRequest fails (ProvisioningRequestConfig
+    retryStrategy, Kueue v0.19.2; its defaults here): `backoffLimitCount` retries (0: none), each after
+    about base x 2^(n-1) seconds, at most `backoffMaxSeconds`."""
+
+    backoff_limit_count: int = Field(3, ge=0, le=100)
+    backoff_base_seconds: int = Field(60, ge=1, le=86_400)
+    backoff_max_seconds: int = Field(1800, ge=1, le=604_800)
+
+
 class BatchConfig(StackModel):
     model_config = example(kueue=True, teams=[{"name": "research", "pools": {"l4": {"gpus": 8}}}])
 
@@ -118,3 +128,5 @@ class BatchConfig(StackModel):
     topology: (
         Annotated[list[Annotated[str, Field(min_length=1, max_length=100)]], Field(max_length=100)] | None
     ) = None
+    # Queued-provisioning pools: Kueue's retries of a failed ProvisioningRequest; unset: Kueue's defaults.
+    provisioning_retry: ProvisioningRetryConfig | None = None
