@@ -11,6 +11,7 @@ from pulumi_gcp import container, projects, serviceaccount
 from ..core.component import GkeGpuComponent
 from ..core.validation import pick
 from .args import GkeClusterArgs, GkeClusterSpec, cluster_rules
+from .gke_managed import maintenance_policy, monitoring_components
 from .model import SystemPoolConfig
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
@@ -50,6 +51,8 @@ class ClusterInputs(ControlPlaneAccess, total=False):
     networking_mode: str
     ip_allocation_policy: container.ClusterIpAllocationPolicyArgs
     release_channel: container.ClusterReleaseChannelArgs
+    min_master_version: str | None
+    maintenance_policy: container.ClusterMaintenancePolicyArgs | None
     monitoring_config: container.ClusterMonitoringConfigArgs
     deletion_protection: bool
     resource_labels: dict[str, str]
@@ -211,9 +214,6 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
         )
 
     def _cluster_inputs(self, spec: GkeClusterSpec, network: NetworkInputs) -> ClusterInputs:
-        components = ["SYSTEM_COMPONENTS"]
-        if spec.managed_dcgm:
-            components.append("DCGM")
         inputs: ClusterInputs = {
             "name": spec.name,
             "project": spec.project,
@@ -226,11 +226,16 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
                 services_secondary_range_name=network["services_range_name"],
             ),
             "release_channel": container.ClusterReleaseChannelArgs(channel=spec.release_channel),
+            # Versions and maintenance (cluster/maintenance.py, gke_managed.py): both in-place updates;
+            # unset, GKE's own (the channel's default version, maintenance at any time).
+            "min_master_version": spec.minimum_version,
+            "maintenance_policy": maintenance_policy(spec.maintenance),
             **control_plane_access(spec),
-            # The list replaces GKE's default set, so SYSTEM_COMPONENTS must stay in it. Without
-            # DCGM here, clusters created on 1.32.1-gke.1357000+ would otherwise get it by default.
+            # The list replaces GKE's default set: GKE's defaults, DCGM added (gke_managed.py).
             "monitoring_config": container.ClusterMonitoringConfigArgs(
-                enable_components=components,
+                enable_components=monitoring_components(
+                    managed_dcgm=spec.managed_dcgm, minimum_version=spec.minimum_version
+                ),
                 managed_prometheus=container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
             ),
             "deletion_protection": spec.deletion_protection,

@@ -227,7 +227,4 @@ class PlacementRules(PoolRuleBase):
                 self.at(path, "max_run_duration"),
                 f"{cut(pool.max_run_duration)} is longer than flex-start's limit of 7 days (7d)",
             )
-        self.note(
-            path,
-            f"{flex} needs GKE {FLEX_START_MIN_VERSION} or later; {self.version_hint()}",
-        )
+        self.version_gate(path, self.at(path, "flex_start"), flex, FLEX_START_MIN_VERSION)
