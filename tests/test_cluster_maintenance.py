@@ -265,3 +265,49 @@ def test_a_package_newer_than_the_minimum_version_is_left_to_gke() -> None:
     old = monitoring_components(managed_dcgm=False, minimum_version="1.31")
     assert "JOBSET" not in old and "KUBELET" in old
     assert "JOBSET" in monitoring_components(managed_dcgm=False, minimum_version="1.32.1-gke.1357001")
+
+
+# -- GkeCluster's own args (a program without a stack file) -------------------------------------------
+
+
+def test_gkecluster_takes_the_same_settings_by_their_snake_case_names() -> None:
+    from tests.test_cluster import declare
+
+    result = declare(
+        minimum_version="1.34",
+        maintenance={"daily_window_start": "22:30", "exclusions": [{**HOLD, "scope": "NO_MINOR_UPGRADES"}]},
+    )
+    assert result.error is None, result.error
+    inputs = result.one(CLUSTER).inputs
+    assert inputs["minMasterVersion"] == "1.34"
+    assert inputs["maintenancePolicy"]["dailyMaintenanceWindow"] == {"startTime": "22:30"}
+
+
+def test_gkecluster_refuses_a_long_no_upgrades_exclusion_by_its_arg_before_declaring_anything() -> None:
+    from gke_gpu import GkeCluster, InvalidArgsError
+    from tools.offline import run_program
+
+    args = {
+        "project": "test-project",
+        "name": "gpu-test",
+        "location": "us-central1",
+        "autopilot": False,
+        "network": "net",
+        "subnetwork": "subnet",
+        "pods_range_name": "pods",
+        "services_range_name": "services",
+        "maintenance": {"exclusions": [{**HOLD, "scope": "NO_UPGRADES"}]},
+    }
+
+    def program() -> dict[str, Any]:
+        GkeCluster("gke", args)  # type: ignore[arg-type]
+        return {}
+
+    result = run_program({}, program=program)
+    assert isinstance(result.error, InvalidArgsError), result.error
+    assert result.error.problems == [
+        "maintenance.exclusions[0].end: '2027-03-01T00:00:00Z' makes a NO_UPGRADES exclusion of 56 days; "
+        "GKE allows at most 30 (security patches must reach the cluster); hold minor and node upgrades "
+        "longer with scope NO_MINOR_OR_NODE_UPGRADES"
+    ]
+    assert result.resources == []
