@@ -311,3 +311,16 @@ def test_gkecluster_refuses_a_long_no_upgrades_exclusion_by_its_arg_before_decla
         "longer with scope NO_MINOR_OR_NODE_UPGRADES"
     ]
     assert result.resources == []
+
+
+@pytest.mark.parametrize(("dcgm", "noted"), [("managed", True), ("none", True), ("exporter", False)])
+def test_the_render_says_where_a_mig_instance_may_not_raise_the_idle_alert(dcgm: str, noted: bool) -> None:
+    a100 = {"name": "mig", "accelerator": "nvidia-tesla-a100", "maxNodes": 1, "migPartitionSize": "1g.5gb"}
+    monitoring = {
+        "dcgm": dcgm,
+        "alerts": {"enabled": True, "notificationChannels": ["projects/test-project/notificationChannels/1"]},
+    }
+    result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[a100], monitoring=monitoring))
+    assert result.error is None, result.error
+    notes = [w for w in result.warnings if "split GPUs with MIG" in w]
+    assert bool(notes) is noted, result.warnings
