@@ -301,6 +301,58 @@ def test_idle_gpu_alert_on_dcgm_utilization(
     assert_passes(run_promtool(promtool, tmp_path, only(exporter_rules, "GpuIdle"), [test]))
 
 
+def test_idle_gpu_alert_on_mig_instances_uses_their_engine_activity(
+    promtool: str, tmp_path: Path, exporter_rules: dict[str, Any]
+) -> None:
+    """A MIG GPU: DCGM_FI_DEV_GPU_UTIL reads 0 on every instance (NVIDIA/dcgm-exporter#216), busy or
+    not, so it must not raise the alert; each instance is judged by DCGM_FI_PROF_GR_ENGINE_ACTIVE
+    (a ratio) and an idle one alerts on its own, named by GPU_I_ID."""
+    a100 = "NVIDIA A100-SXM4-40GB"
+
+    def instance(number: int) -> dict[str, str]:
+        return dcgm("node-m", 0, model=a100, mig=("3g.20gb", number))
+
+    input_series = [
+        {"series": series("DCGM_FI_DEV_GPU_UTIL", instance(n)), "values": samples((0, DCGM_SAMPLES))}
+        for n in (1, 2)
+    ]
+    input_series += [
+        # Instance 1 busy, instance 2 idle.
+        {
+            "series": series("DCGM_FI_PROF_GR_ENGINE_ACTIVE", instance(1)),
+            "values": samples((0.7, DCGM_SAMPLES)),
+        },
+        {
+            "series": series("DCGM_FI_PROF_GR_ENGINE_ACTIVE", instance(2)),
+            "values": samples((0.01, DCGM_SAMPLES)),
+        },
+        # A whole GPU's engine activity never counts twice: its GPU_UTIL decides.
+        {
+            "series": series("DCGM_FI_PROF_GR_ENGINE_ACTIVE", dcgm("node-a", 1)),
+            "values": samples((0, DCGM_SAMPLES)),
+        },
+        {"series": series("DCGM_FI_DEV_GPU_UTIL", dcgm("node-a", 1)), "values": samples((80, DCGM_SAMPLES))},
+    ]
+    idle_instance = {
+        "exp_labels": {
+            "cluster": CLUSTER,
+            "Hostname": "node-m",
+            "gpu": "0",
+            "GPU_I_ID": "2",
+            "modelName": a100,
+        }
+    }
+    test = {
+        "interval": "30s",
+        "input_series": input_series,
+        "alert_rule_test": [
+            {"eval_time": "1h58m", "alertname": "GpuIdle", "exp_alerts": []},
+            {"eval_time": "2h02m", "alertname": "GpuIdle", "exp_alerts": [idle_instance]},
+        ],
+    }
+    assert_passes(run_promtool(promtool, tmp_path, only(exporter_rules, "GpuIdle"), [test]))
+
+
 # -- Idle GPU, GKE's duty cycle (dcgm: none) ------------------------------------------------------
 
 

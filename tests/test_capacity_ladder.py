@@ -84,8 +84,20 @@ def test_workloads_and_kueue_select_the_compute_class(ladder: RunResult) -> None
 
 
 def test_the_render_says_max_nodes_is_not_a_limit_of_the_compute_class(ladder: RunResult) -> None:
-    (note,) = [w for w in ladder.warnings if "capacityLadder" in w]
-    assert "a ComputeClass has no node limit" in note and "1.33.3-gke.1136000" in note
+    notes = [w for w in ladder.warnings if "capacityLadder" in w]
+    assert any("a ComputeClass has no node limit" in note for note in notes), notes
+    assert any("needs GKE 1.33.3-gke.1136000 or later" in note for note in notes), notes
+
+
+def test_a_minimum_version_below_the_ladders_gate_is_refused() -> None:
+    problems = config_error(
+        {
+            "cluster": {**ZONAL, "minimumVersion": "1.33.2-gke.1000000"},
+            "gpuPools": [LADDER],
+        }
+    )
+    assert "gke-gpu:gpuPools[0].capacityLadder: the ladder's node pools" in problems
+    assert "needs GKE 1.33.3-gke.1136000 or later, but gke-gpu:cluster.minimumVersion is" in problems
 
 
 def test_a_shared_reservation_names_its_project() -> None:

@@ -19,6 +19,21 @@ SYSTEM_POOL = {
     "disk_size_gb": 100,
 }
 
+# GKE's default monitoring packages for a new cluster (GKE's kube state metrics and cAdvisor/Kubelet
+# metrics pages): written out here, so a change to the list in cluster/gke_managed.py shows.
+GKE_DEFAULT_PACKAGES = [
+    "SYSTEM_COMPONENTS",
+    "STORAGE",
+    "POD",
+    "DEPLOYMENT",
+    "STATEFULSET",
+    "DAEMONSET",
+    "HPA",
+    "JOBSET",
+    "CADVISOR",
+    "KUBELET",
+]
+
 
 def declare(*, preview: bool = True, **overrides):
     args = dict(
@@ -70,7 +85,8 @@ def test_standard_cluster_is_secure_by_default() -> None:
     assert c["releaseChannel"] == {"channel": "REGULAR"}
     assert c["deletionProtection"] is True
     assert c["monitoringConfig"]["managedPrometheus"] == {"enabled": True}
-    assert c["monitoringConfig"]["enableComponents"] == ["SYSTEM_COMPONENTS", "DCGM"]
+    # GKE's default packages kept (cluster/gke_managed.py), DCGM added.
+    assert c["monitoringConfig"]["enableComponents"] == [*GKE_DEFAULT_PACKAGES, "DCGM"]
     # GKE's short-lived default pool gets Workload Identity metadata and Shielded VM settings too.
     assert c["nodeConfig"]["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
     assert c["nodeConfig"]["shieldedInstanceConfig"]["enableSecureBoot"] is True
@@ -180,7 +196,7 @@ def test_options_follow_the_args() -> None:
     assert c["deletionProtection"] is False
     assert c["privateClusterConfig"]["enablePrivateNodes"] is False
     assert c["releaseChannel"] == {"channel": "STABLE"}
-    assert c["monitoringConfig"]["enableComponents"] == ["SYSTEM_COMPONENTS"]
+    assert c["monitoringConfig"]["enableComponents"] == GKE_DEFAULT_PACKAGES
 
 
 def test_kubeconfig_is_a_secret_using_the_gke_auth_plugin() -> None:

@@ -292,7 +292,12 @@ def test_outputs(mega: RunResult) -> None:
 def test_a_queued_pool_tolerates_gke_queued_and_sets_the_run_duration() -> None:
     result = declare({**MEGA, "queued": True, "min_bus_bandwidth_gbps": 100})
     jobset = jobset_of(result)
-    assert jobset["metadata"]["annotations"]["provreq.kueue.x-k8s.io/maxRunDurationSeconds"] == "3600"
+    # GKE holds the nodes for the script's own limit plus the pull and health gate before it starts:
+    # with the script's limit alone (3600 for 3300 s) a slow pull lost the nodes mid-run.
+    run = int(jobset["metadata"]["annotations"]["provreq.kueue.x-k8s.io/maxRunDurationSeconds"])
+    env = {e["name"]: e["value"] for e in pod_of(result)["spec"]["containers"][0]["env"]}
+    assert run == 5100
+    assert run - int(env["NCCL_ALLREDUCE_DEADLINE_SECONDS"]) >= int(env["NCCL_ALLREDUCE_PEER_WAIT_SECONDS"])
     tolerations = pod_of(result)["spec"]["tolerations"]
     assert {"key": "cloud.google.com/gke-queued", "operator": "Exists", "effect": "NoSchedule"} in tolerations
     assert result.outputs["floorGbps"] == 100

@@ -17,7 +17,8 @@ from ..core.common import (
 )
 from ..core.model import NETWORK_REF, SUBNETWORK_REF, GceName
 from ..core.validation import ArgsModel, Deferrable
-from .model import GkeClusterSettings, KubeconfigEndpoint, ReleaseChannel
+from .maintenance import check_maintenance
+from .model import ExclusionScope, GkeClusterSettings, KubeconfigEndpoint, ReleaseChannel
 from .rules import check_nodes, check_private_nodes, check_public_endpoint_networks
 
 MAX_RESOURCE_LABELS = 64
@@ -50,6 +51,33 @@ class SystemPool(TypedDict):
     hyperdisk-balanced). Defaults to the series' first: pd-balanced, or hyperdisk-balanced."""
 
 
+class MaintenanceExclusion(TypedDict):
+    """A time when GKE does not upgrade the cluster (or only patches it)."""
+
+    name: str
+    """The exclusion's name: a GCE name, unique among the cluster's exclusions."""
+    start: str
+    """When it starts, RFC 3339 (e.g. 2027-01-01T00:00:00Z)."""
+    end: NotRequired[str]
+    """When it ends, RFC 3339; NO_UPGRADES lasts at most 30 days. Exactly one of `end` and
+    `until_end_of_support`."""
+    until_end_of_support: NotRequired[bool]
+    """Hold until the running minor version's support ends (the minor scopes only). Defaults to
+    false."""
+    scope: ExclusionScope
+    """What it holds back: NO_UPGRADES, NO_MINOR_UPGRADES or NO_MINOR_OR_NODE_UPGRADES."""
+
+
+class Maintenance(TypedDict):
+    """When GKE may upgrade the cluster."""
+
+    daily_window_start: NotRequired[str]
+    """The daily maintenance window's start, HH:MM in UTC (GKE chooses its length). Defaults to
+    none: maintenance at any time."""
+    exclusions: NotRequired[list[MaintenanceExclusion]]
+    """Maintenance exclusions (at most 20). Defaults to none."""
+
+
 class GkeClusterArgs(TypedDict):
     """The cluster's identity, its network, and the settings that are not secure defaults."""
 
@@ -71,6 +99,13 @@ class GkeClusterArgs(TypedDict):
     """The subnet's secondary range for Services."""
     release_channel: NotRequired[ReleaseChannel]
     """The GKE release channel. Defaults to REGULAR."""
+    minimum_version: NotRequired[str]
+    """The control plane's minimum GKE version (1.33, 1.33.5 or 1.33.5-gke.1080000): the version a
+    new cluster starts at; raising it upgrades the control plane, it is never downgraded. GKE still
+    upgrades within the release channel unless `maintenance` holds it. Defaults to the channel's
+    default version."""
+    maintenance: NotRequired[Maintenance]
+    """A daily maintenance window and maintenance exclusions. Defaults to none (GKE's own)."""
     private_nodes: NotRequired[bool]
     """Nodes without external IPs (egress through Cloud NAT). Defaults to true."""
     public_endpoint: NotRequired[bool]
@@ -192,4 +227,5 @@ def cluster_rules(spec: GkeClusterSpec) -> list[str]:
         network_of(entry.cidr_block, f"authorized_networks[{i}].cidr_block", problems)
     if spec.public_endpoint:
         check_public_endpoint_networks(len(spec.authorized_networks), "authorized_networks", problems)
+    check_maintenance(names, problems, spec.maintenance)
     return problems.items

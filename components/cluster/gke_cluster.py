@@ -1,7 +1,6 @@
 """A secure-by-default GKE cluster (Autopilot or Standard) and the Kubernetes provider for it."""
 
 import hashlib
-import textwrap
 from typing import Any, TypedDict
 
 import pulumi
@@ -12,6 +11,8 @@ from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.validation import pick
 from .args import GkeClusterArgs, GkeClusterSpec, cluster_rules
 from .boot_disks import system_disk_type
+from .gke_managed import maintenance_policy, monitoring_components
+from .kubeconfig_text import render_ip_kubeconfig, render_kubeconfig
 from .model import SystemPoolConfig
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
@@ -51,6 +52,8 @@ class ClusterInputs(ControlPlaneAccess, total=False):
     networking_mode: str
     ip_allocation_policy: container.ClusterIpAllocationPolicyArgs
     release_channel: container.ClusterReleaseChannelArgs
+    min_master_version: str | None
+    maintenance_policy: container.ClusterMaintenancePolicyArgs | None
     monitoring_config: container.ClusterMonitoringConfigArgs
     deletion_protection: bool
     resource_labels: dict[str, str]
@@ -220,9 +223,6 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
         )
 
     def _cluster_inputs(self, spec: GkeClusterSpec, network: NetworkInputs) -> ClusterInputs:
-        components = ["SYSTEM_COMPONENTS"]
-        if spec.managed_dcgm:
-            components.append("DCGM")
         inputs: ClusterInputs = {
             "name": spec.name,
             "project": spec.project,
@@ -235,11 +235,16 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
                 services_secondary_range_name=network["services_range_name"],
             ),
             "release_channel": container.ClusterReleaseChannelArgs(channel=spec.release_channel),
+            # Versions and maintenance (cluster/maintenance.py, gke_managed.py): both in-place updates;
+            # unset, GKE's own (the channel's default version, maintenance at any time).
+            "min_master_version": spec.minimum_version,
+            "maintenance_policy": maintenance_policy(spec.maintenance),
             **control_plane_access(spec),
-            # The list replaces GKE's default set, so SYSTEM_COMPONENTS must stay in it. Without
-            # DCGM here, clusters created on 1.32.1-gke.1357000+ would otherwise get it by default.
+            # The list replaces GKE's default set: GKE's defaults, DCGM added (gke_managed.py).
             "monitoring_config": container.ClusterMonitoringConfigArgs(
-                enable_components=components,
+                enable_components=monitoring_components(
+                    managed_dcgm=spec.managed_dcgm, minimum_version=spec.minimum_version
+                ),
                 managed_prometheus=container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
             ),
             "deletion_protection": spec.deletion_protection,
@@ -439,60 +444,3 @@ def node_service_account_id(cluster_name: str) -> str:
         return f"{cluster_name}-nodes"
     digest = hashlib.sha256(cluster_name.encode()).hexdigest()[:4]
     return f"{cluster_name[:19].rstrip('-')}-{digest}-nodes"
-
-
-def render_ip_kubeconfig(
-    *, project: str, location: str, name: str, endpoint: str | None, ca_certificate: str | None
-) -> str:
-    """The kubeconfig for the IP endpoint, byte for byte as stacks created before the DNS endpoint
-    have it in state (so keeping it changes nothing for pulumi-kubernetes)."""
-    cluster = f"server: https://{endpoint}\ncertificate-authority-data: {ca_certificate}"
-    return _kubeconfig(project=project, location=location, name=name, cluster=cluster)
-
-
-def render_kubeconfig(*, project: str, location: str, name: str, dns_endpoint: str | None) -> str:
-    """A kubeconfig for the cluster's DNS endpoint that authenticates with gke-gcloud-auth-plugin
-    (no credential inside), as `gcloud container clusters get-credentials --dns-endpoint` writes it:
-    no certificate-authority-data, since the DNS endpoint serves a publicly trusted certificate."""
-    if not dns_endpoint:
-        # Never a kubeconfig for https://None: the provider would fail later with a worse message.
-        raise pulumi.RunError(
-            f"GKE reported no DNS endpoint for cluster {name}; the Kubernetes objects cannot be created "
-            "through it (cluster.kubeconfigEndpoint: ip uses the IP endpoint instead)"
-        )
-    return _kubeconfig(
-        project=project, location=location, name=name, cluster=f"server: https://{dns_endpoint}"
-    )
-
-
-def _kubeconfig(*, project: str, location: str, name: str, cluster: str) -> str:
-    """A kubeconfig with one context that authenticates with gke-gcloud-auth-plugin; `cluster` is
-    the YAML of its cluster entry (server and, for the IP endpoint, the CA)."""
-    context = f"gke_{project}_{location}_{name}"
-    entry = textwrap.indent(cluster, " " * 4)
-    return (
-        "apiVersion: v1\n"
-        "kind: Config\n"
-        "clusters:\n"
-        f"- name: {context}\n"
-        "  cluster:\n"
-        f"{entry}\n"
-        + textwrap.dedent(
-            f"""\
-            contexts:
-            - name: {context}
-              context:
-                cluster: {context}
-                user: {context}
-            current-context: {context}
-            users:
-            - name: {context}
-              user:
-                exec:
-                  apiVersion: client.authentication.k8s.io/v1beta1
-                  command: gke-gcloud-auth-plugin
-                  installHint: Install gke-gcloud-auth-plugin, see https://cloud.google.com/kubernetes-engine/docs/how-to/cluster-access-for-kubectl#install_plugin
-                  provideClusterInfo: true
-            """
-        )
-    )

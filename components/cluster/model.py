@@ -15,7 +15,11 @@ from ..core.common import (
     MAX_NODES_PER_POOL,
 )
 from ..core.model import (
+    GCE_NAME,
+    GKE_VERSION,
     PRINTABLE,
+    RFC3339,
+    TIME_OF_DAY,
     Cidr,
     MachineTypeName,
     StackModel,
@@ -65,6 +69,46 @@ class SystemPoolConfig(StackModel):
     disk_type: Annotated[str, Field(max_length=40)] | None = None
 
 
+class ExclusionScope(StrEnum):
+    """What a maintenance exclusion holds back (cluster/maintenance.py)."""
+
+    NO_UPGRADES = "NO_UPGRADES"
+    """Every upgrade of the control plane and nodes, patches too (at most 30 days)."""
+    NO_MINOR_UPGRADES = "NO_MINOR_UPGRADES"
+    """Minor upgrades; patches go on."""
+    NO_MINOR_OR_NODE_UPGRADES = "NO_MINOR_OR_NODE_UPGRADES"
+    """Minor upgrades and every node upgrade; only control-plane patches go on (cluster-toolkit's
+    choice for training clusters)."""
+
+
+# GKE's provider takes at most 20 exclusions (terraform-provider-google container_cluster docs).
+MAX_MAINTENANCE_EXCLUSIONS = 20
+
+
+class MaintenanceExclusionConfig(StackModel):
+    model_config = example(
+        name="hold-training",
+        start="2027-01-01T00:00:00Z",
+        untilEndOfSupport=True,
+        scope="NO_MINOR_OR_NODE_UPGRADES",
+    )
+
+    name: Annotated[str, Field(max_length=63, pattern=GCE_NAME)]
+    start: Annotated[str, Field(max_length=40, pattern=RFC3339)]
+    end: Annotated[str, Field(max_length=40, pattern=RFC3339)] | None = None
+    until_end_of_support: bool = False
+    scope: enum_values(ExclusionScope)  # type: ignore[valid-type]
+
+
+class MaintenanceConfig(StackModel):
+    model_config = example(dailyWindowStart="09:00")
+
+    daily_window_start: Annotated[str, Field(pattern=TIME_OF_DAY)] | None = None
+    exclusions: list[MaintenanceExclusionConfig] = Field(
+        default_factory=list, max_length=MAX_MAINTENANCE_EXCLUSIONS
+    )
+
+
 class GkeClusterSettings(StackModel):
     """The cluster's settings that are not secure defaults: one model for the stack file's `cluster`
     section (camelCase keys, ClusterConfig) and GkeCluster's args (snake_case names, GkeClusterSpec),
@@ -90,6 +134,10 @@ class GkeClusterSettings(StackModel):
     # Which endpoint the program's kubeconfig (and so `pulumi up`) uses: the DNS endpoint, or the IP
     # endpoint as before (the first step of moving an existing stack, see docs/configuration.md "Upgrading").
     kubeconfig_endpoint: enum_values(KubeconfigEndpoint) = "dns"  # type: ignore[valid-type]
+    # The control plane's minimum GKE version (cluster/maintenance.py): GKE upgrades it within the
+    # release channel unless a maintenance exclusion holds it; the pools' version gates check it.
+    minimum_version: Annotated[str, Field(max_length=30, pattern=GKE_VERSION)] | None = None
+    maintenance: MaintenanceConfig | None = None
 
 
 class _ClusterChoice(StackModel):

@@ -22,6 +22,10 @@ DURATION = r"^[1-9][0-9]{0,6}[smhd]$"
 # A Compute Engine image by its full path, as gke-disk-image-builder prints it and GKE's node pool API
 # takes it ("fully-qualified resource ID"); images are global. Image names follow GCE_NAME.
 DISK_IMAGE = rf"^projects/{_PROJECT}/global/images/[a-z]([-a-z0-9]{{0,61}}[a-z0-9])?$"
+# GKE versions (core/gke_version.py), RFC3339 times in UTC or with an offset, and a time of day.
+GKE_VERSION = r"^1\.(0|[1-9][0-9]?)(\.(0|[1-9][0-9]?)(-gke\.(0|[1-9][0-9]{0,9}))?)?$"
+RFC3339 = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$"
+TIME_OF_DAY = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
 # What each pattern means, for the error message.
 PATTERN_MEANINGS = {
     GCE_NAME: "a GCE name: 1-63 lowercase letters, digits and hyphens, starting with a letter",
@@ -34,6 +38,9 @@ PATTERN_MEANINGS = {
     CIDR: "an IPv4 CIDR block such as 10.0.0.0/16",
     DURATION: "a duration such as 90m, 24h or 7d (a whole number and s, m, h or d)",
     DISK_IMAGE: "a Compute Engine image: projects/<project>/global/images/<image name>",
+    GKE_VERSION: "a GKE version: 1.<minor>, 1.<minor>.<patch> or 1.<minor>.<patch>-gke.<build>",
+    RFC3339: "an RFC 3339 time such as 2027-01-31T00:00:00Z",
+    TIME_OF_DAY: "a time of day in UTC, HH:MM (e.g. 09:00)",
 }
 GceName = Annotated[str, Field(max_length=63, pattern=GCE_NAME)]
 MachineTypeName = Annotated[str, Field(max_length=63, pattern=MACHINE_TYPE)]

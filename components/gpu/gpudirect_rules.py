@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..core.catalog import MachineType
 from ..core.common import listing
+from ..core.gke_version import parse
 from ..gpudirect.flavors import MACHINE_FLAVORS, UNSUPPORTED_MACHINES, UNVERIFIED_MACHINES, GpuDirectFlavor
 from .placement_rules import FLEX_COMPACT
 from .pool import GpuPool
@@ -22,6 +23,18 @@ MIN_VERSIONS = {
         "1.32.11-gke.1174000",
     ),
 }
+
+
+def minor_gate(versions: tuple[str, ...], cluster_version: str | None) -> str | None:
+    """The gate that applies to the cluster's minimum version: its minor's entry, the first entry
+    when its minor is older than every listed one, None when it is newer (or no version is set)."""
+    if cluster_version is None:
+        return None
+    minor = parse(cluster_version)[0]
+    for version in versions:
+        if parse(version)[0] == minor:
+            return version
+    return versions[0] if minor < parse(versions[0])[0] else None
 
 
 def gpudirect_machines() -> str:
@@ -69,16 +82,20 @@ class GpuDirectRules(PoolRuleBase):
                 "Google's page is not consistent about it (UNVERIFIED): check before relying on it",
             )
         versions = MIN_VERSIONS.get(flavor)
-        self.note(
-            path,
-            f"GPUDirect-{flavor} needs GKE "
-            + (
-                f"{listing(versions)} or later in those minors"
-                if versions
-                else "1.31 or later (minimum unpublished)"
+        gate = minor_gate(versions, self.cluster_version) if versions else None
+        if gate is not None:
+            self.version_gate(path, key, f"GPUDirect-{flavor}", gate)
+        elif not versions or self.cluster_version is None:
+            self.note(
+                path,
+                f"GPUDirect-{flavor} needs GKE "
+                + (
+                    f"{listing(versions)} or later in those minors"
+                    if versions
+                    else "1.31 or later (minimum unpublished)"
+                )
+                + f"; {self.version_hint()}",
             )
-            + f"; {self.version_hint()}",
-        )
         if not pool.compact_placement and not pool.reservation.block:
             if pool.queued_provisioning or (pool.flex_start and not machine.name.startswith(FLEX_COMPACT)):
                 why = "queued provisioning" if pool.queued_provisioning else "flex-start on this machine"

@@ -68,13 +68,16 @@ class LadderRules(PoolRuleBase):
                 "image the cluster's GCPResourceAllowlist names: the stack declares one "
                 "(ImageCacheAllowlist); a program that uses GpuCapacityLadder alone must declare one too",
             )
+        self.version_gate(
+            key,
+            key,
+            "the ladder's node pools, which GKE creates for its ComputeClass (nodePoolAutoCreation),",
+            COMPUTE_CLASS_POOLS_MIN_VERSION,
+        )
         self.note(
             key,
-            f"GKE creates the ladder's node pools for its ComputeClass (nodePoolAutoCreation), which needs "
-            f"GKE {COMPUTE_CLASS_POOLS_MIN_VERSION} or later ({self.version_hint()}); a ComputeClass has no "
-            "node limit, "
-            f"so {self.key('max_nodes')} bounds only Kueue's quota and the cost estimate, and the "
-            "project's GPU quota bounds the rest",
+            f"a ComputeClass has no node limit, so {self.key('max_nodes')} bounds only Kueue's quota and "
+            "the cost estimate, and the project's GPU quota bounds the rest",
         )
 
     def _check_ladder_steps(

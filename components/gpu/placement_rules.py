@@ -4,7 +4,8 @@ compact placement."""
 from __future__ import annotations
 
 from ..core.catalog import Accelerator, MachineType
-from ..core.common import RESERVATION_PATTERN, ZONE_PATTERN, cut, listing
+from ..core.common import NAMESPACE, RESERVATION_PATTERN, ZONE_PATTERN, cut, listing
+from ..core.gke_version import below, satisfies
 from .pool import GpuPool
 from .pool_args import CapacityStep
 from .rule_base import PoolRuleBase
@@ -223,12 +224,22 @@ class PlacementRules(PoolRuleBase):
                 f"GKE {FLEX_START_MIN_VERSION} or later); keep it only on an older cluster",
             )
         if pool.queued_provisioning and (pool.flex_start or self.queued_flex_start(pool)):
-            self.note(
-                path,
-                f"{self.key('queued_provisioning')} uses flex-start VMs (GKE's ProvisioningRequest page: "
-                f"--flex-start with --enable-queued-provisioning), which needs GKE {FLEX_START_MIN_VERSION} "
-                f"or later; {self.version_hint()}, or set {self.key('flex_start')}: false on an older one",
-            )
+            version = self.cluster_version
+            if version is not None and below(version, FLEX_START_MIN_VERSION):
+                self.problems.add(
+                    self.at(path, "flex_start"),
+                    f"queued provisioning on flex-start VMs needs GKE {FLEX_START_MIN_VERSION} or later, but "
+                    f"{NAMESPACE}:cluster.minimumVersion is {cut(version)}; set {self.key('flex_start')}: "
+                    "false for GKE's older queued provisioning, or raise the version",
+                )
+            elif version is None or not satisfies(version, FLEX_START_MIN_VERSION):
+                self.note(
+                    path,
+                    f"{self.key('queued_provisioning')} uses flex-start VMs (GKE's ProvisioningRequest page: "
+                    "--flex-start with --enable-queued-provisioning), which needs GKE "
+                    f"{FLEX_START_MIN_VERSION} or later; {self.version_hint()}, or set "
+                    f"{self.key('flex_start')}: false on an older one",
+                )
         if not (pool.flex_start or self.queued_flex_start(pool)):
             ladder_flex = CapacityStep.FLEX_START in (pool.capacity_ladder or ())
             if pool.max_run_duration is not None and not ladder_flex:
@@ -275,10 +286,7 @@ class PlacementRules(PoolRuleBase):
                 "reservation; allowed: 'NONE'",
             )
         self._check_run_limit(pool, path)
-        self.note(
-            path,
-            f"{flex} needs GKE {FLEX_START_MIN_VERSION} or later; {self.version_hint()}",
-        )
+        self.version_gate(path, self.at(path, "flex_start"), flex, FLEX_START_MIN_VERSION)
 
     def _check_run_limit(self, pool: GpuPool, path: str) -> None:
         seconds = pool.max_run_seconds

@@ -7,7 +7,8 @@ at the top (`gpus_per_node`), so every path and every key named in a message goe
 """
 
 from ..core.catalog import Accelerator, Catalog
-from ..core.common import KeyNames, Problems, cut, listing
+from ..core.common import NAMESPACE, KeyNames, Problems, cut, listing
+from ..core.gke_version import below, satisfies
 
 
 class PoolRuleBase:
@@ -21,6 +22,7 @@ class PoolRuleBase:
         cluster_location: str | None,
         release_channel: str | None,
         camel_keys: bool,
+        cluster_version: str | None = None,
     ) -> None:
         self.catalog = catalog
         self.autopilot = autopilot
@@ -30,6 +32,8 @@ class PoolRuleBase:
         self.cluster_location = cluster_location or ""
         self.release_channel = release_channel
         self.camel_keys = camel_keys
+        # The stack's cluster.minimumVersion: version gates become checks against it.
+        self.cluster_version = cluster_version
         self.problems = Problems()
         self.warnings: list[str] = []
 
@@ -44,10 +48,25 @@ class PoolRuleBase:
     def note(self, path: str, text: str) -> None:
         self.warnings.append(f"note: {path}: {text}" if path else f"note: {text}")
 
+    def version_gate(self, path: str, key: str, what: str, minimum: str) -> None:
+        """`what` (at `key`) needs GKE `minimum`. Without the cluster's minimum version: a note to
+        check it. With one: a problem when every version it names is older; nothing when every one
+        is the gate or newer; the note when a prefix (1.33) leaves it open."""
+        version = self.cluster_version
+        if version is not None and below(version, minimum):
+            self.problems.add(
+                key,
+                f"{what} needs GKE {minimum} or later, but {NAMESPACE}:cluster.minimumVersion is "
+                f"{cut(version)}; raise it to {minimum} or later, or remove {key.rsplit('.', 1)[-1]}",
+            )
+        elif version is None or not satisfies(version, minimum):
+            self.note(path, f"{what} needs GKE {minimum} or later; {self.version_hint()}")
+
     def version_hint(self) -> str:
         """Where to check the cluster's GKE version, for the version-gated notes."""
         channel = f" on the {self.release_channel} channel" if self.release_channel else ""
-        return f"check the cluster's version{channel}"
+        pinned = f" (minimumVersion {self.cluster_version})" if self.cluster_version else ""
+        return f"check the cluster's version{channel}{pinned}"
 
     def _check_region_offers(self, accelerator: Accelerator, path: str) -> None:
         region = self.region or ""

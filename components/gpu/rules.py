@@ -201,10 +201,8 @@ class GpuPoolRules(MachineRules, PlacementRules, GpuDirectRules, LadderRules):
         self._check_region_offers(accelerator, self.at(path, "accelerator"))
         minimum = accelerator.autopilot_min_versions.get(count)
         if minimum:
-            self.note(
-                path,
-                f"{count} x {accelerator.name} on Autopilot needs GKE {minimum} or later; "
-                f"{self.version_hint()}",
+            self.version_gate(
+                path, self.at(path, "gpus_per_node"), f"{count} x {accelerator.name} on Autopilot", minimum
             )
         # The Spot-then-on-demand fallback is a ComputeClass; it carries time-sharing and MIG in
         # each priority's gpu.gpuSharing, so shared and partitioned profiles fall back like the rest.
@@ -264,10 +262,8 @@ class GpuPoolRules(MachineRules, PlacementRules, GpuDirectRules, LadderRules):
         self._check_capacity_options(pool, path, machine, zones)
         self._check_gpudirect(pool, path, machine, zones)
         if pool.image_cache is not None:
-            self.note(
-                path,
-                f"{self.key('image_cache')} needs GKE {IMAGE_CACHE_MIN_VERSION} or later; "
-                f"{self.version_hint()}",
+            self.version_gate(
+                path, self.at(path, "image_cache"), self.key("image_cache"), IMAGE_CACHE_MIN_VERSION
             )
         local_ssds = self._local_ssds(pool, path, machine)
         disk_type = self._disk_type(pool, path, machine)

@@ -31,12 +31,11 @@ from ..core.k8s import (
     app_labels,
     image_version,
     selector_labels,
-    toleration_args,
     toleration_problems,
 )
 from ..core.validation import ArgsModel
 from ..gpu.pool_args import NodeNetwork, node_network_at
-from ..gpu.scheduling import ACCELERATOR_LABEL, GPU_TOLERATION, QUEUED_TOLERATION
+from ..gpu.scheduling import ACCELERATOR_LABEL
 from .flavors import FLAVORS, GpuDirectFlavor
 from .images import (
     APERTURE_DEVICES,
@@ -52,15 +51,13 @@ from .images import (
 
 NAMESPACE = "kube-system"
 NETWORK_API = "networking.gke.io/v1"
-# GKE's taints on the nodes these DaemonSets must reach: the GPU taint, queued provisioning's,
-# flex-start's (GKE labels flex-start nodes cloud.google.com/gke-flex-start=true; a taint of that
-# key is UNVERIFIED, tolerating it costs nothing) and Spot's when a pool sets it.
-NODE_TOLERATIONS = (
-    dict(GPU_TOLERATION),
-    dict(QUEUED_TOLERATION),
-    {"key": "cloud.google.com/gke-flex-start", "operator": "Exists", "effect": "NoSchedule"},
-    {"key": "cloud.google.com/gke-spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"},
-)
+# Every taint, as Google's manifests tolerate it (each of the four names `tolerations: - operator:
+# "Exists"`): node software that skips a node because GKE added a taint the list did not name (a new
+# capacity option, a repair or upgrade taint) leaves that node without its NCCL plugin, and the job
+# scheduled there fails. The node affinity, not the tolerations, decides which nodes they run on.
+# tests/test_gpudirect_upstream.py compares this, the images and the host paths with the vendored
+# manifests.
+NODE_TOLERATIONS: tuple[dict[str, str], ...] = ({"operator": "Exists"},)
 
 
 @dataclass(frozen=True)
@@ -159,8 +156,9 @@ class GpuDirectSoftwareArgs(TypedDict):
     """The VPC and subnet names of each extra NIC, in the flavour's NIC order (TCPX 4, TCPXO 8, RDMA 9:
     the gVNIC one first, then the 8 RDMA subnets of the RoCE VPC): GpuDirectNetworks' `node_networks`."""
     tolerations: NotRequired[list[Toleration]]
-    """More tolerations for the installers, for the GPU pools' own taints. GKE's GPU, queued,
-    flex-start and Spot taints are always tolerated."""
+    """Checked and accepted for compatibility, but no longer needed: the installers tolerate every
+    taint (`operator: Exists`, as Google's manifests), so a pool's own taints never keep them off its
+    nodes. Defaults to none."""
     node_pools: NotRequired[list[str]]
     """The GPUDirect node pools: the installers run on their nodes only. Without it they run on every
     node with the flavour's accelerator, as Google's manifests do; a pool of that accelerator without
@@ -260,8 +258,8 @@ class GpuDirectSoftware(GkeGpuComponent[_GpuDirectSoftwareSpec]):
                 },
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[params]),
             )
+        # Every taint is tolerated already: `spec.tolerations` adds nothing to it.
         tolerations = [k8s.core.v1.TolerationArgs(**t) for t in NODE_TOLERATIONS]  # type: ignore[arg-type]
-        tolerations += [toleration_args(t) for t in spec.tolerations]
         installer = INSTALLERS[flavor]
         self._daemon_set(f"{name}-installer", installer.name, flavor, tolerations, installer=installer)
         if installer.nri_injector:

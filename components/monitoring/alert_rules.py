@@ -34,6 +34,8 @@ IDLE_WINDOW = "10m"
 XID_WINDOW = "15m"
 
 DCGM_GPU_KEYS = ("cluster", DCGM_HOSTNAME_LABEL, "gpu")
+# dcgm-exporter's label for a MIG instance (GPU instance ID); absent on a whole GPU's series.
+MIG_INSTANCE_LABEL = "GPU_I_ID"
 # vLLM's series carry `model_name` and `engine` (vllm/v1/metrics/loggers.py, 0.33.0); Managed
 # Prometheus adds the target's `cluster`, `namespace` and `pod`.
 SERVING_KEYS = ("cluster", "namespace", "model_name")
@@ -75,12 +77,23 @@ def idle_gpu_query(cluster: str, dcgm: str, threshold_percent: float) -> str:
     """PromQL that returns one series per GPU averaging under the threshold over IDLE_WINDOW."""
     threshold = f"{threshold_percent:g}"
     if dcgm != "none":
-        # DCGM reports 0 for an idle GPU. MIG partitions have no utilization field, so MIG pools
-        # cannot raise this alert.
-        return (
-            f"avg by ({_by((*DCGM_GPU_KEYS, 'modelName'))}) "
-            f'(avg_over_time(DCGM_FI_DEV_GPU_UTIL{{cluster="{cluster}"}}[{IDLE_WINDOW}])) < {threshold}'
+        # A whole GPU: DCGM's utilization, 0 when idle. A MIG instance (a series with GPU_I_ID):
+        # DCGM_FI_DEV_GPU_UTIL is not supported for MIG instances (NVIDIA/dcgm-exporter#216, #430:
+        # reported as 0 or not at all), so its series are left out and each instance is judged by its
+        # graphics-engine activity, a ratio that NVIDIA's maintainers name as the MIG utilization signal
+        # (#430: "DCGM_FI_PROF_GR_ENGINE_ACTIVE ... is reported for MIG devices"). One alert per idle
+        # instance, keyed by its GPU_I_ID.
+        whole = (
+            f"avg by ({_by((*DCGM_GPU_KEYS, 'modelName'))}) (avg_over_time("
+            f'DCGM_FI_DEV_GPU_UTIL{{cluster="{cluster}",{MIG_INSTANCE_LABEL}=""}}[{IDLE_WINDOW}])) '
+            f"< {threshold}"
         )
+        partitions = (
+            f"avg by ({_by((*DCGM_GPU_KEYS, MIG_INSTANCE_LABEL, 'modelName'))}) (avg_over_time("
+            f'DCGM_FI_PROF_GR_ENGINE_ACTIVE{{cluster="{cluster}",{MIG_INSTANCE_LABEL}!=""}}[{IDLE_WINDOW}])) '
+            f"* 100 < {threshold}"
+        )
+        return f"({whole}) or ({partitions})"
     # GKE's duty cycle may have no sample at all for an idle GPU, so start from the GPUs that exist
     # (their memory_total series) and drop those that were busy.
     selector = f'{{monitored_resource="k8s_node",cluster_name="{cluster}"}}'

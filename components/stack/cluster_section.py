@@ -9,6 +9,7 @@ import yaml
 from pydantic.alias_generators import to_camel
 
 from ..cluster.kubeconfig import kubeconfig_credentials
+from ..cluster.maintenance import check_maintenance
 from ..cluster.model import AuthorizedNetworkConfig, ClusterConfig, SystemPoolConfig
 from ..cluster.rules import (
     check_nodes,
@@ -189,6 +190,7 @@ class ClusterRules(RuleBase):
             intranode_visibility_set="intranode_visibility" in c.model_fields_set,
             gpu_series=self.catalog.gpu_series,
         )
+        check_maintenance(names, self.problems, c.maintenance)
         system_pool = None if c.autopilot else (c.system_pool or SystemPoolConfig())
 
         # The same type, resolved: the name, the location, display names and the system pool.
@@ -257,6 +259,8 @@ class ClusterRules(RuleBase):
             "binary_authorization",
             "intranode_visibility",
             "kubeconfig_endpoint",
+            "minimum_version",
+            "maintenance",
         )
         if c.name is not None and c.flavor is not None:
             # The name is pasted into Monitoring filters and PromQL: it must be a plain name.

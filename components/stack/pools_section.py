@@ -24,6 +24,7 @@ class PoolRules(RuleBase):
             cluster_location=cluster.location,
             release_channel=self.config.cluster.release_channel,
             camel_keys=True,
+            cluster_version=self.config.cluster.minimum_version,
         )
 
     def _pools(self, cluster: ClusterConfig) -> tuple[GpuPool, ...]:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import pulumi
 
-from ..cluster.args import GkeClusterArgs, KubeconfigEndpoint, ReleaseChannel
+from ..cluster.args import GkeClusterArgs, KubeconfigEndpoint, Maintenance, ReleaseChannel
 from ..cluster.gke_cluster import GkeCluster
 from ..network.vpc import GkeNetwork
 from .declare import declare
@@ -71,6 +73,10 @@ def gke_cluster(settings: Settings) -> tuple[GkeCluster, GkeNetwork | None]:
         "managed_dcgm": settings.monitoring.dcgm == "managed",
         "resource_labels": {"managed-by": "pulumi", "pulumi-stack": _label_value(settings.stack)},
     }
+    if cluster.minimum_version:
+        args["minimum_version"] = cluster.minimum_version
+    if cluster.maintenance:
+        args["maintenance"] = cast("Maintenance", cluster.maintenance.model_dump(exclude_none=True))
     if needs_gateway_api(settings):
         args["gateway_api"] = True
     if not cluster.autopilot:

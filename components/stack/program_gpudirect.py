@@ -1,13 +1,11 @@
 """The stack's GPUDirect layer: per flavour among the stack's pools, its VPCs (GpuDirectNetworks),
 then, once the cluster exists, its in-cluster objects (GpuDirectSoftware)."""
 
-from typing import Any, cast
+from typing import Any
 
 import pulumi
 
-from ..core.k8s import Toleration
 from ..gpu.pool import GpuPool
-from ..gpu.scheduling import GPU_TOLERATION, tolerations, union_tolerations
 from ..gpudirect.flavors import FLAVORS, GpuDirectFlavor
 from ..gpudirect.networks import GpuDirectNetworks, GpuDirectNetworksArgs
 from ..gpudirect.pod_parts import gpudirect_pod_parts
@@ -58,16 +56,10 @@ def gpudirect_software(
     networks: dict[GpuDirectFlavor, GpuDirectNetworks],
     kubernetes: pulumi.ResourceOptions,
 ) -> list[GpuDirectSoftware]:
-    """Per flavour, its Networks and node software in the cluster; the installers tolerate the
-    taints of the flavour's pools."""
+    """Per flavour, its Networks and node software in the cluster (the installers tolerate every
+    taint, as Google's manifests)."""
     declared: list[GpuDirectSoftware] = []
     for flavor, pools in stack_flavors(settings).items():
-        # The GPU taint is always tolerated by the component; the pools' own taints on top.
-        own = [
-            t
-            for t in union_tolerations(tolerations(p, autopilot=False) for p in pools)
-            if t != GPU_TOLERATION
-        ]
         args: GpuDirectSoftwareArgs = {
             "flavor": flavor,
             "node_networks": networks[flavor].node_networks,
@@ -75,9 +67,6 @@ def gpudirect_software(
             # nodes as they are.
             "node_pools": [pool.name for pool in pools],
         }
-        if own:
-            # The enums' plain values ("Exists"), which the args' check takes as well as the members.
-            args["tolerations"] = cast("list[Toleration]", own)
         declared.append(
             declare(GpuDirectSoftware, f"gpudirect-{flavor.lower()}-software", args, opts=kubernetes)
         )

@@ -112,6 +112,7 @@ class WorkloadRules(RuleBase):
                     f"only allowed with {NAMESPACE}:serving (the backlog alert watches the model servers)",
                 )
             alerts = a.model_copy(update={"xid_errors": a.xid_errors and dcgm == "exporter"})
+            self._note_mig_idle_signal(prefix, dcgm)
         else:
             ignored = sorted(to_camel(k) for k in a.model_fields_set - {"enabled"})
             if ignored:
@@ -132,6 +133,24 @@ class WorkloadRules(RuleBase):
                 "scrape": scrape,
                 "scraper_namespace": scraper_namespace,
             }
+        )
+
+    def _note_mig_idle_signal(self, prefix: str, dcgm: str) -> None:
+        """The idle-GPU alert judges a MIG instance by DCGM_FI_PROF_GR_ENGINE_ACTIVE (monitoring/
+        alert_rules.py): say where that signal is not known to exist."""
+        mig = [f"gpuPools[{i}]" for i, pool in self.indexed_pools() if pool.mig_partition_size]
+        if not mig or dcgm == "exporter":
+            return
+        why = (
+            "GKE's per-GPU duty cycle, which does not tell the instances apart (UNVERIFIED)"
+            if dcgm == "none"
+            else "DCGM_FI_PROF_GR_ENGINE_ACTIVE, which the exporter collects; whether GKE's managed DCGM "
+            "exports it for MIG instances is UNVERIFIED"
+        )
+        self.warnings.append(
+            f"note: {prefix}.alerts: {listing(mig)} split GPUs with MIG; the idle alert judges their "
+            f"instances by {why}, so an idle instance may not alert; dcgm: exporter gives each instance "
+            "its own signal"
         )
 
     def _workloads(self, cluster: ClusterConfig, pools: tuple[GpuPool, ...]) -> tuple[WorkloadConfig, ...]:

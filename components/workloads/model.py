@@ -111,6 +111,8 @@ class ProvisioningRetryConfig(StackModel):
     retryStrategy, Kueue v0.19.2; its defaults here): `backoffLimitCount` retries (0: none), each after
     about base x 2^(n-1) seconds, at most `backoffMaxSeconds`."""
 
+    model_config = example(backoffLimitCount=3, backoffBaseSeconds=60, backoffMaxSeconds=1800)
+
     backoff_limit_count: int = Field(3, ge=0, le=100)
     backoff_base_seconds: int = Field(60, ge=1, le=86_400)
     backoff_max_seconds: int = Field(1800, ge=1, le=604_800)

@@ -53,13 +53,20 @@ HEALTH_CONTAINER = "gpu-health"
 # A Job's deadline starts when Kueue admits (unsuspends) it. Time in the Kueue queue does not count,
 # but the wait for nodes does wherever admission is by quota alone (not queued provisioning): scale-up
 # from zero, or a flex-start pool waiting for capacity. So the Job gets four hours, and the script,
-# which counts from its own start, stops itself after 55 minutes of running and says why. A queued
-# pool's ProvisioningRequest asks GKE for nodes for the run's hour (RUN_SECONDS).
+# which counts from its own start, stops itself after 55 minutes of running and says why (the wait
+# for its peers included). A queued pool's ProvisioningRequest asks GKE for nodes for RUN_SECONDS
+# (its maxRunDurationSeconds, counted from when the nodes are provisioned): the script's limit plus
+# the time before the script starts on fresh nodes, pulling Google's test image (several GB) and the
+# GPU health gate. With the script's limit alone (3600 for 3300), a slow pull let GKE reclaim the
+# nodes under a run that was still within its own deadline.
 JOB_DEADLINE_SECONDS = 4 * 3600
-RUN_SECONDS = 3600
 SCRIPT_DEADLINE_SECONDS = 3300
 # How long rank 0 waits for the other Pods' sshd (image pulls of several GB on fresh nodes).
 PEER_WAIT_SECONDS = 1200
+# Before the script starts: the image pull and the health gate (a judgement, as PEER_WAIT_SECONDS:
+# the same pulls, with room for the gate; no Google figure).
+PULL_AND_GATE_SECONDS = 1800
+RUN_SECONDS = PULL_AND_GATE_SECONDS + SCRIPT_DEADLINE_SECONDS
 JOBSET_TTL_SECONDS = 24 * 3600  # long enough to read the result the morning after
 # Capabilities the 'baseline' Pod Security level lets a container add (Kubernetes' Pod Security
 # Standards); anything else, a host path, or a privileged container needs 'privileged'.
@@ -427,7 +434,15 @@ def network_policy_spec(peers: dict[str, str]) -> "k8s.networking.v1.NetworkPoli
     """The test's Pods reach each other on any port of the Pod network (sshd, mpirun's and NCCL's
     bootstrap and, without GPUDirect, NCCL's data) and DNS; nothing else in or out. DNS is allowed to
     any address on port 53, since GKE's NodeLocal DNSCache answers on a link-local address rather than
-    from kube-dns's Pods. GPUDirect's data NICs are outside the Pod network (their own VPCs)."""
+    from kube-dns's Pods. GPUDirect's data NICs are outside the Pod network (their own VPCs).
+
+    No egress to the metadata server: nothing in these Pods calls it. They mount no service account
+    token and call no Google API (so Workload Identity is not used), and none of Google's GPUDirect
+    manifests at container-engine-accelerators@992db812 (installers, NRI injector, the nccl-test Pods
+    with their RxDM sidecar and gIB) references it; only the optional topology-scheduler's
+    label-nodes-daemon.py reads it, which this program does not deploy. What the closed-source RxDM
+    and gIB binaries do inside is UNVERIFIED: if a run logs metadata-server timeouts, that is the
+    first place to look."""
     same = [
         k8s.networking.v1.NetworkPolicyPeerArgs(
             pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=peers)
