@@ -31,7 +31,9 @@ def test_vllm_runs_the_model_on_the_pools_gpu(served: RunResult) -> None:
     template = pod(served)
     spec = template["spec"]
     (container,) = spec["containers"]
-    assert container["image"] == images.VLLM == "vllm/vllm-openai:v0.33.0"
+    # Through the stack's Docker Hub mirror in its region, where image streaming applies.
+    assert images.VLLM == "vllm/vllm-openai:v0.33.0"
+    assert container["image"] == "us-central1-docker.pkg.dev/test-project/docker-hub/vllm/vllm-openai:v0.33.0"
     assert container["args"] == [
         "/models",
         "--served-model-name=chat",
@@ -432,15 +434,21 @@ def test_no_file_cache_where_the_nodes_size_is_unknown_or_the_model_is_not_in_a_
         InferenceService.check_args("chat", {**ARGS, "weights_cache_medium": "disk"})
 
 
-def test_the_output_says_whether_the_pool_preloads_the_image(served: RunResult) -> None:
-    assert served.outputs["serving"]["chat"]["image"].startswith("vllm/vllm-openai:v0.33.0, streamed")
+def test_the_output_says_how_the_image_reaches_a_new_node(served: RunResult) -> None:
+    image = served.outputs["serving"]["chat"]["image"]
+    assert image.startswith(
+        "us-central1-docker.pkg.dev/test-project/docker-hub/vllm/vllm-openai:v0.33.0: from Artifact Registry"
+    )
+    assert "UNVERIFIED" in image  # streaming from a remote repository: not on GKE's own page
     disk = "projects/example/global/images/vllm-0-33"
     result = render(
         stack_config(
             cluster=STANDARD_CLUSTER, gpuPools=[{**L4, "imageCache": {"diskImage": disk}}], serving=[CHAT]
         )
     )
-    assert f"preloaded on the pool's nodes from {disk}" in result.outputs["serving"]["chat"]["image"]
+    assert (
+        f"preloaded from the pool's secondary boot disk {disk}" in result.outputs["serving"]["chat"]["image"]
+    )
 
 
 def test_scale_on_gpu_reads_the_services_gpu_duty_cycle_as_an_external_metric() -> None:

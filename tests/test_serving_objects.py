@@ -209,3 +209,38 @@ def test_a_replica_larger_than_the_whole_pool_is_blamed_on_gpus_per_replica() ->
         "(2 GPUs: maxNodes 2 x 1)" in message
     )
     assert "serving[0].replicas:" not in message
+
+
+# Item 2: images that stream.
+
+
+def test_the_stack_mirrors_docker_hub_in_its_region_and_the_nodes_read_that_repository_alone() -> None:
+    result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[L4], serving=[CHAT]), preview=False)
+    repository = result.one("gcp:artifactregistry/repository:Repository").inputs
+    assert (repository["location"], repository["format"], repository["mode"]) == (
+        "us-central1",
+        "DOCKER",
+        "REMOTE_REPOSITORY",
+    )
+    assert repository["remoteRepositoryConfig"]["dockerRepository"] == {"publicRepository": "DOCKER_HUB"}
+    (reader,) = result.of_type("gcp:artifactregistry/repositoryIamMember:RepositoryIamMember")
+    assert reader.inputs["role"] == "roles/artifactregistry.reader"
+    assert reader.inputs["location"] == "us-central1"
+    assert reader.inputs["repository"] == repository["repositoryId"] == "docker-hub"
+    nodes = result.one("gcp:serviceaccount/account:Account", "gke-nodes").inputs["accountId"]
+    assert reader.inputs["member"].startswith(f"serviceAccount:{nodes}@")
+    (container,) = result.one(DEPLOYMENT).inputs["spec"]["template"]["spec"]["containers"]
+    assert container["image"].startswith("us-central1-docker.pkg.dev/test-project/docker-hub/vllm/")
+
+
+def test_without_a_mirror_the_render_says_the_image_is_pulled_whole() -> None:
+    from gke_gpu.serving.image_source import describe_image
+
+    text = describe_image("vllm/vllm-openai:v0.33.0", "", None)
+    assert text.startswith("vllm/vllm-openai:v0.33.0: pulled whole from Docker Hub")
+    assert "streamed" not in text.split("(")[0]
+
+
+def test_a_stack_without_services_declares_no_mirror() -> None:
+    result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[L4]))
+    assert result.of_type("gcp:artifactregistry/repository:Repository") == []

@@ -136,6 +136,10 @@ class InferenceServiceArgs(TypedDict):
     """Where the file cache lives: `memory` (tmpfs, counted in the node's memory) or `disk` (the
     node's ephemeral storage: put it on Local SSD with the pool's local_ssd_count). Defaults to
     memory."""
+    image: NotRequired[str]
+    """The vLLM image: `vllm/vllm-openai` at the pinned tag as a mirror serves it (ImageMirror's
+    `mirrored`), so that image streaming applies. Defaults to the pinned tag on Docker Hub, which a
+    new node pulls whole."""
     weights: NotRequired[ModelWeights]
     """A gs:// model: how its files reach the server. Defaults to Cloud Storage FUSE."""
     zones: NotRequired[list[str]]
@@ -368,7 +372,7 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
             containers=[
                 k8s.core.v1.ContainerArgs(
                     name=CONTAINER,
-                    image=images.VLLM,
+                    image=spec.image or images.VLLM,
                     args=vllm_args(spec),
                     env=env,
                     ports=[k8s.core.v1.ContainerPortArgs(name="http", container_port=PORT)],

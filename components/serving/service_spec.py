@@ -12,7 +12,7 @@ from ..core.arg_types import K8sName, LabelKey, LabelValue, ProjectId, matching
 from ..core.common import K8S_NAME, ZONE_PATTERN
 from ..core.k8s import TolerationSpec
 from ..core.validation import ArgsModel
-from .model import MAX_SERVICE_NAME, SERVICE_NAME_MEANING, ModelServerSettings
+from .model import IMAGE_MEANING, IMAGE_REFERENCE, MAX_SERVICE_NAME, SERVICE_NAME_MEANING, ModelServerSettings
 
 ZoneName = matching(ZONE_PATTERN, "a GCP zone such as us-central1-a", max_length=40)
 
@@ -39,6 +39,7 @@ class InferenceServiceSpec(ModelServerSettings, _Place):
     disk_gib: int = Field(50, ge=5, le=10_000)
     weights_cache_gib: int = Field(0, ge=0, le=100_000)
     weights_cache_medium: Literal["memory", "disk"] = "memory"
+    image: matching(IMAGE_REFERENCE, IMAGE_MEANING, max_length=512) | None = None  # type: ignore[valid-type]
 
     @property
     def gpus_per_pod(self) -> int:

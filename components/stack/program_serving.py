@@ -9,6 +9,7 @@ import pulumi
 from ..core import images
 from ..gpu.pool import GpuPool
 from ..gpu.scheduling import node_selector, tolerations
+from ..serving.image_source import DEFAULT_REPOSITORY, describe_image, mirrored, registry_path
 from ..serving.model import ServingConfig
 from ..serving.rules import gcs_location, weights_source
 from ..serving.sizing import (
@@ -56,11 +57,13 @@ def serving(
     *,
     network: list[pulumi.Resource] | None = None,
     node_service_account: pulumi.Input[str] | None = None,
+    image_reader: pulumi.Input[str] | None = None,
 ) -> dict[str, Any]:
     """Declare each service (and its gateway; `network`: what a gateway waits for, the VPC the stack
     creates); return, per service, where it answers and how to try it (stack output `serving`).
     `node_service_account`: a Standard cluster's nodes' account, for the nodes GKE creates for
-    Hyperdisk ML transfers."""
+    Hyperdisk ML transfers. `image_reader`: the account every node pulls images as, which reads the
+    serving images' mirror."""
     if not settings.serving:
         return {}
     # Imported here: a stack without model servers does not pay for their modules.
@@ -71,6 +74,8 @@ def serving(
     autopilot = settings.cluster.mode == "autopilot"
     pools = {p.name: p for p in settings.gpu_pools}
     outputs: dict[str, Any] = {}
+    registry = _image_mirror(settings, image_reader)
+    vllm_image = mirrored(registry, images.VLLM) if registry else images.VLLM
     if any(s.replicas.max > s.replicas.min for s in settings.serving):
         # One per cluster: the autoscalers read vLLM's queue through it.
         adapter = declare(
@@ -115,6 +120,7 @@ def serving(
             "project": settings.project or "",
             "cluster_name": cluster_name,
             "client_namespaces": list(service.client_namespaces),
+            "image": vllm_image,
         }
         size = container_size(pool, service.gpus_per_replica // nodes)
         args["cpu"], args["memory_gib"], args["shm_gib"] = size["cpu"], size["memory_gib"], size["shm_gib"]
@@ -157,8 +163,29 @@ def serving(
             (w for w in settings.workloads if w.name == "serving-load" and w.service == service.name), None
         )
         if load is not None:
-            outputs[service.name]["loadTest"] = _load_test(load, service, pool, provider, component)
+            outputs[service.name]["loadTest"] = _load_test(load, service, pool, provider, component, registry)
+        outputs[service.name]["image"] = describe_image(vllm_image, registry, pool.image_cache)
     return outputs
+
+
+def _image_mirror(settings: Settings, image_reader: pulumi.Input[str] | None) -> str:
+    """The serving images' mirror in the stack's region (a Docker Hub remote repository the nodes
+    read), its registry path; `` where no node account is given (a program that reads images from
+    Docker Hub itself)."""
+    if image_reader is None or not settings.region:
+        return ""
+    from ..serving.image_mirror import ImageMirror
+
+    declare(
+        ImageMirror,
+        "serving-images",
+        {
+            "project": settings.project or "",
+            "region": settings.region,
+            "node_service_account_email": image_reader,
+        },
+    )
+    return registry_path(settings.region, settings.project or "", DEFAULT_REPOSITORY)
 
 
 def _transfer_class(
@@ -200,10 +227,13 @@ def _load_test(
     pool: GpuPool,
     provider: pulumi.ProviderResource,
     component: InferenceService,
+    registry: str,
 ) -> dict[str, Any]:
     from ..serving.load_test import ServingLoadTest
 
     args = load_test_args(load, service, pool)
+    if registry:
+        args["image"] = mirrored(registry, images.PYTHON)
     given = load.floors.model_fields_set if load.floors else set()
     test = declare(
         ServingLoadTest,
@@ -268,12 +298,6 @@ def _summary(
         "namespace": namespace,
         "model": service.model,
         "weights": weights,
-        "image": (
-            f"{images.VLLM}, preloaded on the pool's nodes from {pool.image_cache.disk_image} if that "
-            "disk image was built with it (gpuPools[].imageCache; otherwise streamed)"
-            if pool.image_cache
-            else f"{images.VLLM}, streamed at a node's first start (image streaming; no imageCache)"
-        ),
         "rollout": describe_rollout(pool, service.gpus_per_replica, service.replicas.min, surge),
         "gpusPerReplica": service.gpus_per_replica,
         "replicas": service.replicas.max
