@@ -244,3 +244,16 @@ def test_without_a_mirror_the_render_says_the_image_is_pulled_whole() -> None:
 def test_a_stack_without_services_declares_no_mirror() -> None:
     result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[L4]))
     assert result.of_type("gcp:artifactregistry/repository:Repository") == []
+
+
+# Item 9: a team's quota on a pool the servers fill.
+
+
+def test_a_teams_quota_on_a_serving_pool_is_warned_about() -> None:
+    batch = {"kueue": True, "teams": [{"name": "research", "pools": {"l4": {"gpus": 1}}}]}
+    raw = {"cluster": STANDARD_CLUSTER, "gpuPools": [L4], "serving": [CHAT], "batch": batch}
+    from gke_gpu.stack.config import parse_settings
+
+    _, notes = parse_settings(raw, project="test-project", region="us-central1", stack="test")
+    (warning,) = [n for n in notes if "batch.teams" in n]
+    assert "team research has 1 GPUs of quota on pool l4, which model servers also use" in warning

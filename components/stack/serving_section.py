@@ -63,7 +63,32 @@ class ServingRules(RuleBase):
             self._check_availability(service, pool, names)
         self._check_capacity(sized, by_name)
         self._note_rollouts(sized, by_name)
+        self._note_team_quotas(sized)
         return tuple(service for _, service in services)
+
+    def _note_team_quotas(self, services: list[tuple[int, ServingConfig]]) -> None:
+        """Kueue counts a team's quota against the pool's capacity, not what is free of it: GPUs the
+        model servers hold are still in a team's quota, so a job admitted on it waits for nodes the
+        pool cannot add (upstream-review-2026-11, Kueue: 'quotas count node capacity')."""
+        batch = self.config.batch
+        if not batch.kueue:
+            return
+        served = {s.pool for _, s in services}
+        for team in batch.teams:
+            for pool in sorted(set(team.pools) & served):
+                if team.pools[pool].gpus:
+                    self.warnings.append(
+                        f"warning: gke-gpu:batch.teams: team {team.name} has {team.pools[pool].gpus} GPUs of "
+                        f"quota on pool {pool}, which model servers also use: Kueue admits the team's jobs "
+                        "against the pool's size, not what the servers leave free, so an admitted job may "
+                        "wait for a node the pool cannot add; serve from a pool of its own"
+                    )
+        if not batch.teams and served:
+            self.warnings.append(
+                f"warning: gke-gpu:batch: the default team's queue covers every GPU pool, "
+                f"{', '.join(sorted(served))} included, which model servers also use: Kueue admits its "
+                "jobs against the pool's size, not what the servers leave free; serve from a pool of its own"
+            )
 
     def _check_weights_cache(self, service: ServingConfig, pool: GpuPool, names: KeyNames) -> None:
         """A gs:// model read through Cloud Storage FUSE: its weights fit the file cache a Pod can hold
