@@ -257,3 +257,23 @@ def test_a_teams_quota_on_a_serving_pool_is_warned_about() -> None:
     _, notes = parse_settings(raw, project="test-project", region="us-central1", stack="test")
     (warning,) = [n for n in notes if "batch.teams" in n]
     assert "team research has 1 GPUs of quota on pool l4, which model servers also use" in warning
+
+
+def test_the_components_check_the_image_they_are_given() -> None:
+    from gke_gpu.core.validation import InvalidArgsError
+    from gke_gpu.serving.inference_service import InferenceService
+
+    args = {
+        "model": "gs://models-bucket/qwen",
+        "node_selector": {"cloud.google.com/gke-nodepool": "l4"},
+        "tolerations": [],
+        "project": "p-123456",
+        "cluster_name": "gpu",
+    }
+    with pytest.raises(
+        InvalidArgsError, match=r"image: 'Docker\.io/VLLM' is not allowed: expected a container image"
+    ):
+        InferenceService.check_args("chat", {**args, "image": "Docker.io/VLLM"})
+    InferenceService.check_args(
+        "chat", {**args, "image": "us-central1-docker.pkg.dev/p/docker-hub/vllm/x:v1"}
+    )
