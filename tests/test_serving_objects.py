@@ -4,6 +4,8 @@ unthrottled and its file cache sized to the weights, and the bad input of the po
 with the rule it breaks."""
 
 import pytest
+from hypothesis import assume, example, given, settings
+from hypothesis import strategies as st
 
 from gke_gpu.gpu.pool import GpuPool
 from gke_gpu.serving.sizing import GIB, weights_cache
@@ -277,3 +279,22 @@ def test_the_components_check_the_image_they_are_given() -> None:
     InferenceService.check_args(
         "chat", {**args, "image": "us-central1-docker.pkg.dev/p/docker-hub/vllm/x:v1"}
     )
+
+
+_BUCKET_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789-_.AZ/ "
+
+
+@given(st.text(alphabet=_BUCKET_CHARS, max_size=70))
+@example("a.b")
+@example("x" * 63)
+@example("models_bucket-1.example")
+@settings(max_examples=300, deadline=None)
+def test_a_bucket_name_no_rule_refuses_is_read_as_a_bucket(name: str) -> None:
+    """The naming rules and the model's pattern agree where it matters: a name no rule refuses (up to
+    63 characters) is a bucket the gs:// form reads, never "neither gs:// nor Hugging Face"."""
+    from gke_gpu.serving.bucket_name import bucket_name_problem
+    from gke_gpu.serving.model import GCS_MODEL
+
+    assume("/" not in name and len(name) <= 63)
+    if bucket_name_problem(name) is None:
+        assert GCS_MODEL.fullmatch(f"gs://{name}/m") is not None, name
