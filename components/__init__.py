@@ -67,6 +67,7 @@ PUBLIC_COMPONENTS: dict[str, str] = {
     "ServingLoadTest": "serving.load_test",
     "LeaderWorkerSetController": "serving.lws_controller",
     "InferenceGateway": "serving.gateway",
+    "ImageMirror": "serving.image_mirror",
 }
 
 # Exported name -> the module (of this package) that defines it.
@@ -104,6 +105,8 @@ __all__ = [
     "HyperdiskMlTransferClassArgs",
     "ImageCacheAllowlist",
     "ImageCacheAllowlistArgs",
+    "ImageMirror",
+    "ImageMirrorArgs",
     "InferenceGateway",
     "InferenceGatewayArgs",
     "InferenceService",

@@ -164,6 +164,21 @@ CASES: dict[str, Case] = {
         state={"className": "gcs-to-hdml-compute-class"},
         bad=(({"nodeServiceAccountEmail": "x" * 300}, "node_service_account_email"),),
     ),
+    "ImageMirror": Case(
+        wire={"project": PROJECT, "region": "us-central1", "nodeServiceAccountEmail": NODES},
+        children={
+            f"{NAME}-repository": "gcp:artifactregistry/repository:Repository",
+            f"{NAME}-node-reader": "gcp:artifactregistry/repositoryIamMember:RepositoryIamMember",
+        },
+        child_inputs={
+            (f"{NAME}-repository", "mode"): "REMOTE_REPOSITORY",
+            (f"{NAME}-repository", "remoteRepositoryConfig.dockerRepository.publicRepository"): "DOCKER_HUB",
+            (f"{NAME}-node-reader", "role"): "roles/artifactregistry.reader",
+            (f"{NAME}-node-reader", "member"): f"serviceAccount:{NODES}",
+        },
+        state={"registry": f"us-central1-docker.pkg.dev/{PROJECT}/docker-hub"},
+        bad=(({"region": "us-central1-a"}, "region"), ({"repositoryId": "Docker_Hub"}, "repository_id")),
+    ),
     "InferenceService": Case(
         wire={
             "name": "chat",

@@ -31,7 +31,9 @@ def test_vllm_runs_the_model_on_the_pools_gpu(served: RunResult) -> None:
     template = pod(served)
     spec = template["spec"]
     (container,) = spec["containers"]
-    assert container["image"] == images.VLLM == "vllm/vllm-openai:v0.33.0"
+    # Through the stack's Docker Hub mirror in its region, where image streaming applies.
+    assert images.VLLM == "vllm/vllm-openai:v0.33.0"
+    assert container["image"] == "us-central1-docker.pkg.dev/test-project/docker-hub/vllm/vllm-openai:v0.33.0"
     assert container["args"] == [
         "/models",
         "--served-model-name=chat",
@@ -78,7 +80,8 @@ def test_the_server_is_hardened(served: RunResult) -> None:
     shm = next(v for v in spec["volumes"] if v["name"] == "dshm")
     assert shm["emptyDir"]["medium"] == "Memory"
     strategy = served.one(DEPLOYMENT).inputs["spec"]["strategy"]
-    assert strategy["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 1}  # no spare GPU for a surge
+    # maxNodes 2 leaves one L4 beside the replica: a surge replica first, no outage.
+    assert strategy["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
 
 
 def test_bucket_weights_are_mounted_read_only_as_the_services_own_account(served: RunResult) -> None:
@@ -318,7 +321,7 @@ def test_a_replica_range_scales_on_the_queue_through_the_custom_metrics_adapter(
     assert metric["pods"]["metric"]["name"] == "prometheus.googleapis.com|vllm:num_requests_waiting|gauge"
     assert metric["pods"]["target"] == {"type": "AverageValue", "averageValue": "5"}
     assert spec["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 300
-    assert result.one(DEPLOYMENT).inputs["spec"]["replicas"] == 1  # the autoscaler's from then on
+    assert "replicas" not in result.one(DEPLOYMENT).inputs["spec"]  # the autoscaler's alone
     # The adapter, once per cluster, from its pinned upstream manifest, reading as an account of its own.
     manifest = result.one("kubernetes:yaml/v2:ConfigFile").inputs
     assert manifest["file"].startswith(
@@ -332,7 +335,7 @@ def test_a_replica_range_scales_on_the_queue_through_the_custom_metrics_adapter(
         == "serviceAccount:test-project.svc.id.goog[custom-metrics/custom-metrics-stackdriver-adapter]"
     )
     deployment = result.one(DEPLOYMENT).inputs["metadata"]["annotations"]
-    assert deployment["pulumi.com/patchForce"] == "true"  # takes .spec.replicas back from an HPA
+    assert "pulumi.com/patchForce" not in deployment  # no count sent: nothing to take back
     patch = result.one("kubernetes:core/v1:ServiceAccountPatch").inputs
     assert patch["metadata"]["name"] == "custom-metrics-stackdriver-adapter"
     assert set(patch["metadata"]["annotations"]) == {"iam.gke.io/gcp-service-account"}
@@ -376,23 +379,28 @@ def _weights(result: RunResult) -> tuple[dict, dict, dict]:
     return volumes["weights"]["csi"], volumes.get("gke-gcsfuse-cache", {}), annotations
 
 
-def test_a_file_cache_in_memory_fetches_the_weights_in_parallel(served: RunResult) -> None:
+def test_a_file_cache_sized_for_the_weights_fetches_them_in_parallel(served: RunResult) -> None:
     csi, cache, annotations = _weights(served)
     options = csi["volumeAttributes"]["mountOptions"].split(",")
+    # The cache evicts 1 GiB before its volume is full (a full volume fails the read instead).
     assert {
-        "file-cache:max-size-mb:-1",
+        "file-cache:max-size-mb:94208",
         "file-cache:cache-file-for-range-read:true",
         "file-cache:enable-parallel-downloads:true",
     } <= set(options)
-    # g2-standard-8 without Local SSD: 15% of its 32 GB, in memory, bounded by the volume.
-    assert cache["emptyDir"] == {"medium": "Memory", "sizeLimit": "4Gi"}
-    # The sidecar writes the cache, so its memory is charged to it: no limit, the cache requested.
+    # g2-standard-8 without Local SSD, the model's size unknown: half of its 200 GB (186 GiB) boot disk.
+    assert cache["emptyDir"] == {"sizeLimit": "93Gi"}
+    # The sidecar unlimited (accelerated-platforms' vLLM manifests), the cache's disk requested.
     assert annotations == {
         "gke-gcsfuse/volumes": "true",
+        "gke-gcsfuse/cpu-limit": "0",
         "gke-gcsfuse/memory-limit": "0",
-        "gke-gcsfuse/memory-request": "4Gi",
+        "gke-gcsfuse/ephemeral-storage-limit": "0",
+        "gke-gcsfuse/ephemeral-storage-request": "93Gi",
     }
-    assert "file cache 4 GiB in memory" in served.outputs["serving"]["chat"]["weights"]
+    weights = served.outputs["serving"]["chat"]["weights"]
+    assert "file cache 93 GiB on the node's boot disk (200 GB, the pool has no Local SSD)" in weights
+    assert "the model's size is not known here: as large as the disk holds" in weights
 
 
 def test_a_pool_with_local_ssd_keeps_the_file_cache_there() -> None:
@@ -400,20 +408,22 @@ def test_a_pool_with_local_ssd_keeps_the_file_cache_there() -> None:
         stack_config(cluster=STANDARD_CLUSTER, gpuPools=[{**L4, "localSsdCount": 1}], serving=[CHAT])
     )
     _, cache, annotations = _weights(result)
-    # Half of the one 375 GB Local SSD the pool puts ephemeral storage on.
-    assert cache["emptyDir"] == {"sizeLimit": "187Gi"}
-    assert annotations["gke-gcsfuse/ephemeral-storage-limit"] == "0"
-    assert annotations["gke-gcsfuse/ephemeral-storage-request"] == "187Gi"
-    assert "gke-gcsfuse/memory-limit" not in annotations
-    assert "file cache 187 GiB on the node's Local SSD" in result.outputs["serving"]["chat"]["weights"]
+    # Half of the one 375 GB (349 GiB) Local SSD the pool puts ephemeral storage on.
+    assert cache["emptyDir"] == {"sizeLimit": "174Gi"}
+    assert annotations["gke-gcsfuse/ephemeral-storage-request"] == "174Gi"
+    assert "gke-gcsfuse/memory-request" not in annotations
+    assert (
+        "file cache 174 GiB on the node's Local SSD (1 x 375 GB)"
+        in result.outputs["serving"]["chat"]["weights"]
+    )
 
 
 def test_no_file_cache_where_the_nodes_size_is_unknown_or_the_model_is_not_in_a_bucket() -> None:
     from gke_gpu.gpu.pool import GpuPool
-    from gke_gpu.stack.program_serving import weights_cache
+    from gke_gpu.serving.sizing import weights_cache
 
     profile = GpuPool.model_validate({"name": "l4", "accelerator": "nvidia-l4", "gpusPerNode": 1})
-    assert weights_cache(profile, 1)[:2] == (0, "memory")
+    assert weights_cache(profile, 1, None).size_gib == 0
     with pytest.raises(InvalidArgsError) as refused:
         InferenceService.check_args(
             "chat",
@@ -424,15 +434,21 @@ def test_no_file_cache_where_the_nodes_size_is_unknown_or_the_model_is_not_in_a_
         InferenceService.check_args("chat", {**ARGS, "weights_cache_medium": "disk"})
 
 
-def test_the_output_says_whether_the_pool_preloads_the_image(served: RunResult) -> None:
-    assert served.outputs["serving"]["chat"]["image"].startswith("vllm/vllm-openai:v0.33.0, streamed")
+def test_the_output_says_how_the_image_reaches_a_new_node(served: RunResult) -> None:
+    image = served.outputs["serving"]["chat"]["image"]
+    assert image.startswith(
+        "us-central1-docker.pkg.dev/test-project/docker-hub/vllm/vllm-openai:v0.33.0: from Artifact Registry"
+    )
+    assert "UNVERIFIED" in image  # streaming from a remote repository: not on GKE's own page
     disk = "projects/example/global/images/vllm-0-33"
     result = render(
         stack_config(
             cluster=STANDARD_CLUSTER, gpuPools=[{**L4, "imageCache": {"diskImage": disk}}], serving=[CHAT]
         )
     )
-    assert f"preloaded on the pool's nodes from {disk}" in result.outputs["serving"]["chat"]["image"]
+    assert (
+        f"preloaded from the pool's secondary boot disk {disk}" in result.outputs["serving"]["chat"]["image"]
+    )
 
 
 def test_scale_on_gpu_reads_the_services_gpu_duty_cycle_as_an_external_metric() -> None:

@@ -32,7 +32,8 @@ def test_the_job_loads_the_service_and_judges_it_against_the_gpus_floors(loaded:
     spec = job(loaded)
     assert spec["metadata"]["namespace"] == "serve-chat" and spec["metadata"]["name"] == "serving-load"
     (container,) = spec["spec"]["template"]["spec"]["containers"]
-    assert container["image"] == images.PYTHON
+    # Through the stack's Docker Hub mirror (ImageMirror): an official image lives under library/.
+    assert container["image"] == f"us-central1-docker.pkg.dev/test-project/docker-hub/library/{images.PYTHON}"
     assert container["command"] == [
         "python3",
         "/opt/serving-load/serving_load.py",

@@ -12,7 +12,7 @@ from .leader_worker_set import scale_target
 from .server_parts import CONTAINER
 
 if TYPE_CHECKING:
-    from .inference_service import InferenceServiceSpec
+    from .service_spec import InferenceServiceSpec
 
 # vLLM's waiting requests as Managed Prometheus stores them, named for the custom metrics adapter
 # ('/' becomes '|'): GKE's own vLLM autoscaling sample (docs/serving-research.md 7).

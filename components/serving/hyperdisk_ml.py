@@ -40,7 +40,7 @@ from .model import WeightsConfig
 from .rules import gcs_location, min_throughput, weights_source
 
 if TYPE_CHECKING:
-    from .inference_service import InferenceServiceSpec
+    from .service_spec import InferenceServiceSpec
 
 PROVISIONER = "pd.csi.storage.gke.io"
 DATA_SOURCE_GROUP = "datalayer.gke.io"

@@ -1,25 +1,21 @@
 """InferenceService: a vLLM model server on a GPU pool, its weights read from Cloud Storage (or Hugging
 Face), behind a Service that only its namespace and the listed clients reach, scraped by GMP."""
 
-from typing import Annotated, Any, Literal, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
-from pydantic import Field
 
 from ..core import images
-from ..core.arg_types import K8sName, LabelKey, LabelValue, ProjectId, matching
-from ..core.common import K8S_NAME, KeyNames, Problems
+from ..core.common import KeyNames, Problems
 from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.k8s import (
     Toleration,
-    TolerationSpec,
     app_labels,
     restricted_container_security_context,
     toleration_args,
     toleration_problems,
 )
-from ..core.validation import ArgsModel
 from .autoscaler import horizontal_pod_autoscaler
 from .deployment import deployment
 from .hyperdisk_ml import (
@@ -30,7 +26,8 @@ from .hyperdisk_ml import (
     uses_hyperdisk_ml,
 )
 from .leader_worker_set import leader_worker_set, serving_selector
-from .model import MAX_SERVICE_NAME, SERVICE_NAME_MEANING, ModelServerSettings, service_namespace
+from .model import service_namespace
+from .rollout import needs_disruption_budget, pod_disruption_budget
 from .rules import check_model_server, check_replica_nodes, weights_source
 from .server_parts import (
     CONTAINER,
@@ -39,13 +36,13 @@ from .server_parts import (
     VLLM_GROUP,
     VLLM_USER,
     WEIGHTS_DIR,
-    ZoneName,
     network_policy,
     pod_annotations,
     server_labels,
     vllm_args,
     weights_volumes,
 )
+from .service_spec import InferenceServiceSpec
 from .weights_reader import declare_weights_reader
 
 KSA = "vllm"
@@ -105,6 +102,10 @@ class InferenceServiceArgs(TypedDict):
     """Scale on the queue between `replicas` and this many (a HorizontalPodAutoscaler on vLLM's
     `vllm:num_requests_waiting` through Managed Prometheus; needs the CustomMetricsAdapter). Defaults
     to fixed replicas."""
+    surge: NotRequired[bool]
+    """Roll out a new version with one surge replica first (its GPUs must be free on the pool: a node
+    the pool can add, or room on one), so no replica stops before its successor serves. Defaults to
+    false: one replica at a time, which with one replica is an outage while the new one starts."""
     queue_target: NotRequired[float]
     """With `max_replicas`: requests waiting per replica the autoscaler aims at. Defaults to 5."""
     scale_on: NotRequired[str]
@@ -135,44 +136,15 @@ class InferenceServiceArgs(TypedDict):
     """Where the file cache lives: `memory` (tmpfs, counted in the node's memory) or `disk` (the
     node's ephemeral storage: put it on Local SSD with the pool's local_ssd_count). Defaults to
     memory."""
+    image: NotRequired[str]
+    """The vLLM image: `vllm/vllm-openai` at the pinned tag as a mirror serves it (ImageMirror's
+    `mirrored`), so that image streaming applies. Defaults to the pinned tag on Docker Hub, which a
+    new node pulls whole."""
     weights: NotRequired[ModelWeights]
     """A gs:// model: how its files reach the server. Defaults to Cloud Storage FUSE."""
     zones: NotRequired[list[str]]
     """With `weights.via` hyperdiskMl: the zones of the pool's nodes; a Hyperdisk ML volume is made
     in each (they are zonal)."""
-
-
-class _Place(ArgsModel):
-    name: matching(K8S_NAME, SERVICE_NAME_MEANING, max_length=MAX_SERVICE_NAME)  # type: ignore[valid-type]
-    node_selector: Annotated[dict[LabelKey, LabelValue], Field(min_length=1, max_length=64)]
-    tolerations: Annotated[list[TolerationSpec], Field(max_length=32)]
-    project: ProjectId
-    cluster_name: K8sName
-    zones: Annotated[list[ZoneName], Field(min_length=1, max_length=26)] | None = None  # type: ignore[valid-type]
-
-
-class InferenceServiceSpec(ModelServerSettings, _Place):
-    gpus_per_node: int | None = Field(None, ge=1, le=16)
-    replicas: int = Field(1, ge=1, le=100)
-    max_replicas: int | None = Field(None, ge=1, le=100)
-    queue_target: float = Field(5, gt=0, le=10_000)
-    duty_cycle_target: float = Field(80, gt=0, le=100)
-    cpu: float = Field(4, gt=0, le=1000)
-    memory_gib: int = Field(24, ge=1, le=10_000)
-    shm_gib: int = Field(4, ge=1, le=1000)
-    disk_gib: int = Field(50, ge=5, le=10_000)
-    weights_cache_gib: int = Field(0, ge=0, le=100_000)
-    weights_cache_medium: Literal["memory", "disk"] = "memory"
-
-    @property
-    def gpus_per_pod(self) -> int:
-        """A Pod's GPUs: the replica's, or a node's when the replica spans nodes."""
-        return min(self.gpus_per_replica, self.gpus_per_node or self.gpus_per_replica)
-
-    @property
-    def nodes_per_replica(self) -> int:
-        """1 for a Deployment; above it, the size of each LeaderWorkerSet group."""
-        return self.gpus_per_replica // self.gpus_per_pod
 
 
 def _rules(spec: InferenceServiceSpec) -> list[str]:
@@ -223,7 +195,8 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
     waits for the model to load; readiness and liveness use vLLM's /health. A ClusterIP Service
     (port 8000, the OpenAI API) admits only its namespace, `client_namespaces` and GMP's scraper
     (NetworkPolicy); a PodMonitoring scrapes vLLM's /metrics. Rolling updates replace one replica at a
-    time without a surge replica (a surge needs a spare GPU)."""
+    time, or with `surge` a new replica first; a PodDisruptionBudget lets a drain take one Pod at a time
+    from a service that may run two or more replicas."""
 
     service_url: pulumi.Output[str]
     """The in-cluster URL of the OpenAI-compatible API: http://<name>.serve-<name>.svc:8000."""
@@ -285,10 +258,8 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
         )
         # The grants first: a mount before them fails with PermissionDenied and retries with backoff.
         after_ksa = pulumi.ResourceOptions(parent=self, depends_on=[ns, ksa, *grants])
-        # The autoscaler owns the replica count once it exists: Pulumi sets it only at creation.
-        workload = pulumi.ResourceOptions.merge(
-            after_ksa, pulumi.ResourceOptions(ignore_changes=["spec.replicas"] if spec.max_replicas else None)
-        )
+        # No ignoreChanges on spec.replicas: it would keep sending the count from the state (rollout.py).
+        workload = after_ksa
         # One node a replica: a Deployment; several: a LeaderWorkerSet, a group of Pods a replica.
         build = leader_worker_set if spec.nodes_per_replica > 1 else deployment
         build(
@@ -304,6 +275,8 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
         )
         if spec.max_replicas is not None:
             horizontal_pod_autoscaler(name, spec, namespace, labels, in_namespace)
+        if needs_disruption_budget(spec):
+            pod_disruption_budget(name, spec, namespace, labels, in_namespace)
         k8s.core.v1.Service(
             f"{name}-service",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=spec.name, namespace=namespace, labels=labels),
@@ -405,7 +378,7 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
             containers=[
                 k8s.core.v1.ContainerArgs(
                     name=CONTAINER,
-                    image=images.VLLM,
+                    image=spec.image or images.VLLM,
                     args=vllm_args(spec),
                     env=env,
                     ports=[k8s.core.v1.ContainerPortArgs(name="http", container_port=PORT)],

@@ -15,9 +15,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from ..core.k8s import selector_labels
+from .rollout import fixed_replicas, replica_owner_annotations, rollout_plan
 
 if TYPE_CHECKING:
-    from .inference_service import InferenceServiceSpec
+    from .service_spec import InferenceServiceSpec
 
 API_VERSION = "leaderworkerset.x-k8s.io/v1"
 KIND = "LeaderWorkerSet"
@@ -66,9 +67,10 @@ def leader_worker_set(
     timeout_s: int,
     opts: pulumi.ResourceOptions,
 ) -> k8s.apiextensions.CustomResource:
-    """The LeaderWorkerSet: `spec.replicas` groups of `nodes_per_replica` Pods, `pod` (the server's
-    Pod with the leader's arguments) for the leader and, derived from it, the workers'."""
-    nodes = spec.nodes_per_replica
+    """The LeaderWorkerSet: `spec.replicas` groups (or the autoscaler's count) of `nodes_per_replica`
+    Pods, `pod` (the server's Pod with the leader's arguments) for the leader and, derived from it,
+    the workers'."""
+    nodes, plan = spec.nodes_per_replica, rollout_plan(spec)
 
     def template(role: str, pod_spec: k8s.core.v1.PodSpecArgs) -> k8s.core.v1.PodTemplateSpecArgs:
         return k8s.core.v1.PodTemplateSpecArgs(
@@ -89,20 +91,21 @@ def leader_worker_set(
                 # the image and the weights on each, as for the Deployment.
                 "pulumi.com/waitFor": "condition=Available",
                 "pulumi.com/timeoutSeconds": str(timeout_s),
-                # An autoscaler that ran owns .spec.replicas (the scale subresource), as for the
-                # Deployment: going back to fixed replicas takes it over.
-                "pulumi.com/patchForce": "true",
+                **replica_owner_annotations(spec),
             },
         ),
         spec={
-            "replicas": spec.replicas,
+            **({} if (replicas := fixed_replicas(spec)) is None else {"replicas": replicas}),
             # The workers start with the leader, not once it is ready: the leader is ready only when
             # the whole engine, workers included, has loaded the model.
             "startupPolicy": "LeaderCreated",
-            # One group at a time, no surge group (it would need a spare node per Pod).
+            # A whole surge group first where the pool has room for its nodes, else one group at a time.
             "rolloutStrategy": {
                 "type": "RollingUpdate",
-                "rollingUpdateConfiguration": {"maxUnavailable": 1, "maxSurge": 0},
+                "rollingUpdateConfiguration": {
+                    "maxUnavailable": plan.max_unavailable,
+                    "maxSurge": plan.max_surge,
+                },
             },
             "leaderWorkerTemplate": {
                 "size": nodes,

@@ -26,7 +26,7 @@ from ..core.k8s import (
 )
 from ..core.validation import ArgsModel
 from .load_floors import REFERENCE_LEVELS
-from .model import MAX_SERVICE_NAME, SERVICE_NAME_MEANING, service_namespace
+from .model import IMAGE_MEANING, IMAGE_REFERENCE, MAX_SERVICE_NAME, SERVICE_NAME_MEANING, service_namespace
 from .server_parts import PORT, server_labels
 
 JOB = "serving-load"
@@ -57,6 +57,9 @@ class ServingLoadTestArgs(TypedDict):
     """Concurrency levels, run in order; the last is judged. Defaults to 1, 4, 16."""
     label: NotRequired[str]
     """What is measured (e.g. the GPU), for the result line. Defaults to the service's name."""
+    image: NotRequired[str]
+    """The client's image: Python's slim image at the pinned tag as a mirror serves it (ImageMirror's
+    `mirrored`). Defaults to the pinned tag on Docker Hub."""
 
 
 class ServingLoadTestSpec(ArgsModel):
@@ -68,6 +71,7 @@ class ServingLoadTestSpec(ArgsModel):
         default_factory=lambda: list(REFERENCE_LEVELS)
     )
     label: Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9 ._/-]+$")] | None = None
+    image: matching(IMAGE_REFERENCE, IMAGE_MEANING, max_length=512) | None = None  # type: ignore[valid-type]
 
 
 def _rules(spec: ServingLoadTestSpec) -> list[str]:
@@ -165,7 +169,7 @@ class ServingLoadTest(GkeGpuComponent[ServingLoadTestSpec]):
                     metadata=k8s.meta.v1.ObjectMetaArgs(
                         labels=labels, annotations={SCRIPT_HASH_ANNOTATION: run_hash}
                     ),
-                    spec=_pod_spec(command),
+                    spec=_pod_spec(command, spec.image or images.PYTHON),
                 ),
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[scripts, policy]),
@@ -175,7 +179,7 @@ class ServingLoadTest(GkeGpuComponent[ServingLoadTestSpec]):
         self.register_outputs({"jobName": self.job_name, "namespace": self.namespace})
 
 
-def _pod_spec(command: list[str]) -> k8s.core.v1.PodSpecArgs:
+def _pod_spec(command: list[str], image: str) -> k8s.core.v1.PodSpecArgs:
     resources = {"cpu": "500m", "memory": "256Mi", "ephemeral-storage": "64Mi"}
     return k8s.core.v1.PodSpecArgs(
         restart_policy="Never",
@@ -184,7 +188,7 @@ def _pod_spec(command: list[str]) -> k8s.core.v1.PodSpecArgs:
         containers=[
             k8s.core.v1.ContainerArgs(
                 name="load",
-                image=images.PYTHON,
+                image=image,
                 image_pull_policy="IfNotPresent",
                 command=command,
                 env=[

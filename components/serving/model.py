@@ -23,6 +23,13 @@ GCS_MODEL = re.compile(
 # A Hugging Face model id: <owner>/<name> (letters, digits, '-', '_', '.').
 HF_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
 
+# A container image reference: [host[:port]/]path[:tag][@sha256:digest], lowercase path (OCI distribution).
+IMAGE_REFERENCE = re.compile(
+    r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
+    r"(@sha256:[0-9a-f]{64})?"
+)
+IMAGE_MEANING = "a container image such as us-central1-docker.pkg.dev/<project>/<repository>/<path>:<tag>"
+
 DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 SERVICE_NAME_MEANING = "lowercase letters, digits and hyphens, starting with a letter"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from ..core.common import COMPUTE_CLASS_POOLS_MIN_VERSION, KeyNames, Problems, cut, listing
+from .bucket_name import bucket_name_problem
 from .model import GCS_MODEL, HF_MODEL, ModelServerSettings
 
 # The machine series that attach Hyperdisk ML, by the PD CSI driver's own machine-to-disk table
@@ -49,6 +50,11 @@ def check_model_server(settings: ModelServerSettings, names: KeyNames, problems:
     """The model's form and what it needs: a Hugging Face model a token Secret, a bucket's model no
     token; a bucket path without `..`."""
     source = weights_source(settings.model)
+    if settings.model.startswith("gs://"):
+        bucket = settings.model.removeprefix("gs://").split("/", 1)[0]
+        if (broken := bucket_name_problem(bucket)) is not None:
+            problems.add(names.at("model"), f"{cut(settings.model)}: bucket {cut(bucket)} {broken}")
+            return
     if not source:
         problems.add(
             names.at("model"),

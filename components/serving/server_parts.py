@@ -8,14 +8,13 @@ from typing import TYPE_CHECKING
 import pulumi_kubernetes as k8s
 
 from ..core import images
-from ..core.arg_types import matching
-from ..core.common import ZONE_PATTERN
 from ..core.k8s import app_labels, image_version, selector_labels
 from .hyperdisk_ml import claim_volume, uses_hyperdisk_ml
 from .rules import gcs_location, weights_source
+from .sizing import file_cache_max_mb
 
 if TYPE_CHECKING:
-    from .inference_service import InferenceServiceSpec
+    from .service_spec import InferenceServiceSpec
 
 PORT = 8000
 # The server's container (the GPU duty-cycle autoscaler selects it by name).
@@ -25,7 +24,6 @@ CONTAINER = "vllm"
 VLLM_USER, VLLM_GROUP = 2000, 0
 HOME = "/home/vllm"
 WEIGHTS_DIR = "/models"
-ZoneName = matching(ZONE_PATTERN, "a GCP zone such as us-central1-a", max_length=40)
 
 
 def server_labels(name: str) -> dict[str, str]:
@@ -65,23 +63,35 @@ def vllm_args(spec: InferenceServiceSpec) -> list[str]:
     return args
 
 
+# The Cloud Storage FUSE sidecar's limits, lifted ("0": none; the request stays the webhook's default
+# unless set): its defaults (250m CPU, 256Mi memory, 5Gi ephemeral storage: gcs-fuse-csi-driver
+# cmd/webhook/main.go) throttle parallel downloads. As accelerated-platforms' vLLM manifests
+# (inference-ref-arch online-inference-gpu/vllm/base/deployment.yaml) and the driver's
+# troubleshooting guide ("0" lets it use what the node has).
+SIDECAR_UNLIMITED = {
+    "gke-gcsfuse/cpu-limit": "0",
+    "gke-gcsfuse/memory-limit": "0",
+    "gke-gcsfuse/ephemeral-storage-limit": "0",
+}
+
+
 def pod_annotations(spec: InferenceServiceSpec) -> dict[str, str] | None:
     """The server Pod's annotations: GKE injects the Cloud Storage FUSE sidecar into a bucket's reader
-    (and sizes it for the file cache)."""
+    (without limits, and with the file cache's room requested)."""
     if weights_source(spec.model) != "gcs" or uses_hyperdisk_ml(spec.weights):
         return None
-    annotations = {"gke-gcsfuse/volumes": "true"}
+    annotations = {"gke-gcsfuse/volumes": "true", **SIDECAR_UNLIMITED}
     if spec.weights_cache_gib:
         annotations.update(file_cache_annotations(spec.weights_cache_gib, spec.weights_cache_medium))
     return annotations
 
 
-def mount_options(path: str, *, file_cache: bool = False) -> str:
+def mount_options(path: str, *, file_cache_gib: int = 0) -> str:
     """Cloud Storage FUSE options for read-only weights: only the model's directory, owned by vLLM's
     user, with the metadata cached for the mount's life (weights do not change under a running
-    server); with `file_cache`, files are cached whole, fetched in parallel chunks (parallel downloads
+    server); with a file cache, files are cached whole, fetched in parallel chunks (parallel downloads
     need the file cache) and kept for range reads too. From Google's vLLM reference
-    (docs/serving-research.md 4c); the cache's size is its volume's (max-size-mb -1)."""
+    (docs/serving-research.md 4c); the cache's size is file_cache_max_mb, within its volume."""
     options = [
         f"only-dir={path}",
         "implicit-dirs",
@@ -91,9 +101,9 @@ def mount_options(path: str, *, file_cache: bool = False) -> str:
         "metadata-cache:stat-cache-max-size-mb:-1",
         "metadata-cache:type-cache-max-size-mb:-1",
     ]
-    if file_cache:
+    if file_cache_gib:
         options += [
-            "file-cache:max-size-mb:-1",
+            f"file-cache:max-size-mb:{file_cache_max_mb(file_cache_gib)}",
             "file-cache:cache-file-for-range-read:true",
             "file-cache:enable-parallel-downloads:true",
         ]
@@ -114,7 +124,7 @@ def weights_volumes(spec: InferenceServiceSpec, name: str) -> list[k8s.core.v1.V
                 read_only=True,
                 volume_attributes={
                     "bucketName": bucket,
-                    "mountOptions": mount_options(path, file_cache=spec.weights_cache_gib > 0),
+                    "mountOptions": mount_options(path, file_cache_gib=spec.weights_cache_gib),
                 },
             ),
         )
@@ -141,15 +151,12 @@ def file_cache_volume(size_gib: int, medium: str) -> k8s.core.v1.VolumeArgs:
 
 
 def file_cache_annotations(size_gib: int, medium: str) -> dict[str, str]:
-    """The sidecar's resources for a file cache: its pages (tmpfs) or its files (disk) are charged to
-    the sidecar, which writes them, so its limit is lifted ("0": none; the volume's sizeLimit bounds
-    the cache) and its request reserves the cache on the node."""
+    """The sidecar's request for a file cache: its pages (tmpfs) or its files (disk) are charged to the
+    sidecar, which writes them (its limit is lifted: SIDECAR_UNLIMITED; the volume's sizeLimit bounds
+    the cache), so its request reserves the cache on the node."""
     if medium == "memory":
-        return {"gke-gcsfuse/memory-limit": "0", "gke-gcsfuse/memory-request": f"{size_gib}Gi"}
-    return {
-        "gke-gcsfuse/ephemeral-storage-limit": "0",
-        "gke-gcsfuse/ephemeral-storage-request": f"{size_gib}Gi",
-    }
+        return {"gke-gcsfuse/memory-request": f"{size_gib}Gi"}
+    return {"gke-gcsfuse/ephemeral-storage-request": f"{size_gib}Gi"}
 
 
 def network_policy(

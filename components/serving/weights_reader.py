@@ -12,7 +12,7 @@ from pulumi_gcp import serviceaccount, storage
 from .rules import gcs_location
 
 if TYPE_CHECKING:
-    from .inference_service import InferenceServiceSpec
+    from .service_spec import InferenceServiceSpec
 
 
 def service_account_id(cluster_name: str, name: str) -> str:

@@ -7,11 +7,20 @@ from typing import TYPE_CHECKING, Any
 import pulumi
 
 from ..core import images
-from ..core.catalog import MachineType, load_catalog
 from ..gpu.pool import GpuPool
 from ..gpu.scheduling import node_selector, tolerations
+from ..serving.image_source import DEFAULT_REPOSITORY, describe_image, mirrored, registry_path
 from ..serving.model import ServingConfig
 from ..serving.rules import gcs_location, weights_source
+from ..serving.sizing import (
+    WeightsCache,
+    container_size,
+    describe_cache,
+    describe_rollout,
+    surge_services,
+    weights_bytes_of,
+    weights_cache,
+)
 from .declare import declare
 from .settings import Settings
 
@@ -40,57 +49,6 @@ def needs_gateway_api(settings: Settings) -> bool:
     return any(s.gateway for s in settings.serving)
 
 
-def container_size(pool: GpuPool, gpus: int) -> dict[str, int]:
-    """CPU, memory, /dev/shm and disk of a replica taking `gpus` of a node: half the node's CPU and 55%
-    of its memory in the GPUs' proportion (15% more goes to a file cache in memory: weights_cache),
-    what a GPU node's allocatable leaves after GKE's reservations and the node's DaemonSets (at least
-    1 core and 4 GiB); shm a quarter of the memory, at most 16;
-    disk a quarter of the boot disk (the image and the node need the rest). Without a machine type
-    (an Autopilot profile's default), 4 cores and 24 GiB, which Autopilot raises to its minimums."""
-    disk = max(20, pool.disk_size_gb // 4)
-    node = _node_share(pool, gpus)
-    if node is None:
-        return {"cpu": 4, "memory_gib": 24, "shm_gib": 4, "disk_gib": disk}
-    machine, share = node
-    cpu = max(1, int(machine.vcpus * share * 0.5))
-    memory = max(4, int(machine.memory_gb * share * 0.55))
-    return {"cpu": cpu, "memory_gib": memory, "shm_gib": max(1, min(16, memory // 4)), "disk_gib": disk}
-
-
-def _node_share(pool: GpuPool, gpus: int) -> tuple[MachineType, float] | None:
-    """The pool's machine type and the share of a node `gpus` of its GPUs are; None where the machine is
-    not known here (an Autopilot profile's default)."""
-    accelerator = load_catalog().accelerator(pool.accelerator)
-    machine = accelerator.machine_type(pool.machine_type or "") if accelerator else None
-    if machine is None or not pool.gpus_per_node:
-        return None
-    return machine, gpus / pool.gpus_per_node
-
-
-# A Local SSD's size (GCE: 375 GB each).
-LOCAL_SSD_GIB = 375
-# A file cache on Local SSD need not outgrow the largest open models' weights (a 405B model in 16 bits
-# is about 810 GB, split across a multi-node replica's nodes).
-MAX_DISK_CACHE_GIB = 1024
-
-
-def weights_cache(pool: GpuPool, gpus: int) -> tuple[int, str, str]:
-    """The Cloud Storage FUSE file cache of a replica taking `gpus` of a node: (GiB, medium, why).
-    On a pool whose ephemeral storage is on Local SSD, half of the replica's share of it (at most
-    1 TiB); else in
-    memory, 15% of the replica's share of the node's memory (the container has 55%); none where
-    the node's size is unknown (an Autopilot profile's default machine)."""
-    node = _node_share(pool, gpus)
-    if node is None:
-        return 0, "memory", "no file cache: the node's size is not known here (an Autopilot profile)"
-    machine, share = node
-    if pool.local_ssd_count:
-        size = min(MAX_DISK_CACHE_GIB, int(pool.local_ssd_count * LOCAL_SSD_GIB * share * 0.5))
-        return size, "disk", f"file cache {size} GiB on the node's Local SSD"
-    size = max(1, int(machine.memory_gb * share * 0.15))
-    return size, "memory", f"file cache {size} GiB in memory (the pool has no Local SSD)"
-
-
 def serving(
     settings: Settings,
     cluster_name: str,
@@ -99,11 +57,13 @@ def serving(
     *,
     network: list[pulumi.Resource] | None = None,
     node_service_account: pulumi.Input[str] | None = None,
+    image_reader: pulumi.Input[str] | None = None,
 ) -> dict[str, Any]:
     """Declare each service (and its gateway; `network`: what a gateway waits for, the VPC the stack
     creates); return, per service, where it answers and how to try it (stack output `serving`).
     `node_service_account`: a Standard cluster's nodes' account, for the nodes GKE creates for
-    Hyperdisk ML transfers."""
+    Hyperdisk ML transfers. `image_reader`: the account every node pulls images as, which reads the
+    serving images' mirror."""
     if not settings.serving:
         return {}
     # Imported here: a stack without model servers does not pay for their modules.
@@ -114,6 +74,8 @@ def serving(
     autopilot = settings.cluster.mode == "autopilot"
     pools = {p.name: p for p in settings.gpu_pools}
     outputs: dict[str, Any] = {}
+    registry = _image_mirror(settings, image_reader)
+    vllm_image = mirrored(registry, images.VLLM) if registry else images.VLLM
     if any(s.replicas.max > s.replicas.min for s in settings.serving):
         # One per cluster: the autoscalers read vLLM's queue through it.
         adapter = declare(
@@ -136,6 +98,14 @@ def serving(
                 opts=pulumi.ResourceOptions(providers={"kubernetes": provider}),
             )
         ]
+    surging = {
+        name
+        for pool in pools.values()
+        for name in surge_services(
+            pool,
+            ((s.name, s.replicas.max, s.gpus_per_replica) for s in settings.serving if s.pool == pool.name),
+        )
+    }
     for service in settings.serving:
         pool = pools[service.pool]
         nodes = nodes_per_replica(service, pool)
@@ -150,17 +120,20 @@ def serving(
             "project": settings.project or "",
             "cluster_name": cluster_name,
             "client_namespaces": list(service.client_namespaces),
+            "image": vllm_image,
         }
         size = container_size(pool, service.gpus_per_replica // nodes)
         args["cpu"], args["memory_gib"], args["shm_gib"] = size["cpu"], size["memory_gib"], size["shm_gib"]
         args["disk_gib"] = size["disk_gib"]
         # A Pod's file cache: one node's share of a replica that spans nodes.
-        cache = weights_cache(pool, service.gpus_per_replica // nodes)
+        cache = weights_cache(pool, service.gpus_per_replica // nodes, weights_bytes_of(service))
         if service.weights.via == "hyperdiskMl":
             args["weights"] = service.weights.model_dump(exclude_none=True)  # type: ignore[typeddict-item]
             args["zones"] = list(pool.zones or ())
-        elif weights_source(service.model) == "gcs" and cache[0]:
-            args["weights_cache_gib"], args["weights_cache_medium"] = cache[0], cache[1]
+        elif weights_source(service.model) == "gcs" and cache.size_gib:
+            args["weights_cache_gib"], args["weights_cache_medium"] = cache.size_gib, cache.medium
+        if service.name in surging:
+            args["surge"] = True
         if service.replicas.max > service.replicas.min:
             args["max_replicas"] = service.replicas.max
             if service.scale_on is not None:
@@ -179,7 +152,7 @@ def serving(
                 providers={"kubernetes": provider}, depends_on=[*depends_on, *(lws if nodes > 1 else [])]
             ),
         )
-        outputs[service.name] = _summary(service, pool, component, nodes, cache[2])
+        outputs[service.name] = _summary(service, pool, component, nodes, cache, service.name in surging)
         if service.gateway:
             from .program_gateway import gateway
 
@@ -190,8 +163,29 @@ def serving(
             (w for w in settings.workloads if w.name == "serving-load" and w.service == service.name), None
         )
         if load is not None:
-            outputs[service.name]["loadTest"] = _load_test(load, service, pool, provider, component)
+            outputs[service.name]["loadTest"] = _load_test(load, service, pool, provider, component, registry)
+        outputs[service.name]["image"] = describe_image(vllm_image, registry, pool.image_cache)
     return outputs
+
+
+def _image_mirror(settings: Settings, image_reader: pulumi.Input[str] | None) -> str:
+    """The serving images' mirror in the stack's region (a Docker Hub remote repository the nodes
+    read), its registry path; `` where no node account is given (a program that reads images from
+    Docker Hub itself)."""
+    if image_reader is None or not settings.region:
+        return ""
+    from ..serving.image_mirror import ImageMirror
+
+    declare(
+        ImageMirror,
+        "serving-images",
+        {
+            "project": settings.project or "",
+            "region": settings.region,
+            "node_service_account_email": image_reader,
+        },
+    )
+    return registry_path(settings.region, settings.project or "", DEFAULT_REPOSITORY)
 
 
 def _transfer_class(
@@ -233,10 +227,13 @@ def _load_test(
     pool: GpuPool,
     provider: pulumi.ProviderResource,
     component: InferenceService,
+    registry: str,
 ) -> dict[str, Any]:
     from ..serving.load_test import ServingLoadTest
 
     args = load_test_args(load, service, pool)
+    if registry:
+        args["image"] = mirrored(registry, images.PYTHON)
     given = load.floors.model_fields_set if load.floors else set()
     test = declare(
         ServingLoadTest,
@@ -273,9 +270,14 @@ def _load_test(
 
 
 def _summary(
-    service: ServingConfig, pool: GpuPool, component: InferenceService, nodes: int, cache: str
+    service: ServingConfig,
+    pool: GpuPool,
+    component: InferenceService,
+    nodes: int,
+    cache: WeightsCache,
+    surge: bool,
 ) -> dict[str, Any]:
-    """`cache`: what weights_cache says of the service's file cache."""
+    """`cache`: the service's file cache; `surge`: whether a rollout surges a replica."""
     namespace = service.namespace
     volume: dict[str, Any] | None = None
     if service.weights.via == "hyperdiskMl":
@@ -283,10 +285,11 @@ def _summary(
     elif weights_source(service.model) == "gcs":
         bucket, path = gcs_location(service.model)
         weights = (
-            f"Cloud Storage FUSE: gs://{bucket}/{path}, read-only, as the service's own account; {cache}"
+            f"Cloud Storage FUSE: gs://{bucket}/{path}, read-only, as the service's own account, its "
+            f"sidecar unlimited; {describe_cache(cache)}"
         )
-        if not cache.startswith("no "):
-            weights += ", parallel downloads"
+        if cache.size_gib:
+            weights += "; parallel downloads"
     else:
         weights = f"downloaded from Hugging Face at start ({service.model}, token: {service.hf_token_secret})"
     summary: dict[str, Any] = {
@@ -295,12 +298,7 @@ def _summary(
         "namespace": namespace,
         "model": service.model,
         "weights": weights,
-        "image": (
-            f"{images.VLLM}, preloaded on the pool's nodes from {pool.image_cache.disk_image} if that "
-            "disk image was built with it (gpuPools[].imageCache; otherwise streamed)"
-            if pool.image_cache
-            else f"{images.VLLM}, streamed at a node's first start (image streaming; no imageCache)"
-        ),
+        "rollout": describe_rollout(pool, service.gpus_per_replica, service.replicas.min, surge),
         "gpusPerReplica": service.gpus_per_replica,
         "replicas": service.replicas.max
         if service.replicas.max == service.replicas.min

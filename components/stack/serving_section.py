@@ -16,6 +16,7 @@ from ..serving.rules import (
     check_replica_nodes,
     weights_source,
 )
+from ..serving.sizing import describe_rollout, surge_services, weights_bytes_of, weights_cache
 from .schema import RuleBase
 
 KEY = f"{NAMESPACE}:serving"
@@ -56,10 +57,76 @@ class ServingRules(RuleBase):
             pool = by_name[service.pool]
             if self._check_pool(service, pool, names, autopilot=cluster.mode == "autopilot"):
                 sized.append((i, service))
+                self._check_weights_cache(service, pool, names)
             if service.weights.via == "hyperdiskMl" and weights_source(service.model) == "gcs":
                 self._check_hyperdisk_ml(pool, names, autopilot=cluster.mode == "autopilot")
+            self._check_availability(service, pool, names)
         self._check_capacity(sized, by_name)
+        self._note_rollouts(sized, by_name)
+        self._note_team_quotas(sized)
         return tuple(service for _, service in services)
+
+    def _note_team_quotas(self, services: list[tuple[int, ServingConfig]]) -> None:
+        """Kueue counts a team's quota against the pool's capacity, not what is free of it: GPUs the
+        model servers hold are still in a team's quota, so a job admitted on it waits for nodes the
+        pool cannot add (upstream-review-2026-11, Kueue: 'quotas count node capacity')."""
+        batch = self.config.batch
+        if not batch.kueue:
+            return
+        served = {s.pool for _, s in services}
+        for team in batch.teams:
+            for pool in sorted(set(team.pools) & served):
+                if team.pools[pool].gpus:
+                    self.warnings.append(
+                        f"warning: gke-gpu:batch.teams: team {team.name} has {team.pools[pool].gpus} GPUs of "
+                        f"quota on pool {pool}, which model servers also use: Kueue admits the team's jobs "
+                        "against the pool's size, not what the servers leave free, so an admitted job may "
+                        "wait for a node the pool cannot add; serve from a pool of its own"
+                    )
+        if not batch.teams and served:
+            self.warnings.append(
+                f"warning: gke-gpu:batch: the default team's queue covers every GPU pool, "
+                f"{', '.join(sorted(served))} included, which model servers also use: Kueue admits its "
+                "jobs against the pool's size, not what the servers leave free; serve from a pool of its own"
+            )
+
+    def _check_weights_cache(self, service: ServingConfig, pool: GpuPool, names: KeyNames) -> None:
+        """A gs:// model read through Cloud Storage FUSE: its weights fit the file cache a Pod can hold
+        (where the stack knows their size)."""
+        if weights_source(service.model) != "gcs" or service.weights.via != "cloudStorageFuse":
+            return
+        per_pod = min(service.gpus_per_replica, pool.gpus_per_node or service.gpus_per_replica)
+        cache = weights_cache(pool, per_pod, weights_bytes_of(service))
+        if cache.problem:
+            self.problems.add(names.at("model"), cache.problem)
+
+    def _check_availability(self, service: ServingConfig, pool: GpuPool, names: KeyNames) -> None:
+        """A single replica on capacity that Compute Engine may take back at any time is warned about."""
+        spot_only = (
+            all(step == "spot" for step in pool.capacity_ladder)
+            if pool.capacity_ladder
+            else pool.spot and not pool.on_demand_fallback
+        )
+        if spot_only and service.replicas.min < 2:
+            self.warnings.append(
+                f"warning: {names.at('replicas.min')}: {service.name} runs one replica on pool {pool.name}, "
+                "whose nodes are all Spot VMs: a preemption (30 seconds' notice) stops the service until a "
+                "new node, the image and the weights are up; run replicas.min 2, or give the pool a "
+                "capacity ladder with an on-demand or reservation step (capacityLadder)"
+            )
+
+    def _note_rollouts(self, services: list[tuple[int, ServingConfig]], by_name: dict[str, GpuPool]) -> None:
+        """A rollout surges a replica where the pool has room (sizing.surge_services); where it does
+        not and the service has one replica, the render says a rollout takes it down."""
+        for pool in by_name.values():
+            users = [(i, s) for i, s in services if s.pool == pool.name]
+            surging = surge_services(pool, ((s.name, s.replicas.max, s.gpus_per_replica) for _, s in users))
+            for i, service in users:
+                if service.name not in surging and service.replicas.min < 2:
+                    self.warnings.append(
+                        f"note: {KEY}[{i}]: a rollout of {service.name} "
+                        + describe_rollout(pool, service.gpus_per_replica, service.replicas.min, False)
+                    )
 
     def _check_scaling(self, service: ServingConfig, names: KeyNames) -> None:
         """The replicas' range and what scales it; zero replicas is refused with the reason, never
@@ -103,6 +170,13 @@ class ServingRules(RuleBase):
             sized = False
         elif pool.gpus_per_node is not None and gpus > pool.gpus_per_node:
             sized = self._check_multi_node(service, pool, names, autopilot)
+        if pool.mig_partition_size and service.scale_on == "gpu":
+            self.problems.add(
+                names.at("scale_on"),
+                f"gpu is not allowed on pool {pool.name}, which partitions each GPU (MIG): no GKE page says "
+                "it reports a duty cycle for a MIG partition's container, and without one the autoscaler "
+                "never scales (docs/serving.md, 'Scaling on GPU duty cycle'); use queue (the default)",
+            )
         if pool.accelerator in CUDA13_UNSUPPORTED:
             self.problems.add(
                 names.at("pool"),
@@ -181,6 +255,18 @@ class ServingRules(RuleBase):
             if not users or pool.max_nodes is None or not pool.gpus_per_node or pool.sharing:
                 continue
             capacity = pool.max_nodes * pool.schedulable_gpus_per_node
+            # One replica larger than the whole pool: its GPUs are at fault, not the replica count.
+            for i, s in [(i, s) for i, s in users if s.gpus_per_replica > capacity]:
+                self.problems.add(
+                    f"{KEY}[{i}].gpusPerReplica",
+                    f"{s.gpus_per_replica} is more than pool {pool.name} holds at its largest ({capacity} "
+                    f"GPUs: maxNodes {pool.max_nodes} x {pool.schedulable_gpus_per_node}); lower it to "
+                    f"{capacity} or less, or raise the pool's maxNodes to "
+                    f"{-(-s.gpus_per_replica // pool.schedulable_gpus_per_node)}",
+                )
+            users = [(i, s) for i, s in users if s.gpus_per_replica <= capacity]
+            if not users:
+                continue
             asked = sum(s.replicas.max * s.gpus_per_replica for _, s in users)
             if asked > capacity:
                 terms = " + ".join(f"{s.name} {s.replicas.max} x {s.gpus_per_replica}" for _, s in users)
