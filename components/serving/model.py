@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import Field
 
 from ..core.arg_types import matching
-from ..core.common import K8S_NAME
+from ..core.common import DNS_SUBDOMAIN, K8S_NAME
 from ..core.model import DNS_LABEL, StackModel
 
 # A service's namespace is `serve-<name>` (at most 63): 40 characters leave room for it. Its Google
@@ -23,7 +23,16 @@ GCS_MODEL = re.compile(
 # A Hugging Face model id: <owner>/<name> (letters, digits, '-', '_', '.').
 HF_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
 
-DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+HF_TOKEN_SECRET_MEANING = (
+    "the name of a Kubernetes Secret (lowercase letters, digits, '-' and '.'), not the token itself: "
+    "the Secret lives in the service's namespace serve-<name> and its key `token` holds the token; "
+    "create it with `kubectl create secret generic hf-token -n serve-<name> "
+    '--from-literal=token="$HF_TOKEN"` and set hfTokenSecret: hf-token'
+)
+# Field(min_length=1) first: an empty name says "cannot be empty", as every other key's does.
+HfTokenSecretName = Annotated[
+    str, Field(min_length=1), *get_args(matching(DNS_SUBDOMAIN, HF_TOKEN_SECRET_MEANING, max_length=253))[1:]
+]
 SERVICE_NAME_MEANING = "lowercase letters, digits and hyphens, starting with a letter"
 
 
@@ -61,10 +70,8 @@ class ModelServerSettings(StackModel):
     # (tensor parallel within each node, pipeline parallel across them: a LeaderWorkerSet), up to
     # 8 nodes of 8 GPUs.
     gpus_per_replica: int = Field(1, ge=1, le=64)
-    # A Hugging Face model: the Secret (in the service's namespace) whose key `token` is the token.
-    hf_token_secret: (
-        Annotated[str, Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN)] | None
-    ) = None
+    # A gated Hugging Face model: the Secret (in the service's namespace) whose key `token` is the token.
+    hf_token_secret: HfTokenSecretName | None = None
     # vLLM's --max-model-len (the context the KV cache is sized for); default: the model's own.
     max_model_len: int | None = Field(None, ge=16, le=10_000_000)
     # With a replica range: what the autoscaler scales on, vLLM's waiting requests (`queue`, the
