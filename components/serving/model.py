@@ -54,6 +54,27 @@ class WeightsConfig(StackModel):
     throughput_mi_bps: int | None = Field(None, ge=MIN_THROUGHPUT_MIBPS, le=MAX_THROUGHPUT_MIBPS)
 
 
+class ModelInfo(StackModel):
+    """What the serving rules need to know of a model the catalogue does not hold (components/data/
+    models.yaml): a catalogue entry it is a copy of (a gs:// path holding a catalogued model), or its
+    own figures, from its config.json."""
+
+    # A catalogued Hugging Face id whose figures apply (the model's files copied into a bucket).
+    catalog: Annotated[str, Field(min_length=3, max_length=193)] | None = None
+    parameters: int | None = Field(None, ge=1_000_000, le=100_000_000_000_000)
+    dtype: Literal["bfloat16", "float16", "float32", "fp8", "int8", "int4"] | None = None
+    # config.json's num_attention_heads and num_key_value_heads (the latter defaults to the former).
+    attention_heads: int | None = Field(None, ge=1, le=4096)
+    kv_heads: int | None = Field(None, ge=1, le=4096)
+    # num_hidden_layers and head_dim: with kvHeads, the KV cache a token takes.
+    layers: int | None = Field(None, ge=1, le=4096)
+    head_dim: int | None = Field(None, ge=1, le=4096)
+    # max_position_embeddings: the longest maxModelLen vLLM takes.
+    max_context: int | None = Field(None, ge=16, le=100_000_000)
+    # Whether the Hugging Face repo asks to accept terms (then hfTokenSecret is required).
+    gated: bool | None = None
+
+
 class ReplicasConfig(StackModel):
     min: int = Field(1, ge=0, le=100)
     max: int = Field(1, ge=1, le=100)
@@ -84,6 +105,11 @@ class ModelServerSettings(StackModel):
     ]
     # A gs:// model: Cloud Storage FUSE (the default) or a Hyperdisk ML volume.
     weights: WeightsConfig = WeightsConfig()
+    # vLLM's --gpu-memory-utilization: the share of each GPU's memory vLLM takes (weights, activations,
+    # KV cache); default vLLM's own (GPU_MEMORY_UTILIZATION).
+    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
+    # A model the catalogue does not hold: its figures (or the catalogue entry it is a copy of).
+    model_info: ModelInfo | None = None
 
 
 class _ServiceChoice(StackModel):

@@ -11,6 +11,7 @@ from ..core.catalog import MachineType, load_catalog
 from ..gpu.pool import GpuPool
 from ..gpu.scheduling import node_selector, tolerations
 from ..serving.model import ServingConfig
+from ..serving.model_rules import download_disk_gib
 from ..serving.rules import gcs_location, weights_source
 from .declare import declare
 from .settings import Settings
@@ -47,7 +48,7 @@ def container_size(pool: GpuPool, gpus: int) -> dict[str, int]:
     1 core and 4 GiB); shm a quarter of the memory, at most 16;
     disk a quarter of the boot disk (the image and the node need the rest). Without a machine type
     (an Autopilot profile's default), 4 cores and 24 GiB, which Autopilot raises to its minimums."""
-    disk = max(20, pool.disk_size_gb // 4)
+    disk = download_disk_gib(pool.disk_size_gb)
     node = _node_share(pool, gpus)
     if node is None:
         return {"cpu": 4, "memory_gib": 24, "shm_gib": 4, "disk_gib": disk}
@@ -169,6 +170,10 @@ def serving(
             args["hf_token_secret"] = service.hf_token_secret
         if service.max_model_len is not None:
             args["max_model_len"] = service.max_model_len
+        if service.gpu_memory_utilization is not None:
+            args["gpu_memory_utilization"] = service.gpu_memory_utilization
+        if service.model_info is not None:
+            args["model_info"] = service.model_info.model_dump(exclude_none=True)  # type: ignore[typeddict-item]
         if nodes > 1:
             args["gpus_per_node"] = service.gpus_per_replica // nodes
         component = declare(
@@ -288,7 +293,8 @@ def _summary(
         if not cache.startswith("no "):
             weights += ", parallel downloads"
     else:
-        weights = f"downloaded from Hugging Face at start ({service.model}, token: {service.hf_token_secret})"
+        token = service.hf_token_secret or "none, a public model"
+        weights = f"downloaded from Hugging Face at start ({service.model}, token: {token})"
     summary: dict[str, Any] = {
         "pool": pool.name,
         "url": component.service_url,
