@@ -139,11 +139,15 @@ def valid_label_key(key: str) -> bool:
     return bool(name) and len(name) <= 63 and bool(LABEL_VALUE_PATTERN.fullmatch(name))
 
 
+# How much of a long value `cut` reads for credentials: what it shows, and a PEM key that starts there.
+_REDACTED = 16384
+
+
 def cut(value: Any, limit: int = 80) -> str:
     """`repr` of a value for a message, cut to about `limit` characters (a 1 MB value stays short).
     true, false and null are shown as the stack file writes them; a credential as its kind and length."""
     if isinstance(value, str):
-        value = redact(value)
+        value = redact(value[:_REDACTED]) + value[_REDACTED:]  # only the start is shown
     if value is None or isinstance(value, bool):
         return {None: "null", True: "true", False: "false"}[value]
     text = repr(value) if not isinstance(value, str) or len(value) <= limit else repr(value[:limit])

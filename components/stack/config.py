@@ -261,9 +261,7 @@ def _credentials(raw: Mapping[str, Any]) -> list[Problem]:
     has its own rule: a secret): refused by its kind and length, since a stack file's plain values are
     printed in previews, logs and renders."""
     found = []
-    for loc, kind, length in credentials_in(dict(raw)):
-        if loc[:2] == ("cluster", "kubeconfig"):
-            continue
+    for loc, kind, length in credentials_in(dict(raw), skip=(("cluster", "kubeconfig"),)):
         found.append(
             Problem(
                 format_path(loc),

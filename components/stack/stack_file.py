@@ -91,7 +91,7 @@ def cut(value: Any, limit: int = _SHOWN) -> str:
 
 
 def _clip(text: str, limit: int = _SHOWN) -> str:
-    return text if len(text := redact(text)) <= limit else text[: limit - 3] + "..."
+    return text if len(text := redact(text[:16384]) + text[16384:]) <= limit else text[: limit - 3] + "..."
 
 
 # --------------------------------------------------------------------------------------------------
