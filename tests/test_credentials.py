@@ -4,6 +4,7 @@ component's args, is refused by its kind and length; no error, note or render re
 from __future__ import annotations
 
 import json
+import time
 import types
 import typing
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
@@ -219,3 +220,22 @@ def test_redaction_shows_kind_and_length(kind: str) -> None:
 def test_plain_values_are_left_alone() -> None:
     for text in ("hf-token", "hf_team", "gs://models-bucket/qwen", "Qwen/Qwen2.5-7B-Instruct", "ghp_short"):
         assert credential_kind(text) is None and redact(text) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "eyJ" * 70_000,
+        "hf_" * 70_000,
+        "ghp_" * 50_000,
+        "Bearer " * 30_000,
+        "-----BEGIN PRIVATE KEY-----" * 8_000,
+    ],
+    ids=["jwt", "hf", "github", "bearer", "pem"],
+)
+def test_redaction_stays_linear_on_hostile_text(text: str) -> None:
+    # Every message passes through redact: a value built to make a pattern backtrack must not hang it.
+    start = time.perf_counter()
+    redact(text)
+    credential_kind(text)
+    assert time.perf_counter() - start < 5
