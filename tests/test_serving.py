@@ -198,9 +198,10 @@ def test_a_hugging_face_model_uses_its_token_secret_and_no_bucket() -> None:
             "Hugging Face id",
         ),
         (
-            {**CHAT, "model": "meta-llama/Llama-3.1-8B"},
+            {**CHAT, "model": "meta-llama/Llama-3.2-1B-Instruct"},
             [L4],
-            "gke-gpu:serving[0].hfTokenSecret: required for a Hugging Face model",
+            "gke-gpu:serving[0].hfTokenSecret: required: meta-llama/Llama-3.2-1B-Instruct is gated on "
+            "Hugging Face",
         ),
         (
             {**CHAT, "hfTokenSecret": "hf"},
@@ -279,10 +280,10 @@ ARGS = {
 def test_the_component_checks_its_args() -> None:
     with pytest.raises(InvalidArgsError) as refused:
         InferenceService.check_args(
-            "chat", {**ARGS, "model": "Qwen/Qwen2.5", "shm_gib": 64, "memory_gib": 32}
+            "chat", {**ARGS, "model": "meta-llama/Llama-3.1-8B-Instruct", "shm_gib": 64, "memory_gib": 32}
         )
     text = str(refused.value)
-    assert "hf_token_secret: required for a Hugging Face model" in text
+    assert "hf_token_secret: required: meta-llama/Llama-3.1-8B-Instruct is gated on Hugging Face" in text
     assert "shm_gib: 64 is not less than memory_gib 32" in text
 
 

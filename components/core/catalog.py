@@ -51,6 +51,10 @@ class MachineType:
     boot_disk_types: tuple[str, ...] = ()
     # False where GKE does not offer the machine type through queued provisioning (DWS).
     queued_provisioning: bool = True
+    # False where Compute Engine sells the machine type only as Spot, flex-start or reserved capacity;
+    # `on_demand_confirmed` False where that is reported but not read in Compute Engine's docs.
+    on_demand: bool = True
+    on_demand_confirmed: bool = True
 
     @property
     def series(self) -> str:
@@ -228,6 +232,8 @@ def _parse(raw: dict[str, Any]) -> Catalog:
                 local_ssd_counts=tuple(mt.get("localSsdCounts") or ()),
                 boot_disk_types=tuple(mt.get("bootDiskTypes") or ()),
                 queued_provisioning=bool(mt.get("queuedProvisioning", True)),
+                on_demand=bool(mt.get("onDemand", True)),
+                on_demand_confirmed=bool(mt.get("onDemandConfirmed", True)),
             )
             for mt_name, mt in (spec.get("machineTypes") or {}).items()
         }

@@ -10,6 +10,8 @@ from typing import Any
 import pulumi
 from pydantic.alias_generators import to_camel
 
+from .credentials import redact
+
 NAMESPACE = "gke-gpu"
 # Config keys of the gke-gpu namespace; anything else under `gke-gpu:` is an error.
 TOP_LEVEL_KEYS = (
@@ -62,7 +64,7 @@ class ConfigError(pulumi.RunError):
     """Invalid stack configuration. Pulumi prints the message without a Python stack trace."""
 
     def __init__(self, problems: Sequence[str]) -> None:
-        self.problems = list(problems)
+        self.problems = [redact(p) for p in problems]
         lines = "\n".join(f"  - {p}" for p in self.problems)
         super().__init__(f"invalid stack configuration ({len(self.problems)} problem(s)):\n{lines}")
 
@@ -93,7 +95,8 @@ class Problem(str):
     reason: str
 
     def __new__(cls, path: str, reason: str, text: str | None = None) -> Problem:
-        problem = super().__new__(cls, f"{path}: {reason}" if text is None else text)
+        path, reason = redact(path), redact(reason)
+        problem = super().__new__(cls, f"{path}: {reason}" if text is None else redact(text))
         problem.path = path
         problem.reason = reason
         return problem
@@ -136,9 +139,15 @@ def valid_label_key(key: str) -> bool:
     return bool(name) and len(name) <= 63 and bool(LABEL_VALUE_PATTERN.fullmatch(name))
 
 
+# How much of a long value `cut` reads for credentials: what it shows, and a PEM key that starts there.
+_REDACTED = 16384
+
+
 def cut(value: Any, limit: int = 80) -> str:
     """`repr` of a value for a message, cut to about `limit` characters (a 1 MB value stays short).
-    true, false and null are shown as the stack file writes them."""
+    true, false and null are shown as the stack file writes them; a credential as its kind and length."""
+    if isinstance(value, str):
+        value = redact(value[:_REDACTED]) + value[_REDACTED:]  # only the start is shown
     if value is None or isinstance(value, bool):
         return {None: "null", True: "true", False: "false"}[value]
     text = repr(value) if not isinstance(value, str) or len(value) <= limit else repr(value[:limit])

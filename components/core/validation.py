@@ -26,6 +26,7 @@ import pulumi
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
 
 from .common import Problem, cut
+from .credentials import redact
 from .messages import cut_key, describe_pydantic_error
 
 M = TypeVar("M", bound=BaseModel)
@@ -40,9 +41,11 @@ class InvalidArgsError(pulumi.InputPropertiesError, pulumi.RunError, ValueError)
     def __init__(self, component: str, name: str, problems: Sequence[str]) -> None:
         self.component = component
         self.resource_name = name
-        self.problems = list(problems)
+        self.problems = [redact(p) for p in problems]
         lines = "\n".join(f"  - {p}" for p in self.problems)
-        message = f"{component} {name!r}: invalid args ({len(self.problems)} problem(s)):\n{lines}"
+        message = (
+            f"{component} {redact(repr(name))}: invalid args ({len(self.problems)} problem(s)):\n{lines}"
+        )
         super().__init__(message, [_details(problem) for problem in self.problems])
 
     def __reduce__(self) -> tuple[type, tuple[str, str, list[str]]]:

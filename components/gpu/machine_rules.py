@@ -85,3 +85,25 @@ class MachineRules(PoolRuleBase):
                 f"allowed: {listing(allowed)}",
             )
         return pool.disk_type
+
+    def _check_sale(self, pool: GpuPool, path: str, accelerator: Accelerator, machine: MachineType) -> None:
+        """A machine type Compute Engine does not sell on demand needs Spot, flex-start or a specific
+        reservation: refused where that is confirmed in Compute Engine's docs, a note where it is only
+        reported (the catalog's onDemand and onDemandConfirmed)."""
+        consumed = (
+            pool.spot or pool.flex_start or pool.queued_provisioning or pool.reservation.type == "SPECIFIC"
+        )
+        if machine.on_demand or consumed or self.autopilot:
+            return
+        sold = sorted(m.name for m in accelerator.machine_types.values() if m.on_demand)
+        text = (
+            f"{machine.name} is not sold on demand, only as Spot, flex-start or reserved capacity: set "
+            f"{self.key('spot')}: true, {self.key('flex_start')}: true or a SPECIFIC "
+            f"{self.key('reservation')}, or use a machine sold on demand ({listing(sold)})"
+        )
+        if machine.on_demand_confirmed:
+            self.problems.add(self.at(path, "machine_type" if pool.machine_type else "gpus_per_node"), text)
+        else:
+            self.note(
+                path, f"{text} (reported, not confirmed in Compute Engine's docs: nodes may never start)"
+            )

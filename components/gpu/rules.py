@@ -248,6 +248,7 @@ class GpuPoolRules(MachineRules, PlacementRules, GpuDirectRules, LadderRules):
             self._check_capacity_options(pool, path, None, zones)
             return None
         count = self._gpu_count(pool, path, accelerator, machine)
+        self._check_sale(pool, path, accelerator, machine)
         if zones and pool.min_nodes and pool.max_nodes is not None and pool.min_nodes <= pool.max_nodes:
             # A pool starts with the same number of nodes in every zone (initial_node_count is per zone).
             per_zone = -(-pool.min_nodes // len(zones))

@@ -27,6 +27,7 @@ from .hyperdisk_ml import (
 )
 from .leader_worker_set import leader_worker_set, serving_selector
 from .model import service_namespace
+from .model_rules import check_model
 from .rollout import needs_disruption_budget, pod_disruption_budget
 from .rules import check_model_server, check_replica_nodes, weights_source
 from .server_parts import (
@@ -68,6 +69,30 @@ class ModelWeights(TypedDict):
     throughput_mi_bps: NotRequired[int]
     """hyperdiskMl: the volume's provisioned throughput in MiB/s (400 to 1,200,000, at least 0.12 per
     GiB), shared by the replicas reading it. Defaults to 2400 (or the size's minimum)."""
+
+
+class ModelInfoArgs(TypedDict):
+    """What the rules need to know of a model the catalogue (components/data/models.yaml) does not
+    hold: a catalogued Hugging Face id it is a copy of, or its config.json's figures."""
+
+    catalog: NotRequired[str]
+    """A catalogued Hugging Face id whose figures apply (its files copied into a bucket)."""
+    parameters: NotRequired[int]
+    """The weights' element count."""
+    dtype: NotRequired[str]
+    """The weights' dtype: bfloat16, float16, float32, fp8, int8 or int4."""
+    attention_heads: NotRequired[int]
+    """num_attention_heads: a tensor-parallel size must divide it."""
+    kv_heads: NotRequired[int]
+    """num_key_value_heads. Defaults to attention_heads."""
+    layers: NotRequired[int]
+    """num_hidden_layers (with kv_heads and head_dim: the KV cache a token takes)."""
+    head_dim: NotRequired[int]
+    """head_dim (hidden_size / num_attention_heads where config.json has none)."""
+    max_context: NotRequired[int]
+    """max_position_embeddings: the longest max_model_len vLLM takes."""
+    gated: NotRequired[bool]
+    """The Hugging Face repo asks to accept terms: hf_token_secret is required."""
 
 
 class InferenceServiceArgs(TypedDict):
@@ -115,9 +140,15 @@ class InferenceServiceArgs(TypedDict):
     """With `scale_on` gpu: the mean duty cycle of the replicas' GPUs the autoscaler aims at, in
     percent. Defaults to 80."""
     hf_token_secret: NotRequired[str]
-    """A Hugging Face model: the Secret in the service's namespace whose key `token` is the token."""
+    """A Hugging Face model: the name of a Secret in the service's namespace whose key `token` is the
+    token (never the token itself). Required for a gated model only."""
     max_model_len: NotRequired[int]
     """vLLM's --max-model-len. Defaults to the model's own."""
+    gpu_memory_utilization: NotRequired[float]
+    """vLLM's --gpu-memory-utilization (0 to 1). Defaults to vLLM's own, 0.92."""
+    model_info: NotRequired[ModelInfoArgs]
+    """A model the catalogue does not hold: its figures. Without them (and outside the catalogue) the
+    model's size, heads and context are not checked."""
     client_namespaces: NotRequired[list[str]]
     """Namespaces whose Pods may call the service, besides its own. Defaults to none."""
     cpu: NotRequired[float]
@@ -150,6 +181,15 @@ class InferenceServiceArgs(TypedDict):
 def _rules(spec: InferenceServiceSpec) -> list[str]:
     problems = Problems()
     check_model_server(spec, KeyNames(camel=False), problems)
+    if weights_source(spec.model):
+        check_model(
+            spec,
+            spec.gpus_per_pod,
+            KeyNames(camel=False),
+            problems,
+            download_gib=spec.disk_gib,
+            download_fix=" (disk_gib): raise disk_gib",
+        )
     if spec.gpus_per_node is not None:
         per_node = f"gpus_per_node {spec.gpus_per_node}"
         check_replica_nodes(
@@ -339,8 +379,7 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
         if source == "gcs":
             mounts.append(k8s.core.v1.VolumeMountArgs(name="weights", mount_path=WEIGHTS_DIR, read_only=True))
             volumes += weights_volumes(spec, "weights")
-        else:
-            assert spec.hf_token_secret is not None, "the rules require it for a Hugging Face model"
+        elif spec.hf_token_secret is not None:  # a public model is downloaded without a token
             env.append(
                 k8s.core.v1.EnvVarArgs(
                     name="HF_TOKEN",

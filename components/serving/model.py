@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import Field
 
 from ..core.arg_types import matching
-from ..core.common import K8S_NAME
+from ..core.common import DNS_SUBDOMAIN, K8S_NAME
 from ..core.model import DNS_LABEL, StackModel, example
 
 # A service's namespace is `serve-<name>` (at most 63): 40 characters leave room for it. Its Google
@@ -31,6 +31,17 @@ IMAGE_REFERENCE = re.compile(
 IMAGE_MEANING = "a container image such as us-central1-docker.pkg.dev/<project>/<repository>/<path>:<tag>"
 
 DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+
+HF_TOKEN_SECRET_MEANING = (
+    "the name of a Kubernetes Secret (lowercase letters, digits, '-' and '.'), not the token itself: "
+    "the Secret lives in the service's namespace serve-<name> and its key `token` holds the token; "
+    "create it with `kubectl create secret generic hf-token -n serve-<name> "
+    '--from-literal=token="$HF_TOKEN"` and set hfTokenSecret: hf-token'
+)
+# Field(min_length=1) first: an empty name says "cannot be empty", as every other key's does.
+HfTokenSecretName = Annotated[
+    str, Field(min_length=1), *get_args(matching(DNS_SUBDOMAIN, HF_TOKEN_SECRET_MEANING, max_length=253))[1:]
+]
 SERVICE_NAME_MEANING = "lowercase letters, digits and hyphens, starting with a letter"
 
 
@@ -54,6 +65,29 @@ class WeightsConfig(StackModel):
     throughput_mi_bps: int | None = Field(None, ge=MIN_THROUGHPUT_MIBPS, le=MAX_THROUGHPUT_MIBPS)
 
 
+class ModelInfo(StackModel):
+    """What the serving rules need to know of a model the catalogue does not hold (components/data/
+    models.yaml): a catalogue entry it is a copy of (a gs:// path holding a catalogued model), or its
+    own figures, from its config.json."""
+
+    model_config = example(catalog="Qwen/Qwen2.5-7B-Instruct")
+
+    # A catalogued Hugging Face id whose figures apply (the model's files copied into a bucket).
+    catalog: Annotated[str, Field(min_length=3, max_length=193)] | None = None
+    parameters: int | None = Field(None, ge=1_000_000, le=100_000_000_000_000)
+    dtype: Literal["bfloat16", "float16", "float32", "fp8", "int8", "int4"] | None = None
+    # config.json's num_attention_heads and num_key_value_heads (the latter defaults to the former).
+    attention_heads: int | None = Field(None, ge=1, le=4096)
+    kv_heads: int | None = Field(None, ge=1, le=4096)
+    # num_hidden_layers and head_dim: with kvHeads, the KV cache a token takes.
+    layers: int | None = Field(None, ge=1, le=4096)
+    head_dim: int | None = Field(None, ge=1, le=4096)
+    # max_position_embeddings: the longest maxModelLen vLLM takes.
+    max_context: int | None = Field(None, ge=16, le=100_000_000)
+    # Whether the Hugging Face repo asks to accept terms (then hfTokenSecret is required).
+    gated: bool | None = None
+
+
 class ReplicasConfig(StackModel):
     model_config = example(min=1, max=3)
 
@@ -72,10 +106,8 @@ class ModelServerSettings(StackModel):
     # (tensor parallel within each node, pipeline parallel across them: a LeaderWorkerSet), up to
     # 8 nodes of 8 GPUs.
     gpus_per_replica: int = Field(1, ge=1, le=64)
-    # A Hugging Face model: the Secret (in the service's namespace) whose key `token` is the token.
-    hf_token_secret: (
-        Annotated[str, Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN)] | None
-    ) = None
+    # A gated Hugging Face model: the Secret (in the service's namespace) whose key `token` is the token.
+    hf_token_secret: HfTokenSecretName | None = None
     # vLLM's --max-model-len (the context the KV cache is sized for); default: the model's own.
     max_model_len: int | None = Field(None, ge=16, le=10_000_000)
     # With a replica range: what the autoscaler scales on, vLLM's waiting requests (`queue`, the
@@ -88,6 +120,11 @@ class ModelServerSettings(StackModel):
     ]
     # A gs:// model: Cloud Storage FUSE (the default) or a Hyperdisk ML volume.
     weights: WeightsConfig = WeightsConfig()
+    # vLLM's --gpu-memory-utilization: the share of each GPU's memory vLLM takes (weights, activations,
+    # KV cache); default vLLM's own (GPU_MEMORY_UTILIZATION).
+    gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
+    # A model the catalogue does not hold: its figures (or the catalogue entry it is a copy of).
+    model_info: ModelInfo | None = None
 
 
 class _ServiceChoice(StackModel):

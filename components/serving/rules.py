@@ -47,8 +47,8 @@ def gcs_location(model: str) -> tuple[str, str]:
 
 
 def check_model_server(settings: ModelServerSettings, names: KeyNames, problems: Problems) -> None:
-    """The model's form and what it needs: a Hugging Face model a token Secret, a bucket's model no
-    token; a bucket path without `..`."""
+    """The model's form and what it needs: a bucket's model no token (a gated Hugging Face model's token:
+    model_rules.check_model); a bucket path without `..`."""
     source = weights_source(settings.model)
     if settings.model.startswith("gs://"):
         bucket = settings.model.removeprefix("gs://").split("/", 1)[0]
@@ -61,13 +61,6 @@ def check_model_server(settings: ModelServerSettings, names: KeyNames, problems:
             f"{cut(settings.model)} is neither gs://<bucket>/<path> nor a Hugging Face id <owner>/<name>",
         )
         return
-    if source == "huggingface" and settings.hf_token_secret is None:
-        problems.add(
-            names.at("hf_token_secret"),
-            f"required for a Hugging Face model ({cut(settings.model)}): the name of a Secret in the "
-            "service's namespace whose key `token` holds a Hugging Face token (create it with kubectl "
-            "create secret generic)",
-        )
     if source == "gcs":
         if settings.hf_token_secret is not None:
             problems.add(

@@ -45,6 +45,8 @@ def vllm_args(spec: InferenceServiceSpec) -> list[str]:
     ]
     if spec.max_model_len is not None:
         args.append(f"--max-model-len={spec.max_model_len}")
+    if spec.gpu_memory_utilization is not None:
+        args.append(f"--gpu-memory-utilization={spec.gpu_memory_utilization:g}")
     if source == "huggingface":
         args.append(f"--download-dir={HOME}/.cache/huggingface")
     if spec.nodes_per_replica > 1:

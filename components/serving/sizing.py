@@ -14,6 +14,8 @@ from typing import Literal
 from ..core.catalog import MachineType, load_catalog
 from ..gpu.pool import GpuPool
 from .model import ServingConfig
+from .model_catalog import weights_bytes
+from .model_rules import download_disk_gib
 
 GIB = 1024**3
 # Compute Engine sizes disks in GB (10^9 bytes); a Local SSD is 375 GB, 349 GiB.
@@ -57,7 +59,7 @@ def container_size(pool: GpuPool, gpus: int) -> dict[str, int]:
     at most 16; disk a quarter of the boot disk (the image and the node need the rest). Without a
     machine type (an Autopilot profile's default), 4 cores and 24 GiB, which Autopilot raises to its
     minimums."""
-    disk = max(20, pool.disk_size_gb // 4)
+    disk = download_disk_gib(pool.disk_size_gb)
     node = node_share(pool, gpus)
     if node is None:
         return {"cpu": 4, "memory_gib": 24, "shm_gib": 4, "disk_gib": disk}
@@ -181,6 +183,7 @@ def describe_rollout(pool: GpuPool, gpus: int, min_replicas: int, surge: bool) -
 
 
 def weights_bytes_of(service: ServingConfig) -> int | None:
-    """The size of a service's weights where the stack knows it; None until a model catalogue (or the
-    stack file) states it: the cache is then as large as the node's disk holds, and the render says so."""
-    return None
+    """The size of a service's weights where it is known: the model catalogue's entry, or the figures
+    `modelInfo` states (model_catalog.weights_bytes). None for a model known to neither: the cache is
+    then as large as the node's disk holds, and the render says so."""
+    return weights_bytes(service)

@@ -30,10 +30,13 @@ from ..core.common import (
     NAMESPACE,
     PROJECT_PATTERN,
     ConfigError,
+    Problem,
     Problems,
     cut,
     listing,
 )
+from ..core.credentials import credentials_in, redact
+from ..core.messages import format_path
 from ..gpu.device_plugin_config import DevicePluginConfig
 from ..gpu.pool import GPU_TAINT, GpuPool, ReservationConfig, SharingConfig, TaintConfig
 from ..monitoring.model import AlertsConfig, MonitoringConfig
@@ -225,8 +228,9 @@ def parse_settings(
     """
     shape = validate_shape(raw)
     problems = list(shape.problems)
+    credentials = _credentials(raw)
     if shape.config is None:
-        raise ConfigError(problems)
+        raise ConfigError(_with_credentials(problems, credentials))
     resolver = _Resolver(
         shape.config,
         project=project,
@@ -239,10 +243,34 @@ def parse_settings(
     try:
         settings = resolver.resolve()
     except ConfigError as exc:
-        raise ConfigError([*problems, *exc.problems]) from None
-    if problems:
-        raise ConfigError(problems)
-    return settings, resolver.warnings
+        raise ConfigError(_with_credentials([*problems, *exc.problems], credentials)) from None
+    if problems or credentials:
+        raise ConfigError(_with_credentials(problems, credentials))
+    return settings, [redact(warning) for warning in resolver.warnings]
+
+
+def _with_credentials(problems: list[str], credentials: list[Problem]) -> list[str]:
+    """The problems, then each credential whose value no problem refused already (there it is shown
+    by its kind: a second line on the same key would be a follow-on)."""
+    reported = {p.path for p in problems if isinstance(p, Problem)}
+    return problems + [c for c in credentials if c.path not in reported]
+
+
+def _credentials(raw: Mapping[str, Any]) -> list[Problem]:
+    """A credential-shaped value anywhere but in `cluster.kubeconfig` (which holds one by design and
+    has its own rule: a secret): refused by its kind and length, since a stack file's plain values are
+    printed in previews, logs and renders."""
+    found = []
+    for loc, kind, length in credentials_in(dict(raw), skip=(("cluster", "kubeconfig"),)):
+        found.append(
+            Problem(
+                format_path(loc),
+                f"holds what looks like a {kind} ({length} characters, not shown); a stack file's plain "
+                "values are printed in previews, logs and renders: keep a credential in a Kubernetes "
+                "Secret (serving's hfTokenSecret names one) or a Pulumi secret read by its own key",
+            )
+        )
+    return found
 
 
 def settings_from_config(

@@ -142,6 +142,10 @@ def serving(
             args["hf_token_secret"] = service.hf_token_secret
         if service.max_model_len is not None:
             args["max_model_len"] = service.max_model_len
+        if service.gpu_memory_utilization is not None:
+            args["gpu_memory_utilization"] = service.gpu_memory_utilization
+        if service.model_info is not None:
+            args["model_info"] = service.model_info.model_dump(exclude_none=True)  # type: ignore[typeddict-item]
         if nodes > 1:
             args["gpus_per_node"] = service.gpus_per_replica // nodes
         component = declare(
@@ -291,7 +295,8 @@ def _summary(
         if cache.size_gib:
             weights += "; parallel downloads"
     else:
-        weights = f"downloaded from Hugging Face at start ({service.model}, token: {service.hf_token_secret})"
+        token = service.hf_token_secret or "none, a public model"
+        weights = f"downloaded from Hugging Face at start ({service.model}, token: {token})"
     summary: dict[str, Any] = {
         "pool": pool.name,
         "url": component.service_url,

@@ -4,10 +4,23 @@ ignored)."""
 
 from __future__ import annotations
 
+import math
+
 from ..cluster.model import ClusterConfig
-from ..core.common import NAMESPACE, KeyNames, cut
+from ..core.common import NAMESPACE, KeyNames, cut, listing
 from ..gpu.pool import GpuPool
 from ..serving.model import ServingConfig
+from ..serving.model_catalog import weights_bytes
+from ..serving.model_rules import (
+    GIB,
+    GPU_MEMORY_UTILIZATION,
+    check_model,
+    download_disk_gib,
+    fits_gpus,
+    gib,
+    smallest_gpu_count,
+    tensor_parallel_sizes,
+)
 from ..serving.rules import (
     POPULATOR_MIN_VERSION,
     STANDARD_MIN_VERSION,
@@ -53,8 +66,12 @@ class ServingRules(RuleBase):
             check_model_server(service, names, self.problems)
             self._check_scaling(service, names)
             if self.unknown_pool(f"{key}.pool", service.pool, by_name):
+                if weights_source(service.model):
+                    check_model(service, None, names, self.problems, self.warnings)
                 continue
             pool = by_name[service.pool]
+            if weights_source(service.model):
+                self._check_model(service, pool, names, autopilot=cluster.mode == "autopilot")
             if self._check_pool(service, pool, names, autopilot=cluster.mode == "autopilot"):
                 sized.append((i, service))
                 self._check_weights_cache(service, pool, names)
@@ -231,6 +248,70 @@ class ServingRules(RuleBase):
                 "(the pool's gpusPerNode)"
             )
         return True
+
+    def _check_model(
+        self, service: ServingConfig, pool: GpuPool, names: KeyNames, *, autopilot: bool
+    ) -> None:
+        """What knowing the model decides on this pool: the tensor-parallel size on its nodes, the boot
+        disk a Hugging Face model is downloaded to, the GPUs' memory; a size that strands GPUs."""
+        gpus, per_node = service.gpus_per_replica, pool.gpus_per_node
+        disk = download_disk_gib(pool.disk_size_gb)
+        fix = (
+            f" (a quarter of pool {pool.name}'s {pool.disk_size_gb} GB boot disk): raise its diskSizeGb to "
+            f"at least {{need}}"
+        )
+        weights = weights_bytes(service)
+        need = 4 * math.ceil(weights / GIB) + 4 if weights else 0
+        tp = min(gpus, per_node or gpus)
+        facts = check_model(
+            service,
+            tp if not pool.mig_partition_size else None,
+            names,
+            self.problems,
+            self.warnings,
+            download_gib=disk,
+            download_fix=fix.format(need=need),
+        )
+        if per_node and gpus < per_node and per_node % gpus and not pool.mig_partition_size and not autopilot:
+            fitting = [n for n in range(1, per_node + 1) if per_node % n == 0]
+            if facts is not None and facts.attention_heads is not None:
+                fitting = [n for n in fitting if n in tensor_parallel_sizes(facts, per_node)]
+            self.problems.add(
+                names.at("gpus_per_replica"),
+                f"{gpus} leaves {per_node % gpus} of pool {pool.name}'s {per_node} GPUs a node unused (a "
+                f"replica's GPUs are on one node); sizes that use them all: {listing(fitting)}",
+            )
+        if facts is None or pool.sharing or pool.mig_partition_size:
+            return
+        accelerator = self.catalog.accelerator(pool.accelerator)
+        if accelerator is None:
+            return
+        utilization = service.gpu_memory_utilization or GPU_MEMORY_UTILIZATION
+        short = fits_gpus(facts, service.max_model_len, utilization, gpus, accelerator.memory_gb)
+        if short is None:
+            return
+        weights_size, kv, usable = short
+        sizes = sorted(
+            {n for n in (1, 2, 4, 8) if facts.attention_heads is None or n in tensor_parallel_sizes(facts, 8)}
+            | {8 * k for k in range(2, 9)}
+        )
+        count = smallest_gpu_count(weights_size + kv, accelerator.memory_gb, utilization, sizes)
+        bigger = [
+            a.name
+            for a in self.catalog.accelerators.values()
+            if a.memory_gb > accelerator.memory_gb
+            and not fits_gpus(facts, service.max_model_len, utilization, gpus, a.memory_gb)
+        ]
+        context = service.max_model_len or facts.max_context
+        kv_text = f" + the KV cache of one {context}-token sequence {gib(kv)}" if kv else ""
+        more = f"{count} {accelerator.name} GPUs" if count else f"more {accelerator.name} GPUs than 64"
+        other = f", or {gpus} GPU(s) of {listing(bigger)}" if bigger else ""
+        self.problems.add(
+            names.at("gpus_per_replica"),
+            f"{gpus} {accelerator.name} GPU(s) ({accelerator.memory_gb} GB each, {utilization:g} of it for "
+            f"vLLM: {gib(usable)}) cannot hold {facts.name}: weights {gib(weights_size)}{kv_text}; use "
+            f"{more}{other}{', or a shorter maxModelLen' if kv else ''}",
+        )
 
     def _check_hyperdisk_ml(self, pool: GpuPool, names: KeyNames, *, autopilot: bool) -> None:
         """The pool's nodes attach Hyperdisk ML; the versions it needs, as a note."""

@@ -33,6 +33,8 @@ import pulumi
 import yaml
 from yaml import events
 
+from ..core.credentials import redact
+
 MAX_FILE_BYTES = 1024 * 1024
 MAX_VALUE_CHARS = MAX_FILE_BYTES
 MAX_DEPTH = 32
@@ -64,7 +66,7 @@ class StackFileError(pulumi.RunError):
     """
 
     def __init__(self, message: str, *, path: str | None = None, line: int | None = None) -> None:
-        super().__init__(message)
+        super().__init__(redact(message))
         self.path = path
         self.line = line
 
@@ -89,7 +91,7 @@ def cut(value: Any, limit: int = _SHOWN) -> str:
 
 
 def _clip(text: str, limit: int = _SHOWN) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return text if len(text := redact(text[:16384]) + text[16384:]) <= limit else text[: limit - 3] + "..."
 
 
 # --------------------------------------------------------------------------------------------------
