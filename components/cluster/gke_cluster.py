@@ -11,6 +11,7 @@ from pulumi_gcp import container, projects, serviceaccount
 from ..core.component import GkeGpuComponent
 from ..core.validation import pick
 from .args import GkeClusterArgs, GkeClusterSpec, cluster_rules
+from .hardening import ClusterHardening, cluster_hardening, node_kubelet_config
 from .model import SystemPoolConfig
 
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
@@ -39,7 +40,7 @@ class ControlPlaneAccess(TypedDict, total=False):
     master_authorized_networks_config: container.ClusterMasterAuthorizedNetworksConfigArgs
 
 
-class ClusterInputs(ControlPlaneAccess, total=False):
+class ClusterInputs(ControlPlaneAccess, ClusterHardening, total=False):
     """container.Cluster's inputs, but for its name and options."""
 
     name: str
@@ -77,6 +78,7 @@ class HardenedNodeSettings(TypedDict):
     metadata: dict[str, str]
     shielded_instance_config: container.NodePoolNodeConfigShieldedInstanceConfigArgs
     workload_metadata_config: container.NodePoolNodeConfigWorkloadMetadataConfigArgs
+    kubelet_config: container.NodePoolNodeConfigKubeletConfigArgs
 
 
 class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
@@ -227,6 +229,7 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
             ),
             "release_channel": container.ClusterReleaseChannelArgs(channel=spec.release_channel),
             **control_plane_access(spec),
+            **cluster_hardening(spec),
             # The list replaces GKE's default set, so SYSTEM_COMPONENTS must stay in it. Without
             # DCGM here, clusters created on 1.32.1-gke.1357000+ would otherwise get it by default.
             "monitoring_config": container.ClusterMonitoringConfigArgs(
@@ -361,11 +364,11 @@ def control_plane_access(spec: GkeClusterSpec) -> ControlPlaneAccess:
             enable_private_nodes=spec.private_nodes,
             enable_private_endpoint=not spec.public_endpoint,
         ),
-        # The DNS endpoint: reachable from anywhere, every request authorised by IAM first, so CI
-        # and people reach the cluster without an IP allowlist (the kubeconfig uses it).
+        # The DNS endpoint: every request authorised by IAM first, so CI and people reach the cluster
+        # without an IP allowlist (the kubeconfig uses it); from anywhere unless dns_endpoint_external.
         "control_plane_endpoints_config": container.ClusterControlPlaneEndpointsConfigArgs(
             dns_endpoint_config=container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs(
-                allow_external_traffic=True
+                allow_external_traffic=spec.dns_endpoint_external
             ),
         ),
         # Never issue a client certificate (a credential that cannot be revoked short of rotating
@@ -420,6 +423,7 @@ def hardened_node_settings(service_account_email: pulumi.Input[str] | None) -> H
         "workload_metadata_config": container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
             mode="GKE_METADATA"
         ),
+        "kubelet_config": node_kubelet_config(),
     }
 
 

@@ -15,6 +15,7 @@ from ..core.common import (
     MAX_NODES_PER_POOL,
 )
 from ..core.model import (
+    KMS_KEY,
     PRINTABLE,
     Cidr,
     MachineTypeName,
@@ -83,6 +84,12 @@ class GkeClusterSettings(StackModel):
     # Which endpoint the program's kubeconfig (and so `pulumi up`) uses: the DNS endpoint, or the IP
     # endpoint as before (the first step of moving an existing stack, see docs/configuration.md "Upgrading").
     kubeconfig_endpoint: enum_values(KubeconfigEndpoint) = "dns"  # type: ignore[valid-type]
+    # The DNS endpoint accepts requests from outside Google Cloud (IAM still checks each). False: only
+    # from Google Cloud's networks (a VPC with Private Google Access, Cloud Build private pools).
+    dns_endpoint_external: bool = True
+    # Application-layer secrets encryption (CIS GKE 5.3.1) with this Cloud KMS key, in the cluster's
+    # location: projects/<p>/locations/<l>/keyRings/<r>/cryptoKeys/<k>.
+    secrets_encryption_key: Annotated[str, Field(max_length=400, pattern=KMS_KEY)] | None = None
 
 
 class _ClusterChoice(StackModel):
@@ -102,6 +109,8 @@ class ClusterConfig(GkeClusterSettings, _ClusterChoice):
 
     # Explicitly allow a public IP endpoint with no allowlist or with 0.0.0.0/0.
     public_endpoint_open_to_internet: bool = False
+    # Binary Authorization off in a stack named prod, meant (cluster_section.py).
+    binary_authorization_off_acknowledged: bool = False
     # mode: existing
     kubeconfig: str | None = Field(None, repr=False, min_length=1, max_length=1_000_000)
     context: Annotated[str, Field(min_length=1, max_length=253, pattern=PRINTABLE)] | None = None
