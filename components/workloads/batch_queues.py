@@ -33,6 +33,7 @@ from .team_namespaces import (
     declare_namespace,
     gpudirect_labels,
     gpudirect_namespace,
+    pod_security_labels,
     team_labels,
 )
 
@@ -384,7 +385,13 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
         ns = k8s.core.v1.Namespace(
             f"{name}-{app}-namespace",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=namespace, labels=app_labels(app, component="batch", version=version)
+                name=namespace,
+                labels={
+                    **app_labels(app, component="batch", version=version),
+                    # The controllers' Pods need no host access (UNVERIFIED that they pass restricted,
+                    # which warnings and audit entries report).
+                    **pod_security_labels("baseline", "restricted"),
+                },
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
