@@ -88,3 +88,16 @@ def test_a_secrets_key_that_is_not_a_kms_key_is_refused() -> None:
     message = config_error({"cluster": {**STANDARD_CLUSTER, "secretsEncryptionKey": "my-key"}})
     assert "gke-gpu:cluster.secretsEncryptionKey:" in message
     assert "Cloud KMS key" in message
+
+
+@pytest.mark.parametrize("stack", ["dev", "serve", "train", "prod", "onprem"])
+def test_every_namespace_the_program_creates_or_installs_into_has_pod_security_labels(stack: str) -> None:
+    result = stack_render(stack)
+    for resource in result.of_type("kubernetes:core/v1:Namespace"):
+        labels = resource.inputs["metadata"]["labels"]
+        assert labels.get("pod-security.kubernetes.io/enforce") in ("baseline", "restricted", "privileged"), (
+            resource.inputs["metadata"]["name"]
+        )
+        assert labels.get("pod-security.kubernetes.io/warn"), resource.inputs["metadata"]["name"]
+    for patch in result.of_type("kubernetes:core/v1:NamespacePatch"):
+        assert patch.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"
