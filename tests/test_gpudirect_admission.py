@@ -254,3 +254,24 @@ def test_the_rendered_parts_users_copy_pass_for_every_flavour() -> None:
         ):
             result = evaluate(spec, binding(name, ["ns"]), pod, "ns")
             assert result.admitted, (flavor, name, result.denied)
+
+
+def test_every_container_list_and_security_context_is_checked(train: RunResult) -> None:
+    """The rules run over containers, init and ephemeral containers and the Pod's own securityContext,
+    each list on its own (Kubernetes types them apart)."""
+    debug = {"name": "debug", "image": "busybox:1.37", "securityContext": {"privileged": True}}
+    pod = {
+        "metadata": {},
+        "spec": {"containers": [{"name": "a", "image": "x"}], "ephemeralContainers": [debug]},
+    }
+    assert "privileged containers are not allowed" in verdict(train, POD_POLICY, pod, "research").denied
+    pod = {
+        "metadata": {},
+        "spec": {
+            "securityContext": {"seccompProfile": {"type": "Unconfined"}},
+            "containers": [{"name": "a", "image": "x"}],
+        },
+    }
+    assert "seccomp profile Unconfined is not allowed" in verdict(train, POD_POLICY, pod, "research").denied
+    plain = {"metadata": {}, "spec": {"containers": [{"name": "a", "image": "x"}]}}
+    assert verdict(train, POD_POLICY, plain, "research").admitted

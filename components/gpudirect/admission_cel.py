@@ -176,24 +176,11 @@ def pod_policy(flavors: list[GpuDirectFlavor]) -> dict[str, Any]:
     host_paths = [*READ_ONLY_HOST_PATHS, *WRITABLE_HOST_PATHS, *(SIDECAR_HOST_PATHS if sidecars else ())]
     tcpx = next((s for s in sidecars if s.flavor is GpuDirectFlavor.TCPX), None)
     init_containers = "has(object.spec.initContainers) ? object.spec.initContainers : []"
-    pod_contexts = (
-        "[object.spec].filter(p, has(p.securityContext)).map(p, p.securityContext) + "
-        "variables.containers.filter(c, has(c.securityContext)).map(c, c.securityContext)"
-    )
     variables = [
-        {
-            "name": "containers",
-            "expression": (
-                "object.spec.containers + "
-                "(has(object.spec.initContainers) ? object.spec.initContainers : []) + "
-                "(has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers : [])"
-            ),
-        },
         {"name": "volumes", "expression": "has(object.spec.volumes) ? object.spec.volumes : []"},
         {"name": "sidecarNames", "expression": cel([s.name for s in sidecars])},
         {"name": "initContainers", "expression": init_containers},
         {"name": "hasSidecar", "expression": f"variables.initContainers.exists(c, {is_sidecar})"},
-        {"name": "contexts", "expression": pod_contexts},
     ]
     caps_allowed = f"cap in {baseline_caps}"
     if sidecars:
@@ -281,6 +268,7 @@ def pod_policy(flavors: list[GpuDirectFlavor]) -> dict[str, Any]:
                 "container (either would reach the sidecar's rights)",
             )
         )
+    validations = [(_typed_lists(e), m) for e, m in validations]
     return {
         "failurePolicy": "Fail",
         "matchConstraints": {
@@ -296,6 +284,61 @@ def pod_policy(flavors: list[GpuDirectFlavor]) -> dict[str, Any]:
         "variables": variables,
         "validations": [{"expression": e, "message": m} for e, m in validations],
     }
+
+
+# Kubernetes types each list by its schema (a Container is not an EphemeralContainer, a Pod's
+# securityContext not a container's), so the rules run over each list on its own, never over a
+# concatenation of lists of two types.
+_CONTAINER_LISTS = (
+    "object.spec.containers",
+    "(has(object.spec.initContainers) ? object.spec.initContainers : [])",
+    "(has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers : [])",
+)
+
+
+def _call_body(expression: str, start: int) -> int:
+    """The index of the parenthesis closing the one at `start - 1`."""
+    depth = 1
+    quote = ""
+    i = start
+    while depth:
+        ch = expression[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        i += 1
+    return i - 1
+
+
+def _typed_lists(expression: str) -> str:
+    """`variables.containers.all(c, X)` over each container list, and `variables.contexts.all(s, X)`
+    over the Pod's securityContext and each container's."""
+    for name, var in (("containers", "c"), ("contexts", "s")):
+        marker = f"variables.{name}.all({var}, "
+        while marker in expression:
+            at = expression.index(marker)
+            end = _call_body(expression, at + len(marker))
+            body = expression[at + len(marker) : end]
+            if name == "containers":
+                parts = [f"{lst}.all({var}, {body})" for lst in _CONTAINER_LISTS]
+            else:
+                parts = [
+                    f"(!has(object.spec.securityContext) || [object.spec.securityContext].all(s, {body}))",
+                    *(
+                        f"{lst}.all(c, !has(c.securityContext) || [c.securityContext].all(s, {body}))"
+                        for lst in _CONTAINER_LISTS
+                    ),
+                ]
+            expression = expression[:at] + "(" + " && ".join(parts) + ")" + expression[end + 1 :]
+    return expression
 
 
 def device_policy(flavors: list[GpuDirectFlavor], namespaces: list[str]) -> dict[str, Any]:
