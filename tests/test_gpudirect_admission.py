@@ -275,3 +275,12 @@ def test_every_container_list_and_security_context_is_checked(train: RunResult) 
     assert "seccomp profile Unconfined is not allowed" in verdict(train, POD_POLICY, pod, "research").denied
     plain = {"metadata": {}, "spec": {"containers": [{"name": "a", "image": "x"}]}}
     assert verdict(train, POD_POLICY, plain, "research").admitted
+
+
+def test_the_device_policy_is_there_whenever_the_injector_is_even_with_no_gpudirect_namespace() -> None:
+    """A TCPXO pool with neither Kueue nor the all-reduce: no namespace may carry device annotations."""
+    result = render(stack_config(cluster=ZONAL, gpuPools=[MEGA]))
+    names = {r.inputs["metadata"]["name"] for r in result.of_type(POLICY)}
+    assert names == {DEVICE_POLICY}
+    disk = {"metadata": {"annotations": {"devices.gke.io/pod": "- path: /dev/nvidia0\n"}}, "spec": {}}
+    assert not verdict(result, DEVICE_POLICY, disk, "default").admitted

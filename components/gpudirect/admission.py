@@ -34,14 +34,15 @@ class GpuDirectAdmissionArgs(TypedDict):
     """The cluster's GPUDirect flavours (each once)."""
     namespaces: list[str]
     """The namespaces whose Pods the Pod policy confines (`baseline` plus GPUDirect's exceptions):
-    every namespace where GPUDirect's Pods run, and the teams' namespaces beside them."""
+    every namespace where GPUDirect's Pods run, and the teams' namespaces beside them (none: no Pod
+    policy; the device annotation policy still refuses the annotations everywhere)."""
     device_namespaces: list[str]
     """The namespaces where Pods may carry the NRI device injector's annotations (TCPX, TCPXO)."""
 
 
 class _Spec(ArgsModel):
     flavors: Annotated[list[enum_values(GpuDirectFlavor)], Field(min_length=1, max_length=3)]  # type: ignore[valid-type]
-    namespaces: Annotated[list[K8sName], Field(min_length=1, max_length=MAX_NAMESPACES)]
+    namespaces: Annotated[list[K8sName], Field(max_length=MAX_NAMESPACES)]
     device_namespaces: Annotated[list[K8sName], Field(max_length=MAX_NAMESPACES)]
 
 
@@ -96,14 +97,14 @@ class GpuDirectAdmission(GkeGpuComponent[_Spec]):
         spec = self._begin(name, args, opts)
         flavors = [GpuDirectFlavor(f) for f in spec.flavors]
         namespaces = list(spec.namespaces)
-        declared: list[tuple[str, dict[str, Any], list[str] | None]] = [
-            (POD_POLICY, pod_policy(flavors), namespaces)
-        ]
+        declared: list[tuple[str, dict[str, Any], list[str] | None]] = []
+        if namespaces:
+            declared.append((POD_POLICY, pod_policy(flavors), namespaces))
         if flavors_with_injector(flavors):
-            declared += [
-                (DEVICE_POLICY, device_policy(flavors, list(spec.device_namespaces)), None),
-                (SIDECAR_EXEC_POLICY, sidecar_exec_policy(flavors), namespaces),
-            ]
+            # Cluster-wide whenever the injector runs, even where no namespace may use it.
+            declared.append((DEVICE_POLICY, device_policy(flavors, list(spec.device_namespaces)), None))
+            if namespaces:
+                declared.append((SIDECAR_EXEC_POLICY, sidecar_exec_policy(flavors), namespaces))
         self.policies: list[k8s.admissionregistration.v1.ValidatingAdmissionPolicy] = []
         self.bindings: list[k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding] = []
         for policy_name, policy_spec, bound in declared:

@@ -9,6 +9,7 @@ from ..core.k8s import Toleration
 from ..gpu.pool import GpuPool
 from ..gpu.scheduling import GPU_TOLERATION, tolerations, union_tolerations
 from ..gpudirect.admission import GpuDirectAdmission, GpuDirectAdmissionArgs
+from ..gpudirect.admission_cel import flavors_with_injector
 from ..gpudirect.flavors import FLAVORS, GpuDirectFlavor
 from ..gpudirect.networks import GpuDirectNetworks, GpuDirectNetworksArgs
 from ..gpudirect.pod_parts import gpudirect_pod_parts
@@ -95,7 +96,7 @@ def gpudirect_admission(
     annotations are allowed (program_batch.gpudirect_namespaces)."""
     flavors = list(stack_flavors(settings))
     namespaces, device_namespaces = confined
-    if not flavors or not namespaces:
+    if not flavors or not (namespaces or flavors_with_injector(flavors)):
         return None
     args: GpuDirectAdmissionArgs = {
         "flavors": flavors,
