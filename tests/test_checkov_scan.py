@@ -125,10 +125,12 @@ def test_converted_prod_render_carries_the_secure_defaults() -> None:
     assert cluster["master_auth"][0]["client_certificate_config"][0]["issue_client_certificate"] is False
     assert cluster["master_authorized_networks_config"][0]["gcp_public_cidrs_access_enabled"] is False
     assert cluster["private_cluster_config"][0]["enable_private_endpoint"] is True
+    # Prod's DNS endpoint answers only Google Cloud's networks (cluster.dnsEndpointExternal: false).
     assert (
         cluster["control_plane_endpoints_config"][0]["dns_endpoint_config"][0]["allow_external_traffic"]
-        is True
+        is False
     )
+    assert cluster["binary_authorization"][0]["evaluation_mode"] == "PROJECT_SINGLETON_POLICY_ENFORCE"
     assert cluster["enable_intranode_visibility"] is False, "opt-in: turning it on restarts every node"
     assert cluster["network_policy"] == [{"enabled": False}]
     assert cluster["datapath_provider"] == "ADVANCED_DATAPATH"

@@ -344,6 +344,28 @@ def test_a_kubeconfig_with_a_plain_text_credential_is_refused() -> None:
     assert result.resources == []
 
 
+def test_a_kubeconfig_with_a_credential_in_an_exec_plugins_env_is_refused() -> None:
+    from tools.offline import run_program
+
+    document = yaml.safe_load(KUBECONFIG)
+    document["users"][0]["user"] = {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": "vault-kube",
+            "env": [{"name": "VAULT_TOKEN", "value": "hvs.not-a-real-token"}],
+        }
+    }
+    cluster = {**GENERIC, "kubeconfig": yaml.safe_dump(document)}
+    result = run_program(stack_config(project=None, region=None, cluster=cluster, gpuNodes=["gpu-1"]))
+    assert result.error is not None
+    assert (
+        "gke-gpu:cluster.kubeconfig: holds a credential in plain text (users[0].user.exec.env[0].value)"
+        in str(result.error)
+    )
+    assert "hvs.not-a-real-token" not in str(result.error)
+    assert result.resources == []
+
+
 @pytest.mark.parametrize(
     ("user", "expected"),
     [
@@ -357,6 +379,45 @@ def test_a_kubeconfig_with_a_plain_text_credential_is_refused() -> None:
         ({"exec": {"command": "gke-gcloud-auth-plugin"}}, []),
         ({"tokenFile": "/var/run/token", "client-key": "/etc/key.pem"}, []),
         ({"token": ""}, []),
+        # Keys as client-go writes them, and differently cased (still a secret in plain text).
+        ({"Token": "t", "PASSWORD": "p"}, ["users[0].user.token", "users[0].user.password"]),
+        (
+            {"auth-provider": {"config": {"Access-Token": "a"}}},
+            ["users[0].user.auth-provider.config.access-token"],
+        ),
+        # An exec plugin's environment: by the variable's name, or a token's shape whatever the name.
+        (
+            {"exec": {"command": "cred", "env": [{"name": "VAULT_TOKEN", "value": "s.abc"}]}},
+            ["users[0].user.exec.env[0].value"],
+        ),
+        (
+            {"exec": {"command": "cred", "env": [{"name": "X", "value": "ya29.a0AfB"}]}},
+            ["users[0].user.exec.env[0].value"],
+        ),
+        (
+            {
+                "exec": {
+                    "command": "gke-gcloud-auth-plugin",
+                    "env": [{"name": "USE_GKE_GCLOUD_AUTH_PLUGIN", "value": "True"}],
+                }
+            },
+            [],
+        ),
+        # ... and its arguments: a secret flag's value (joined or the next argument), or a token.
+        (
+            {
+                "exec": {
+                    "command": "cred",
+                    "args": ["get", "--token=abc", "--client-secret", "s", "--verbose"],
+                }
+            },
+            ["users[0].user.exec.args[1]", "users[0].user.exec.args[2]"],
+        ),
+        ({"exec": {"command": "cred", "args": ["eyJhbGciOiJSUzI1NiJ9.e.s"]}}, ["users[0].user.exec.args[0]"]),
+        (
+            {"exec": {"command": "cred", "args": ["--token-file", "/run/t", "--region", "us"]}},
+            [],  # a file holding a token is a path, not the token
+        ),
     ],
 )
 def test_which_kubeconfig_fields_are_credentials(user: dict, expected: list[str]) -> None:

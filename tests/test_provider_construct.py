@@ -135,6 +135,7 @@ CASES: dict[str, Case] = {
             f"{NAME}-workload-identity": "gcp:serviceaccount/iAMMember:IAMMember",
             f"{NAME}-manifest": "kubernetes:yaml/v2:ConfigFile",
             f"{NAME}-ksa-identity": "kubernetes:core/v1:ServiceAccountPatch",
+            f"{NAME}-namespace-pod-security": "kubernetes:core/v1:NamespacePatch",
         },
         child_inputs={(f"{NAME}-monitoring-viewer", "role"): "roles/monitoring.viewer"},
         state={},

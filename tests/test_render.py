@@ -362,7 +362,10 @@ def test_the_tree_shows_how_the_control_plane_is_reached() -> None:
     from tools import plan
 
     tree = plan.format_tree(plan.to_document(stack_render("prod")))
-    assert "ipEndpoint=private dnsEndpoint=on binaryAuthorization=DISABLED" in tree
+    expected = "ipEndpoint=private dnsEndpoint=google-cloud-only binaryAuthorization="
+    assert f"{expected}PROJECT_SINGLETON_POLICY_ENFORCE" in tree
+    tree = plan.format_tree(plan.to_document(stack_render("serve")))
+    assert "dnsEndpoint=external" in tree
 
 
 def test_a_stack_at_the_pool_limit_renders_in_bounded_time() -> None:

@@ -100,7 +100,11 @@ def test_a_teams_queue_admits_only_its_namespace(shared: RunResult) -> None:
     platform = spec(shared, "ClusterQueue", "batch-train/platform-cluster-queue")
     assert platform["namespaceSelector"] == {
         "matchExpressions": [
-            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["platform-jobs"]}
+            {
+                "key": "kubernetes.io/metadata.name",
+                "operator": "In",
+                "values": ["platform-jobs", "gpudirect-platform"],
+            }
         ]
     }
     # The pool's own queue, shared by the teams' cohort, admits only the all-reduce's namespace: no team
@@ -122,8 +126,8 @@ def test_team_namespaces_are_created_with_pod_security_and_a_network_policy(shar
     labels = namespace["metadata"]["labels"]
     assert namespace["metadata"]["name"] == "research"
     assert labels["gke-gpu/team"] == "research"
-    # GPUDirect Pods mount the node's NCCL plugin (host paths): 'privileged', the rest still reported.
-    assert labels["pod-security.kubernetes.io/enforce"] == "privileged"
+    # 'baseline' whatever the pools: GPUDirect's Pods go to the team's GPUDirect namespace.
+    assert labels["pod-security.kubernetes.io/enforce"] == "baseline"
     assert labels["pod-security.kubernetes.io/warn"] == "restricted"
     policy = shared.one(
         "kubernetes:networking.k8s.io/v1:NetworkPolicy", "batch-team-research-network-policy"

@@ -93,7 +93,7 @@ def _cluster_summary(i: dict[str, Any]) -> list[str]:
         f"authorizedNetworks={len(_get(i, 'masterAuthorizedNetworksConfig.cidrBlocks', []))} "
         f"deletionProtection={i.get('deletionProtection')}",
         f"ipEndpoint={'private' if _get(i, 'privateClusterConfig.enablePrivateEndpoint') else 'public'} "
-        f"dnsEndpoint={'on' if _get(i, _DNS_EXTERNAL) else 'off'} "
+        f"dnsEndpoint={'external' if _get(i, _DNS_EXTERNAL) else 'google-cloud-only'} "
         f"binaryAuthorization={_get(i, 'binaryAuthorization.evaluationMode', 'DISABLED')}",
         f"monitoring={components} managedPrometheus={_get(i, 'monitoringConfig.managedPrometheus.enabled')}",
     ]

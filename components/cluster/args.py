@@ -127,6 +127,13 @@ class GkeClusterArgs(TypedDict):
     (the provider updates it in place; UNVERIFIED which is right). Defaults to false."""
     kubeconfig_endpoint: NotRequired[KubeconfigEndpoint]
     """The endpoint the kubeconfig and the Kubernetes provider use. Defaults to dns."""
+    dns_endpoint_external: NotRequired[bool]
+    """The DNS endpoint accepts requests from outside Google Cloud (IAM checks each); false: only from
+    Google Cloud's networks. Defaults to true."""
+    secrets_encryption_key: NotRequired[str]
+    """Encrypt Secrets at the application layer with this Cloud KMS key
+    (`projects/<p>/locations/<l>/keyRings/<r>/cryptoKeys/<k>`, in the cluster's location; GKE's service
+    agent needs roles/cloudkms.cryptoKeyEncrypterDecrypter on it). Defaults to none."""
     deletion_protection: NotRequired[bool]
     """GKE refuses to delete the cluster while on. Defaults to true."""
     system_pool: NotRequired[SystemPool]

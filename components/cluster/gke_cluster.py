@@ -12,6 +12,7 @@ from ..core.validation import pick
 from .args import GkeClusterArgs, GkeClusterSpec, cluster_rules
 from .boot_disks import system_disk_type
 from .gke_managed import maintenance_policy, monitoring_components
+from .hardening import ClusterHardening, cluster_hardening, node_kubelet_config
 from .kubeconfig_text import render_ip_kubeconfig, render_kubeconfig
 from .model import SystemPoolConfig
 
@@ -41,7 +42,7 @@ class ControlPlaneAccess(TypedDict, total=False):
     master_authorized_networks_config: container.ClusterMasterAuthorizedNetworksConfigArgs
 
 
-class ClusterInputs(ControlPlaneAccess, total=False):
+class ClusterInputs(ControlPlaneAccess, ClusterHardening, total=False):
     """container.Cluster's inputs, but for its name and options."""
 
     name: str
@@ -81,6 +82,7 @@ class HardenedNodeSettings(TypedDict):
     metadata: dict[str, str]
     shielded_instance_config: container.NodePoolNodeConfigShieldedInstanceConfigArgs
     workload_metadata_config: container.NodePoolNodeConfigWorkloadMetadataConfigArgs
+    kubelet_config: container.NodePoolNodeConfigKubeletConfigArgs
 
 
 class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
@@ -240,6 +242,7 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
             "min_master_version": spec.minimum_version,
             "maintenance_policy": maintenance_policy(spec.maintenance),
             **control_plane_access(spec),
+            **cluster_hardening(spec),
             # The list replaces GKE's default set: GKE's defaults, DCGM added (gke_managed.py).
             "monitoring_config": container.ClusterMonitoringConfigArgs(
                 enable_components=monitoring_components(
@@ -375,11 +378,11 @@ def control_plane_access(spec: GkeClusterSpec) -> ControlPlaneAccess:
             enable_private_nodes=spec.private_nodes,
             enable_private_endpoint=not spec.public_endpoint,
         ),
-        # The DNS endpoint: reachable from anywhere, every request authorised by IAM first, so CI
-        # and people reach the cluster without an IP allowlist (the kubeconfig uses it).
+        # The DNS endpoint: every request authorised by IAM first, so CI and people reach the cluster
+        # without an IP allowlist (the kubeconfig uses it); from anywhere unless dns_endpoint_external.
         "control_plane_endpoints_config": container.ClusterControlPlaneEndpointsConfigArgs(
             dns_endpoint_config=container.ClusterControlPlaneEndpointsConfigDnsEndpointConfigArgs(
-                allow_external_traffic=True
+                allow_external_traffic=spec.dns_endpoint_external
             ),
         ),
         # Never issue a client certificate (a credential that cannot be revoked short of rotating
@@ -434,6 +437,7 @@ def hardened_node_settings(service_account_email: pulumi.Input[str] | None) -> H
         "workload_metadata_config": container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
             mode="GKE_METADATA"
         ),
+        "kubelet_config": node_kubelet_config(),
     }
 
 

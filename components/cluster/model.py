@@ -17,6 +17,7 @@ from ..core.common import (
 from ..core.model import (
     GCE_NAME,
     GKE_VERSION,
+    KMS_KEY,
     PRINTABLE,
     RFC3339,
     TIME_OF_DAY,
@@ -138,6 +139,12 @@ class GkeClusterSettings(StackModel):
     # release channel unless a maintenance exclusion holds it; the pools' version gates check it.
     minimum_version: Annotated[str, Field(max_length=30, pattern=GKE_VERSION)] | None = None
     maintenance: MaintenanceConfig | None = None
+    # The DNS endpoint accepts requests from outside Google Cloud (IAM still checks each). False: only
+    # from Google Cloud's networks (a VPC with Private Google Access, Cloud Build private pools).
+    dns_endpoint_external: bool = True
+    # Application-layer secrets encryption (CIS GKE 5.3.1) with this Cloud KMS key, in the cluster's
+    # location: projects/<p>/locations/<l>/keyRings/<r>/cryptoKeys/<k>.
+    secrets_encryption_key: Annotated[str, Field(max_length=400, pattern=KMS_KEY)] | None = None
 
 
 class _ClusterChoice(StackModel):
@@ -159,6 +166,8 @@ class ClusterConfig(GkeClusterSettings, _ClusterChoice):
 
     # Explicitly allow a public IP endpoint with no allowlist or with 0.0.0.0/0.
     public_endpoint_open_to_internet: bool = False
+    # Binary Authorization off in a stack named prod, meant (cluster_section.py).
+    binary_authorization_off_acknowledged: bool = False
     # mode: existing
     kubeconfig: str | None = Field(None, repr=False, min_length=1, max_length=1_000_000)
     context: Annotated[str, Field(min_length=1, max_length=253, pattern=PRINTABLE)] | None = None

@@ -26,8 +26,13 @@ DISK_IMAGE = rf"^projects/{_PROJECT}/global/images/[a-z]([-a-z0-9]{{0,61}}[a-z0-
 GKE_VERSION = r"^1\.(0|[1-9][0-9]?)(\.(0|[1-9][0-9]?)(-gke\.(0|[1-9][0-9]{0,9}))?)?$"
 RFC3339 = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$"
 TIME_OF_DAY = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
+# A Cloud KMS key: key ring and key IDs are 1-63 letters, digits, '-' and '_'.
+KMS_KEY = (
+    rf"^projects/{_PROJECT}/locations/[a-z0-9-]{{1,40}}/keyRings/[\w-]{{1,63}}/cryptoKeys/[\w-]{{1,63}}$"
+)
 # What each pattern means, for the error message.
 PATTERN_MEANINGS = {
+    KMS_KEY: "a Cloud KMS key: projects/<project>/locations/<location>/keyRings/<ring>/cryptoKeys/<key>",
     GCE_NAME: "a GCE name: 1-63 lowercase letters, digits and hyphens, starting with a letter",
     NETWORK_REF: "a VPC name, or projects/<project>/global/networks/<name> (Shared VPC)",
     SUBNETWORK_REF: "a subnet name, or projects/<project>/regions/<region>/subnetworks/<name> (Shared VPC)",

@@ -153,6 +153,11 @@ def _rxdm(flavor: GpuDirectFlavor) -> dict[str, Any]:
             },
         )
     # A request only: a CPU limit would throttle the data path. Sizes are ours (UNVERIFIED).
+    # Left as Google's manifests have it (container-engine-accelerators gpudirect-tcpx(o)/
+    # nccl-test-latest.yaml: no seccompProfile, allowPrivilegeEscalation or limits): whether the
+    # daemon runs under RuntimeDefault, no_new_privs or a memory limit is UNVERIFIED (no A3 node to
+    # try it on), and a sidecar that fails stops every GPUDirect job. What confines it instead: the
+    # admission policy pins this container as rendered here (gpudirect/admission_cel.py).
     container["resources"] = {"requests": {"cpu": "100m", "memory": "128Mi"}}
     return container
 

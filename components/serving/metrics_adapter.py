@@ -103,4 +103,19 @@ class CustomMetricsAdapter(GkeGpuComponent[_AdapterSpec]):
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[manifest]),
         )
+        # The manifest's namespace gets Pod Security labels (a server-side apply patch of the labels
+        # only): the adapter needs no host access (UNVERIFIED that it passes restricted, which
+        # warnings and audit entries report).
+        k8s.core.v1.NamespacePatch(
+            f"{name}-namespace-pod-security",
+            metadata=k8s.meta.v1.ObjectMetaPatchArgs(
+                name=ADAPTER_NAMESPACE,
+                labels={
+                    "pod-security.kubernetes.io/enforce": "baseline",
+                    "pod-security.kubernetes.io/warn": "restricted",
+                    "pod-security.kubernetes.io/audit": "restricted",
+                },
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[manifest]),
+        )
         self.register_outputs({})

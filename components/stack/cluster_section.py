@@ -36,6 +36,9 @@ from ..gpu.pool import GpuPool
 from ..network.model import NetworkConfig
 from .schema import RuleBase, dashboard_on
 
+# The stack whose cluster must enforce Binary Authorization unless told otherwise.
+PROD_STACK = "prod"
+
 
 class ClusterRules(RuleBase):
     def _zone_example(self) -> str:
@@ -176,6 +179,7 @@ class ClusterRules(RuleBase):
                 f"{prefix}.kubeconfigEndpoint: ip with a private IP endpoint: `pulumi up` reaches the "
                 "cluster only from inside its VPC (docs/configuration.md, 'Upgrading an existing stack')"
             )
+        self._check_hardening(c, prefix)
         endpoint_keys = {"publicEndpoint", "publicEndpointOpenToInternet", "masterAuthorizedNetworks"}
         if not endpoint_keys & self.broken.cluster_keys:
             self._check_endpoint(c, authorized, prefix)
@@ -202,6 +206,28 @@ class ClusterRules(RuleBase):
                 "system_pool": system_pool,
             }
         )
+
+    def _check_hardening(self, c: ClusterConfig, prefix: str) -> None:
+        """Binary Authorization stays on in a stack named prod unless turned off on purpose; a DNS
+        endpoint closed to the internet is reached only from Google Cloud (docs/security.md)."""
+        acknowledged = c.binary_authorization_off_acknowledged
+        if self.stack == PROD_STACK and not c.binary_authorization and not acknowledged:
+            self.problems.add(
+                f"{prefix}.binaryAuthorization",
+                f"{'false' if 'binary_authorization' in c.model_fields_set else 'unset (false)'} in "
+                "stack prod: enforce the project's Binary Authorization policy (binaryAuthorization: "
+                "true), or set binaryAuthorizationOffAcknowledged: true to run prod without it",
+            )
+        elif acknowledged and c.binary_authorization:
+            self.problems.add(
+                f"{prefix}.binaryAuthorizationOffAcknowledged",
+                "true contradicts binaryAuthorization: true; remove one",
+            )
+        if not c.dns_endpoint_external:
+            self.warnings.append(
+                f"{prefix}.dnsEndpointExternal: false: the DNS endpoint answers only requests from "
+                "Google Cloud's networks, so `pulumi up` and kubectl must run there (docs/security.md)"
+            )
 
     def _check_endpoint(
         self, c: ClusterConfig, authorized: list[AuthorizedNetworkConfig], prefix: str
@@ -257,10 +283,13 @@ class ClusterRules(RuleBase):
             "public_endpoint",
             "public_endpoint_open_to_internet",
             "binary_authorization",
+            "binary_authorization_off_acknowledged",
             "intranode_visibility",
             "kubeconfig_endpoint",
             "minimum_version",
             "maintenance",
+            "dns_endpoint_external",
+            "secrets_encryption_key",
         )
         if c.name is not None and c.flavor is not None:
             # The name is pasted into Monitoring filters and PromQL: it must be a plain name.

@@ -24,9 +24,10 @@ from ..workloads.samples_args import GpuTarget, SampleKind, SampleWorkload, Targ
 from .config import ConfigError, GpuPool, Settings
 from .declare import Checked, checking_only, declare, declaring_checked
 from .pool_outputs import pool_summary
-from .program_batch import batch_queues, nccl_allreduce_tests
+from .program_batch import batch_queues, gpudirect_namespaces, nccl_allreduce_tests
 from .program_cluster import gke_cluster
 from .program_gpudirect import (
+    gpudirect_admission,
     gpudirect_networks,
     gpudirect_output,
     gpudirect_software,
@@ -138,6 +139,9 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
 
     kubernetes = pulumi.ResourceOptions(providers={"kubernetes": cluster.provider})
     software = gpudirect_software(settings, networks, kubernetes)
+    admission = gpudirect_admission(settings, gpudirect_namespaces(settings), kubernetes)
+    # The namespaces the admission policies confine are made only once the policies exist.
+    guards = [admission] if admission is not None else []
     monitoring = _monitoring(settings, kubernetes)
     targets = {pool.name: gpu_target(pool, autopilot=autopilot) for pool in settings.gpu_pools}
     samples, samples_component = _samples(settings, targets, cluster.provider, list(pools.values()))
@@ -146,10 +150,10 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
         batch, queues = batch_queues(
             settings,
             cluster.provider,
-            [*pools.values(), *([samples_component] if samples_component else [])],
+            [*pools.values(), *([samples_component] if samples_component else []), *guards],
             local_queue_namespace=SAMPLES_NAMESPACE if samples_component else None,
         )
-        samples.update(nccl_allreduce_tests(settings, cluster.provider, [queues, *software]))
+        samples.update(nccl_allreduce_tests(settings, cluster.provider, [queues, *software, *guards]))
     served = serving(
         settings,
         settings.cluster.name or "",

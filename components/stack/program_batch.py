@@ -6,6 +6,7 @@ import pulumi
 
 from ..core.catalog import load_catalog
 from ..gpu.scheduling import QUEUED_TOLERATION, node_selector, tolerations
+from ..gpudirect.flavors import GpuDirectFlavor
 from ..workloads.batch_queues import GpuBatchQueues, GpuBatchQueuesArgs
 from ..workloads.batch_teams import (
     DEFAULT_TEAM,
@@ -20,6 +21,7 @@ from ..workloads.batch_teams import (
 from ..workloads.model import TeamConfig, TeamShare
 from ..workloads.nccl_allreduce import NcclAllReduce
 from ..workloads.nccl_allreduce_args import NcclAllReduceArgs
+from ..workloads.team_namespaces import gpudirect_namespace
 from .declare import declare
 from .settings import Settings
 
@@ -33,6 +35,33 @@ def nccl_pools(settings: Settings) -> set[str]:
     """The pools an `nccl-allreduce` workload runs on."""
     first = settings.gpu_pools[0].name if settings.gpu_pools else ""
     return {w.pool or first for w in settings.workloads if w.name == "nccl-allreduce"}
+
+
+def gpudirect_namespaces(settings: Settings) -> tuple[list[str], list[str]]:
+    """The namespaces GpuDirectAdmission confines, and those of them where the NRI device injector's
+    annotations are allowed: the all-reduce's on GPUDirect pools, each team's GPUDirect namespace and,
+    beside them, each team's own (so a privileged Pod is refused there even where the namespace
+    exists already and the program sets no Pod Security label on it)."""
+    pools = {pool.name: pool for pool in settings.gpu_pools}
+    with_injector = (GpuDirectFlavor.TCPX, GpuDirectFlavor.TCPXO)
+    injector = {p for p, pool in pools.items() if pool.gpudirect_flavor in with_injector}
+    gpudirect = {p for p, pool in pools.items() if pool.gpudirect_flavor is not None}
+    confined: list[str] = []
+    devices: list[str] = []
+    for pool in sorted(nccl_pools(settings) & gpudirect):
+        confined.append(nccl_namespace(pool))
+        if pool in injector:
+            devices.append(nccl_namespace(pool))
+    if settings.batch.kueue:
+        teams = [(t.name, t.namespace_name, set(t.pools)) for t in settings.batch.teams] or [
+            (DEFAULT_TEAM, DEFAULT_TEAM_NAMESPACE, set(pools))
+        ]
+        for name, namespace, team_pools in teams:
+            if team_pools & gpudirect:
+                confined += [gpudirect_namespace(name), namespace]
+            if team_pools & injector:
+                devices.append(gpudirect_namespace(name))
+    return list(dict.fromkeys(confined)), list(dict.fromkeys(devices))
 
 
 def topology_pools(settings: Settings) -> set[str]:
@@ -61,19 +90,21 @@ def batch_queues(
     summary: list[dict[str, Any]] = []
     batch = settings.batch
     topology = topology_pools(settings)
-    # GPUDirect's Pods mount the node's NCCL plugin and driver libraries (host paths): 'privileged'.
+    # A team on a GPUDirect pool gets a second namespace for its GPUDirect Pods (host paths, the RxDM
+    # sidecar); its own namespace stays at its Pod Security level.
     gpudirect_pools = {p.name for p in settings.gpu_pools if p.gpudirect_flavor is not None}
     teams: list[BatchTeam] = [
         {
             "name": team.name,
             "namespace": team.namespace_name,
             "create_namespace": team.create_namespace,
-            "privileged": bool(gpudirect_pools & set(team.pools)),
+            "pod_security": team.pod_security,
+            "gpudirect": bool(gpudirect_pools & set(team.pools)),
         }
         for team in batch.teams
     ] or [
         # No teams listed: a default team, queued on every pool's own ClusterQueue.
-        {"name": DEFAULT_TEAM, "namespace": DEFAULT_TEAM_NAMESPACE, "privileged": bool(gpudirect_pools)}
+        {"name": DEFAULT_TEAM, "namespace": DEFAULT_TEAM_NAMESPACE, "gpudirect": bool(gpudirect_pools)}
     ]
     for pool in settings.gpu_pools:
         accelerator = catalog.accelerator(pool.accelerator)

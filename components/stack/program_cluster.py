@@ -69,6 +69,7 @@ def gke_cluster(settings: Settings) -> tuple[GkeCluster, GkeNetwork | None]:
         ],
         "binary_authorization": cluster.binary_authorization,
         "kubeconfig_endpoint": KubeconfigEndpoint(cluster.kubeconfig_endpoint),
+        "dns_endpoint_external": cluster.dns_endpoint_external,
         "deletion_protection": cluster.deletion_protection,
         "managed_dcgm": settings.monitoring.dcgm == "managed",
         "resource_labels": {"managed-by": "pulumi", "pulumi-stack": _label_value(settings.stack)},
@@ -77,6 +78,8 @@ def gke_cluster(settings: Settings) -> tuple[GkeCluster, GkeNetwork | None]:
         args["minimum_version"] = cluster.minimum_version
     if cluster.maintenance:
         args["maintenance"] = cast("Maintenance", cluster.maintenance.model_dump(exclude_none=True))
+    if cluster.secrets_encryption_key:
+        args["secrets_encryption_key"] = cluster.secrets_encryption_key
     if needs_gateway_api(settings):
         args["gateway_api"] = True
     if not cluster.autopilot:

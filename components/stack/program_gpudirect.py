@@ -6,6 +6,8 @@ from typing import Any
 import pulumi
 
 from ..gpu.pool import GpuPool
+from ..gpudirect.admission import GpuDirectAdmission, GpuDirectAdmissionArgs
+from ..gpudirect.admission_cel import flavors_with_injector
 from ..gpudirect.flavors import FLAVORS, GpuDirectFlavor
 from ..gpudirect.networks import GpuDirectNetworks, GpuDirectNetworksArgs
 from ..gpudirect.pod_parts import gpudirect_pod_parts
@@ -71,6 +73,26 @@ def gpudirect_software(
             declare(GpuDirectSoftware, f"gpudirect-{flavor.lower()}-software", args, opts=kubernetes)
         )
     return declared
+
+
+def gpudirect_admission(
+    settings: Settings,
+    confined: tuple[list[str], list[str]],
+    kubernetes: pulumi.ResourceOptions,
+) -> GpuDirectAdmission | None:
+    """The admission policies that confine GPUDirect's privilege (gpudirect/admission.py), once per
+    cluster with GPUDirect pools; `confined`: the namespaces they bind and those where the device
+    annotations are allowed (program_batch.gpudirect_namespaces)."""
+    flavors = list(stack_flavors(settings))
+    namespaces, device_namespaces = confined
+    if not flavors or not (namespaces or flavors_with_injector(flavors)):
+        return None
+    args: GpuDirectAdmissionArgs = {
+        "flavors": flavors,
+        "namespaces": namespaces,
+        "device_namespaces": device_namespaces,
+    }
+    return declare(GpuDirectAdmission, "gpudirect-admission", args, opts=kubernetes)
 
 
 def gpudirect_output(settings: Settings) -> dict[str, Any]:

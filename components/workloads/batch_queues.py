@@ -28,6 +28,15 @@ from .batch_teams import (
 )
 from .kueue_objects import cluster_queue, flavor
 from .model import MAX_TEAMS, NamespaceName, TeamName
+from .team_namespaces import (
+    TEAM_LABEL,
+    TeamPodSecurity,
+    declare_namespace,
+    gpudirect_labels,
+    gpudirect_namespace,
+    pod_security_labels,
+    team_labels,
+)
 
 # Pinned upstream charts (../shared/reference/gke-gpu-scale-out.md, section 4): the real deploy
 # installs upstream's own manifests, CRDs included. Offline the charts cannot be expanded; the
@@ -39,7 +48,6 @@ JOBSET_CHART = "oci://registry.k8s.io/jobset/charts/jobset"
 JOBSET_VERSION = "0.12.0"
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 QUEUED_PROVISIONING_CLASS = "queued-provisioning.gke.io"
-TEAM_LABEL = "gke-gpu/team"
 
 
 class ProvisioningRetry(TypedDict):
@@ -137,7 +145,13 @@ class _TeamSpec(ArgsModel):
     name: TeamName
     namespace: NamespaceName
     create_namespace: bool = True
-    privileged: bool = False
+    pod_security: TeamPodSecurity = "baseline"
+    gpudirect: bool = False
+
+    @property
+    def namespaces(self) -> list[str]:
+        """Where its LocalQueues are: its namespace and, on a GPUDirect pool, its GPUDirect one."""
+        return [self.namespace, *([gpudirect_namespace(self.name)] if self.gpudirect else [])]
 
 
 class _GpuBatchQueuesSpec(ArgsModel):
@@ -308,7 +322,7 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
                         part,
                         admission=admission,
                         in_cohort=True,
-                        namespaces=[team.namespace],
+                        namespaces=team.namespaces,
                         borrowing_limit=None
                         if share.borrowing_limit is None
                         else queue.quota.part(share.borrowing_limit),
@@ -316,32 +330,34 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
                     after(*needed),
                 )
                 cluster_queues.append(team_queue_id)
-                self._object(
-                    f"{prefix}/{team.name}-local-queue",
-                    "LocalQueue",
-                    queue_id,
-                    {"clusterQueue": team_queue_id},
-                    after(team_queue, *team_namespaces[team.name]),
-                    namespace=team.namespace,
-                    team=team.name,
-                )
-                team_local_queues.append(f"{team.namespace}/{queue_id}")
+                for namespace in team.namespaces:
+                    self._object(
+                        _local_queue_resource(prefix, team, namespace),
+                        "LocalQueue",
+                        queue_id,
+                        {"clusterQueue": team_queue_id},
+                        after(team_queue, *team_namespaces[team.name]),
+                        namespace=namespace,
+                        team=team.name,
+                    )
+                    team_local_queues.append(f"{namespace}/{queue_id}")
         for team in spec.teams:
             if any(share.team == team.name for q in spec.queues for share in q.shares):
                 continue
             # A team with no share (the stack's default team) queues on every pool's own ClusterQueue.
             for queue in spec.queues:
                 queue_id = queue_name(queue.name)
-                self._object(
-                    f"{name}-{queue.name}/{team.name}-local-queue",
-                    "LocalQueue",
-                    queue_id,
-                    {"clusterQueue": queue_id},
-                    after(*team_namespaces[team.name]),
-                    namespace=team.namespace,
-                    team=team.name,
-                )
-                team_local_queues.append(f"{team.namespace}/{queue_id}")
+                for namespace in team.namespaces:
+                    self._object(
+                        _local_queue_resource(f"{name}-{queue.name}", team, namespace),
+                        "LocalQueue",
+                        queue_id,
+                        {"clusterQueue": queue_id},
+                        after(*team_namespaces[team.name]),
+                        namespace=namespace,
+                        team=team.name,
+                    )
+                    team_local_queues.append(f"{namespace}/{queue_id}")
         self.cluster_queue_names = pulumi.Output.from_input(cluster_queues)
         self.local_queue_names = pulumi.Output.from_input(local_queues)
         self.team_local_queue_names = pulumi.Output.from_input(team_local_queues)
@@ -399,56 +415,30 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
         return self._object(f"{prefix}-admission-check", "AdmissionCheck", check, admission, after(config))
 
     def _team_namespace(self, name: str, team: _TeamSpec) -> list[pulumi.Resource]:
-        """The team's namespace (when created) and a NetworkPolicy that admits only its own Pods: what a
-        LocalQueue waits for."""
-        if not team.create_namespace:
-            return []
-        level = "privileged" if team.privileged else "baseline"
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-team-{team.name}-namespace",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=team.namespace,
-                labels={
-                    **app_labels(team.namespace, component="gpu-team"),
-                    TEAM_LABEL: team.name,
-                    # 'privileged' only for a team on a GPUDirect pool (its daemons need it); what
-                    # 'restricted' would refuse is still reported (warnings, audit entries).
-                    "pod-security.kubernetes.io/enforce": level,
-                    "pod-security.kubernetes.io/warn": "restricted",
-                    "pod-security.kubernetes.io/audit": "restricted",
-                },
-            ),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        policy = k8s.networking.v1.NetworkPolicy(
-            f"{name}-team-{team.name}-network-policy",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name="same-namespace-only",
-                namespace=team.namespace,
-                labels=app_labels(team.namespace, component="gpu-team"),
-            ),
-            spec=k8s.networking.v1.NetworkPolicySpecArgs(
-                pod_selector=k8s.meta.v1.LabelSelectorArgs(),
-                policy_types=["Ingress"],
-                ingress=[
-                    k8s.networking.v1.NetworkPolicyIngressRuleArgs(
-                        from_=[
-                            k8s.networking.v1.NetworkPolicyPeerArgs(
-                                pod_selector=k8s.meta.v1.LabelSelectorArgs()
-                            )
-                        ]
-                    )
-                ],
-            ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
-        )
-        return [namespace, policy]
+        """The team's namespaces (its own when created; its GPUDirect one) and NetworkPolicies that
+        admit only their own Pods: what its LocalQueues wait for (team_namespaces.py)."""
+        created: list[pulumi.Resource] = []
+        if team.create_namespace:
+            labels = team_labels(team.namespace, team.name, team.pod_security)
+            created += declare_namespace(self, f"{name}-team-{team.name}-namespace", team.namespace, labels)
+        if team.gpudirect:
+            namespace = gpudirect_namespace(team.name)
+            labels = gpudirect_labels(namespace, team.name)
+            resource = f"{name}-team-{team.name}-gpudirect-namespace"
+            created += declare_namespace(self, resource, namespace, labels)
+        return created
 
     def _chart(self, name: str, app: str, chart: str, version: str, namespace: str) -> "k8s.helm.v4.Chart":
         ns = k8s.core.v1.Namespace(
             f"{name}-{app}-namespace",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=namespace, labels=app_labels(app, component="batch", version=version)
+                name=namespace,
+                labels={
+                    **app_labels(app, component="batch", version=version),
+                    # The controllers' Pods need no host access (UNVERIFIED that they pass restricted,
+                    # which warnings and audit entries report).
+                    **pod_security_labels("baseline", "restricted"),
+                },
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -485,6 +475,12 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
             spec=spec,
             opts=opts,
         )
+
+
+def _local_queue_resource(prefix: str, team: _TeamSpec, namespace: str) -> str:
+    """A team LocalQueue's resource name (the GPUDirect namespace's with its own suffix)."""
+    suffix = "-gpudirect" if namespace != team.namespace else ""
+    return f"{prefix}/{team.name}{suffix}-local-queue"
 
 
 def _own_namespaces(queue: _QueueSpec, local_queue_namespace: str | None) -> list[str]:

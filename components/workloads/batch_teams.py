@@ -38,7 +38,8 @@ RESERVED_NAMESPACES = frozenset(
 )
 # kube-: Kubernetes reserves the prefix; gmp- and gke-managed-: GKE's managed Prometheus and system;
 # serve-: the model servers' namespaces (serving/model.py).
-RESERVED_NAMESPACE_PREFIXES = ("gpu-nccl-", "kube-", "gmp-", "gke-managed-", "serve-")
+# gpudirect-: the teams' GPUDirect namespaces (team_namespaces.py).
+RESERVED_NAMESPACE_PREFIXES = ("gpu-nccl-", "gpudirect-", "kube-", "gmp-", "gke-managed-", "serve-")
 DEFAULT_TEAM = "default"
 DEFAULT_TEAM_NAMESPACE = "gpu-jobs"
 # Kueue's Topology over GKE's topology node labels, widest level first (docs/teams.md, sources).
@@ -61,9 +62,13 @@ class BatchTeam(TypedDict):
     """The team's namespace, where its LocalQueues (`gpu-<pool>`) are."""
     create_namespace: NotRequired[bool]
     """Create the namespace (false: it exists). Defaults to true."""
-    privileged: NotRequired[bool]
-    """The namespace admits privileged Pods (Pod Security `privileged`, for GPUDirect's daemons);
-    otherwise `baseline`. Defaults to false."""
+    pod_security: NotRequired[str]
+    """The Pod Security level the team's namespace enforces: `baseline` (the default) or
+    `restricted`; never `privileged`, whatever its pools."""
+    gpudirect: NotRequired[bool]
+    """The team uses a GPUDirect pool: its GPUDirect Pods get a namespace of their own,
+    `gpudirect-<name>` (Pod Security `privileged`, confined by the cluster's admission policy
+    `gke-gpu-gpudirect-pods`), with the same LocalQueues. Defaults to false."""
 
 
 class TeamShare(TypedDict):

@@ -97,6 +97,9 @@ class TeamConfig(StackModel):
     namespace: Annotated[NamespaceName, Field(min_length=1)] | None = None  # type: ignore[valid-type]
     # False: the namespace exists already (the program creates only its LocalQueues).
     create_namespace: bool = True
+    # The Pod Security level the team's namespace enforces (warnings and audit at restricted), whatever
+    # its pools: GPUDirect's Pods run in gpudirect-<name> (workloads/team_namespaces.py).
+    pod_security: Literal["baseline", "restricted"] = "baseline"
     pools: Annotated[
         dict[Annotated[str, Field(min_length=1, max_length=100)], TeamShare], Field(min_length=1)
     ]

@@ -61,6 +61,7 @@ from .pools import (
     validate_gpu_sharing_trusted,
 )
 from .scale_out import SCALE_OUT_POLICIES
+from .security import SECURITY_POLICIES
 from .serving import SERVING_POLICIES
 from .teams import TEAM_POLICIES
 from .workloads import (
@@ -156,6 +157,8 @@ POLICIES: list[Policy] = [
         enforcement_level=EnforcementLevel.MANDATORY,
         severity=Severity.HIGH,
     ),
+    # Tenancy: no team namespace at privileged, no privileged image by tag (security.py).
+    *SECURITY_POLICIES,
     # GPUDirect pools in one zone, Kueue queues for GPU pools and JobSets (scale_out.py).
     *SCALE_OUT_POLICIES,
     *TEAM_POLICIES,

@@ -1,0 +1,65 @@
+"""CIS GKE hardening of the cluster that is not about who reaches the control plane (gke_cluster.py
+`control_plane_access`): the kubelet's read-only port, application-layer secrets encryption, and the
+DNS endpoint's external access. Each is a field of GkeClusterSettings (model.py), with its reason.
+
+Sources: CIS GKE Benchmark 3.2.4 ("Ensure that the --read-only-port is disabled"; GKE's hardening
+guide, "Disable the kubelet read-only port"); GKE's "Disable the kubelet read-only port" page
+(`insecure_kubelet_readonly_port_enabled`, per node pool, cluster-wide for new pools, and Autopilot's
+node_pool_auto_config); CIS GKE 5.3.1 ("Ensure Kubernetes Secrets are encrypted using keys managed
+in Cloud KMS"; GKE's "Encrypt secrets at the application layer"); GKE's "About control plane
+access" (the DNS-based endpoint, `allowExternalTraffic`). Field names: pulumi_gcp 10.2.0
+container/_inputs.py (ClusterNodePoolDefaultsNodeConfigDefaultsArgs, ClusterNodePoolAutoConfigArgs,
+ClusterNodePoolAutoConfigNodeKubeletConfigArgs, NodePoolNodeConfigKubeletConfigArgs,
+ClusterDatabaseEncryptionArgs).
+"""
+
+from typing import TYPE_CHECKING, TypedDict
+
+from pulumi_gcp import container
+
+if TYPE_CHECKING:
+    from .args import GkeClusterSpec
+
+# The provider's enum for the port: "TRUE" or "FALSE" (a string, not a bool).
+READ_ONLY_PORT_OFF = "FALSE"
+
+
+class ClusterHardening(TypedDict, total=False):
+    """container.Cluster's inputs this module sets."""
+
+    node_pool_defaults: container.ClusterNodePoolDefaultsArgs
+    node_pool_auto_config: container.ClusterNodePoolAutoConfigArgs
+    database_encryption: container.ClusterDatabaseEncryptionArgs
+
+
+def node_kubelet_config() -> container.NodePoolNodeConfigKubeletConfigArgs:
+    """Every node pool's kubelet: the unauthenticated read-only port (10255) off. Nothing this program
+    runs reads it (the DCGM exporter and GKE's managed metrics use the authenticated port)."""
+    return container.NodePoolNodeConfigKubeletConfigArgs(
+        insecure_kubelet_readonly_port_enabled=READ_ONLY_PORT_OFF
+    )
+
+
+def cluster_hardening(spec: "GkeClusterSpec") -> ClusterHardening:
+    """The cluster's own inputs: the read-only port off for the pools GKE creates (Standard: new
+    pools' defaults; Autopilot: every node), and secrets encrypted with the stack's KMS key."""
+    hardening: ClusterHardening = {}
+    if spec.autopilot:
+        hardening["node_pool_auto_config"] = container.ClusterNodePoolAutoConfigArgs(
+            node_kubelet_config=container.ClusterNodePoolAutoConfigNodeKubeletConfigArgs(
+                insecure_kubelet_readonly_port_enabled=READ_ONLY_PORT_OFF
+            )
+        )
+    else:
+        hardening["node_pool_defaults"] = container.ClusterNodePoolDefaultsArgs(
+            node_config_defaults=container.ClusterNodePoolDefaultsNodeConfigDefaultsArgs(
+                insecure_kubelet_readonly_port_enabled=READ_ONLY_PORT_OFF
+            )
+        )
+    if spec.secrets_encryption_key:
+        # The key's project must let GKE's service agent (service-<number>@container-engine-robot)
+        # use it (roles/cloudkms.cryptoKeyEncrypterDecrypter); the program does not grant that.
+        hardening["database_encryption"] = container.ClusterDatabaseEncryptionArgs(
+            state="ENCRYPTED", key_name=spec.secrets_encryption_key
+        )
+    return hardening
