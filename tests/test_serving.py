@@ -385,22 +385,24 @@ def test_a_file_cache_sized_for_the_weights_fetches_them_in_parallel(served: Run
     options = csi["volumeAttributes"]["mountOptions"].split(",")
     # The cache evicts 1 GiB before its volume is full (a full volume fails the read instead).
     assert {
-        "file-cache:max-size-mb:94208",
+        "file-cache:max-size-mb:35840",
         "file-cache:cache-file-for-range-read:true",
         "file-cache:enable-parallel-downloads:true",
     } <= set(options)
-    # g2-standard-8 without Local SSD, the model's size unknown: half of its 200 GB (186 GiB) boot disk.
-    assert cache["emptyDir"] == {"sizeLimit": "93Gi"}
+    # g2-standard-8 without Local SSD, the model's size unknown: what GKE lets Pods request of its 200 GB
+    # (186 GiB) boot disk (less 71 GiB reserved and 18.6 GiB of eviction threshold: 96 GiB), 10% under
+    # that, less the container's own 50 GiB: 36 GiB, so the Pod fits the node (it asked for 93 + 50).
+    assert cache["emptyDir"] == {"sizeLimit": "36Gi"}
     # The sidecar unlimited (accelerated-platforms' vLLM manifests), the cache's disk requested.
     assert annotations == {
         "gke-gcsfuse/volumes": "true",
         "gke-gcsfuse/cpu-limit": "0",
         "gke-gcsfuse/memory-limit": "0",
         "gke-gcsfuse/ephemeral-storage-limit": "0",
-        "gke-gcsfuse/ephemeral-storage-request": "93Gi",
+        "gke-gcsfuse/ephemeral-storage-request": "36Gi",
     }
     weights = served.outputs["serving"]["chat"]["weights"]
-    assert "file cache 93 GiB on the node's boot disk (200 GB, the pool has no Local SSD)" in weights
+    assert "file cache 36 GiB on the node's boot disk (200 GB, the pool has no Local SSD)" in weights
     assert "the model's size is not known here: as large as the disk holds" in weights
 
 
@@ -409,12 +411,13 @@ def test_a_pool_with_local_ssd_keeps_the_file_cache_there() -> None:
         stack_config(cluster=STANDARD_CLUSTER, gpuPools=[{**L4, "localSsdCount": 1}], serving=[CHAT])
     )
     _, cache, annotations = _weights(result)
-    # Half of the one 375 GB (349 GiB) Local SSD the pool puts ephemeral storage on.
-    assert cache["emptyDir"] == {"sizeLimit": "174Gi"}
-    assert annotations["gke-gcsfuse/ephemeral-storage-request"] == "174Gi"
+    # The one 375 GB (349 GiB) Local SSD the pool puts ephemeral storage on: 214 GiB allocatable (less
+    # 100 GiB reserved and 34.9 GiB of eviction threshold), 10% under that, less the container's 87 GiB.
+    assert cache["emptyDir"] == {"sizeLimit": "105Gi"}
+    assert annotations["gke-gcsfuse/ephemeral-storage-request"] == "105Gi"
     assert "gke-gcsfuse/memory-request" not in annotations
     assert (
-        "file cache 174 GiB on the node's Local SSD (1 x 375 GB)"
+        "file cache 105 GiB on the node's Local SSD (1 x 375 GB)"
         in result.outputs["serving"]["chat"]["weights"]
     )
 

@@ -142,14 +142,23 @@ def test_max_model_len_over_the_models_context_is_refused() -> None:
 
 
 def test_weights_larger_than_the_download_disk_are_refused() -> None:
-    llama70 = service("meta-llama/Llama-3.1-70B-Instruct", pool="h100", gpusPerReplica=8, hfTokenSecret="hf")
-    message = config_error(stack(llama70, pools=({**H100X8, "diskSizeGb": 200},)))
+    # a2-highgpu-8g has no Local SSD: the download goes to a quarter of the boot disk.
+    llama70 = service("meta-llama/Llama-3.1-70B-Instruct", pool="a100", gpusPerReplica=8, hfTokenSecret="hf")
+    message = config_error(stack(llama70, pools=({**A100X8, "diskSizeGb": 200},)))
     assert (
         "gke-gpu:serving[0].model: meta-llama/Llama-3.1-70B-Instruct's weights, 131.4 GiB, do not fit the "
-        "50 GiB the server downloads them to (a quarter of pool h100's 200 GB boot disk): raise its "
+        "50 GiB the server downloads them to (a quarter of pool a100's 200 GB boot disk): raise its "
         "diskSizeGb to at least 532, or serve the model from a gs:// bucket"
     ) in message
-    assert accepted(stack({**llama70, "maxModelLen": 8192}, pools=({**H100X8, "diskSizeGb": 600},))) == []
+    assert accepted(stack({**llama70, "maxModelLen": 8192}, pools=({**A100X8, "diskSizeGb": 600},))) == []
+
+
+def test_a_download_on_a_local_ssd_pool_is_judged_against_the_local_ssd() -> None:
+    # a3-highgpu-8g puts its ephemeral storage on its 16 bundled Local SSDs (GpuPool.node_ephemeral_
+    # storage_gib): a 200 GB boot disk does not limit the download (it used to be refused, "raise
+    # diskSizeGb", which would not have helped: the emptyDir is on the SSDs).
+    llama70 = service("meta-llama/Llama-3.1-70B-Instruct", pool="h100", gpusPerReplica=8, hfTokenSecret="hf")
+    assert accepted(stack({**llama70, "maxModelLen": 8192}, pools=({**H100X8, "diskSizeGb": 200},))) == []
 
 
 def test_only_a_gated_model_needs_a_token() -> None:

@@ -144,7 +144,7 @@ def test_weights_that_do_not_fit_memory_twice_go_on_the_boot_disk_sized_to_them(
 def test_weights_larger_than_the_cache_a_pod_can_hold_are_refused_with_both_sizes() -> None:
     cache = weights_cache(L4_NODE, 1, 140 * GIB)  # a 70B model in 16 bits
     assert cache.problem.startswith(
-        "the model's weights (140.0 GiB, a 155 GiB file cache with its headroom) are larger than the 93 GiB "
+        "the model's weights (140.0 GiB, a 155 GiB file cache with its headroom) are larger than the 36 GiB "
         "file cache a Pod of pool l4 can hold on the node's boot disk"
     )
     assert "localSsdCount" in cache.problem and "hyperdiskMl" in cache.problem

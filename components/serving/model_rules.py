@@ -15,10 +15,12 @@ GPU_MEMORY_UTILIZATION = 0.92
 GIB = 1024**3
 
 
-def download_disk_gib(boot_disk_gb: int) -> int:
+def download_disk_gib(ephemeral_gib: int) -> int:
     """The disk a replica may write on its node (a Hugging Face model's download, caches): a quarter of
-    the boot disk, at least 20 GiB (the image and the node need the rest)."""
-    return max(20, boot_disk_gb // 4)
+    the node's ephemeral storage (GpuPool.node_ephemeral_storage_gib: its Local SSDs where the pool puts
+    ephemeral storage on them, else its boot disk), at least 20 GiB (the image and the node need the
+    rest)."""
+    return max(20, ephemeral_gib // 4)
 
 
 def gib(size: float) -> str:

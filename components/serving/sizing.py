@@ -12,15 +12,21 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ..core.catalog import MachineType, load_catalog
-from ..gpu.pool import GpuPool
+from ..gpu.pool import LOCAL_SSD_GIB, GpuPool
 from .model import ServingConfig
 from .model_catalog import weights_bytes
 from .model_rules import download_disk_gib
 
 GIB = 1024**3
-# Compute Engine sizes disks in GB (10^9 bytes); a Local SSD is 375 GB, 349 GiB.
+# Compute Engine sizes disks in GB (10^9 bytes); a Local SSD is 375 GB, 349 GiB (gpu.pool.LOCAL_SSD_GIB).
 GB_PER_GIB = GIB / 10**9
-LOCAL_SSD_GB = 375
+# What GKE keeps of a node's ephemeral storage from the Pods (GKE "Plan for node sizes", ephemeral
+# storage reservations): an eviction threshold of 10%, and min(50%, 6 GiB + 35%, 100 GiB) for the
+# system. The page's example node (a 100 GB boot disk) shows 47,060,071,478 bytes allocatable, which
+# this gives within 5%; that the same rule holds for Local SSD-backed storage is UNVERIFIED. A Pod's
+# requests stay 10% under its share of what is left (the node's DaemonSets ask for some too).
+EVICTION_SHARE = 0.10
+EPHEMERAL_SLACK = 0.9
 # Where the stack does not say how large the weights are: the largest cache the node's disk holds
 # (Local SSD or boot disk, never memory), at most 1 TiB (a 405B model in 16 bits is ~810 GB); the
 # render says the size was not known.
@@ -42,6 +48,13 @@ CONTAINER_DISK_SHARE = 0.25
 DISK_CACHE_SHARE = 0.5
 
 
+def allocatable_ephemeral_gib(capacity_gib: float) -> float:
+    """A node's ephemeral storage the Pods may request, of `capacity_gib`: less GKE's eviction threshold
+    and its system reservation (EVICTION_SHARE, above)."""
+    reserved = min(0.5 * capacity_gib, 6 + 0.35 * capacity_gib, 100)
+    return capacity_gib - reserved - EVICTION_SHARE * capacity_gib
+
+
 def node_share(pool: GpuPool, gpus: int) -> tuple[MachineType, float] | None:
     """The pool's machine type and the share of a node `gpus` of its GPUs are; None where the machine
     is not known here (an Autopilot profile's default)."""
@@ -59,7 +72,7 @@ def container_size(pool: GpuPool, gpus: int) -> dict[str, int]:
     at most 16; disk a quarter of the boot disk (the image and the node need the rest). Without a
     machine type (an Autopilot profile's default), 4 cores and 24 GiB, which Autopilot raises to its
     minimums."""
-    disk = download_disk_gib(pool.disk_size_gb)
+    disk = download_disk_gib(pool.node_ephemeral_storage_gib)
     node = node_share(pool, gpus)
     if node is None:
         return {"cpu": 4, "memory_gib": 24, "shm_gib": 4, "disk_gib": disk}
@@ -111,11 +124,16 @@ def weights_cache(pool: GpuPool, gpus: int, weights_bytes: int | None) -> Weight
         return WeightsCache(0, "memory", "none", unknown)
     machine, share = node
     if pool.local_ssd_count:
-        room = int(pool.local_ssd_count * LOCAL_SSD_GB / GB_PER_GIB * share * DISK_CACHE_SHARE)
-        where = f"the node's Local SSD ({pool.local_ssd_count} x {LOCAL_SSD_GB} GB)"
+        capacity = pool.local_ssd_count * LOCAL_SSD_GIB
+        where = f"the node's Local SSD ({pool.local_ssd_count} x 375 GB)"
     else:
-        room = int(pool.disk_size_gb / GB_PER_GIB * share * DISK_CACHE_SHARE)
+        capacity = int(pool.disk_size_gb / GB_PER_GIB)
         where = f"the node's boot disk ({pool.disk_size_gb} GB, the pool has no Local SSD)"
+    # The cache and the container's own disk (container_size) are both requests on the node's
+    # allocatable ephemeral storage: the cache gets what the container leaves of the Pod's share.
+    pod_allocatable = allocatable_ephemeral_gib(capacity) * share * EPHEMERAL_SLACK
+    left = int(pod_allocatable) - container_size(pool, gpus)["disk_gib"]
+    room = max(0, min(int(capacity * share * DISK_CACHE_SHARE), left))
     if weights_bytes is None:
         size = min(room, MAX_UNKNOWN_CACHE_GIB)
         return WeightsCache(

@@ -255,13 +255,19 @@ class ServingRules(RuleBase):
         """What knowing the model decides on this pool: the tensor-parallel size on its nodes, the boot
         disk a Hugging Face model is downloaded to, the GPUs' memory; a size that strands GPUs."""
         gpus, per_node = service.gpus_per_replica, pool.gpus_per_node
-        disk = download_disk_gib(pool.disk_size_gb)
-        fix = (
-            f" (a quarter of pool {pool.name}'s {pool.disk_size_gb} GB boot disk): raise its diskSizeGb to "
-            f"at least {{need}}"
-        )
+        disk = download_disk_gib(pool.node_ephemeral_storage_gib)
         weights = weights_bytes(service)
         need = 4 * math.ceil(weights / GIB) + 4 if weights else 0
+        if pool.local_ssd_count:
+            fix = (
+                f" (a quarter of pool {pool.name}'s {pool.local_ssd_count} Local SSDs, which hold its "
+                f"ephemeral storage): give it Local SSDs for at least {need} GiB"
+            )
+        else:
+            fix = (
+                f" (a quarter of pool {pool.name}'s {pool.disk_size_gb} GB boot disk): raise its diskSizeGb "
+                f"to at least {need}"
+            )
         tp = min(gpus, per_node or gpus)
         facts = check_model(
             service,
@@ -270,7 +276,7 @@ class ServingRules(RuleBase):
             self.problems,
             self.warnings,
             download_gib=disk,
-            download_fix=fix.format(need=need),
+            download_fix=fix,
         )
         if per_node and gpus < per_node and per_node % gpus and not pool.mig_partition_size and not autopilot:
             fitting = [n for n in range(1, per_node + 1) if per_node % n == 0]
