@@ -144,6 +144,18 @@ def test_deploy_triggers() -> None:
     assert "push:refs/heads/main) stack=dev" in chooser
 
 
+def test_a_stack_with_a_private_dns_endpoint_can_deploy_from_a_runner_inside_google_cloud() -> None:
+    """prod's DNS endpoint answers only Google Cloud's networks (cluster.dnsEndpointExternal: false), so
+    `pulumi up` from GitHub's runners cannot reach its cluster: the deploy job's runner is the repository
+    variable DEPLOY_RUNNER where set (a self-hosted runner in the VPC), documented in docs/ci.md."""
+    import yaml
+
+    prod = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())["config"]["gke-gpu:cluster"]
+    assert prod.get("dnsEndpointExternal") is False
+    assert jobs(DEPLOY)["deploy"]["runs-on"] == "${{ vars.DEPLOY_RUNNER || 'ubuntu-latest' }}"
+    assert "`DEPLOY_RUNNER`" in (ROOT / "docs" / "ci.md").read_text()
+
+
 def test_deploy_never_runs_twice_at_once_for_a_stack_and_never_cancels() -> None:
     workflow = load(DEPLOY)
     assert workflow.get("concurrency", {}).get("cancel-in-progress", False) is False
