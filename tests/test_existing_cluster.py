@@ -394,6 +394,15 @@ def test_a_kubeconfig_with_a_credential_in_an_exec_plugins_env_is_refused() -> N
             {"exec": {"command": "cred", "env": [{"name": "X", "value": "ya29.a0AfB"}]}},
             ["users[0].user.exec.env[0].value"],
         ),
+        # Every shape the program hides in its messages (core/credentials.py), whatever the name.
+        (
+            {"exec": {"command": "cred", "env": [{"name": "X", "value": "hf_" + "a1B2c3D4e5" * 4}]}},
+            ["users[0].user.exec.env[0].value"],
+        ),
+        (
+            {"exec": {"command": "cred", "args": ["--login", "ghp_" + "Z9y8X7w6V5" * 4]}},
+            ["users[0].user.exec.args[1]"],
+        ),
         (
             {
                 "exec": {

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..core.credentials import credential_kind
+
 # Fields of a kubeconfig user that are credentials themselves.
 USER_SECRETS = ("token", "client-key-data", "password")
 # An auth provider's config (the legacy gcp/oidc plugins) that carries tokens or a client secret.
@@ -53,20 +55,26 @@ def _exec_credentials(command: dict[str, Any], at: str) -> list[str]:
         if not isinstance(variable, dict):
             continue
         name, value = _get(variable, "name"), _get(variable, "value")
-        if _set(value) and (_secret_name(name) or SECRET_VALUE.match(str(value).strip())):
+        if _set(value) and (_secret_name(name) or _secret_value(str(value))):
             found.append(f"{at}.env[{i}].value")
     args = _get(command, "args")
     args = [a for a in args if isinstance(a, str)] if isinstance(args, list) else []
     for i, arg in enumerate(args):
         flag, has_value, value = arg.partition("=")
         after = args[i + 1] if i + 1 < len(args) else ""
-        if SECRET_VALUE.match(arg.strip()) or (
+        if _secret_value(arg) or (
             flag.startswith("-")
             and _secret_name(flag.lstrip("-"))
             and (_set(value) if has_value else bool(after) and not after.startswith("-"))
         ):
             found.append(f"{at}.args[{i}]")
     return found
+
+
+def _secret_value(value: str) -> bool:
+    """A value that is a credential whatever its name: SECRET_VALUE's shapes, or any token shape the
+    program hides in its messages (core/credentials.py: Hugging Face, GitHub, Google API keys, bearer)."""
+    return bool(SECRET_VALUE.match(value.strip())) or credential_kind(value) is not None
 
 
 def _secret_name(name: Any) -> bool:
