@@ -298,3 +298,27 @@ def test_a_bucket_name_no_rule_refuses_is_read_as_a_bucket(name: str) -> None:
     assume("/" not in name and len(name) <= 63)
     if bucket_name_problem(name) is None:
         assert GCS_MODEL.fullmatch(f"gs://{name}/m") is not None, name
+
+
+def _gib(quantity: str) -> float:
+    units = {"Gi": 1.0, "Mi": 1 / 1024, "Ki": 1 / 1024**2}
+    return next(float(quantity[: -len(u)]) * f for u, f in units.items() if quantity.endswith(u))
+
+
+def test_the_serve_examples_pod_asks_no_more_ephemeral_storage_than_its_node_gives_pods() -> None:
+    """The Pod's ephemeral-storage requests (its containers' and the FUSE sidecar's cache, which GKE's
+    webhook adds from the annotation) fit what GKE lets Pods request of the node's boot disk. Before,
+    the serve example asked for 93 + 51 GiB of a 200 GB disk that leaves Pods about 96: it never
+    scheduled, and the cluster autoscaler could not help (every node is the same size)."""
+    from gke_gpu.serving.sizing import GB_PER_GIB, allocatable_ephemeral_gib
+    from tests.conftest import stack_render
+
+    result = stack_render("serve")
+    spec = result.one(DEPLOYMENT).inputs["spec"]["template"]
+    containers = spec["spec"]["containers"] + spec["spec"].get("initContainers", [])
+    asked = sum(
+        _gib(c.get("resources", {}).get("requests", {}).get("ephemeral-storage", "0Gi")) for c in containers
+    )
+    asked += _gib(spec["metadata"]["annotations"]["gke-gcsfuse/ephemeral-storage-request"])
+    disk_gb = 200  # Pulumi.serve.yaml's l4 pool: g2-standard-8, one GPU, the whole node for one replica
+    assert asked <= allocatable_ephemeral_gib(disk_gb / GB_PER_GIB), asked
