@@ -22,6 +22,24 @@ COMPUTE_CLASS_API_VERSION = "cloud.google.com/v1"
 # The uid and gid non-root Pods run as: distroless's "nonroot", far from the host's human users
 # (1000 is the first one on most Linux hosts) and from the images' own accounts.
 NONROOT_ID = 65532
+# Capabilities Pod Security `baseline` lets a container add (Kubernetes "Pod Security Standards",
+# Baseline, Capabilities); anything else needs `privileged` (the all-reduce's level, the admission
+# policy's CEL for GPUDirect namespaces).
+BASELINE_CAPABILITIES = (
+    "AUDIT_WRITE",
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "MKNOD",
+    "NET_BIND_SERVICE",
+    "SETFCAP",
+    "SETGID",
+    "SETPCAP",
+    "SETUID",
+    "SYS_CHROOT",
+)
 
 
 def app_labels(

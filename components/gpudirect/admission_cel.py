@@ -30,6 +30,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.k8s import BASELINE_CAPABILITIES
 from .flavors import GpuDirectFlavor
 from .images import APERTURE_DEVICES, GIB_HOST_DIR, NVIDIA_HOST_DIR, NVIDIA_LIB64_HOST
 from .pod_parts import RXDM_DEVICES, gpudirect_pod_parts
@@ -39,22 +40,6 @@ POD_POLICY = "gke-gpu-gpudirect-pods"
 DEVICE_POLICY = "gke-gpu-device-annotations"
 SIDECAR_EXEC_POLICY = "gke-gpu-gpudirect-sidecar-exec"
 DEVICE_KEY = "devices.gke.io"
-# Capabilities Pod Security `baseline` lets a container add (pod-security-standards.md).
-BASELINE_CAPABILITIES = (
-    "AUDIT_WRITE",
-    "CHOWN",
-    "DAC_OVERRIDE",
-    "FOWNER",
-    "FSETID",
-    "KILL",
-    "MKNOD",
-    "NET_BIND_SERVICE",
-    "SETFCAP",
-    "SETGID",
-    "SETPCAP",
-    "SETUID",
-    "SYS_CHROOT",
-)
 # The sysctls `baseline` allows (pod-security-standards.md, "Sysctls", up to Kubernetes 1.32).
 SAFE_SYSCTLS = (
     "kernel.shm_rmid_forced",

@@ -12,6 +12,7 @@ from ..core.common import GPU_RESOURCE
 from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.data import SCRIPTS_DIR
 from ..core.k8s import (
+    BASELINE_CAPABILITIES,
     GKE_DRIVER_MOUNT,
     NONROOT_ID,
     SCRIPT_HASH_ANNOTATION,
@@ -68,25 +69,6 @@ PEER_WAIT_SECONDS = 1200
 PULL_AND_GATE_SECONDS = 1800
 RUN_SECONDS = PULL_AND_GATE_SECONDS + SCRIPT_DEADLINE_SECONDS
 JOBSET_TTL_SECONDS = 24 * 3600  # long enough to read the result the morning after
-# Capabilities the 'baseline' Pod Security level lets a container add (Kubernetes' Pod Security
-# Standards); anything else, a host path, or a privileged container needs 'privileged'.
-BASELINE_CAPABILITIES = frozenset(
-    {
-        "AUDIT_WRITE",
-        "CHOWN",
-        "DAC_OVERRIDE",
-        "FOWNER",
-        "FSETID",
-        "KILL",
-        "MKNOD",
-        "NET_BIND_SERVICE",
-        "SETFCAP",
-        "SETGID",
-        "SETPCAP",
-        "SETUID",
-        "SYS_CHROOT",
-    }
-)
 RUNTIME_DEFAULT = {"type": "RuntimeDefault"}
 POD_SECURITY_REASONS_ANNOTATION = "gke-gpu/pod-security-reasons"
 
@@ -473,7 +455,7 @@ def pod_security_level(pod: dict[str, Any]) -> tuple[str, list[str]]:
         security = container.get("securityContext") or {}
         if security.get("privileged"):
             reasons.append(f"{container['name']} privileged")
-        added = sorted(set((security.get("capabilities") or {}).get("add", [])) - BASELINE_CAPABILITIES)
+        added = sorted(set((security.get("capabilities") or {}).get("add", [])) - set(BASELINE_CAPABILITIES))
         if added:
             reasons.append(f"{container['name']} adds {', '.join(added)}")
     return ("privileged" if reasons else "baseline"), reasons
