@@ -10,6 +10,7 @@ import pytest
 from gke_gpu.cluster.gke_managed import monitoring_components
 from gke_gpu.core.gke_version import below, parse, satisfies
 from tests.conftest import L4_POOL, STANDARD_CLUSTER, config_error, render, stack_config
+from tests.test_cluster import GKE_DEFAULT_PACKAGES
 
 
 def refused(**keys: Any) -> list[str]:
@@ -248,17 +249,7 @@ def test_gpudirect_gates_by_the_versions_minor() -> None:
 def test_monitoring_keeps_gkes_default_packages_and_adds_dcgm() -> None:
     components = cluster_inputs()["monitoringConfig"]["enableComponents"]
     assert components[0] == "SYSTEM_COMPONENTS" and components[-1] == "DCGM"
-    assert {
-        "STORAGE",
-        "POD",
-        "DEPLOYMENT",
-        "STATEFULSET",
-        "DAEMONSET",
-        "HPA",
-        "JOBSET",
-        "CADVISOR",
-        "KUBELET",
-    } <= set(components)
+    assert set(GKE_DEFAULT_PACKAGES) <= set(components)
 
 
 def test_a_package_newer_than_the_minimum_version_is_left_to_gke() -> None:

@@ -255,17 +255,7 @@ def pod_policy(flavors: list[GpuDirectFlavor]) -> dict[str, Any]:
         )
     validations = [(_typed_lists(e), m) for e, m in validations]
     return {
-        "failurePolicy": "Fail",
-        "matchConstraints": {
-            "resourceRules": [
-                {
-                    "apiGroups": [""],
-                    "apiVersions": ["v1"],
-                    "operations": ["CREATE", "UPDATE"],
-                    "resources": ["pods", "pods/ephemeralcontainers"],
-                }
-            ]
-        },
+        **_on_pods(["CREATE", "UPDATE"], ["pods", "pods/ephemeralcontainers"]),
         "variables": variables,
         "validations": [{"expression": e, "message": m} for e, m in validations],
     }
@@ -338,17 +328,7 @@ def device_policy(flavors: list[GpuDirectFlavor], namespaces: list[str]) -> dict
     pattern = f"^(- path: {device}\\n)+$"
     is_device_key = f"(k == {cel(DEVICE_KEY)} || k.startsWith({cel(DEVICE_KEY + '/')}))"
     return {
-        "failurePolicy": "Fail",
-        "matchConstraints": {
-            "resourceRules": [
-                {
-                    "apiGroups": [""],
-                    "apiVersions": ["v1"],
-                    "operations": ["CREATE", "UPDATE"],
-                    "resources": ["pods"],
-                }
-            ]
-        },
+        **_on_pods(["CREATE", "UPDATE"], ["pods"]),
         "matchConditions": [
             {
                 "name": "has-device-annotation",
@@ -387,17 +367,7 @@ def sidecar_exec_policy(flavors: list[GpuDirectFlavor]) -> dict[str, Any]:
     /proc/sys), nor without naming the container."""
     names = [sidecar(f).name for f in flavors if f in _NRI_FLAVORS]
     return {
-        "failurePolicy": "Fail",
-        "matchConstraints": {
-            "resourceRules": [
-                {
-                    "apiGroups": [""],
-                    "apiVersions": ["v1"],
-                    "operations": ["CONNECT"],
-                    "resources": ["pods/exec", "pods/attach"],
-                }
-            ]
-        },
+        **_on_pods(["CONNECT"], ["pods/exec", "pods/attach"]),
         "validations": [
             {
                 "expression": f"has(object.container) && object.container != '' && "
@@ -406,6 +376,19 @@ def sidecar_exec_policy(flavors: list[GpuDirectFlavor]) -> dict[str, Any]:
                 f"({', '.join(names)})",
             }
         ],
+    }
+
+
+def _on_pods(operations: list[str], resources: list[str]) -> dict[str, Any]:
+    """A policy's failure policy and match on core/v1 Pod `resources` for `operations`: fail closed,
+    so an API server that cannot evaluate the policy admits nothing it matches."""
+    return {
+        "failurePolicy": "Fail",
+        "matchConstraints": {
+            "resourceRules": [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": operations, "resources": resources}
+            ]
+        },
     }
 
 
