@@ -31,10 +31,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.common import K8S_NAME, Problems, cut
+from ..core.common import GPU_RESOURCE, K8S_NAME, Problems, cut
 from .alert_rules import AlertRule
 
-GPU_RESOURCE = "nvidia.com/gpu"
 NOT_FOLLOWER = 'replica_role!="follower"'
 CONDITION_METRIC = "kube_customresource_multikueuecluster_condition"
 # The alert's sustained period. Kueue retries a lost worker with a backoff that grows to
@@ -45,7 +44,7 @@ CONDITION_METRIC = "kube_customresource_multikueuecluster_condition"
 # renew, a control plane to reach) before the jobs lose their place.
 UNREACHABLE_FOR_S = 600
 # Rates of dispatches over the last 10 minutes: MultiKueue dispatches in bursts, as quota frees.
-WINDOW = "10m"
+WINDOW_MINUTES = 10
 MULTIKUEUE_CLUSTER_STATE: dict[str, Any] = {
     # kube-state-metrics' CustomResourceStateMetrics (docs/metrics/extend/customresourcestate-metrics.md
     # at v2.20.0): one gauge per condition of each MultiKueueCluster, its value the condition's status.
@@ -144,7 +143,7 @@ def fleet_charts(manager: str, workers: Sequence[str]) -> list[FleetChart]:
             "",
             "Workloads dispatched to each worker (per minute)",
             f"sum by (exported_cluster) (rate(multikueue_workloads_dispatched_total"
-            f'{{cluster="{manager}",exported_cluster=~"{names}",{NOT_FOLLOWER}}}[{WINDOW}])) * 60',
+            f'{{cluster="{manager}",exported_cluster=~"{names}",{NOT_FOLLOWER}}}[{WINDOW_MINUTES}m])) * 60',
             "1/min",
             "workloads/min",
         ),
