@@ -211,3 +211,25 @@ def test_fractional_g4_is_refused_naming_the_fraction() -> None:
         "gke-gpu:gpuPools[0].machineType: 'g4-standard-6' carries 1/8 of one nvidia-rtx-pro-6000" in message
     )
     assert "UNVERIFIED" in message
+
+
+def test_the_nvl72_example_stack_declares_one_rack_and_its_pods_tolerate_arm_nodes() -> None:
+    from tests.conftest import stack_render
+
+    resources = stack_render("nvl72").resources
+    policy = _one(resources, "gcp:compute/resourcePolicy:ResourcePolicy")
+    node_pool = _one(resources, "gcp:container/nodePool:NodePool", "rack")
+    assert node_pool.inputs["placementPolicy"]["policyName"] == policy.inputs["name"]
+    assert node_pool.inputs["autoscaling"]["totalMinNodeCount"] == 0
+    job = _one(resources, "kubernetes:batch/v1:Job")
+    tolerations = job.inputs["spec"]["template"]["spec"]["tolerations"]
+    assert {"key": "kubernetes.io/arch", "operator": "Equal", "value": "arm64", "effect": "NoSchedule"} in (
+        tolerations
+    )
+
+
+def test_pods_on_amd64_pools_get_no_arm_toleration() -> None:
+    from gke_gpu.gpu.scheduling import tolerations
+
+    l4 = settings(standard({"name": "l4", "accelerator": "nvidia-l4", "maxNodes": 1})).gpu_pools[0]
+    assert all(t["key"] != "kubernetes.io/arch" for t in tolerations(l4, autopilot=False))
