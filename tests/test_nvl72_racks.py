@@ -233,3 +233,8 @@ def test_pods_on_amd64_pools_get_no_arm_toleration() -> None:
 
     l4 = settings(standard({"name": "l4", "accelerator": "nvidia-l4", "maxNodes": 1})).gpu_pools[0]
     assert all(t["key"] != "kubernetes.io/arch" for t in tolerations(l4, autopilot=False))
+
+
+def test_a_capacity_ladder_cannot_carry_a_workload_policy() -> None:
+    message = config_error(standard({**RACK, "capacityLadder": ["reservation"]}))
+    assert "gke-gpu:gpuPools[0].workloadPolicy: true is not allowed with capacityLadder" in message
