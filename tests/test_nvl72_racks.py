@@ -238,3 +238,12 @@ def test_pods_on_amd64_pools_get_no_arm_toleration() -> None:
 def test_a_capacity_ladder_cannot_carry_a_workload_policy() -> None:
     message = config_error(standard({**RACK, "capacityLadder": ["reservation"]}))
     assert "gke-gpu:gpuPools[0].workloadPolicy: true is not allowed with capacityLadder" in message
+
+
+def test_a4x_max_needs_the_gke_version_with_its_driver() -> None:
+    message = config_error(standard(RACK_MAX, minimumVersion="1.34.1"))
+    assert (
+        "gke-gpu:gpuPools[0].accelerator: a nvidia-gb300 node pool needs GKE 1.34.3-gke.1318000 or later"
+        in message
+    )
+    assert settings(standard(RACK_MAX, minimumVersion="1.35"))

@@ -109,6 +109,8 @@ class Accelerator:
     n1_local_ssd_counts: tuple[int, ...] = ()
     # NVL72 racks (A4X, A4X Max): the NVLink domain a workload policy places the VMs in; None elsewhere.
     nvlink_domain: NvlinkDomain | None = None
+    # The first GKE version with node pools of this GPU, where a source names one (A4X Max).
+    gke_min_version: str | None = None
     # True where pools of the GPU get NUMA-aligned kubelet settings unless they say otherwise (G4).
     numa_aligned_default: bool = False
     # Machine types Compute Engine sells with a fraction of one GPU (name -> fraction), refused here.
@@ -284,6 +286,7 @@ def _parse(raw: dict[str, Any]) -> Catalog:
                 else None
             ),
             numa_aligned_default=bool(spec.get("numaAlignedDefault", False)),
+            gke_min_version=str(spec["gkeMinVersion"]) if spec.get("gkeMinVersion") else None,
             fractional_machine_types={
                 str(k): str(v) for k, v in (spec.get("fractionalMachineTypes") or {}).items()
             },

@@ -23,6 +23,13 @@ class RackRules(PoolRuleBase):
     def _check_rack(
         self, pool: GpuPool, path: str, accelerator: Accelerator, machine: MachineType, zones: tuple[str, ...]
     ) -> None:
+        if accelerator.gke_min_version:
+            self.version_gate(
+                path,
+                self.at(path, "accelerator"),
+                f"{accelerator.name} node pools",
+                accelerator.gke_min_version,
+            )
         domain = accelerator.nvlink_domain
         key = self.key("workload_policy")
         if domain is None:
