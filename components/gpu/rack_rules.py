@@ -27,7 +27,7 @@ class RackRules(PoolRuleBase):
             self.version_gate(
                 path,
                 self.at(path, "accelerator"),
-                f"{accelerator.name} node pools",
+                f"a {accelerator.name} node pool",
                 accelerator.gke_min_version,
             )
         domain = accelerator.nvlink_domain
