@@ -676,7 +676,13 @@ def test_stack_allows_a_queued_pool_for_nccl_allreduce_only() -> None:
 
 
 def test_stack_refuses_arm64_pools() -> None:
-    gb200 = {"name": "gb200", "accelerator": "nvidia-gb200", "maxNodes": 2}
+    gb200 = {
+        "name": "gb200",
+        "accelerator": "nvidia-gb200",
+        "maxNodes": 2,
+        "workloadPolicy": True,
+        "reservation": {"type": "SPECIFIC", "name": "rack"},
+    }
     message = config_error(stack(gb200, workloads=["nccl-allreduce"]))
     assert "gke-gpu:workloads[0].pool: 'gb200' (nvidia-gb200) has arm64 hosts" in message
     assert "1 problem(s)" in message

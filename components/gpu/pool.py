@@ -144,6 +144,13 @@ class GpuPool(StackModel):
     flex_start: bool = False
     max_run_duration: Annotated[str, Field(max_length=20, pattern=DURATION)] | None = None
     compact_placement: bool = False
+    # NVL72 racks (A4X, A4X Max): a Compute Engine workload policy (HIGH_THROUGHPUT, the machine's
+    # accelerator topology 1x72) declared with the pool and attached as its placement policy; the pool
+    # then holds at most one NVLink domain's VMs (gpu/rack_rules.py).
+    workload_policy: bool = False
+    # NUMA-aligned kubelet (CPU manager static, topology manager restricted, memory manager Static);
+    # None: the GPU's default (on for G4), resolved by the pool rules.
+    numa_aligned: bool | None = None
     # Standard only: a custom ComputeClass (gpu/capacity_ladder.py) that tries each step in order, on
     # node pools GKE creates itself, instead of one node pool with one way to get capacity.
     capacity_ladder: list[enum_values(CapacityStep)] | None = Field(None, min_length=1, max_length=4)  # type: ignore[valid-type]
