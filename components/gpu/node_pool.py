@@ -263,7 +263,7 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
             values=[pool.reservation.name] if pool.reservation.name else None,
         )
         kind = PoolKind(flex_start=pool.flex_start, queued_provisioning=pool.queued_provisioning)
-        labels = {**pool.labels, **declared_labels(kind)}
+        labels = {**pool.labels, **declared_labels(kind), **pool.dra_node_labels}
         return container.NodePoolNodeConfigArgs(
             machine_type=pool.machine_type,
             image_type="COS_CONTAINERD",
