@@ -35,6 +35,14 @@ GPU_CLAIM = "gpus"
 # the other VMs' GPUs over NVLink only through a ComputeDomain (IMEX). The rack pool model of issue 28
 # item 1 will say this per pool; until then the accelerator does.
 RACK_ACCELERATORS = frozenset({"nvidia-gb200", "nvidia-gb300"})
+# GKE taints Arm nodes kubernetes.io/arch=arm64:NoSchedule; cluster-toolkit's A4X NCCL test and its DRA
+# driver values tolerate it (examples/gke-a4x/nccl-jobset-example.yaml, modules/management/kubectl-apply).
+ARM64_TOLERATION = {
+    "key": "kubernetes.io/arch",
+    "operator": "Equal",
+    "value": "arm64",
+    "effect": "NoSchedule",
+}
 
 
 def is_rack(accelerator: str) -> bool:
@@ -93,3 +101,12 @@ def pod_claim(claim: str, template: str) -> dict[str, str]:
 def container_claim(claim: str) -> dict[str, str]:
     """A container's `resources.claims` entry: the container uses the Pod's claim `claim`."""
     return {"name": claim}
+
+
+def channel_claims(compute_domain: str) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """A Pod's `resourceClaims` and its NCCL container's `resources.claims` for the IMEX channel of
+    `compute_domain` (cluster-toolkit's A4X NCCL test's shape)."""
+    return (
+        [pod_claim(CHANNEL_CLAIM, channel_template_name(compute_domain))],
+        [container_claim(CHANNEL_CLAIM)],
+    )

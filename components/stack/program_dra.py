@@ -8,7 +8,7 @@ from typing import cast
 import pulumi
 
 from ..core.k8s import Toleration
-from ..dra.claims import is_rack
+from ..dra.claims import ARM64_TOLERATION, is_rack
 from ..dra.driver import NvidiaDraDriver, NvidiaDraDriverArgs
 from ..gpu.scheduling import tolerations, union_tolerations
 from .config import Settings
@@ -34,7 +34,10 @@ def dra_driver(
         "gpus": bool(dra_pools),
         # The enums' plain values ("Exists"), which the args' check takes as well as the members.
         "tolerations": cast(
-            "list[Toleration]", union_tolerations(tolerations(p, autopilot=False) for p in served)
+            "list[Toleration]",
+            union_tolerations(
+                [*(tolerations(p, autopilot=False) for p in served), [ARM64_TOLERATION] if racks else []]
+            ),
         ),
     }
     if dra_pools:
