@@ -130,3 +130,17 @@ def test_a_rack_beside_a_dra_gpu_pool_must_take_dra_gpus_too() -> None:
         }
     )
     assert "gpuPools[0].draGpus: required on 'a4x' (nvidia-gb200) beside a pool with draGpus" in message
+
+
+def test_the_policy_pack_passes_the_rack_render_and_catches_a_missing_claim(rack: RunResult) -> None:
+    from tools import check_policies, plan
+
+    document = plan.to_document(rack)
+    report = check_policies.report(document)
+    assert report["passed"] and report["violations"] == [], report["summary"]
+    for resource in document["resources"]:
+        if resource["type"] == "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet":
+            pod = resource["inputs"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+            del pod["resourceClaims"]
+    report = check_policies.report(document)
+    assert any("rack-workload-compute-domain" in str(v) for v in report["violations"])

@@ -242,3 +242,23 @@ def test_the_vendored_values_are_the_published_file_unchanged() -> None:
     data = (UPSTREAM / "values.yaml").read_bytes()
     blob = hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
     assert blob == "89885f77035d666ca83553a2a7d475f189a9ce0d", "re-vendor verbatim and update SOURCES.md"
+
+
+def test_the_policy_pack_passes_the_dra_render_and_catches_a_gpu_limit(dra: RunResult) -> None:
+    from tools import check_policies, plan
+
+    document = plan.to_document(dra)
+    report = check_policies.report(document)
+    assert report["passed"] and report["violations"] == [], report["summary"]
+    # The same render with the sample asking for nvidia.com/gpu on the DRA pool: refused.
+    for resource in document["resources"]:
+        if (
+            resource["type"] == "kubernetes:batch/v1:Job"
+            and resource["inputs"]["metadata"]["name"] == "nvidia-smi-l4"
+        ):
+            resource["inputs"]["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"][
+                "nvidia.com/gpu"
+            ] = "1"
+    report = check_policies.report(document)
+    assert not report["passed"]
+    assert any("dra-pool-gpu-claims" in str(v) for v in report["violations"])
