@@ -262,3 +262,16 @@ def test_the_policy_pack_passes_the_dra_render_and_catches_a_gpu_limit(dra: RunR
     report = check_policies.report(document)
     assert not report["passed"]
     assert any("dra-pool-gpu-claims" in str(v) for v in report["violations"])
+
+
+def test_the_all_reduce_on_a_dra_pool_is_refused_not_left_unschedulable() -> None:
+    message = config_error(
+        {
+            "cluster": DRA_CLUSTER,
+            "gpuPools": [DRA_POOL],
+            "monitoring": NO_DCGM,
+            "batch": {"kueue": True},
+            "workloads": [{"name": "nccl-allreduce"}],
+        }
+    )
+    assert "workloads[0].pool: 'l4' has draGpus: the all-reduce asks for nvidia.com/gpu" in message
