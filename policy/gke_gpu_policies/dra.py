@@ -126,8 +126,9 @@ def validate_dra_pool_claims(args: StackValidationArgs, report_violation: Report
                     f"container(s) {', '.join(asking)} ask for {GPU_RESOURCE} on node pool {pool}, whose "
                     f"GPUs NVIDIA's DRA driver hands out ({NO_DEVICE_PLUGIN_LABEL}=true: no device plugin "
                     f"advertises {GPU_RESOURCE}), so the Pod does not schedule (unless the cluster runs "
-                    "Kubernetes' alpha DRAExtendedResource, which the chart's DeviceClass names it for); claim "
-                    "the GPUs through a ResourceClaimTemplate of the DeviceClass gpu.nvidia.com instead",
+                    "Kubernetes' alpha DRAExtendedResource, which the chart's DeviceClass names it for); "
+                    "claim the GPUs through a ResourceClaimTemplate of the DeviceClass gpu.nvidia.com "
+                    "instead",
                     r.urn,
                 )
 
