@@ -68,6 +68,7 @@ PUBLIC_COMPONENTS: dict[str, str] = {
     "LeaderWorkerSetController": "serving.lws_controller",
     "InferenceGateway": "serving.gateway",
     "ImageMirror": "serving.image_mirror",
+    "NvidiaDraDriver": "dra.driver",
 }
 
 # Exported name -> the module (of this package) that defines it.
@@ -118,6 +119,8 @@ __all__ = [
     "NcclAllReduceArgs",
     "NvidiaDevicePlugin",
     "NvidiaDevicePluginArgs",
+    "NvidiaDraDriver",
+    "NvidiaDraDriverArgs",
     "SampleWorkloads",
     "SampleWorkloadsArgs",
     "ServingLoadTest",

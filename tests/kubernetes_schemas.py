@@ -84,6 +84,10 @@ CRD_SCHEMAS: dict[tuple[str, str], tuple[str, ...]] = {
     ("gateway.networking.k8s.io/v1", "HTTPRoute"): (
         "crds/gateway.networking.k8s.io/gateway.networking.k8s.io_httproutes.yaml",
     ),
+    # NVIDIA's DRA driver v0.4.0 (kubernetes-sigs/dra-driver-nvidia-gpu), the Helm chart's copy.
+    ("resource.nvidia.com/v1beta1", "ComputeDomain"): (
+        "crds/resource.nvidia.com/resource.nvidia.com_computedomains.yaml",
+    ),
 }
 # Kubernetes' strict ObjectMeta (kubernetes-validate's, same version as the built-in kinds): a CRD's
 # openAPIV3Schema leaves the top-level metadata a bare object.

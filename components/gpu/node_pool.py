@@ -275,7 +275,7 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
             values=[pool.reservation.name] if pool.reservation.name else None,
         )
         kind = PoolKind(flex_start=pool.flex_start, queued_provisioning=pool.queued_provisioning)
-        labels = {**pool.labels, **declared_labels(kind)}
+        labels = {**pool.labels, **declared_labels(kind), **pool.dra_node_labels}
         hardened = hardened_node_settings(service_account_email)
         if pool.numa_aligned:
             hardened["kubelet_config"] = numa_aligned_kubelet_config()

@@ -156,6 +156,9 @@ class GpuPool(StackModel):
     capacity_ladder: list[enum_values(CapacityStep)] | None = Field(None, min_length=1, max_length=4)  # type: ignore[valid-type]
     # GPUDirect networking, in the machine type's own flavour (gpudirect/flavors.py): TCPX, TCPXO or RDMA.
     gpudirect: bool = False
+    # Standard, GKE 1.34+: GPUs handed to Pods by NVIDIA's DRA driver (ResourceClaims) instead of GKE's
+    # device plugin (dra/driver.py; the rules in gpu/dra_rules.py).
+    dra_gpus: bool = False
     local_ssd_count: int | None = Field(None, ge=0, le=32)
     disk_size_gb: int = Field(200, ge=10, le=MAX_BOOT_DISK_GB)
     disk_type: Annotated[str, Field(max_length=40)] | None = None
@@ -203,6 +206,14 @@ class GpuPool(StackModel):
         if self.local_ssd_count:
             return self.local_ssd_count * LOCAL_SSD_GIB
         return self.disk_size_gb
+
+    @property
+    def dra_node_labels(self) -> dict[str, str]:
+        """The node labels GKE's "Prepare GKE infrastructure for DRA workloads" puts on a DRA-GPU pool:
+        GKE's device plugin off, and the label the DRA driver's kubelet plugin selects by default."""
+        if not self.dra_gpus:
+            return {}
+        return {"gke-no-default-nvidia-gpu-device-plugin": "true", "nvidia.com/gpu.present": "true"}
 
     @property
     def all_taints(self) -> tuple[TaintConfig, ...]:

@@ -193,6 +193,11 @@ class GpuNodePoolArgs(TypedDict):
     additional_node_networks: NotRequired[pulumi.Input[list[NodeNetwork]]]
     """With gpudirect: the extra NICs' VPCs and subnets, in NIC order (4 for TCPX, 8 for TCPXO, 9 for
     RDMA). Changing them replaces the pool. Defaults to none."""
+    dra_gpus: NotRequired[bool]
+    """GPUs handed to Pods by NVIDIA's DRA driver (ResourceClaims of the DeviceClass gpu.nvidia.com)
+    instead of GKE's device plugin: the nodes are labelled to turn the plugin off. Needs GKE 1.34,
+    driver_version INSTALLATION_DISABLED (install the driver yourself), and an NvidiaDraDriver with
+    gpus; not with sharing or MIG. Defaults to false."""
     local_ssd_count: NotRequired[int]
     """Local SSDs as ephemeral storage. Defaults to the machine's bundled SSDs, or none."""
     disk_size_gb: NotRequired[int]

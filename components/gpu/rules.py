@@ -25,6 +25,7 @@ from ..core.common import (
     valid_label_key,
 )
 from ..core.validation import validate_named_args
+from .dra_rules import DraRules
 from .gpudirect_rules import GpuDirectRules
 from .ladder_rules import LadderRules
 from .machine_rules import MachineRules
@@ -38,7 +39,7 @@ from .rack_rules import RackRules
 IMAGE_CACHE_MIN_VERSION = "1.30.1-gke.1329000"
 
 
-class GpuPoolRules(MachineRules, PlacementRules, GpuDirectRules, LadderRules, RackRules):
+class GpuPoolRules(MachineRules, PlacementRules, GpuDirectRules, LadderRules, RackRules, DraRules):
     def check(self, pool: GpuPool, path: str = "") -> GpuPool | None:
         """Check one shape-valid pool; return it with every default resolved, or None when it has a
         problem (recorded in `problems`). `path` prefixes every key (empty for a component's args)."""
@@ -61,6 +62,7 @@ class GpuPoolRules(MachineRules, PlacementRules, GpuDirectRules, LadderRules, Ra
         self._check_accelerator_limits(pool, path, accelerator)
         self._check_labels_and_taints(pool, path)
         self._check_ladder(pool, path, accelerator)
+        self._check_dra_gpus(pool, path)
         if self.autopilot and pool.on_demand_fallback and not pool.spot:
             self.problems.add(
                 self.at(path, "on_demand_fallback"),
