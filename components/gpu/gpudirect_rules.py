@@ -25,6 +25,13 @@ MIN_VERSIONS = {
 }
 
 
+# Flavours without a published minimum, and what is known of theirs.
+UNGATED_MINIMUMS = {
+    GpuDirectFlavor.RDMA_A4X: "a version that offers A4X (minimum unpublished; cluster-toolkit's "
+    "examples/gke-a4x pins 1.35)",
+}
+
+
 def minor_gate(versions: tuple[str, ...], cluster_version: str | None) -> str | None:
     """The gate that applies to the cluster's minimum version: its minor's entry, the first entry
     when its minor is older than every listed one, None when it is newer (or no version is set)."""
@@ -92,7 +99,7 @@ class GpuDirectRules(PoolRuleBase):
                 + (
                     f"{listing(versions)} or later in those minors"
                     if versions
-                    else "1.31 or later (minimum unpublished)"
+                    else UNGATED_MINIMUMS.get(flavor, "1.31 or later (minimum unpublished)")
                 )
                 + f"; {self.version_hint()}",
             )

@@ -184,6 +184,11 @@ class GpuPool(StackModel):
         return flavor_of(self.machine_type) if self.gpudirect else None
 
     @property
+    def multi_network(self) -> bool:
+        """True for a GPUDirect pool on multi-networking: the stack's VPCs, Networks, annotations."""
+        return self.gpudirect
+
+    @property
     def max_run_seconds(self) -> int | None:
         """max_run_duration in seconds (the form GKE takes: "<n>s")."""
         return duration_seconds(self.max_run_duration) if self.max_run_duration else None

@@ -179,11 +179,12 @@ class GpuNodePoolArgs(TypedDict):
     """A compact placement policy (needs exactly one zone). Defaults to false."""
     gpudirect: NotRequired[bool]
     """GPUDirect networking in the machine's own flavour: TCPX (a3-highgpu-8g, a3-edgegpu-8g), TCPXO
-    (a3-megagpu-8g) or RDMA (a3-ultragpu-8g, a4-highgpu-8g). Needs exactly one zone and
+    (a3-megagpu-8g), RDMA (a3-ultragpu-8g, a4-highgpu-8g) or RDMA-A4X (a4x-highgpu-4g). Needs exactly
+    one zone and
     `additional_node_networks` (GpuDirectNetworks' `node_networks`). Defaults to false."""
     additional_node_networks: NotRequired[pulumi.Input[list[NodeNetwork]]]
     """With gpudirect: the extra NICs' VPCs and subnets, in NIC order (4 for TCPX, 8 for TCPXO, 9 for
-    RDMA). Changing them replaces the pool. Defaults to none."""
+    RDMA, 5 for RDMA-A4X). Changing them replaces the pool. Defaults to none."""
     local_ssd_count: NotRequired[int]
     """Local SSDs as ephemeral storage. Defaults to the machine's bundled SSDs, or none."""
     disk_size_gb: NotRequired[int]

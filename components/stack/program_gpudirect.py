@@ -46,7 +46,7 @@ def gpudirect_networks(settings: Settings) -> dict[GpuDirectFlavor, GpuDirectNet
             args["cluster_ranges"] = [
                 r for r in (network.subnet_cidr, network.pods_cidr, network.services_cidr) if r
             ]
-        if flavor == GpuDirectFlavor.RDMA:
+        if FLAVORS[flavor].roce:
             # The stack rules put every RDMA pool in one zone.
             args["zone"] = (pools[0].zones or [""])[0]
         declared[flavor] = declare(GpuDirectNetworks, f"gpudirect-{flavor.lower()}", args)
