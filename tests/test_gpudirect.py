@@ -114,7 +114,11 @@ def test_a_tcpxo_pool_gets_eight_vpcs_subnets_and_firewall_rules_and_the_cluster
     assert cluster["enableMultiNetworking"] is True
     assert cluster["datapathProvider"] == "ADVANCED_DATAPATH"
     summary = result.outputs["gpuPools"][0]["gpudirect"]
-    assert summary == {"flavor": "TCPXO", "networks": [f"tcpxo-{i}" for i in range(1, 9)]}
+    assert summary == {
+        "flavor": "TCPXO",
+        "networking": "multiNetwork",
+        "networks": [f"tcpxo-{i}" for i in range(1, 9)],
+    }
 
 
 def test_an_rdma_pool_gets_a_gvnic_vpc_and_a_zonal_roce_vpc_with_eight_subnets() -> None:

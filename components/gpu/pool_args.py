@@ -182,6 +182,13 @@ class GpuNodePoolArgs(TypedDict):
     (a3-megagpu-8g), RDMA (a3-ultragpu-8g, a4-highgpu-8g) or RDMA-A4X (a4x-highgpu-4g). Needs exactly
     one zone and
     `additional_node_networks` (GpuDirectNetworks' `node_networks`). Defaults to false."""
+    gpudirect_networking: NotRequired[str]
+    """With gpudirect: how Pods reach the GPU NICs. 'multiNetwork': GKE multi-networking over
+    `additional_node_networks`. 'dranet': GKE's managed DRANET (A3 Ultra, A4, A4X; GKE
+    1.34.1-gke.1829001+): the accelerator network profile 'auto' (GKE creates the networks; no
+    `additional_node_networks`) and the node label cloud.google.com/gke-networking-dra-driver=true;
+    Pods claim the NICs through a ResourceClaimTemplate (DranetClaimTemplates). Changing it replaces
+    the pool. Defaults to 'multiNetwork'."""
     additional_node_networks: NotRequired[pulumi.Input[list[NodeNetwork]]]
     """With gpudirect: the extra NICs' VPCs and subnets, in NIC order (4 for TCPX, 8 for TCPXO, 9 for
     RDMA, 5 for RDMA-A4X). Changing them replaces the pool. Defaults to none."""

@@ -165,9 +165,11 @@ class GpuDirectSoftwareArgs(TypedDict):
 
     flavor: GpuDirectFlavor
     """The flavour: TCPX (A3 High), TCPXO (A3 Mega) or RDMA (A3 Ultra, A4)."""
-    node_networks: pulumi.Input[list[NodeNetwork]]
+    node_networks: NotRequired[pulumi.Input[list[NodeNetwork]]]
     """The VPC and subnet names of each extra NIC, in the flavour's NIC order (TCPX 4, TCPXO 8, RDMA 9:
-    the gVNIC one first, then the 8 RDMA subnets of the RoCE VPC): GpuDirectNetworks' `node_networks`."""
+    the gVNIC one first, then the 8 RDMA subnets of the RoCE VPC): GpuDirectNetworks' `node_networks`.
+    Left out where every pool of the flavour is on GKE's DRANET (GKE creates those networks): then no
+    GKENetworkParamSet or Network is declared. Defaults to none."""
     tolerations: NotRequired[list[Toleration]]
     """Checked and accepted for compatibility, but no longer needed: the installers tolerate every
     taint (`operator: Exists`, as Google's manifests), so a pool's own taints never keep them off its
@@ -181,7 +183,7 @@ class GpuDirectSoftwareArgs(TypedDict):
 
 class _GpuDirectSoftwareSpec(ArgsModel):
     flavor: enum_values(GpuDirectFlavor)  # type: ignore[valid-type]
-    node_networks: NodeNetworks
+    node_networks: NodeNetworks | None = None
     tolerations: list[TolerationSpec] = Field(default_factory=list, max_length=64)
     node_pools: Annotated[list[K8sName], Field(min_length=1, max_length=64)] | None = None
 
@@ -242,8 +244,10 @@ class GpuDirectSoftware(GkeGpuComponent[_GpuDirectSoftwareSpec]):
         flavor_spec = FLAVORS[flavor]
         child = pulumi.ResourceOptions(parent=self)
         labels = app_labels(f"gpudirect-{flavor.lower()}", component="network")
-        networks = args["node_networks"]
-        for index, nic in enumerate(flavor_spec.nics):
+        networks = args.get("node_networks")
+        nics = flavor_spec.nics if networks is not None else ()
+        for index, nic in enumerate(nics):
+            assert networks is not None
             params = k8s.apiextensions.CustomResource(
                 f"{name}-{nic.network_name}-params",
                 api_version=NETWORK_API,
@@ -285,7 +289,9 @@ class GpuDirectSoftware(GkeGpuComponent[_GpuDirectSoftwareSpec]):
             self._daemon_set(
                 f"{name}-device-injector", f"nri-device-injector-{flavor.lower()}", flavor, tolerations
             )
-        self.network_names = pulumi.Output.from_input([nic.network_name for nic in flavor_spec.nics])
+        self.network_names = pulumi.Output.from_input(
+            [nic.network_name for nic in flavor_spec.nics] if networks is not None else []
+        )
         self.flavor = pulumi.Output.from_input(flavor.value)
         self.register_outputs({"networkNames": self.network_names, "flavor": self.flavor})
 

@@ -70,13 +70,14 @@ class PoolRules(RuleBase):
         """The GPUDirect range (one per stack, every flavour's subnets in it) clear of the cluster's
         ranges, and one zone for every RDMA pool (the stack creates one zonal RoCE VPC)."""
         key = f"{NAMESPACE}:network.gpudirectCidr"
-        if not any(p.gpudirect for p in self.config.gpu_pools):
+        if not any(p.multi_network for p in self.config.gpu_pools):
             # A pool that failed its own checks may be the one with gpudirect: not judged then.
             if network.gpudirect_cidr is not None and not self.broken.any_pool():
                 self.problems.add(
                     key,
-                    f"{cut(network.gpudirect_cidr)} would be ignored: no GPU pool has gpudirect: true; "
-                    "remove it or turn GPUDirect on for a pool",
+                    f"{cut(network.gpudirect_cidr)} would be ignored: no GPU pool has gpudirect: true on "
+                    "multi-networking (GKE's DRANET makes its own networks); remove it or turn GPUDirect "
+                    "on for a pool",
                 )
             return network
         cidr = network.gpudirect_cidr or DEFAULT_GPUDIRECT_CIDR

@@ -27,6 +27,7 @@ from .pool_outputs import pool_summary
 from .program_batch import batch_queues, gpudirect_namespaces, nccl_allreduce_tests
 from .program_cluster import gke_cluster
 from .program_gpudirect import (
+    dranet_claim_templates,
     gpudirect_admission,
     gpudirect_networks,
     gpudirect_output,
@@ -112,7 +113,9 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
                 location=settings.cluster.location,
                 cluster_name=cluster.cluster_name,
                 node_service_account_email=cluster.node_service_account_email,
-                additional_node_networks=networks[flavor].node_networks if flavor is not None else None,
+                additional_node_networks=(
+                    networks[flavor].node_networks if flavor is not None and pool.multi_network else None
+                ),
             )
             pools[pool.name] = declare(GpuNodePool, f"gpu-{pool.name}", args)
         elif pool.on_demand_fallback:
@@ -154,6 +157,7 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
             local_queue_namespace=SAMPLES_NAMESPACE if samples_component else None,
         )
         samples.update(nccl_allreduce_tests(settings, cluster.provider, [queues, *software, *guards]))
+        dranet_claim_templates(settings, cluster.provider, [queues])
     served = serving(
         settings,
         settings.cluster.name or "",

@@ -240,6 +240,8 @@ def nccl_allreduce_tests(
             args["max_nodes"] = pool.max_nodes
         if flavor is not None:
             args["gpudirect"] = flavor
+            if pool.dranet:
+                args["gpudirect_networking"] = "dranet"
         test = declare(
             NcclAllReduce,
             f"nccl-{pool.name}",

@@ -23,6 +23,7 @@ from ..core.k8s import (
     selector_labels,
 )
 from ..gpu.scheduling import QUEUED_TAINT_KEY, QUEUED_TOLERATION
+from ..gpudirect.dranet import DranetClaimTemplates, dranet_pod_parts
 from ..gpudirect.pod_parts import gpudirect_pod_parts, plain_tcp_pod_parts
 from .batch_queues import KUEUE_API
 from .batch_teams import PREFERRED_TOPOLOGY_ANNOTATION, PREFERRED_TOPOLOGY_LEVEL
@@ -142,6 +143,9 @@ class NcclAllReduce(GkeGpuComponent[NcclAllReduceSpec]):
             opts=child,
         )
         in_namespace = pulumi.ResourceOptions(parent=self, depends_on=[self.namespace_object])
+        if spec.dranet:
+            # The template the Pods' claims are made from, in the test's own namespace.
+            DranetClaimTemplates(f"{name}-dranet", {"namespaces": [spec.namespace]}, opts=in_namespace)
         self.local_queue = k8s.apiextensions.CustomResource(
             f"{name}-local-queue",
             api_version=KUEUE_API,
@@ -208,6 +212,8 @@ class NcclAllReduce(GkeGpuComponent[NcclAllReduceSpec]):
 
 def pod_parts(spec: NcclAllReduceSpec) -> dict[str, Any]:
     """The flavour's Pod pieces (gpudirect/pod_parts.py), or the plain-TCP ones."""
+    if spec.gpudirect and spec.dranet:
+        return dranet_pod_parts(spec.gpudirect, container=CONTAINER)
     if spec.gpudirect:
         return gpudirect_pod_parts(spec.gpudirect, container=CONTAINER)
     return plain_tcp_pod_parts()
@@ -311,7 +317,8 @@ def main_container(
         "imagePullPolicy": "IfNotPresent",
         "command": ["bash", f"{SCRIPT_DIR}/{SCRIPT_FILE}", "run"],
         "env": env,
-        "resources": main_resources(spec),
+        # DRANET: the container names the Pod's claim on the node's RDMA NICs (gpudirect/dranet.py).
+        "resources": {**main_resources(spec), **({"claims": parts["claims"]} if "claims" in parts else {})},
         "securityContext": security,
         "volumeMounts": [*parts["volumeMounts"], mount],
     }
@@ -344,6 +351,8 @@ def nccl_pod_spec(spec: NcclAllReduceSpec, parts: dict[str, Any], floor: Bandwid
             },
         ],
     }
+    if "resourceClaims" in parts:
+        pod["resourceClaims"] = parts["resourceClaims"]
     if not sidecars:
         # Pod-wide RuntimeDefault where no RxDM sidecar runs (its seccomp needs are not documented:
         # Google's manifests leave it unconfined, so it keeps what gpudirect/pod_parts.py gives it).
