@@ -93,6 +93,12 @@ def test_one_flag_per_pool_picks_dranet_or_multi_networking_beside_each_other() 
         r.inputs["metadata"]["name"] for r in result.of_type("kubernetes:networking.gke.io/v1:Network")
     }
     assert networks == {"gvnic-1", *(f"rdma-{i}" for i in range(8))}
+    # The stack output users copy from: both ways, each for its own pools.
+    output = result.outputs["gpudirect"]["RDMA"]
+    assert output["pools"] == ["ultra", "b200"]
+    assert "networking.gke.io/interfaces" in output["pod"]["annotations"]
+    assert output["dranetPod"]["annotations"] == {}
+    assert output["dranetPod"]["claims"] == [{"name": "rdma-nics"}]
 
 
 def test_a4x_on_dranet_keeps_the_arm64_gib_installer() -> None:
@@ -275,3 +281,27 @@ def test_the_components_refuse_dranet_args_by_name() -> None:
         p.startswith("gpudirect_networking: 'dranet' is not allowed with gpudirect TCPXO")
         for p in info.value.problems
     )
+
+
+def test_the_dranet_all_reduce_pod_is_admitted_by_the_gpudirect_pod_policy() -> None:
+    """The claim adds nothing the confining admission policy (gpudirect/admission_cel.py) refuses."""
+    from tests.admission_eval import evaluate
+
+    result = render(
+        stack_config(
+            **keys(ULTRA, batch={"kueue": True}, workloads=[{"name": "nccl-allreduce", "pool": "ultra"}])
+        )
+    )
+    template = _jobset_pod(result)
+    pod = {"metadata": template["metadata"], "spec": template["spec"]}
+    policies = {
+        r.inputs["metadata"]["name"]: r.inputs["spec"]
+        for r in result.of_type("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy")
+    }
+    (bound,) = [
+        r.inputs["spec"]
+        for r in result.of_type("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding")
+        if r.inputs["spec"]["policyName"] == "gke-gpu-gpudirect-pods"
+    ]
+    verdict = evaluate(policies["gke-gpu-gpudirect-pods"], bound, pod, "gpu-nccl-ultra")
+    assert verdict.applies and verdict.admitted, verdict.denied

@@ -8,7 +8,7 @@ import pulumi
 from ..gpu.pool import GpuPool
 from ..gpudirect.admission import GpuDirectAdmission, GpuDirectAdmissionArgs
 from ..gpudirect.admission_cel import flavors_with_injector
-from ..gpudirect.dranet import DranetClaimTemplates
+from ..gpudirect.dranet import DranetClaimTemplates, dranet_pod_parts
 from ..gpudirect.flavors import DRANET_CLAIM_TEMPLATE, FLAVORS, GpuDirectFlavor
 from ..gpudirect.networks import GpuDirectNetworks, GpuDirectNetworksArgs
 from ..gpudirect.pod_parts import gpudirect_pod_parts
@@ -116,14 +116,17 @@ def gpudirect_admission(
 def gpudirect_output(settings: Settings) -> dict[str, Any]:
     """Stack output `gpudirect`: per flavour, its pools, its Networks and the Pod pieces a workload
     copies into its own JobSet (gpudirect/pod_parts.py, the same the nccl-allreduce sample uses)."""
-    return {
-        str(flavor): {
-            "pools": [pool.name for pool in pools],
-            "networks": [nic.network_name for nic in FLAVORS[flavor].nics],
-            "pod": gpudirect_pod_parts(flavor),
-        }
-        for flavor, pools in stack_flavors(settings).items()
-    }
+    output: dict[str, Any] = {}
+    for flavor, pools in stack_flavors(settings).items():
+        entry: dict[str, Any] = {"pools": [pool.name for pool in pools]}
+        if any(pool.multi_network for pool in pools):
+            entry["networks"] = [nic.network_name for nic in FLAVORS[flavor].nics]
+            entry["pod"] = gpudirect_pod_parts(flavor)
+        if any(pool.dranet for pool in pools):
+            # For the DRANET pools: the claim instead of the annotations (gpudirect/dranet.py).
+            entry["dranetPod"] = dranet_pod_parts(flavor)
+        output[str(flavor)] = entry
+    return output
 
 
 def pool_gpudirect_summary(pool: GpuPool) -> dict[str, Any] | None:
