@@ -30,6 +30,16 @@ MEGA = {
 }
 HIGH = {**MEGA, "name": "high", "accelerator": "nvidia-h100-80gb", "zones": ["us-central1-a"]}
 ULTRA = {**MEGA, "name": "ultra", "accelerator": "nvidia-h200-141gb", "zones": ["us-central1-b"]}
+# A rack: reserved capacity and its workload policy (the NVL72 rules, tests/test_nvl72_racks.py).
+A4X = {
+    **MEGA,
+    "name": "gb",
+    "accelerator": "nvidia-gb200",
+    "gpusPerNode": 4,
+    "zones": ["us-central1-a"],
+    "workloadPolicy": True,
+    "reservation": {"type": "SPECIFIC", "name": "rack"},
+}
 
 
 def raw(*pools: dict, network: dict | None = None, cluster: dict | None = None) -> dict:
@@ -48,7 +58,7 @@ def stack(*pools: dict, network: dict | None = None, cluster: dict | None = None
 # -- the flavour table ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("flavor", "nics"), [("TCPX", 4), ("TCPXO", 8), ("RDMA", 9)])
+@pytest.mark.parametrize(("flavor", "nics"), [("TCPX", 4), ("TCPXO", 8), ("RDMA", 9), ("RDMA-A4X", 5)])
 def test_each_flavour_has_its_machines_nic_count(flavor: str, nics: int) -> None:
     assert len(FLAVORS[GpuDirectFlavor(flavor)].nics) == nics
 
@@ -69,6 +79,16 @@ def test_rdma_puts_the_gvnic_first_then_eight_rdma_nics_in_one_roce_vpc() -> Non
     assert spec.vpc_suffixes == ("gvnic-1", "rdma")
     assert [i["interfaceName"] for i in pod_interfaces(GpuDirectFlavor.RDMA)] == [
         f"eth{i}" for i in range(10)
+    ]
+
+
+def test_a4x_puts_the_gvnic_first_then_four_rdma_nics_in_its_own_roce_vpc() -> None:
+    spec = FLAVORS[GpuDirectFlavor.RDMA_A4X]
+    assert [n.device_mode for n in spec.nics] == ["NetDevice"] + ["RDMA"] * 4
+    assert spec.vpc_suffixes == ("a4x-gvnic-1", "a4x-rdma") and spec.arch == "arm64"
+    # container-engine-accelerators gpudirect-rdma/nccl-test-imex-a4x.yaml: eth2..eth5 on the RDMA NICs.
+    assert pod_interfaces(GpuDirectFlavor.RDMA_A4X)[2:] == [
+        {"interfaceName": f"eth{i + 2}", "network": f"a4x-rdma-{i}"} for i in range(4)
     ]
 
 
@@ -103,7 +123,11 @@ def test_a_tcpxo_pool_gets_eight_vpcs_subnets_and_firewall_rules_and_the_cluster
     assert cluster["enableMultiNetworking"] is True
     assert cluster["datapathProvider"] == "ADVANCED_DATAPATH"
     summary = result.outputs["gpuPools"][0]["gpudirect"]
-    assert summary == {"flavor": "TCPXO", "networks": [f"tcpxo-{i}" for i in range(1, 9)]}
+    assert summary == {
+        "flavor": "TCPXO",
+        "networking": "multiNetwork",
+        "networks": [f"tcpxo-{i}" for i in range(1, 9)],
+    }
 
 
 def test_an_rdma_pool_gets_a_gvnic_vpc_and_a_zonal_roce_vpc_with_eight_subnets() -> None:
@@ -120,6 +144,48 @@ def test_an_rdma_pool_gets_a_gvnic_vpc_and_a_zonal_roce_vpc_with_eight_subnets()
     assert [r.inputs["name"] for r in result.of_type("gcp:compute/firewall:Firewall")] == [
         "gpu-test-gvnic-1-internal"
     ]
+
+
+def test_an_a4x_pool_gets_a_gvnic_vpc_a_roce_vpc_with_four_subnets_and_the_arm64_gib_installer() -> None:
+    result = stack(A4X)
+    vpcs = {r.inputs["name"]: r.inputs for r in result.of_type("gcp:compute/network:Network")}
+    roce = vpcs["gpu-test-a4x-rdma"]
+    assert roce["networkProfile"] == "projects/test-project/global/networkProfiles/us-central1-a-vpc-roce"
+    assert roce["mtu"] == 8896 and vpcs["gpu-test-a4x-gvnic-1"]["mtu"] == 8896
+    pool = result.one("gcp:container/nodePool:NodePool", "gpu-gb-pool").inputs
+    nics = pool["networkConfig"]["additionalNodeNetworkConfigs"]
+    assert [n["network"] for n in nics] == ["gpu-test-a4x-gvnic-1"] + ["gpu-test-a4x-rdma"] * 4
+    assert [n["subnetwork"] for n in nics][1:] == [f"gpu-test-a4x-rdma-{i}" for i in range(4)]
+    assert result.one("gcp:container/cluster:Cluster").inputs["enableMultiNetworking"] is True
+    networks = sorted(
+        r.inputs["metadata"]["name"] for r in result.of_type("kubernetes:networking.gke.io/v1:Network")
+    )
+    assert networks == ["a4x-gvnic-1", *(f"a4x-rdma-{i}" for i in range(4))]
+    (installer,) = result.of_type("kubernetes:apps/v1:DaemonSet")
+    pod = installer.inputs["spec"]["template"]["spec"]
+    assert installer.inputs["metadata"]["name"] == "nccl-rdma-a4x-installer"
+    assert pod["initContainers"][0]["image"].endswith("/gpudirect-gib/nccl-plugin-gib-arm64:v1.1.0")
+    (term,) = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    assert {"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]} in term["matchExpressions"]
+    assert result.outputs["gpuPools"][0]["gpudirect"]["flavor"] == "RDMA-A4X"
+
+
+def test_a4x_and_a4_pools_keep_their_own_roce_vpcs_in_their_own_zones() -> None:
+    a4 = {**ULTRA, "name": "b200", "accelerator": "nvidia-b200", "zones": ["us-central1-b"]}
+    result = stack(A4X, a4)
+    vpcs = {r.inputs["name"]: r.inputs for r in result.of_type("gcp:compute/network:Network")}
+    assert vpcs["gpu-test-rdma"]["networkProfile"].endswith("/us-central1-b-vpc-roce")
+    assert vpcs["gpu-test-a4x-rdma"]["networkProfile"].endswith("/us-central1-a-vpc-roce")
+    installers = {r.inputs["metadata"]["name"] for r in result.of_type("kubernetes:apps/v1:DaemonSet")}
+    assert installers == {"nccl-rdma-installer", "nccl-rdma-a4x-installer"}
+
+
+def test_a4x_max_is_refused_with_what_it_would_need() -> None:
+    from gke_gpu.gpudirect.flavors import UNSUPPORTED_MACHINES
+
+    assert "vpc-roce-metal" in UNSUPPORTED_MACHINES["a4x-maxgpu-4g-metal"]
 
 
 def test_pools_of_one_flavour_share_its_networks_and_two_flavours_get_their_own() -> None:
@@ -178,11 +244,6 @@ def test_the_render_warns_when_a_gpudirect_pool_is_not_compact_placed() -> None:
         (
             {**MEGA, "accelerator": "nvidia-tesla-a100", "gpusPerNode": 8},
             "gke-gpu:gpuPools[0].gpudirect: true is not allowed on a2-highgpu-8g",
-        ),
-        (
-            {**MEGA, "accelerator": "nvidia-gb200", "gpusPerNode": 4, "zones": None},
-            "gke-gpu:gpuPools[0].gpudirect: true is not supported on a4x-highgpu-4g: A4X (GB200) takes "
-            "GPUDirect-RDMA through GKE's managed DRANET",
         ),
         (
             {**MEGA, "zones": ["us-central1-a", "us-central1-b"]},

@@ -26,6 +26,7 @@ NAME = "gd"
 NET = "kubernetes:networking.gke.io/v1"
 DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
 TCPX, TCPXO, RDMA = GpuDirectFlavor.TCPX, GpuDirectFlavor.TCPXO, GpuDirectFlavor.RDMA
+RDMA_A4X = GpuDirectFlavor.RDMA_A4X
 # Flavour -> (NIC count, Network names, deviceModes, DaemonSets).
 EXPECTED = {
     TCPX: (
@@ -45,6 +46,12 @@ EXPECTED = {
         ["gvnic-1", *(f"rdma-{i}" for i in range(8))],
         ["NetDevice"] + ["RDMA"] * 8,
         {"nccl-rdma-installer"},
+    ),
+    RDMA_A4X: (
+        5,
+        ["a4x-gvnic-1", *(f"a4x-rdma-{i}" for i in range(4))],
+        ["NetDevice"] + ["RDMA"] * 4,
+        {"nccl-rdma-a4x-installer"},
     ),
 }
 
@@ -107,6 +114,16 @@ def test_rdma_nics_share_the_roce_vpc_and_each_has_its_subnet() -> None:
     assert specs["gvnic-1"] == {"vpc": "gpu-gvnic-1", "vpcSubnet": "gpu-gvnic-1", "deviceMode": "NetDevice"}
 
 
+def test_a4x_nics_are_one_gvnic_and_four_rdma_subnets_of_their_own_roce_vpc() -> None:
+    result = construct({"flavor": RDMA_A4X, "node_networks": nic_networks(RDMA_A4X)})
+    specs = {
+        r.inputs["metadata"]["name"]: r.inputs["spec"] for r in result.of_type(f"{NET}:GKENetworkParamSet")
+    }
+    assert {s["vpc"] for s in specs.values() if s["deviceMode"] == "RDMA"} == {"gpu-a4x-rdma"}
+    assert [specs[f"a4x-rdma-{i}"]["vpcSubnet"] for i in range(4)] == [f"gpu-a4x-rdma-{i}" for i in range(4)]
+    assert specs["a4x-gvnic-1"]["deviceMode"] == "NetDevice"
+
+
 def test_the_flavours_daemon_sets_on_its_nodes_only(declared: tuple[GpuDirectFlavor, RunResult]) -> None:
     flavor, result = declared
     sets = {r.inputs["metadata"]["name"]: r.inputs for r in result.of_type(DAEMON_SET)}
@@ -117,12 +134,18 @@ def test_the_flavours_daemon_sets_on_its_nodes_only(declared: tuple[GpuDirectFla
         (term,) = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
             "nodeSelectorTerms"
         ]
+        arch = (
+            [{"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}]
+            if flavor is RDMA_A4X
+            else []
+        )
         assert term["matchExpressions"] == [
             {
                 "key": "cloud.google.com/gke-accelerator",
                 "operator": "In",
                 "values": list(FLAVORS[flavor].accelerators),
-            }
+            },
+            *arch,
         ]
         assert pod["priorityClassName"] == "system-node-critical"
         assert pod["automountServiceAccountToken"] is False
@@ -142,7 +165,7 @@ def test_installer_images_and_host_paths() -> None:
         for r in result.of_type(DAEMON_SET):
             pod = r.inputs["spec"]["template"]["spec"]
             images[r.inputs["metadata"]["name"]] = [c["image"] for c in pod.get("initContainers", [])]
-            if r.inputs["metadata"]["name"] == "nccl-rdma-installer":
+            if r.inputs["metadata"]["name"] in ("nccl-rdma-installer", "nccl-rdma-a4x-installer"):
                 assert {v["hostPath"]["path"] for v in pod["volumes"]} == {
                     "/home/kubernetes/bin/nvidia/lib64",
                     "/home/kubernetes/bin/gib",
@@ -157,6 +180,7 @@ def test_installer_images_and_host_paths() -> None:
         ],
         "nri-device-injector-tcpxo": [],
         "nccl-rdma-installer": [f"{registry}/gpudirect-gib/nccl-plugin-gib:v1.1.1"],
+        "nccl-rdma-a4x-installer": [f"{registry}/gpudirect-gib/nccl-plugin-gib-arm64:v1.1.0"],
     }
 
 

@@ -28,6 +28,7 @@ VENDORED = {
     "gpudirect-tcpx/nccl-tcpx-installer.yaml": "b44cefbb0fde25e90bcc7a28c2344d293b2c8cfb",
     "gpudirect-tcpxo/nccl-tcpxo-installer.yaml": "f2f4a90ba328e24186fe7ca5fc416bf100c76fcd",
     "gpudirect-rdma/nccl-rdma-installer.yaml": "a63203bb5b3efaae8ab8f126d0c7e3044fb54459",
+    "gpudirect-rdma/nccl-rdma-installer-a4x.yaml": "4ab44755869579d20355f745042e5aceb551a5bf",
     "nri_device_injector/nri-device-injector.yaml": "33afc449907a97610b25af2b9e1708c328ab6f18",
 }
 # Our DaemonSet (flavour, object name) -> the upstream manifest it mirrors.
@@ -37,6 +38,7 @@ MIRRORS = {
     (GpuDirectFlavor.TCPXO, "nccl-tcpxo-installer"): "gpudirect-tcpxo/nccl-tcpxo-installer.yaml",
     (GpuDirectFlavor.TCPXO, "nri-device-injector-tcpxo"): "nri_device_injector/nri-device-injector.yaml",
     (GpuDirectFlavor.RDMA, "nccl-rdma-installer"): "gpudirect-rdma/nccl-rdma-installer.yaml",
+    (GpuDirectFlavor.RDMA_A4X, "nccl-rdma-a4x-installer"): "gpudirect-rdma/nccl-rdma-installer-a4x.yaml",
 }
 # Every documented difference: (manifest, field, upstream's value, ours, why). The test computes
 # the differences and requires exactly these.
@@ -55,6 +57,12 @@ DIFFERENCES: dict[tuple[str, str], tuple[Any, Any, str]] = {
         {"root": "/"},
         {},
         "the host's root declared upstream but mounted by no container: not declared here at all",
+    ),
+    ("gpudirect-rdma/nccl-rdma-installer-a4x.yaml", "unmounted hostPath volumes"): (
+        {"nvidia-dir": "/home/kubernetes/bin/nvidia"},
+        {},
+        "declared upstream (type Directory) but mounted by no container: not declared here, so the "
+        "installer's Pod does not wait for the driver directory it never reads",
     ),
     ("gpudirect-tcpxo/nccl-tcpxo-installer.yaml", "images"): (
         ["ubuntu", images.TCPXO_PLUGIN, images.PAUSE],
@@ -206,6 +214,12 @@ def _differences(ds: dict[str, Any], upstream: dict[str, Any], path: str) -> dic
     ]
     if not set(our_accelerators) <= set(their_accelerators):
         found["node affinity"] = (their_accelerators, our_accelerators)
+    # The host architecture, where upstream selects one, exactly as upstream's.
+    compare(
+        "architecture",
+        [e["values"] for e in their_term["matchExpressions"] if e["key"] == "kubernetes.io/arch"],
+        [e["values"] for e in our_term["matchExpressions"] if e["key"] == "kubernetes.io/arch"],
+    )
     return found
 
 
@@ -231,5 +245,7 @@ def test_every_flavour_accelerator_is_one_upstream_installs_on() -> None:
         (term,) = _pod(_upstream(path))["affinity"]["nodeAffinity"][
             "requiredDuringSchedulingIgnoredDuringExecution"
         ]["nodeSelectorTerms"]
-        (values,) = [e["values"] for e in term["matchExpressions"]]
+        (values,) = [
+            e["values"] for e in term["matchExpressions"] if e["key"] == "cloud.google.com/gke-accelerator"
+        ]
         assert set(FLAVORS[flavor].accelerators) <= set(values), name

@@ -16,6 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
+from gke_gpu.core.k8s import pod_security_level
 from gke_gpu.core.validation import InvalidArgsError
 from gke_gpu.gpudirect.flavors import MACHINE_FLAVORS, GpuDirectFlavor
 from gke_gpu.workloads.nccl_allreduce import (
@@ -23,7 +24,6 @@ from gke_gpu.workloads.nccl_allreduce import (
     NcclAllReduce,
     nccl_pod_spec,
     pod_parts,
-    pod_security_level,
 )
 from gke_gpu.workloads.nccl_allreduce_args import (
     FLOOR_FRACTION,
@@ -305,7 +305,12 @@ def test_a_queued_pool_tolerates_gke_queued_and_sets_the_run_duration() -> None:
     assert env["NCCL_ALLREDUCE_FLOOR_NOTE"] == "override, min_bus_bandwidth_gbps"
 
 
-@pytest.mark.parametrize("flavor", list(GpuDirectFlavor))
+# The all-reduce runs on amd64 hosts only (its runner images; nccl_rules refuses the others): A4X's
+# Arm flavour is left out here.
+AMD64_FLAVORS = [f for f in GpuDirectFlavor if f is not GpuDirectFlavor.RDMA_A4X]
+
+
+@pytest.mark.parametrize("flavor", AMD64_FLAVORS)
 def test_every_flavour_builds_a_valid_pod(flavor: GpuDirectFlavor) -> None:
     machine = next(m for m, f in MACHINE_FLAVORS.items() if f == flavor)
     accelerator = {
@@ -398,6 +403,8 @@ def test_names_every_bad_arg_at_once() -> None:
 
 def test_every_gpudirect_machine_has_a_floor_for_its_flavour() -> None:
     for machine, flavor in MACHINE_FLAVORS.items():
+        if flavor not in AMD64_FLAVORS:
+            continue
         floor = floor_for(machine, Transport(flavor))
         assert floor.kind in {"measured", "estimate"}, machine
         assert floor.source and floor.figure_gbps

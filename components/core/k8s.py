@@ -3,7 +3,7 @@ components' args share."""
 
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import pulumi_kubernetes as k8s
 
@@ -203,3 +203,23 @@ def toleration_problems(path: str, toleration: TolerationSpec) -> list[str]:
 def toleration_args(toleration: TolerationSpec) -> "k8s.core.v1.TolerationArgs":
     """The Kubernetes toleration, with only the fields that were given."""
     return k8s.core.v1.TolerationArgs(**toleration.model_dump(exclude_none=True))
+
+
+def pod_security_level(pod: dict[str, Any]) -> tuple[str, list[str]]:
+    """The least Pod Security level a Pod spec that runs as root passes ('baseline' or 'privileged';
+    never 'restricted'), and why it is not lower (the all-reduce's namespace is labelled with it)."""
+    reasons: list[str] = []
+    for volume in pod.get("volumes", []):
+        if "hostPath" in volume:
+            reasons.append(f"hostPath {volume['hostPath']['path']}")
+    for key in ("hostNetwork", "hostPID", "hostIPC"):
+        if pod.get(key):
+            reasons.append(key)
+    for container in [*pod.get("initContainers", []), *pod.get("containers", [])]:
+        security = container.get("securityContext") or {}
+        if security.get("privileged"):
+            reasons.append(f"{container['name']} privileged")
+        added = sorted(set((security.get("capabilities") or {}).get("add", [])) - set(BASELINE_CAPABILITIES))
+        if added:
+            reasons.append(f"{container['name']} adds {', '.join(added)}")
+    return ("privileged" if reasons else "baseline"), reasons

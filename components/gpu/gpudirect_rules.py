@@ -4,9 +4,16 @@ nodes of a pool with it must be."""
 from __future__ import annotations
 
 from ..core.catalog import MachineType
-from ..core.common import listing
+from ..core.common import cut, listing
 from ..core.gke_version import parse
-from ..gpudirect.flavors import MACHINE_FLAVORS, UNSUPPORTED_MACHINES, UNVERIFIED_MACHINES, GpuDirectFlavor
+from ..gpudirect.flavors import (
+    DRANET_FLAVORS,
+    DRANET_MIN_VERSION,
+    MACHINE_FLAVORS,
+    UNSUPPORTED_MACHINES,
+    UNVERIFIED_MACHINES,
+    GpuDirectFlavor,
+)
 from .placement_rules import FLEX_COMPACT
 from .pool import GpuPool
 from .rule_base import PoolRuleBase
@@ -22,6 +29,13 @@ MIN_VERSIONS = {
         "1.31.14-gke.1243000",
         "1.32.11-gke.1174000",
     ),
+}
+
+
+# Flavours without a published minimum, and what is known of theirs.
+UNGATED_MINIMUMS = {
+    GpuDirectFlavor.RDMA_A4X: "a version that offers A4X (minimum unpublished; cluster-toolkit's "
+    "examples/gke-a4x pins 1.35)",
 }
 
 
@@ -47,6 +61,11 @@ class GpuDirectRules(PoolRuleBase):
     ) -> None:
         """GPUDirect needs a machine with GPU NICs, one zone (the NICs' subnets and RoCE VPC are zonal,
         and an all-reduce is only as fast as its slowest link), and is best compact-placed."""
+        if pool.gpudirect_networking is not None and not pool.gpudirect:
+            self.problems.add(
+                self.at(path, "gpudirect_networking"),
+                f"{cut(str(pool.gpudirect_networking))} is only allowed with {self.key('gpudirect')}: true",
+            )
         if not pool.gpudirect or machine is None:
             return
         key = self.at(path, "gpudirect")
@@ -63,6 +82,8 @@ class GpuDirectRules(PoolRuleBase):
                 f"GPU-to-GPU NICs; machines with GPUDirect: {gpudirect_machines()}",
             )
             return
+        if pool.dranet:
+            self._check_dranet(pool, path, machine, flavor)
         if len(zones) != 1:
             given = (
                 f"{list(zones)} has {len(zones)} zones"
@@ -92,7 +113,7 @@ class GpuDirectRules(PoolRuleBase):
                 + (
                     f"{listing(versions)} or later in those minors"
                     if versions
-                    else "1.31 or later (minimum unpublished)"
+                    else UNGATED_MINIMUMS.get(flavor, "1.31 or later (minimum unpublished)")
                 )
                 + f"; {self.version_hint()}",
             )
@@ -110,3 +131,18 @@ class GpuDirectRules(PoolRuleBase):
                     "set it to true so the nodes land close together (lower latency, higher all-reduce "
                     "bandwidth)"
                 )
+
+    def _check_dranet(self, pool: GpuPool, path: str, machine: MachineType, flavor: GpuDirectFlavor) -> None:
+        """GKE's managed DRANET claims MRDMA NICs (DeviceClass mrdma.google.com) and needs GKE
+        1.34.1-gke.1829001 (gpudirect/dranet.py names the sources). Dataplane V2, its other need, is on
+        in every Standard cluster this program creates (cluster/gke_cluster.py)."""
+        key = self.at(path, "gpudirect_networking")
+        if flavor not in DRANET_FLAVORS:
+            self.problems.add(
+                key,
+                f"'dranet' is not offered on {machine.name} ({flavor}): GKE's DRANET claims RDMA NICs "
+                "(DeviceClass mrdma.google.com), which only A3 Ultra, A4 and A4X have; allowed there: "
+                "'multiNetwork'",
+            )
+            return
+        self.version_gate(path, key, "GKE managed DRANET", DRANET_MIN_VERSION)

@@ -16,7 +16,7 @@ from ..core.catalog import load_catalog
 from ..core.common import ZONE_PATTERN, Problem
 from ..core.component import NO_ARGS, CheckedArgs, GkeGpuComponent
 from ..core.validation import Deferrable, pick
-from ..gpudirect.flavors import FLAVORS
+from ..gpudirect.flavors import DRANET_NETWORK_PROFILE, DRANET_NODE_LABEL, FLAVORS
 from .gke_rewrites import PoolKind, declared_labels, ignored_paths
 from .pool import CONTAINER_IMAGE_CACHE, GpuPool
 from .pool_args import GpuNodePoolArgs, NodeNetwork, node_network_list
@@ -49,6 +49,8 @@ REPLACE_ON_CHANGE = (
     # A pool's NICs are fixed at creation (GKE's multi-network guide: node networks cannot be added
     # to or removed from an existing pool).
     "networkConfig.additionalNodeNetworkConfigs",
+    # DRANET's managed networks (ForceNew in the provider's schema).
+    "networkConfig.acceleratorNetworkProfile",
     "nodeConfig.guestAccelerators",
     "nodeConfig.spot",
     "nodeConfig.flexStart",
@@ -99,11 +101,14 @@ def _node_network_problems(pool: GpuNodePoolSpec) -> list[str]:
     """A GPUDirect pool attaches exactly its flavour's extra NICs; a pool without GPUDirect none."""
     networks = pool.additional_node_networks
     flavor = pool.gpudirect_flavor
-    if not pool.gpudirect:
+    if not pool.multi_network:
         if networks is not None:
-            return [
-                Problem("additional_node_networks", "only allowed with gpudirect: true (the GPUDirect NICs)")
-            ]
+            why = (
+                "GKE's DRANET creates the networks of a gpudirect_networking: dranet pool"
+                if pool.dranet
+                else "only allowed with gpudirect: true (the GPUDirect NICs)"
+            )
+            return [Problem("additional_node_networks", why)]
         return []
     assert flavor is not None, "the pool rules refuse gpudirect on a machine without a flavour"
     expected = len(FLAVORS[flavor].nics)
@@ -226,15 +231,7 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
                 if pool.compact_placement
                 else None
             ),
-            network_config=(
-                container.NodePoolNetworkConfigArgs(
-                    additional_node_network_configs=cast(
-                        _NodeNetworkConfigs, node_network_list(args.get("additional_node_networks"))
-                    )
-                )
-                if pool.gpudirect
-                else None
-            ),
+            network_config=_network_config(pool, args.get("additional_node_networks")),
             node_config=self._node_config(pool, args.get("node_service_account_email")),
             opts=pulumi.ResourceOptions(
                 parent=self,
@@ -279,6 +276,10 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
         hardened = hardened_node_settings(service_account_email)
         if pool.numa_aligned:
             hardened["kubelet_config"] = numa_aligned_kubelet_config()
+        if pool.dranet:
+            # GKE runs its networking-dra-driver on nodes with this label (cluster-toolkit v1.95.0
+            # gke-node-pool main.tf sets it with the accelerator network profile).
+            labels[DRANET_NODE_LABEL] = "true"
         return container.NodePoolNodeConfigArgs(
             machine_type=pool.machine_type,
             image_type="COS_CONTAINERD",
@@ -373,6 +374,20 @@ def _workload_policy(
         ),
         opts=pulumi.ResourceOptions(parent=parent),
     )
+
+
+def _network_config(
+    pool: GpuNodePoolSpec, networks: "pulumi.Input[list[NodeNetwork]] | None"
+) -> "container.NodePoolNetworkConfigArgs | None":
+    """Multi-networking: the GPU NICs' VPCs and subnets; DRANET: GKE's accelerator network profile
+    `auto`, with which GKE creates the VPCs and subnets itself."""
+    if pool.dranet:
+        return container.NodePoolNetworkConfigArgs(accelerator_network_profile=DRANET_NETWORK_PROFILE)
+    if pool.gpudirect:
+        return container.NodePoolNetworkConfigArgs(
+            additional_node_network_configs=cast(_NodeNetworkConfigs, node_network_list(networks))
+        )
+    return None
 
 
 def validate_gpu_node_pool_args(name: str, args: GpuNodePoolArgs) -> tuple[GpuNodePoolSpec, list[str]]:

@@ -20,7 +20,7 @@ from ..core.common import (
     MAX_SHARED_CLIENTS,
 )
 from ..core.model import DISK_IMAGE, DURATION, LabelKey, LabelValue, MachineTypeName, StackModel, example
-from ..gpudirect.flavors import GpuDirectFlavor, flavor_of
+from ..gpudirect.flavors import GpuDirectFlavor, GpuDirectNetworking, flavor_of
 from .pool_args import CapacityStep, GpuDriverVersion, GpuSharingStrategy, ReservationType, TaintEffect
 
 _SHARING_LABELS = {"TIME_SHARING": "time-sharing", "MPS": "mps"}
@@ -159,6 +159,8 @@ class GpuPool(StackModel):
     # Standard, GKE 1.34+: GPUs handed to Pods by NVIDIA's DRA driver (ResourceClaims) instead of GKE's
     # device plugin (dra/driver.py; the rules in gpu/dra_rules.py).
     dra_gpus: bool = False
+    # With gpudirect: how its Pods reach the GPU NICs, multi-networking (the default) or GKE's DRANET.
+    gpudirect_networking: enum_values(GpuDirectNetworking) | None = None  # type: ignore[valid-type]
     local_ssd_count: int | None = Field(None, ge=0, le=32)
     disk_size_gb: int = Field(200, ge=10, le=MAX_BOOT_DISK_GB)
     disk_type: Annotated[str, Field(max_length=40)] | None = None
@@ -192,6 +194,16 @@ class GpuPool(StackModel):
     def gpudirect_flavor(self) -> GpuDirectFlavor | None:
         """The pool's GPUDirect flavour (its machine type's NICs), None without `gpudirect`."""
         return flavor_of(self.machine_type) if self.gpudirect else None
+
+    @property
+    def dranet(self) -> bool:
+        """True for a GPUDirect pool whose Pods reach the GPU NICs through GKE's managed DRANET."""
+        return self.gpudirect and self.gpudirect_networking == GpuDirectNetworking.DRANET
+
+    @property
+    def multi_network(self) -> bool:
+        """True for a GPUDirect pool on multi-networking: the stack's VPCs, Networks, annotations."""
+        return self.gpudirect and not self.dranet
 
     @property
     def max_run_seconds(self) -> int | None:

@@ -165,6 +165,7 @@ class GpuPoolRules(MachineRules, PlacementRules, GpuDirectRules, LadderRules, Ra
             "max_run_duration": "on Autopilot, flex-start is requested per workload",
             "gpudirect": "GKE's Autopilot GPUDirect-TCPX/TCPXO guide requests it per workload; this "
             "program wires GPUDirect into Standard node pools only",
+            "gpudirect_networking": "GPUDirect is wired into Standard node pools only",
             "image_cache": "on Autopilot, a workload asks for a preloaded disk itself, with a node "
             "selector and an allowlist of the image; this program preloads Standard pools only",
             "workload_policy": "a workload policy is a Standard node pool's placement policy",

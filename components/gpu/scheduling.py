@@ -15,6 +15,8 @@ from ..core.common import GPU_TAINT_KEY, NODEPOOL_LABEL
 from .pool import GpuPool
 
 ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
+# The node's CPU architecture (Kubernetes' well-known label): amd64, or arm64 on A4X's Grace hosts.
+ARCH_LABEL = "kubernetes.io/arch"
 SPOT_LABEL = "cloud.google.com/gke-spot"
 SHARING_STRATEGY_LABEL = "cloud.google.com/gke-gpu-sharing-strategy"
 MAX_CLIENTS_LABEL = "cloud.google.com/gke-max-shared-clients-per-gpu"

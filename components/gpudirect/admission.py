@@ -40,8 +40,11 @@ class GpuDirectAdmissionArgs(TypedDict):
     """The namespaces where Pods may carry the NRI device injector's annotations (TCPX, TCPXO)."""
 
 
+_FLAVORS = len(GpuDirectFlavor)
+
+
 class _Spec(ArgsModel):
-    flavors: Annotated[list[enum_values(GpuDirectFlavor)], Field(min_length=1, max_length=3)]  # type: ignore[valid-type]
+    flavors: Annotated[list[enum_values(GpuDirectFlavor)], Field(min_length=1, max_length=_FLAVORS)]  # type: ignore[valid-type]
     namespaces: Annotated[list[K8sName], Field(max_length=MAX_NAMESPACES)]
     device_namespaces: Annotated[list[K8sName], Field(max_length=MAX_NAMESPACES)]
 

@@ -26,6 +26,20 @@ class GpuDirectFlavor(StrEnum):
     """GPUDirect-TCPXO (A3 Mega): 8 extra gVNIC NICs."""
     RDMA = "RDMA"
     """GPUDirect-RDMA over RoCE (A3 Ultra, A4): 1 extra gVNIC NIC and 8 MRDMA NICs."""
+    RDMA_A4X = "RDMA-A4X"
+    """GPUDirect-RDMA over RoCE on A4X (GB200, Arm hosts): 1 extra gVNIC NIC and 4 MRDMA NICs, and
+    the gIB plugin's arm64 build."""
+
+
+class GpuDirectNetworking(StrEnum):
+    """How a GPUDirect pool's Pods reach its GPU NICs (a pool's `gpudirectNetworking`)."""
+
+    MULTI_NETWORK = "multiNetwork"
+    """GKE multi-networking: VPCs and subnets this program creates, a GKENetworkParamSet and Network
+    per NIC, and the `networking.gke.io/interfaces` annotation on each Pod."""
+    DRANET = "dranet"
+    """GKE managed DRANET: the pool's accelerator network profile `auto` (GKE creates the VPCs), and a
+    ResourceClaim per Pod on the DeviceClass `mrdma.google.com` (GKE 1.34.1-gke.1829001+)."""
 
 
 @dataclass(frozen=True)
@@ -54,11 +68,22 @@ class FlavorSpec:
     mtu: int
     # The accelerator values of the nodes its NCCL plugin installer selects.
     accelerators: tuple[str, ...]
+    # The nodes' CPU architecture (`kubernetes.io/arch`): the installer's image must be built for it.
+    arch: str = "amd64"
 
     @property
     def vpc_suffixes(self) -> tuple[str, ...]:
         """The flavour's VPCs, each once, in NIC order."""
         return tuple(dict.fromkeys(nic.vpc_suffix for nic in self.nics))
+
+    @property
+    def roce(self) -> bool:
+        """True when the flavour has MRDMA NICs, in a zonal RoCE VPC."""
+        return any(nic.device_mode == "RDMA" for nic in self.nics)
+
+    def is_roce_vpc(self, vpc_suffix: str) -> bool:
+        """True for the VPC of the flavour's MRDMA NICs (network profile `<zone>-vpc-roce`)."""
+        return any(nic.vpc_suffix == vpc_suffix and nic.device_mode == "RDMA" for nic in self.nics)
 
 
 def _gvnic_nics(prefix: str, count: int, first_slot: int) -> tuple[ExtraNic, ...]:
@@ -77,6 +102,8 @@ def _gvnic_nics(prefix: str, count: int, first_slot: int) -> tuple[ExtraNic, ...
 
 # The RoCE VPC's name suffix: its network profile is `<zone>-vpc-roce`, so it is zonal.
 ROCE_VPC_SUFFIX = "rdma"
+# A4X's: its own VPCs, so a stack with A4 and A4X pools (both in the profile's zone) keeps both.
+A4X_ROCE_VPC_SUFFIX = "a4x-rdma"
 
 FLAVORS: dict[GpuDirectFlavor, FlavorSpec] = {
     GpuDirectFlavor.TCPX: FlavorSpec(
@@ -97,6 +124,23 @@ FLAVORS: dict[GpuDirectFlavor, FlavorSpec] = {
         8896,
         ("nvidia-h200-141gb", "nvidia-b200"),
     ),
+    # A4X (cluster-toolkit examples/gke-a4x/gke-a4x.yaml before its DRANET rewrite, @0f9034dc9: one
+    # gVNIC VPC and a RoCE VPC `<zone>-vpc-roce` with 4 subnets; container-engine-accelerators
+    # gpudirect-rdma/nccl-test-imex-a4x.yaml: eth2..eth5 on rdma-0..rdma-3). Its Networks carry an
+    # `a4x-` prefix: Network names are cluster-wide and RDMA's `gvnic-1`, `rdma-0..` are taken.
+    GpuDirectFlavor.RDMA_A4X: FlavorSpec(
+        GpuDirectFlavor.RDMA_A4X,
+        (
+            ExtraNic("a4x-gvnic-1", "a4x-gvnic-1", "a4x-gvnic-1", "eth1", "NetDevice", 21),
+            *(
+                ExtraNic(f"a4x-rdma-{i}", A4X_ROCE_VPC_SUFFIX, f"a4x-rdma-{i}", f"eth{i + 2}", "RDMA", 22 + i)
+                for i in range(4)
+            ),
+        ),
+        8896,
+        ("nvidia-gb200",),
+        arch="arm64",
+    ),
 }
 
 # Machine type -> flavour. Only 8-GPU A3/A4 shapes have GPU NICs: a3-highgpu-1g/2g/4g have a single
@@ -107,14 +151,16 @@ MACHINE_FLAVORS: dict[str, GpuDirectFlavor] = {
     "a3-megagpu-8g": GpuDirectFlavor.TCPXO,
     "a3-ultragpu-8g": GpuDirectFlavor.RDMA,
     "a4-highgpu-8g": GpuDirectFlavor.RDMA,
+    "a4x-highgpu-4g": GpuDirectFlavor.RDMA_A4X,
 }
 # Machine types with GPU NICs that this program does not wire, and why (the pool rules say so).
 UNSUPPORTED_MACHINES: dict[str, str] = {
-    "a4x-highgpu-4g": (
-        "A4X (GB200) takes GPUDirect-RDMA through GKE's managed DRANET (accelerator network profile "
-        "'auto', a ResourceClaim per Pod, GKE 1.34.1-gke.1829001+) and its multi-node NVLink domain "
-        "through the NVIDIA DRA driver's ComputeDomain, neither of which gke-gpu installs yet; see "
-        "cluster-toolkit's examples/gke-a4x"
+    "a4x-maxgpu-4g-metal": (
+        "A4X Max (GB300, bare metal) reaches its RDMA NICs through DRANET on networks GKE's "
+        "accelerator network profile does not create: cluster-toolkit's examples/gke-a4x-max-bm "
+        "attaches an IDPF VPC and a RoCE VPC with network profile '<zone>-vpc-roce-metal', labels the "
+        "nodes for the DRANET driver, sets 2 MiB huge pages and installs ASAPD-lite, none of which "
+        "gke-gpu wires yet"
     ),
 }
 # Not in Google's NIC table as clearly as A3 High (the reference marks its layout UNVERIFIED).
@@ -127,8 +173,28 @@ SLOTS = 32
 MAX_GPUDIRECT_PREFIX = 16
 
 
+# DRANET (gpudirectNetworking: dranet): GKE's managed DRANET, on the machines whose GPU NICs are
+# MRDMA (DeviceClass mrdma.google.com). Sources: GKE "Allocate network resources by using GKE managed
+# DRANET" (DeviceClasses mrdma.google.com and netdev.google.com installed from 1.34.1-gke.1829001;
+# the networking-dra-driver DaemonSet runs on GPU/TPU nodes with DRANET enabled); cluster-toolkit
+# v1.95.0 modules/compute/gke-node-pool (main.tf: accelerator_network_profile "auto", the node label,
+# Dataplane V2 required; gpu_direct.tf: dranet_min_version; resource-claim-template.yaml.tftpl).
+DRANET_FLAVORS = frozenset({GpuDirectFlavor.RDMA, GpuDirectFlavor.RDMA_A4X})
+DRANET_MIN_VERSION = "1.34.1-gke.1829001"
+DRANET_NETWORK_PROFILE = "auto"
+DRANET_NODE_LABEL = "cloud.google.com/gke-networking-dra-driver"
+DRANET_DEVICE_CLASS = "mrdma.google.com"
+# cluster-toolkit's name for the claim template, applied in the namespace of the Pods that use it.
+DRANET_CLAIM_TEMPLATE = "default-rdma"
+
+
 def flavor_of(machine_type: str | None) -> GpuDirectFlavor | None:
     return MACHINE_FLAVORS.get(machine_type or "")
+
+
+def max_name_suffix() -> int:
+    """The longest `-<suffix>` the VPCs and subnets append to the stack's prefix."""
+    return max(len(f"-{nic.subnet_suffix}") for spec in FLAVORS.values() for nic in spec.nics)
 
 
 def subnet_range(cidr: str, nic: ExtraNic) -> str:

@@ -24,6 +24,9 @@ TCPXO_PLUGIN = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudi
 TCPXO_RXDM = "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.21"
 # gpudirect-rdma/nccl-rdma-installer.yaml (gIB: no per-Pod daemon)
 GIB_PLUGIN = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.1"
+# gpudirect-rdma/nccl-rdma-installer-a4x.yaml: gIB's arm64 build for A4X's Grace hosts (its own tag
+# line: v1.1.0 at the pinned commit; cluster-toolkit v1.95.0 examples/gke-a4x installs the same).
+GIB_PLUGIN_ARM64 = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-arm64:v1.1.0"
 # nri_device_injector/nri-device-injector.yaml (pinned by digest there)
 NRI_DEVICE_INJECTOR = (
     "gcr.io/gke-release/nri-device-injector"

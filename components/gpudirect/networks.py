@@ -16,14 +16,14 @@ from ..network.vpc import flow_log_config
 from .flavors import (
     DEFAULT_GPUDIRECT_CIDR,
     FLAVORS,
-    ROCE_VPC_SUFFIX,
     GpuDirectFlavor,
     gpudirect_range_problems,
+    max_name_suffix,
     subnet_range,
 )
 
-# The longest name suffix (`-tcpxo-8`) leaves the prefix this much of Compute Engine's 63 characters.
-MAX_PREFIX = 63 - len("-tcpxo-8")
+# The longest name suffix (`-a4x-gvnic-1`) leaves the prefix this much of Compute Engine's 63 characters.
+MAX_PREFIX = 63 - max_name_suffix()
 # Google's RDMA guide: the RoCE VPC takes the zonal network profile `<zone>-vpc-roce`.
 ROCE_PROFILE = "projects/{project}/global/networkProfiles/{zone}-vpc-roce"
 
@@ -39,9 +39,10 @@ class GpuDirectNetworksArgs(TypedDict):
     """Prefix of the VPC and subnet names (the cluster's name): `<prefix>-tcpxo-1`, `<prefix>-rdma`."""
     flavor: GpuDirectFlavor
     """The machines' GPUDirect flavour (TCPX: 4 gVNIC VPCs; TCPXO: 8; RDMA: 1 gVNIC VPC and a RoCE VPC
-    with 8 subnets)."""
+    with 8 subnets; RDMA-A4X: 1 gVNIC VPC and a RoCE VPC with 4 subnets)."""
     zone: NotRequired[str]
-    """RDMA only, and required there: the zone of the RoCE VPC's network profile, the GPU pool's zone."""
+    """RDMA and RDMA-A4X only, and required there: the zone of the RoCE VPC's network profile, the GPU
+    pool's zone."""
     cidr: NotRequired[str]
     """The range every GPUDirect subnet of the cluster is carved from (a /16 or larger, 32 fixed slots,
     one per NIC of each flavour, so flavours never renumber each other). It must not overlap the
@@ -70,17 +71,21 @@ def _rules(spec: _GpuDirectNetworksSpec) -> list[str]:
     problems = gpudirect_range_problems(
         spec.cidr, [(f"cluster_ranges[{i}]", r) for i, r in enumerate(spec.cluster_ranges)], "cidr"
     )
-    if spec.flavor == GpuDirectFlavor.RDMA:
+    if FLAVORS[GpuDirectFlavor(spec.flavor)].roce:
         if spec.zone is None:
             problems.append(
-                Problem("zone", "required with flavor RDMA: the RoCE VPC's network profile is zonal")
+                Problem(
+                    "zone", f"required with flavor {spec.flavor}: the RoCE VPC's network profile is zonal"
+                )
             )
         elif not ZONE_PATTERN.fullmatch(spec.zone):
             problems.append(Problem("zone", f"{cut(spec.zone)} is not a zone name (e.g. us-central1-a)"))
         elif isinstance(spec.region, str) and not spec.zone.startswith(f"{spec.region}-"):
             problems.append(Problem("zone", f"{spec.zone} is not in region {spec.region}"))
     elif spec.zone is not None:
-        problems.append(Problem("zone", f"only allowed with flavor RDMA (flavor is {spec.flavor})"))
+        problems.append(
+            Problem("zone", f"only allowed with flavor RDMA or RDMA-A4X (flavor is {spec.flavor})")
+        )
     return problems
 
 
@@ -91,6 +96,7 @@ class GpuDirectNetworks(GkeGpuComponent[_GpuDirectNetworksSpec]):
     * TCPX: 4 gVNIC VPCs, one subnet each, MTU 8244; TCPXO: 8 of them.
     * RDMA: 1 gVNIC VPC with one subnet and 1 RoCE VPC (network profile `<zone>-vpc-roce`) with 8
       subnets, MTU 8896. A RoCE VPC only takes the MRDMA NICs of A3 Ultra, A4 and A4X in its zone.
+    * RDMA-A4X: the same with 4 RoCE subnets (`<prefix>-a4x-gvnic-1`, `<prefix>-a4x-rdma`).
 
     No Cloud NAT and no routes: the NICs carry GPU traffic between nodes only. The gVNIC subnets have
     Private Google Access and sampled flow logs, as the cluster's own subnet. Firewall rules allow
@@ -129,7 +135,7 @@ class GpuDirectNetworks(GkeGpuComponent[_GpuDirectNetworksSpec]):
 
         vpcs: dict[str, compute.Network] = {}
         for suffix in flavor.vpc_suffixes:
-            roce = suffix == ROCE_VPC_SUFFIX
+            roce = flavor.is_roce_vpc(suffix)
             vpcs[suffix] = compute.Network(
                 f"{name}-{suffix}",
                 name=f"{prefix}-{suffix}",
@@ -151,7 +157,7 @@ class GpuDirectNetworks(GkeGpuComponent[_GpuDirectNetworksSpec]):
         ranges: list[str] = []
         for nic in flavor.nics:
             ranges.append(subnet_range(spec.cidr, nic))
-            roce = nic.vpc_suffix == ROCE_VPC_SUFFIX
+            roce = nic.device_mode == "RDMA"
             subnets.append(
                 compute.Subnetwork(
                     f"{name}-{nic.subnet_suffix}",
@@ -168,7 +174,7 @@ class GpuDirectNetworks(GkeGpuComponent[_GpuDirectNetworksSpec]):
                 )
             )
         for suffix, vpc in vpcs.items():
-            if suffix == ROCE_VPC_SUFFIX:
+            if flavor.is_roce_vpc(suffix):
                 continue
             own = [r for nic, r in zip(flavor.nics, ranges, strict=True) if nic.vpc_suffix == suffix]
             compute.Firewall(

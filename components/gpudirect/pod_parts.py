@@ -34,7 +34,12 @@ GIB_DIR = "/usr/local/gib"
 SHM_VOLUME = "nccl-shm"
 # /dev/shm sizes Google's test Pods use (TCPXO 1Gi, RDMA 250Gi; TCPX's has none, it gets TCPXO's).
 # A memory-backed emptyDir: what NCCL writes there counts against the Pod's memory.
-SHM_SIZE = {GpuDirectFlavor.TCPX: "1Gi", GpuDirectFlavor.TCPXO: "1Gi", GpuDirectFlavor.RDMA: "250Gi"}
+SHM_SIZE = {
+    GpuDirectFlavor.TCPX: "1Gi",
+    GpuDirectFlavor.TCPXO: "1Gi",
+    GpuDirectFlavor.RDMA: "250Gi",
+    GpuDirectFlavor.RDMA_A4X: "250Gi",
+}
 PLAIN_TCP_SHM_SIZE = "1Gi"
 RXDM_CONTAINER = {GpuDirectFlavor.TCPX: "tcpx-daemon", GpuDirectFlavor.TCPXO: "tcpxo-daemon"}
 # The RxDM's GPU devices, injected by the NRI device injector (it needs no nvidia.com/gpu request).
@@ -198,7 +203,7 @@ def gpudirect_pod_parts(
     security: dict[str, Any] = dict(_WORKLOAD_SECURITY)
     init_containers: list[dict[str, Any]] = []
     nccl_setup = ""
-    if flavor is GpuDirectFlavor.RDMA:
+    if flavor in (GpuDirectFlavor.RDMA, GpuDirectFlavor.RDMA_A4X):  # gIB, x86 or Arm
         volumes = [_host("nccl-nvidia", NVIDIA_HOST_DIR), _host("nccl-gib", GIB_HOST_DIR), shm]
         mounts = [
             _mount("nccl-nvidia", "/usr/local/nvidia", read_only=True),

@@ -9,6 +9,7 @@ the facts taken from them):
 * gpudirect-tcpx/nccl-tcpx-installer.yaml (last changed 22f1e653, 2024-06-12)
 * gpudirect-tcpxo/nccl-tcpxo-installer.yaml (685dca25, 2026-01-09)
 * gpudirect-rdma/nccl-rdma-installer.yaml (2da1c92f, 2026-05-06)
+* gpudirect-rdma/nccl-rdma-installer-a4x.yaml (2da1c92f, 2026-05-06; A4X's Arm hosts)
 * nri_device_injector/nri-device-injector.yaml (3491157a, 2026-05-29)
 * gpudirect-tcpx/nccl-test-latest.yaml, gpudirect-tcpxo/nccl-test-latest.yaml and
   gpudirect-tcpxo/README.md (the RxDM images, used by pod_parts.py); the images and host paths
@@ -35,12 +36,13 @@ from ..core.k8s import (
 )
 from ..core.validation import ArgsModel
 from ..gpu.pool_args import NodeNetwork, node_network_at
-from ..gpu.scheduling import ACCELERATOR_LABEL
-from .flavors import FLAVORS, GpuDirectFlavor
+from ..gpu.scheduling import ACCELERATOR_LABEL, ARCH_LABEL
+from .flavors import FLAVORS, FlavorSpec, GpuDirectFlavor
 from .images import (
     APERTURE_DEVICES,
     GIB_HOST_DIR,
     GIB_PLUGIN,
+    GIB_PLUGIN_ARM64,
     NRI_DEVICE_INJECTOR,
     NVIDIA_LIB64_HOST,
     PAUSE,
@@ -79,6 +81,8 @@ class _Installer:
     script: str
     nri_injector: bool
     pre_install: str | None = None
+    # The DaemonSet's name where it differs from the installer container's (`name`).
+    daemon_set: str | None = None
 
 
 # TCPX/TCPXO installers: install the plugin and NCCL under the host's /var/lib, then copy them into
@@ -144,6 +148,15 @@ INSTALLERS: dict[GpuDirectFlavor, _Installer] = {
     GpuDirectFlavor.RDMA: _Installer(
         "nccl-rdma-installer", GIB_PLUGIN, _GIB_DIRS, _GIB_SCRIPT, nri_injector=False
     ),
+    # Google names this DaemonSet nccl-rdma-installer too; renamed so that both run in one kube-system.
+    GpuDirectFlavor.RDMA_A4X: _Installer(
+        "nccl-rdma-installer",
+        GIB_PLUGIN_ARM64,
+        _GIB_DIRS,
+        _GIB_SCRIPT,
+        nri_injector=False,
+        daemon_set="nccl-rdma-a4x-installer",
+    ),
 }
 
 
@@ -152,9 +165,11 @@ class GpuDirectSoftwareArgs(TypedDict):
 
     flavor: GpuDirectFlavor
     """The flavour: TCPX (A3 High), TCPXO (A3 Mega) or RDMA (A3 Ultra, A4)."""
-    node_networks: pulumi.Input[list[NodeNetwork]]
+    node_networks: NotRequired[pulumi.Input[list[NodeNetwork]]]
     """The VPC and subnet names of each extra NIC, in the flavour's NIC order (TCPX 4, TCPXO 8, RDMA 9:
-    the gVNIC one first, then the 8 RDMA subnets of the RoCE VPC): GpuDirectNetworks' `node_networks`."""
+    the gVNIC one first, then the 8 RDMA subnets of the RoCE VPC): GpuDirectNetworks' `node_networks`.
+    Left out where every pool of the flavour is on GKE's DRANET (GKE creates those networks): then no
+    GKENetworkParamSet or Network is declared. Defaults to none."""
     tolerations: NotRequired[list[Toleration]]
     """Checked and accepted for compatibility, but no longer needed: the installers tolerate every
     taint (`operator: Exists`, as Google's manifests), so a pool's own taints never keep them off its
@@ -168,7 +183,7 @@ class GpuDirectSoftwareArgs(TypedDict):
 
 class _GpuDirectSoftwareSpec(ArgsModel):
     flavor: enum_values(GpuDirectFlavor)  # type: ignore[valid-type]
-    node_networks: NodeNetworks
+    node_networks: NodeNetworks | None = None
     tolerations: list[TolerationSpec] = Field(default_factory=list, max_length=64)
     node_pools: Annotated[list[K8sName], Field(min_length=1, max_length=64)] | None = None
 
@@ -229,8 +244,10 @@ class GpuDirectSoftware(GkeGpuComponent[_GpuDirectSoftwareSpec]):
         flavor_spec = FLAVORS[flavor]
         child = pulumi.ResourceOptions(parent=self)
         labels = app_labels(f"gpudirect-{flavor.lower()}", component="network")
-        networks = args["node_networks"]
-        for index, nic in enumerate(flavor_spec.nics):
+        networks = args.get("node_networks")
+        nics = flavor_spec.nics if networks is not None else ()
+        for index, nic in enumerate(nics):
+            assert networks is not None
             params = k8s.apiextensions.CustomResource(
                 f"{name}-{nic.network_name}-params",
                 api_version=NETWORK_API,
@@ -261,12 +278,20 @@ class GpuDirectSoftware(GkeGpuComponent[_GpuDirectSoftwareSpec]):
         # Every taint is tolerated already: `spec.tolerations` adds nothing to it.
         tolerations = [k8s.core.v1.TolerationArgs(**t) for t in NODE_TOLERATIONS]  # type: ignore[arg-type]
         installer = INSTALLERS[flavor]
-        self._daemon_set(f"{name}-installer", installer.name, flavor, tolerations, installer=installer)
+        self._daemon_set(
+            f"{name}-installer",
+            installer.daemon_set or installer.name,
+            flavor,
+            tolerations,
+            installer=installer,
+        )
         if installer.nri_injector:
             self._daemon_set(
                 f"{name}-device-injector", f"nri-device-injector-{flavor.lower()}", flavor, tolerations
             )
-        self.network_names = pulumi.Output.from_input([nic.network_name for nic in flavor_spec.nics])
+        self.network_names = pulumi.Output.from_input(
+            [nic.network_name for nic in flavor_spec.nics] if networks is not None else []
+        )
         self.flavor = pulumi.Output.from_input(flavor.value)
         self.register_outputs({"networkNames": self.network_names, "flavor": self.flavor})
 
@@ -355,7 +380,7 @@ class GpuDirectSoftware(GkeGpuComponent[_GpuDirectSoftwareSpec]):
                     metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
                     spec=k8s.core.v1.PodSpecArgs(
                         priority_class_name="system-node-critical",
-                        affinity=_node_affinity(FLAVORS[flavor].accelerators, self._node_pools),
+                        affinity=_node_affinity(FLAVORS[flavor], self._node_pools),
                         tolerations=tolerations,
                         # Host network and host PID as in Google's manifests: TCPXO's pre-install
                         # step enters PID 1's namespaces; the install scripts and the injector (which
@@ -395,13 +420,18 @@ def _resources(
     )
 
 
-def _node_affinity(accelerators: tuple[str, ...], pools: list[str] | None) -> "k8s.core.v1.AffinityArgs":
-    """The flavour's accelerators and, when given, only these node pools (both must hold)."""
+def _node_affinity(flavor: FlavorSpec, pools: list[str] | None) -> "k8s.core.v1.AffinityArgs":
+    """The flavour's accelerators (and, off amd64, its architecture) and, when given, only these node
+    pools (all must hold)."""
     expressions = [
         k8s.core.v1.NodeSelectorRequirementArgs(
-            key=ACCELERATOR_LABEL, operator="In", values=list(accelerators)
+            key=ACCELERATOR_LABEL, operator="In", values=list(flavor.accelerators)
         )
     ]
+    if flavor.arch != "amd64":
+        expressions.append(
+            k8s.core.v1.NodeSelectorRequirementArgs(key=ARCH_LABEL, operator="In", values=[flavor.arch])
+        )
     if pools:
         expressions.append(
             k8s.core.v1.NodeSelectorRequirementArgs(key=NODEPOOL_LABEL, operator="In", values=list(pools))

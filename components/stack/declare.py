@@ -72,6 +72,7 @@ _STACK_KEYS_BY_NAME = {
     "GpuCapacityLadder": f"{NAMESPACE}:gpuPools",
     "ImageCacheAllowlist": f"{NAMESPACE}:gpuPools",
     "GpuDirectAdmission": f"{NAMESPACE}:gpuPools",
+    "DranetClaimTemplates": f"{NAMESPACE}:gpuPools",
     "InferenceService": f"{NAMESPACE}:serving",
     "CustomMetricsAdapter": f"{NAMESPACE}:serving",
     "HyperdiskMlTransferClass": f"{NAMESPACE}:serving",

@@ -8,7 +8,7 @@ from ..core.common import NAMESPACE, cut
 from ..dra.claims import is_rack
 from ..gpu.pool import GpuPool
 from ..gpu.rules import GpuPoolRules
-from ..gpudirect.flavors import DEFAULT_GPUDIRECT_CIDR, GpuDirectFlavor, gpudirect_range_problems
+from ..gpudirect.flavors import DEFAULT_GPUDIRECT_CIDR, FLAVORS, gpudirect_range_problems
 from ..network.model import NetworkConfig
 from .schema import RuleBase
 
@@ -87,13 +87,14 @@ class PoolRules(RuleBase):
         """The GPUDirect range (one per stack, every flavour's subnets in it) clear of the cluster's
         ranges, and one zone for every RDMA pool (the stack creates one zonal RoCE VPC)."""
         key = f"{NAMESPACE}:network.gpudirectCidr"
-        if not any(p.gpudirect for p in self.config.gpu_pools):
+        if not any(p.multi_network for p in self.config.gpu_pools):
             # A pool that failed its own checks may be the one with gpudirect: not judged then.
             if network.gpudirect_cidr is not None and not self.broken.any_pool():
                 self.problems.add(
                     key,
-                    f"{cut(network.gpudirect_cidr)} would be ignored: no GPU pool has gpudirect: true; "
-                    "remove it or turn GPUDirect on for a pool",
+                    f"{cut(network.gpudirect_cidr)} would be ignored: no GPU pool has gpudirect: true on "
+                    "multi-networking (GKE's DRANET makes its own networks); remove it or turn GPUDirect "
+                    "on for a pool",
                 )
             return network
         cidr = network.gpudirect_cidr or DEFAULT_GPUDIRECT_CIDR
@@ -118,21 +119,22 @@ class PoolRules(RuleBase):
                 "checked against it, so make sure none of them overlaps it"
             )
         resolved = {p.name: p for p in pools}
-        first_rdma: tuple[int, str] | None = None  # the first RDMA pool's index and zone
+        # Per RDMA flavour (each has its own RoCE VPC), its first pool's index and zone.
+        firsts: dict[str, tuple[int, str]] = {}
         for i, written in self.indexed_pools():
             pool = resolved.get(written.name)
-            if pool is None or pool.gpudirect_flavor != GpuDirectFlavor.RDMA:
+            flavor = pool.gpudirect_flavor if pool is not None else None
+            if pool is None or flavor is None or not FLAVORS[flavor].roce or not pool.multi_network:
                 continue
             if len(pool.zones or []) != 1:
                 continue  # reported by the pool's own rules
             zone = (pool.zones or [""])[0]
-            if first_rdma is None:
-                first_rdma = (i, zone)
-            elif zone != first_rdma[1]:
+            first_rdma = firsts.setdefault(flavor, (i, zone))
+            if zone != first_rdma[1]:
                 self.problems.add(
                     f"{NAMESPACE}:gpuPools[{i}].zones",
                     f"{[zone]} differs from gpuPools[{first_rdma[0]}]'s zone {first_rdma[1]}: this program "
-                    "creates one RoCE VPC per stack, and its network profile is zonal; put the stack's RDMA "
-                    "pools in one zone, or those of another zone in a stack of their own",
+                    f"creates one RoCE VPC per stack for {flavor}, and its network profile is zonal; put the "
+                    f"stack's {flavor} pools in one zone, or those of another zone in a stack of their own",
                 )
         return network.model_copy(update={"gpudirect_cidr": cidr})

@@ -28,6 +28,7 @@ from .program_batch import batch_queues, gpudirect_namespaces, nccl_allreduce_te
 from .program_cluster import gke_cluster
 from .program_dra import dra_driver
 from .program_gpudirect import (
+    dranet_claim_templates,
     gpudirect_admission,
     gpudirect_networks,
     gpudirect_output,
@@ -113,7 +114,9 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
                 location=settings.cluster.location,
                 cluster_name=cluster.cluster_name,
                 node_service_account_email=cluster.node_service_account_email,
-                additional_node_networks=networks[flavor].node_networks if flavor is not None else None,
+                additional_node_networks=(
+                    networks[flavor].node_networks if flavor is not None and pool.multi_network else None
+                ),
             )
             pools[pool.name] = declare(GpuNodePool, f"gpu-{pool.name}", args)
         elif pool.on_demand_fallback:
@@ -162,6 +165,7 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
                 settings, cluster.provider, [queues, *software, *guards, *([driver] if driver else [])]
             )
         )
+        dranet_claim_templates(settings, cluster.provider, [queues])
     served = serving(
         settings,
         settings.cluster.name or "",

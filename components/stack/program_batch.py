@@ -241,6 +241,8 @@ def nccl_allreduce_tests(
             args["max_nodes"] = pool.max_nodes
         if flavor is not None:
             args["gpudirect"] = flavor
+            if pool.dranet:
+                args["gpudirect_networking"] = "dranet"
         if is_rack(pool.accelerator):
             # The cluster's NvidiaDraDriver has ComputeDomains on (stack/program_dra.py).
             args["compute_domain"] = True

@@ -10,7 +10,7 @@ from ..cluster.args import GkeClusterArgs, KubeconfigEndpoint, Maintenance, Rele
 from ..cluster.gke_cluster import GkeCluster
 from ..network.vpc import GkeNetwork
 from .declare import declare
-from .program_gpudirect import stack_flavors
+from .program_gpudirect import multi_network_flavors
 from .program_serving import needs_gateway_api, needs_gcs_fuse
 from .settings import Settings
 
@@ -85,7 +85,7 @@ def gke_cluster(settings: Settings) -> tuple[GkeCluster, GkeNetwork | None]:
     if not cluster.autopilot:
         # Standard only: the config refuses both on Autopilot.
         args["intranode_visibility"] = cluster.intranode_visibility
-        if stack_flavors(settings):
+        if multi_network_flavors(settings):
             args["multi_networking"] = True
         if needs_gcs_fuse(settings):
             args["gcs_fuse_csi_driver"] = True

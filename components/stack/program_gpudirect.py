@@ -8,10 +8,13 @@ import pulumi
 from ..gpu.pool import GpuPool
 from ..gpudirect.admission import GpuDirectAdmission, GpuDirectAdmissionArgs
 from ..gpudirect.admission_cel import flavors_with_injector
-from ..gpudirect.flavors import FLAVORS, GpuDirectFlavor
+from ..gpudirect.dranet import DranetClaimTemplates, dranet_pod_parts
+from ..gpudirect.flavors import DRANET_CLAIM_TEMPLATE, FLAVORS, GpuDirectFlavor
 from ..gpudirect.networks import GpuDirectNetworks, GpuDirectNetworksArgs
 from ..gpudirect.pod_parts import gpudirect_pod_parts
 from ..gpudirect.software import GpuDirectSoftware, GpuDirectSoftwareArgs
+from ..workloads.batch_teams import DEFAULT_TEAM
+from ..workloads.team_namespaces import gpudirect_namespace
 from .declare import declare
 from .settings import Settings
 
@@ -26,11 +29,25 @@ def stack_flavors(settings: Settings) -> dict[GpuDirectFlavor, list[GpuPool]]:
     return flavors
 
 
+def multi_network_flavors(settings: Settings) -> dict[GpuDirectFlavor, list[GpuPool]]:
+    """`stack_flavors` for the pools on multi-networking (DRANET pools get GKE's own networks)."""
+    flavors = {
+        flavor: [pool for pool in pools if pool.multi_network]
+        for flavor, pools in stack_flavors(settings).items()
+    }
+    return {flavor: pools for flavor, pools in flavors.items() if pools}
+
+
+def dranet_pools(settings: Settings) -> list[GpuPool]:
+    """The pools whose Pods claim their GPU NICs through GKE's managed DRANET."""
+    return [pool for pool in settings.gpu_pools if pool.dranet]
+
+
 def gpudirect_networks(settings: Settings) -> dict[GpuDirectFlavor, GpuDirectNetworks]:
-    """One GpuDirectNetworks per flavour: the VPCs every pool of that flavour attaches to."""
+    """One GpuDirectNetworks per flavour on multi-networking: the VPCs every such pool attaches to."""
     network = settings.network
     declared: dict[GpuDirectFlavor, GpuDirectNetworks] = {}
-    for flavor, pools in stack_flavors(settings).items():
+    for flavor, pools in multi_network_flavors(settings).items():
         assert network is not None and network.gpudirect_cidr, "the stack rules resolve the range"
         assert settings.cluster.name is not None, "the cluster rules resolve the name"
         args: GpuDirectNetworksArgs = {
@@ -46,7 +63,7 @@ def gpudirect_networks(settings: Settings) -> dict[GpuDirectFlavor, GpuDirectNet
             args["cluster_ranges"] = [
                 r for r in (network.subnet_cidr, network.pods_cidr, network.services_cidr) if r
             ]
-        if flavor == GpuDirectFlavor.RDMA:
+        if FLAVORS[flavor].roce:
             # The stack rules put every RDMA pool in one zone.
             args["zone"] = (pools[0].zones or [""])[0]
         declared[flavor] = declare(GpuDirectNetworks, f"gpudirect-{flavor.lower()}", args)
@@ -58,17 +75,18 @@ def gpudirect_software(
     networks: dict[GpuDirectFlavor, GpuDirectNetworks],
     kubernetes: pulumi.ResourceOptions,
 ) -> list[GpuDirectSoftware]:
-    """Per flavour, its Networks and node software in the cluster (the installers tolerate every
-    taint, as Google's manifests)."""
+    """Per flavour, its Networks (multi-networking pools only) and node software in the cluster (the
+    installers tolerate every taint, as Google's manifests; DRANET pools need gIB too)."""
     declared: list[GpuDirectSoftware] = []
     for flavor, pools in stack_flavors(settings).items():
         args: GpuDirectSoftwareArgs = {
             "flavor": flavor,
-            "node_networks": networks[flavor].node_networks,
             # Only the pools that asked for GPUDirect: another pool of the same accelerator keeps its
             # nodes as they are.
             "node_pools": [pool.name for pool in pools],
         }
+        if flavor in networks:
+            args["node_networks"] = networks[flavor].node_networks
         declared.append(
             declare(GpuDirectSoftware, f"gpudirect-{flavor.lower()}-software", args, opts=kubernetes)
         )
@@ -98,18 +116,50 @@ def gpudirect_admission(
 def gpudirect_output(settings: Settings) -> dict[str, Any]:
     """Stack output `gpudirect`: per flavour, its pools, its Networks and the Pod pieces a workload
     copies into its own JobSet (gpudirect/pod_parts.py, the same the nccl-allreduce sample uses)."""
-    return {
-        str(flavor): {
-            "pools": [pool.name for pool in pools],
-            "networks": [nic.network_name for nic in FLAVORS[flavor].nics],
-            "pod": gpudirect_pod_parts(flavor),
-        }
-        for flavor, pools in stack_flavors(settings).items()
-    }
+    output: dict[str, Any] = {}
+    for flavor, pools in stack_flavors(settings).items():
+        entry: dict[str, Any] = {"pools": [pool.name for pool in pools]}
+        if any(pool.multi_network for pool in pools):
+            entry["networks"] = [nic.network_name for nic in FLAVORS[flavor].nics]
+            entry["pod"] = gpudirect_pod_parts(flavor)
+        if any(pool.dranet for pool in pools):
+            # For the DRANET pools: the claim instead of the annotations (gpudirect/dranet.py).
+            entry["dranetPod"] = dranet_pod_parts(flavor)
+        output[str(flavor)] = entry
+    return output
 
 
 def pool_gpudirect_summary(pool: GpuPool) -> dict[str, Any] | None:
     flavor = pool.gpudirect_flavor
     if flavor is None:
         return None
-    return {"flavor": str(flavor), "networks": [nic.network_name for nic in FLAVORS[flavor].nics]}
+    if pool.dranet:
+        return {"flavor": str(flavor), "networking": "dranet", "claimTemplate": DRANET_CLAIM_TEMPLATE}
+    return {
+        "flavor": str(flavor),
+        "networking": "multiNetwork",
+        "networks": [nic.network_name for nic in FLAVORS[flavor].nics],
+    }
+
+
+def dranet_claim_templates(
+    settings: Settings, provider: pulumi.ProviderResource, depends_on: list[pulumi.Resource]
+) -> DranetClaimTemplates | None:
+    """The ResourceClaimTemplate `default-rdma` in each team's GPUDirect namespace whose pools include
+    a DRANET pool (the all-reduce declares its own): where the teams' JobSets on those pools claim the
+    RDMA NICs. After the team namespaces (`depends_on`)."""
+    dranet = {pool.name for pool in dranet_pools(settings)}
+    if not dranet or not settings.batch.kueue:
+        return None
+    teams = [(team.name, set(team.pools)) for team in settings.batch.teams] or [
+        (DEFAULT_TEAM, {pool.name for pool in settings.gpu_pools})
+    ]
+    namespaces = [gpudirect_namespace(name) for name, pools in teams if pools & dranet]
+    if not namespaces:
+        return None
+    return declare(
+        DranetClaimTemplates,
+        "gpudirect-dranet",
+        {"namespaces": namespaces},
+        opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
+    )

@@ -12,7 +12,6 @@ from ..core.common import GPU_RESOURCE
 from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.data import SCRIPTS_DIR
 from ..core.k8s import (
-    BASELINE_CAPABILITIES,
     GKE_DRIVER_MOUNT,
     NONROOT_ID,
     SCRIPT_HASH_ANNOTATION,
@@ -20,6 +19,7 @@ from ..core.k8s import (
     app_labels,
     dns_egress_rule,
     image_version,
+    pod_security_level,
     selector_labels,
 )
 from ..dra.claims import (
@@ -30,6 +30,7 @@ from ..dra.claims import (
     compute_domain_spec,
 )
 from ..gpu.scheduling import QUEUED_TAINT_KEY, QUEUED_TOLERATION
+from ..gpudirect.dranet import DranetClaimTemplates, dranet_pod_parts
 from ..gpudirect.pod_parts import gpudirect_pod_parts, plain_tcp_pod_parts
 from .batch_queues import KUEUE_API
 from .batch_teams import PREFERRED_TOPOLOGY_ANNOTATION, PREFERRED_TOPOLOGY_LEVEL
@@ -149,6 +150,9 @@ class NcclAllReduce(GkeGpuComponent[NcclAllReduceSpec]):
             opts=child,
         )
         in_namespace = pulumi.ResourceOptions(parent=self, depends_on=[self.namespace_object])
+        if spec.dranet:
+            # The template the Pods' claims are made from, in the test's own namespace.
+            DranetClaimTemplates(f"{name}-dranet", {"namespaces": [spec.namespace]}, opts=in_namespace)
         self.local_queue = k8s.apiextensions.CustomResource(
             f"{name}-local-queue",
             api_version=KUEUE_API,
@@ -239,6 +243,8 @@ class NcclAllReduce(GkeGpuComponent[NcclAllReduceSpec]):
 
 def pod_parts(spec: NcclAllReduceSpec) -> dict[str, Any]:
     """The flavour's Pod pieces (gpudirect/pod_parts.py), or the plain-TCP ones."""
+    if spec.gpudirect and spec.dranet:
+        return dranet_pod_parts(spec.gpudirect, container=CONTAINER)
     if spec.gpudirect:
         return gpudirect_pod_parts(spec.gpudirect, container=CONTAINER)
     return plain_tcp_pod_parts()
@@ -337,8 +343,10 @@ def main_container(
     )
     security = {**parts["securityContext"], "seccompProfile": dict(RUNTIME_DEFAULT)}
     resources: dict[str, Any] = main_resources(spec)
-    if spec.compute_domain:
-        resources["claims"] = channel_claims(jobset)[1]
+    # The container names the Pod's claims: the rack's ComputeDomain channel, DRANET's RDMA NICs.
+    claims = [*(channel_claims(jobset)[1] if spec.compute_domain else []), *parts.get("claims", [])]
+    if claims:
+        resources["claims"] = claims
     return {
         "name": CONTAINER,
         "image": runner.image,
@@ -380,8 +388,13 @@ def nccl_pod_spec(spec: NcclAllReduceSpec, parts: dict[str, Any], floor: Bandwid
             },
         ],
     }
-    if spec.compute_domain:
-        pod["resourceClaims"] = channel_claims(jobset)[0]
+    # A rack's ComputeDomain channel (dra/claims.py) and DRANET's RDMA NICs (gpudirect/dranet.py).
+    resource_claims = [
+        *(channel_claims(jobset)[0] if spec.compute_domain else []),
+        *parts.get("resourceClaims", []),
+    ]
+    if resource_claims:
+        pod["resourceClaims"] = resource_claims
     if not sidecars:
         # Pod-wide RuntimeDefault where no RxDM sidecar runs (its seccomp needs are not documented:
         # Google's manifests leave it unconfined, so it keeps what gpudirect/pod_parts.py gives it).
@@ -477,23 +490,3 @@ def network_policy_spec(peers: dict[str, str]) -> "k8s.networking.v1.NetworkPoli
             dns_egress_rule(),
         ],
     )
-
-
-def pod_security_level(pod: dict[str, Any]) -> tuple[str, list[str]]:
-    """The least Pod Security level a Pod spec passes ('baseline' or 'privileged'; these Pods run as
-    root, so never 'restricted'), and why it is not lower."""
-    reasons: list[str] = []
-    for volume in pod.get("volumes", []):
-        if "hostPath" in volume:
-            reasons.append(f"hostPath {volume['hostPath']['path']}")
-    for key in ("hostNetwork", "hostPID", "hostIPC"):
-        if pod.get(key):
-            reasons.append(key)
-    for container in [*pod.get("initContainers", []), *pod.get("containers", [])]:
-        security = container.get("securityContext") or {}
-        if security.get("privileged"):
-            reasons.append(f"{container['name']} privileged")
-        added = sorted(set((security.get("capabilities") or {}).get("add", [])) - set(BASELINE_CAPABILITIES))
-        if added:
-            reasons.append(f"{container['name']} adds {', '.join(added)}")
-    return ("privileged" if reasons else "baseline"), reasons

@@ -40,7 +40,7 @@ from ..core.k8s import Toleration, TolerationSpec, toleration_problems
 from ..core.model import DNS_LABEL
 from ..core.validation import ArgsModel
 from ..dra.claims import RACK_ACCELERATORS, is_rack
-from ..gpudirect.flavors import MACHINE_FLAVORS, GpuDirectFlavor
+from ..gpudirect.flavors import DRANET_FLAVORS, MACHINE_FLAVORS, GpuDirectFlavor, GpuDirectNetworking
 from ..gpudirect.images import TCPX_PLUGIN, TCPXO_PLUGIN
 
 # The JobSet is `nccl-<pool>`; a pool name has at most 40 characters (the pool rules'), so a Pod's
@@ -289,6 +289,10 @@ class NcclAllReduceArgs(TypedDict):
     gpudirect: NotRequired[GpuDirectFlavor]
     """The pool's GPUDirect flavour (it must be the machine type's). Defaults to none: NCCL over TCP
     sockets on the Pod network."""
+    gpudirect_networking: NotRequired[str]
+    """With gpudirect: 'multiNetwork' (the Networks' Pod annotations) or 'dranet' (the pool is on GKE's
+    DRANET: the Pods claim the RDMA NICs through the ResourceClaimTemplate `default-rdma`, which the
+    component declares in its namespace). Defaults to 'multiNetwork'."""
     cluster_queue: str
     """The Kueue ClusterQueue of the pool; the component makes a LocalQueue pointing at it."""
     namespace: NotRequired[str]
@@ -323,6 +327,7 @@ class NcclAllReduceSpec(ArgsModel):
     nodes: int = Field(2, ge=2, le=MAX_NODES_PER_POOL)
     max_nodes: int | None = Field(None, ge=1, le=MAX_NODES_PER_POOL)
     gpudirect: enum_values(GpuDirectFlavor) | None = None  # type: ignore[valid-type]
+    gpudirect_networking: enum_values(GpuDirectNetworking) | None = None  # type: ignore[valid-type]
     cluster_queue: K8sName
     namespace: Annotated[str, Field(max_length=63, pattern=DNS_LABEL)] = DEFAULT_NAMESPACE
     min_bus_bandwidth_gbps: float | None = Field(None, gt=0, le=10_000)
@@ -333,6 +338,11 @@ class NcclAllReduceSpec(ArgsModel):
     @property
     def transport(self) -> Transport:
         return Transport.MNNVL if self.compute_domain else transport_of(self.gpudirect)
+
+    @property
+    def dranet(self) -> bool:
+        """The Pods claim their RDMA NICs through GKE's DRANET."""
+        return self.gpudirect is not None and self.gpudirect_networking == GpuDirectNetworking.DRANET
 
 
 def machine_of(spec: NcclAllReduceSpec) -> tuple[Accelerator, MachineType]:
@@ -406,6 +416,14 @@ def nccl_rules(spec: NcclAllReduceSpec) -> list[str]:
                 "gpudirect",
                 f"{spec.gpudirect} does not match machine type {spec.machine_type}, whose flavour is {own}",
             )
+    if spec.gpudirect_networking is not None and spec.gpudirect is None:
+        problems.add("gpudirect_networking", f"{spec.gpudirect_networking} is only allowed with gpudirect")
+    elif spec.dranet and spec.gpudirect not in DRANET_FLAVORS:
+        problems.add(
+            "gpudirect_networking",
+            f"'dranet' is not allowed with gpudirect {spec.gpudirect}: DRANET claims RDMA NICs; allowed "
+            "with: " + listing(sorted(DRANET_FLAVORS)),
+        )
     for j, toleration in enumerate(spec.tolerations):
         problems.items += toleration_problems(f"tolerations[{j}]", toleration)
     return problems.items

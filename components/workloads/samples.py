@@ -33,6 +33,7 @@ from ..dra.claims import (
     gpu_claim_template_spec,
     pod_claim,
 )
+from ..gpu.scheduling import ARCH_LABEL
 from .samples_args import (
     GpuTargetSpec,
     SampleWorkloadsArgs,
@@ -73,7 +74,6 @@ PYTORCH_ENV = {
     "PYTHONDONTWRITEBYTECODE": "1",
     "PYTHONUNBUFFERED": "1",
 }
-ARCH_LABEL = "kubernetes.io/arch"
 # Images published for linux/amd64 only (pytorch/pytorch: issues 145716 and 157139). Where the target
 # does not fix the node's architecture (the GPU nodes of an existing cluster), their Pods select amd64.
 AMD64_ONLY_IMAGES = frozenset({images.PYTORCH, images.PYTORCH_BLACKWELL})

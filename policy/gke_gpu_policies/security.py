@@ -47,6 +47,7 @@ ACCEPTED_BY_TAG = [
     "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev",
     "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev",
     "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib",
+    "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-arm64",
     "ubuntu",
     "nvcr.io/nvidia/k8s/dcgm-exporter",
 ]
