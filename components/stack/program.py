@@ -24,7 +24,7 @@ from ..workloads.samples_args import GpuTarget, SampleKind, SampleWorkload, Targ
 from .config import ConfigError, GpuPool, Settings
 from .declare import Checked, checking_only, declare, declaring_checked
 from .pool_outputs import pool_summary
-from .program_batch import batch_queues, gpudirect_namespaces, nccl_allreduce_tests
+from .program_batch import batch_queues, gpudirect_namespaces, nccl_allreduce_tests, training_data
 from .program_cluster import gke_cluster
 from .program_gpudirect import (
     gpudirect_admission,
@@ -146,6 +146,7 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
     targets = {pool.name: gpu_target(pool, autopilot=autopilot) for pool in settings.gpu_pools}
     samples, samples_component = _samples(settings, targets, cluster.provider, list(pools.values()))
     batch: list[dict[str, Any]] = []
+    data: dict[str, Any] = {}
     if settings.batch.kueue:
         batch, queues = batch_queues(
             settings,
@@ -154,6 +155,7 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
             local_queue_namespace=SAMPLES_NAMESPACE if samples_component else None,
         )
         samples.update(nccl_allreduce_tests(settings, cluster.provider, [queues, *software, *guards]))
+        data = training_data(settings, cluster.provider, [queues])
     served = serving(
         settings,
         settings.cluster.name or "",
@@ -181,6 +183,7 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
         "sampleWorkloads": samples,
         "checks": _checks(settings),
         **({"batchQueues": batch} if settings.batch.kueue else {}),
+        **({"trainingData": data} if data else {}),
         **({"gpudirect": gpudirect_output(settings)} if software else {}),
         **({"serving": served} if served else {}),
     }
