@@ -74,7 +74,7 @@ def test_automatic_application_monitoring_is_left_to_gke_by_default() -> None:
 
 def test_our_model_server_scrape_stays_with_automatic_monitoring() -> None:
     """The autoscaler reads vLLM's queue from our PodMonitoring's series; GKE's automatic monitoring does
-    not document which of our workloads it would find (docs/monitoring.md): ours stays."""
+    not document which of our workloads it would find (docs/serving.md): ours stays."""
     result = render(served(autoMonitoring=True))
     monitors = result.of_type("kubernetes:monitoring.googleapis.com/v1:PodMonitoring")
     assert [m.inputs["metadata"]["namespace"] for m in monitors].count("serve-chat") == 1

@@ -164,7 +164,7 @@ class GkeClusterSettings(StackModel):
     # models (then performance: stack/program_cluster.py).
     hpa_profile: enum_values(HpaProfile) | None = None  # type: ignore[valid-type]
     # Managed Prometheus' automatic application monitoring (scope ALL on true, NONE on false). Unset:
-    # left to GKE (docs/monitoring.md, "Automatic application monitoring").
+    # left to GKE (docs/serving.md, "Automatic application monitoring").
     auto_monitoring: bool | None = None
 
 
