@@ -1,6 +1,6 @@
 """A team's training data (issue 28 item 6): buckets through the Cloud Storage FUSE CSI driver and
 existing Managed Lustre instances through GKE's Lustre CSI driver, each a PersistentVolume bound to
-one claim in the team's namespace, and the account its jobs reach the buckets as (Workload
+one claim in each of the team's namespaces, and the account its jobs reach the buckets as (Workload
 Identity, a role on each bucket only); the stack file's bad input."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from gke_gpu.core.validation import InvalidArgsError
 from gke_gpu.workloads.training_data import TrainingData, data_service_account_id
 from gke_gpu.workloads.training_data_rules import CHECKPOINT_MOUNT_OPTIONS, TRAINING_MOUNT_OPTIONS
-from tests.conftest import AUTOPILOT_CLUSTER, config_error, render, stack_config
+from tests.conftest import AUTOPILOT_CLUSTER, L4_POOL, config_error, render, stack_config
 from tests.kubernetes_schemas import validate
 from tests.test_teams import MEGA, TEAMS, ZONAL
 from tools.offline import RunResult, run_program
@@ -58,15 +58,23 @@ def volume_spec(result: RunResult, name: str) -> dict[str, Any]:
     return volume["spec"]
 
 
-def test_each_volume_is_bound_to_one_claim_in_the_team_namespace(rendered: RunResult) -> None:
-    claims = {r.inputs["metadata"]["name"]: r.inputs for r in rendered.of_type(PVC)}
-    assert sorted(claims) == ["checkpoints", "scratch", "training"]
-    for name, claim in claims.items():
-        assert claim["metadata"]["namespace"] == "research"
-        spec = volume_spec(rendered, f"research-{name}")
+def test_each_volume_is_bound_to_one_claim_in_each_team_namespace(rendered: RunResult) -> None:
+    claims = {
+        (r.inputs["metadata"]["namespace"], r.inputs["metadata"]["name"]): r.inputs
+        for r in rendered.of_type(PVC)
+    }
+    # The team is on a GPUDirect pool: its GPUDirect jobs run in gpudirect-research, and claims are
+    # namespaced, so that namespace gets its own claims (over the same bucket or instance).
+    assert sorted(claims) == [
+        (namespace, name)
+        for namespace in ("gpudirect-research", "research")
+        for name in ("checkpoints", "scratch", "training")
+    ]
+    for (namespace, name), claim in claims.items():
+        spec = volume_spec(rendered, f"{namespace}-{name}")
         # Pre-bound both ways, no StorageClass: no other claim takes the volume, nothing is provisioned.
-        assert spec["claimRef"] == {"namespace": "research", "name": name}
-        assert claim["spec"]["volumeName"] == f"research-{name}"
+        assert spec["claimRef"] == {"namespace": namespace, "name": name}
+        assert claim["spec"]["volumeName"] == f"{namespace}-{name}"
         assert spec["storageClassName"] == claim["spec"]["storageClassName"] == ""
         assert spec["capacity"]["storage"] == claim["spec"]["resources"]["requests"]["storage"]
         # Deleting the volume never deletes the data.
@@ -115,15 +123,27 @@ def test_jobs_reach_only_their_teams_buckets(rendered: RunResult) -> None:
         for r in rendered.of_type("gcp:projects/iAMMember:IAMMember")
         if "storage" in r.inputs["role"] and "data-" in r.name
     ]
-    identity = rendered.one("gcp:serviceaccount/iAMMember:IAMMember", "data-research-workload-identity")
-    assert identity.inputs["role"] == "roles/iam.workloadIdentityUser"
-    assert identity.inputs["member"] == "serviceAccount:test-project.svc.id.goog[research/training-data]"
-    ksa = rendered.one("kubernetes:core/v1:ServiceAccount", "data-research-service-account").inputs
-    assert ksa["metadata"]["namespace"] == "research" and ksa["metadata"]["name"] == "training-data"
-    assert "iam.gke.io/gcp-service-account" in ksa["metadata"]["annotations"]
+    members = {
+        r.inputs["member"]
+        for r in rendered.of_type("gcp:serviceaccount/iAMMember:IAMMember")
+        if r.name.startswith("data-research-workload-identity")
+        and r.inputs["role"] == "roles/iam.workloadIdentityUser"
+    }
+    assert members == {
+        "serviceAccount:test-project.svc.id.goog[research/training-data]",
+        "serviceAccount:test-project.svc.id.goog[gpudirect-research/training-data]",
+    }
+    accounts = [
+        r.inputs for r in rendered.of_type("kubernetes:core/v1:ServiceAccount") if r.name.startswith("data-")
+    ]
+    assert sorted(a["metadata"]["namespace"] for a in accounts) == ["gpudirect-research", "research"]
+    for ksa in accounts:
+        assert ksa["metadata"]["name"] == "training-data"
+        assert "iam.gke.io/gcp-service-account" in ksa["metadata"]["annotations"]
+        assert ksa["automountServiceAccountToken"] is False
     assert rendered.outputs["trainingData"] == {
         "research": {
-            "namespace": "research",
+            "namespaces": ["research", "gpudirect-research"],
             "claims": ["training", "checkpoints", "scratch"],
             "serviceAccount": "training-data",
         }
@@ -136,8 +156,10 @@ def test_a_team_without_data_gets_nothing(rendered: RunResult) -> None:
 
 def test_every_volume_and_claim_is_valid_against_kubernetes_schemas(rendered: RunResult) -> None:
     objects = [r.inputs for r in [*rendered.of_type(PV), *rendered.of_type(PVC)]]
-    objects.append(rendered.one("kubernetes:core/v1:ServiceAccount", "data-research-service-account").inputs)
-    assert len(objects) == 7
+    objects += [
+        r.inputs for r in rendered.of_type("kubernetes:core/v1:ServiceAccount") if r.name.startswith("data-")
+    ]
+    assert len(objects) == 14
     for obj in objects:
         validate(obj)
 
@@ -211,7 +233,7 @@ def test_the_component_refuses_bad_args_before_declaring_anything() -> None:
                 "project": "test-project",
                 "cluster_name": "gpu-test",
                 "team": "research",
-                "namespace": "research",
+                "namespaces": ["research", "research"],
                 "volumes": [
                     {"name": "x", "gcs": {"bucket": "has space"}},
                     {"name": "y"},
@@ -225,4 +247,13 @@ def test_the_component_refuses_bad_args_before_declaring_anything() -> None:
     problems = [str(p) for p in result.error.problems]
     assert any(p.startswith("volumes[0].gcs.bucket: 'has space' has ' '") for p in problems), problems
     assert any(p.startswith("volumes[1]: needs exactly one of gcs") for p in problems), problems
+    assert "namespaces: lists a namespace twice" in problems, problems
     assert not [r for r in result.resources if r.name.startswith("td")]
+
+
+def test_a_team_without_gpudirect_gets_claims_in_its_own_namespace_only() -> None:
+    team = {"name": "vision", "pools": {"l4": {"gpus": 1}}, "data": [DATA[0]]}
+    result = render(stack_config(cluster=ZONAL, gpuPools=[L4_POOL], batch={"kueue": True, "teams": [team]}))
+    claims = [(r.inputs["metadata"]["namespace"], r.inputs["metadata"]["name"]) for r in result.of_type(PVC)]
+    assert claims == [("vision", "training")]
+    assert result.outputs["trainingData"]["vision"]["namespaces"] == ["vision"]

@@ -78,6 +78,7 @@ def training_data(
     """Declare each team's training data (after its namespace: `depends_on`); return, per team, its
     claims and the service account its jobs use (stack output `trainingData`)."""
     summary: dict[str, Any] = {}
+    gpudirect = {p.name for p in settings.gpu_pools if p.gpudirect_flavor is not None}
     for team in settings.batch.teams if settings.batch.kueue else ():
         if not team.data:
             continue
@@ -85,7 +86,11 @@ def training_data(
             "project": settings.project or "",
             "cluster_name": settings.cluster.name or "",
             "team": team.name,
-            "namespace": team.namespace_name,
+            # A team on a GPUDirect pool runs its GPUDirect jobs in gpudirect-<team>: claims there too.
+            "namespaces": [
+                team.namespace_name,
+                *([gpudirect_namespace(team.name)] if gpudirect & set(team.pools) else []),
+            ],
             "volumes": [
                 cast("DataVolume", volume.model_dump(exclude_none=True, by_alias=False))
                 for volume in team.data
@@ -98,7 +103,7 @@ def training_data(
             opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
         )
         summary[team.name] = {
-            "namespace": team.namespace_name,
+            "namespaces": args["namespaces"],
             "claims": [v.name for v in team.data],
             "serviceAccount": DATA_SERVICE_ACCOUNT if any(v.gcs for v in team.data) else None,
         }

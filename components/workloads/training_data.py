@@ -84,8 +84,9 @@ class TrainingDataArgs(TypedDict):
     """The cluster's name: the service account's id is unique per cluster and team."""
     team: str
     """The team's name."""
-    namespace: str
-    """The team's namespace (it must exist)."""
+    namespaces: list[str]
+    """The team's namespaces (they must exist), each getting every claim and the service account: its
+    own and, on a GPUDirect pool, its GPUDirect one (`gpudirect-<team>`), where its GPUDirect jobs run."""
     volumes: list[DataVolume]
     """The team's volumes (1 to 10)."""
 
@@ -94,12 +95,14 @@ class _TrainingDataSpec(ArgsModel):
     project: ProjectId
     cluster_name: ClusterName
     team: TeamName
-    namespace: NamespaceName
+    namespaces: Annotated[list[NamespaceName], Field(min_length=1, max_length=2)]
     volumes: Annotated[list[TeamVolumeConfig], Field(min_length=1, max_length=MAX_VOLUMES)]
 
 
 def _data_rules(spec: _TrainingDataSpec) -> list[str]:
     problems = Problems()
+    if len(set(spec.namespaces)) != len(spec.namespaces):
+        problems.add("namespaces", "lists a namespace twice")
     # The cluster's version is GkeCluster's to check (`lustre_csi_driver`): none here.
     check_volumes(
         spec.volumes, KeyNames(camel=False), problems, key="volumes", minimum_version=None, version_key=""
@@ -114,8 +117,8 @@ def data_service_account_id(cluster_name: str, team: str) -> str:
 
 
 class TrainingData(GkeGpuComponent[_TrainingDataSpec]):
-    """A team's training data, as its jobs mount it: per volume a PersistentVolume bound to one claim in
-    the team's namespace (`claimRef`, no StorageClass: no other claim takes it, nothing is provisioned),
+    """A team's training data, as its jobs mount it: per volume and namespace a PersistentVolume bound to
+    one claim there (`claimRef`, no StorageClass: no other claim takes it, nothing is provisioned),
     over an existing bucket (GKE's Cloud Storage FUSE CSI driver, gcsfuse's GPU mount options) or an
     existing Managed Lustre instance (GKE's Managed Lustre CSI driver). Both volumes are Retain: deleting
     them never touches the data.
@@ -131,7 +134,7 @@ class TrainingData(GkeGpuComponent[_TrainingDataSpec]):
     Lustre instance's network (the cluster's VPC, Private Service Access)."""
 
     claim_names: pulumi.Output[list[str]]
-    """The claims, in the team's namespace."""
+    """The claims, in each of the team's namespaces."""
     service_account_name: pulumi.Output[str | None]
     """The Kubernetes service account jobs use for the buckets (None without a bucket)."""
     service_account_email: pulumi.Output[str | None]
@@ -156,8 +159,9 @@ class TrainingData(GkeGpuComponent[_TrainingDataSpec]):
         email: pulumi.Output[str] | None = None
         if buckets:
             email = self._reader(name, spec, buckets, labels)
-        for volume in spec.volumes:
-            self._volume(name, spec, volume, labels)
+        for namespace in spec.namespaces:
+            for volume in spec.volumes:
+                self._volume(name, spec, namespace, volume, labels)
         self.claim_names = pulumi.Output.from_input([v.name for v in spec.volumes])
         self.service_account_name = pulumi.Output.from_input(DATA_SERVICE_ACCOUNT if buckets else None)
         self.service_account_email = email if email is not None else pulumi.Output.from_input(None)
@@ -180,7 +184,7 @@ class TrainingData(GkeGpuComponent[_TrainingDataSpec]):
             account_id=data_service_account_id(spec.cluster_name, spec.team),
             project=spec.project,
             display_name=f"{spec.team}: its training data"[:100],
-            description=f"Workload Identity of {spec.namespace}/{DATA_SERVICE_ACCOUNT} (gke-gpu)",
+            description=f"{DATA_SERVICE_ACCOUNT} in {', '.join(spec.namespaces)} acts as it (gke-gpu)"[:256],
             opts=child,
         )
         member = account.email.apply(lambda email: f"serviceAccount:{email}")
@@ -192,31 +196,42 @@ class TrainingData(GkeGpuComponent[_TrainingDataSpec]):
                 member=member,
                 opts=child,
             )
-        identity = serviceaccount.IAMMember(
-            f"{name}-workload-identity",
-            service_account_id=account.name,
-            role="roles/iam.workloadIdentityUser",
-            member=f"serviceAccount:{spec.project}.svc.id.goog[{spec.namespace}/{DATA_SERVICE_ACCOUNT}]",
-            opts=child,
-        )
-        k8s.core.v1.ServiceAccount(
-            f"{name}-service-account",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=DATA_SERVICE_ACCOUNT,
-                namespace=spec.namespace,
-                labels=labels,
-                annotations={GCP_SERVICE_ACCOUNT_ANNOTATION: account.email},
-            ),
-            # No API token in its Pods unless a job asks for one (the data needs none).
-            automount_service_account_token=False,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[identity]),
-        )
+        for i, namespace in enumerate(spec.namespaces):
+            # The first namespace's resources keep plain names; the GPUDirect one's carry it.
+            suffix = "" if i == 0 else f"-{namespace}"
+            identity = serviceaccount.IAMMember(
+                f"{name}-workload-identity{suffix}",
+                service_account_id=account.name,
+                role="roles/iam.workloadIdentityUser",
+                member=f"serviceAccount:{spec.project}.svc.id.goog[{namespace}/{DATA_SERVICE_ACCOUNT}]",
+                opts=child,
+            )
+            k8s.core.v1.ServiceAccount(
+                f"{name}-service-account{suffix}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=DATA_SERVICE_ACCOUNT,
+                    namespace=namespace,
+                    labels=labels,
+                    annotations={GCP_SERVICE_ACCOUNT_ANNOTATION: account.email},
+                ),
+                # No API token in its Pods unless a job asks for one (the data needs none).
+                automount_service_account_token=False,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[identity]),
+            )
         return account.email
 
     def _volume(
-        self, name: str, spec: _TrainingDataSpec, volume: TeamVolumeConfig, labels: dict[str, str]
+        self,
+        name: str,
+        spec: _TrainingDataSpec,
+        namespace: str,
+        volume: TeamVolumeConfig,
+        labels: dict[str, str],
     ) -> None:
-        volume_name = f"{spec.namespace}-{volume.name}"
+        """A PersistentVolume bound to one claim of `namespace` (a volume binds one claim only: each
+        namespace gets its own pair over the same bucket or instance)."""
+        volume_name = f"{namespace}-{volume.name}"
+        prefix = name if namespace == spec.namespaces[0] else f"{name}-{namespace}"
         if volume.gcs is not None:
             capacity = BUCKET_CAPACITY
             source: dict[str, Any] = {
@@ -244,21 +259,21 @@ class TrainingData(GkeGpuComponent[_TrainingDataSpec]):
                 ),
             }
         persistent_volume = k8s.core.v1.PersistentVolume(
-            f"{name}-{volume.name}-volume",
+            f"{prefix}-{volume.name}-volume",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=volume_name, labels=labels),
             spec=k8s.core.v1.PersistentVolumeSpecArgs(
                 access_modes=["ReadWriteMany"],
                 capacity={"storage": capacity},
                 persistent_volume_reclaim_policy="Retain",
                 storage_class_name="",
-                claim_ref=k8s.core.v1.ObjectReferenceArgs(namespace=spec.namespace, name=volume.name),
+                claim_ref=k8s.core.v1.ObjectReferenceArgs(namespace=namespace, name=volume.name),
                 **source,
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
         k8s.core.v1.PersistentVolumeClaim(
-            f"{name}-{volume.name}-claim",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=volume.name, namespace=spec.namespace, labels=labels),
+            f"{prefix}-{volume.name}-claim",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=volume.name, namespace=namespace, labels=labels),
             spec=k8s.core.v1.PersistentVolumeClaimSpecArgs(
                 access_modes=["ReadWriteMany"],
                 storage_class_name="",
