@@ -1,8 +1,6 @@
 """A team's training data: its buckets and Managed Lustre instances as PersistentVolumes and claims in
 its namespace, and the account its jobs read and write the buckets as (Workload Identity)."""
 
-from __future__ import annotations
-
 import hashlib
 from typing import Annotated, Any, NotRequired, TypedDict
 
