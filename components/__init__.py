@@ -69,6 +69,7 @@ PUBLIC_COMPONENTS: dict[str, str] = {
     "LeaderWorkerSetController": "serving.lws_controller",
     "InferenceGateway": "serving.gateway",
     "ImageMirror": "serving.image_mirror",
+    "NvidiaDraDriver": "dra.driver",
     "TrainingData": "workloads.training_data",
 }
 
@@ -120,6 +121,8 @@ __all__ = [
     "NcclAllReduceArgs",
     "NvidiaDevicePlugin",
     "NvidiaDevicePluginArgs",
+    "NvidiaDraDriver",
+    "NvidiaDraDriverArgs",
     "SampleWorkloads",
     "SampleWorkloadsArgs",
     "ServingLoadTest",

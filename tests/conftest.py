@@ -10,11 +10,20 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 # The library, the tools and the SDK are imported where they are used: pytest-xdist's controller
 # loads this file too, runs no test, and starts its workers only after it (~0.3 s sooner this way).
 if TYPE_CHECKING:
     from tools.offline import RunResult
+
+# Every property test runs the same examples on every run (a failure reproduces; CI does not find a
+# new one by chance), with no per-example deadline or "too slow" check: those time the machine, and
+# failed under load. Hangs are guarded by tests/hang_guard.py and the fuzz's own settings.
+settings.register_profile(
+    "gke-gpu", deadline=None, database=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("gke-gpu")
 
 PROJECT = "test-project"
 REGION = "us-central1"

@@ -22,6 +22,8 @@ import yaml
 from kubernetes_validate.utils import schema_contents
 from referencing import Registry, Resource
 
+from tests import crd_cel
+
 # GKE's REGULAR channel runs 1.34 as of 2026-11; the schemas ship with kubernetes-validate.
 # kubernetes-validate reads and parses its schema files, the large _definitions.json among them, on
 # every call (about 10 ms an object; 0.6 ms with them parsed once). The suite validates hundreds of
@@ -81,6 +83,10 @@ CRD_SCHEMAS: dict[tuple[str, str], tuple[str, ...]] = {
     ),
     ("gateway.networking.k8s.io/v1", "HTTPRoute"): (
         "crds/gateway.networking.k8s.io/gateway.networking.k8s.io_httproutes.yaml",
+    ),
+    # NVIDIA's DRA driver v0.4.0 (kubernetes-sigs/dra-driver-nvidia-gpu), the Helm chart's copy.
+    ("resource.nvidia.com/v1beta1", "ComputeDomain"): (
+        "crds/resource.nvidia.com/resource.nvidia.com_computedomains.yaml",
     ),
 }
 # Kubernetes' strict ObjectMeta (kubernetes-validate's, same version as the built-in kinds): a CRD's
@@ -167,8 +173,32 @@ def _crd_manifest_validator(filename: str, api_version: str, kind: str) -> jsons
     return jsonschema.Draft202012Validator(schema, registry=_definitions_registry())
 
 
+@cache
+def cel_rules(filename: str, api_version: str, kind: str) -> crd_cel._Node | None:
+    """The CEL validation rules of the schema in `filename` for this kind, compiled once per session;
+    None where the schema has none. A vendored CRD manifest's schema is the apiVersion's own; a
+    JSON file is the schema itself (our own checks hold no rules)."""
+    if filename.endswith(".yaml"):
+        schema = crd_schema(filename, api_version, kind)
+    else:
+        schema = json.loads((SCHEMAS / filename).read_text())
+    return crd_cel.compile_schema(schema, filename) if crd_cel.has_rules(schema) else None
+
+
+def cel_outcome(obj: dict[str, Any]) -> list[crd_cel.Outcome]:
+    """The CEL rules of every schema listed for the object's kind, evaluated over it."""
+    key = (obj.get("apiVersion"), obj.get("kind"))
+    outcomes = []
+    for filename in CRD_SCHEMAS.get(key, ()):  # type: ignore[call-overload]
+        node = cel_rules(filename, *key)
+        if node is not None:
+            outcomes.append(crd_cel.evaluate(obj, node))
+    return outcomes
+
+
 def validate(obj: dict[str, Any]) -> None:
-    """Raise AssertionError naming the object and the first schema error."""
+    """Raise AssertionError naming the object and the first schema error, or every CEL validation rule
+    of its CRD that it breaks (crd_cel.py: evaluated as the API server does at create)."""
     key = (obj.get("apiVersion"), obj.get("kind"))
     name = f"{obj.get('kind')} {obj.get('metadata', {}).get('name')}"
     if key in CRD_SCHEMAS:
@@ -180,6 +210,9 @@ def validate(obj: dict[str, Any]) -> None:
             errors = sorted(validator.iter_errors(obj), key=lambda e: list(e.path))
             if errors:
                 raise AssertionError(f"{name}: {errors[0].message} at {list(errors[0].path)} ({filename})")
+        broken = [failure for outcome in cel_outcome(obj) for failure in outcome.failures]
+        if broken:
+            raise AssertionError(f"{name}: breaks its CRD's CEL validation rules: {'; '.join(broken)}")
         return
     try:
         kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)

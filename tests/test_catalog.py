@@ -89,3 +89,60 @@ def test_the_data_files_read_the_same_with_either_yaml_loader(name: str) -> None
     assert hasattr(yaml, "CSafeLoader"), "PyYAML without libyaml: the fast path is not taken here"
     text = (DATA_DIR / name).read_text(encoding="utf-8")
     assert load_yaml(DATA_DIR / name) == yaml.load(text, Loader=yaml.SafeLoader)
+
+
+# Every GPU machine type Compute Engine's "GPU machine types" page lists (docs.cloud.google.com/compute/
+# docs/gpus, last updated 2026-04-14, read 2026-11-28; catalog source GPU-MT), with its accelerator and
+# GPU count (fractional G4 as 0), and the accelerators N1 machines attach.
+GPU_MACHINE_TYPES = {
+    "a4x-maxgpu-4g-metal": ("nvidia-gb300", 4),
+    "a4x-highgpu-4g": ("nvidia-gb200", 4),
+    "a4-highgpu-8g": ("nvidia-b200", 8),
+    "a3-ultragpu-8g": ("nvidia-h200-141gb", 8),
+    "a3-megagpu-8g": ("nvidia-h100-mega-80gb", 8),
+    **{f"a3-highgpu-{n}g": ("nvidia-h100-80gb", n) for n in (1, 2, 4, 8)},
+    "a3-edgegpu-8g": ("nvidia-h100-80gb", 8),
+    **{f"a2-ultragpu-{n}g": ("nvidia-a100-80gb", n) for n in (1, 2, 4, 8)},
+    **{f"a2-highgpu-{n}g": ("nvidia-tesla-a100", n) for n in (1, 2, 4, 8)},
+    "a2-megagpu-16g": ("nvidia-tesla-a100", 16),
+    **{f"g4-standard-{v}": ("nvidia-rtx-pro-6000", 0) for v in (6, 12, 24)},
+    "g4-standard-48": ("nvidia-rtx-pro-6000", 1),
+    "g4-standard-96": ("nvidia-rtx-pro-6000", 2),
+    "g4-standard-192": ("nvidia-rtx-pro-6000", 4),
+    "g4-standard-384": ("nvidia-rtx-pro-6000", 8),
+    **{f"g2-standard-{v}": ("nvidia-l4", n) for v, n in ((4, 1), (8, 1), (12, 1), (16, 1), (32, 1))},
+    "g2-standard-24": ("nvidia-l4", 2),
+    "g2-standard-48": ("nvidia-l4", 4),
+    "g2-standard-96": ("nvidia-l4", 8),
+}
+N1_ACCELERATORS = ("nvidia-tesla-t4", "nvidia-tesla-p4", "nvidia-tesla-v100", "nvidia-tesla-p100")
+
+
+@pytest.mark.parametrize("machine", sorted(GPU_MACHINE_TYPES))
+def test_every_gpu_machine_compute_engine_lists_is_in_the_catalog(machine: str) -> None:
+    accelerator_name, gpus = GPU_MACHINE_TYPES[machine]
+    accelerator = CATALOG.accelerator(accelerator_name)
+    assert accelerator is not None, accelerator_name
+    if gpus == 0:
+        assert machine in accelerator.fractional_machine_types, (
+            f"{machine}: fractional, refused with a reason"
+        )
+    else:
+        found = accelerator.machine_type(machine)
+        assert found is not None and found.gpus == gpus, machine
+
+
+def test_every_accelerator_n1_attaches_is_in_the_catalog() -> None:
+    for name in N1_ACCELERATORS:
+        accelerator = CATALOG.accelerator(name)
+        assert accelerator is not None and accelerator.attachable, name
+
+
+def test_nvl72_racks_carry_their_nvlink_domain() -> None:
+    for name in ("nvidia-gb200", "nvidia-gb300"):
+        accelerator = CATALOG.accelerator(name)
+        assert accelerator is not None and accelerator.nvlink_domain is not None
+        (machine,) = accelerator.machine_types.values()
+        domain = accelerator.nvlink_domain
+        assert (domain.accelerator_topology, domain.vms * machine.gpus) == ("1x72", 72)
+        assert accelerator.arch == "arm64" and not machine.on_demand and not accelerator.spot

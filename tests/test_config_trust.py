@@ -410,7 +410,15 @@ def test_h100_small_shapes_on_autopilot_carry_their_version_gate() -> None:
 
 
 def test_gb200_is_in_the_catalog() -> None:
-    gb200 = {"name": "gb", "accelerator": "nvidia-gb200", "maxNodes": 2, "driverVersion": "LATEST"}
+    gb200 = {
+        "name": "gb",
+        "accelerator": "nvidia-gb200",
+        "maxNodes": 2,
+        "driverVersion": "LATEST",
+        # A4X: reserved capacity only, and a workload policy above one node (tests/test_nvl72_racks.py).
+        "reservation": {"type": "SPECIFIC", "name": "rack"},
+        "workloadPolicy": True,
+    }
     pool = settings(standard(gb200)).gpu_pools[0]
     assert (pool.machine_type, pool.gpus_per_node, pool.zones) == ("a4x-highgpu-4g", 4, ["us-central1-a"])
     assert pool.disk_type == "hyperdisk-balanced"

@@ -13,7 +13,7 @@ import yaml
 from gke_gpu.core.data import DATA_DIR
 from tests.conftest import STANDARD_CLUSTER, config_error, stack_render
 
-TODAY = datetime.date(2026, 11, 27)  # the day this test was written: no entry was read later
+TODAY = datetime.date(2026, 11, 28)  # the last day an entry was read (GPU-MT, WLP): none was read later
 
 
 def _load(name: str) -> dict[str, Any]:

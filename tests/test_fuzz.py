@@ -22,10 +22,8 @@ import io
 import json
 import os
 import re
-import signal
 import string
 import tempfile
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -43,6 +41,7 @@ from gke_gpu.stack.stack_file import (
     StackFileError,
     load_stack_file,
 )
+from tests.hang_guard import no_hang
 from tools import render
 from tools.offline import ROOT, stacks
 
@@ -67,26 +66,6 @@ def fuzz(examples: int, deadline_ms: int) -> settings:
     )
 
 
-class HangError(Exception):
-    pass
-
-
-@contextlib.contextmanager
-def no_hang(seconds: float) -> Iterator[None]:
-    """Fail (instead of waiting forever) when the body runs longer than `seconds`."""
-
-    def alarm(signum: int, frame: Any) -> None:
-        raise HangError(f"still running after {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
 MESSAGE = re.compile(r"Pulumi\.fuzz\.yaml(:\d+)?: \S")
 
 
@@ -95,7 +74,7 @@ def check_loader(content: bytes) -> StackFile | None:
         path = Path(tmp) / "Pulumi.fuzz.yaml"
         path.write_bytes(content)
         try:
-            with no_hang(5):
+            with no_hang():
                 loaded = load_stack_file(path)
         except StackFileError as exc:
             message = str(exc)
@@ -300,7 +279,7 @@ def test_decode_config_value_is_json_loads_within_bounds(text: str) -> None:
     value: Any = None
     refused: StackFileError | None = None
     try:
-        with no_hang(5):
+        with no_hang():
             value = decode_config_value("gke-gpu:k", text)
     except StackFileError as exc:
         refused = exc
@@ -389,7 +368,7 @@ def run_render(content: bytes, *extra: str) -> tuple[int, str, str]:
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "Pulumi.fuzz.yaml").write_bytes(content)
         out, err = io.StringIO(), io.StringIO()
-        with no_hang(60), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with no_hang(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = render.main(["--stack", "fuzz", "--stack-dir", tmp, *extra])
     return code, out.getvalue(), err.getvalue()
 

@@ -373,7 +373,9 @@ def test_refuses_gpudirect_on_a_machine_without_it() -> None:
     assert "gpudirect: TCPX is not allowed: 'g2-standard-24' has no GPUDirect NICs" in message
 
 
-def test_refuses_arm64_hosts() -> None:
+def test_refuses_an_arm64_rack_without_its_compute_domain() -> None:
+    # GB200's Arm hosts run the Arm build of the test image, over NVLink through a ComputeDomain only
+    # (tests/test_compute_domain.py); without one the test is refused.
     message = refused(
         {
             **L4,
@@ -382,10 +384,7 @@ def test_refuses_arm64_hosts() -> None:
             "gpus_per_node": 4,
         }
     )
-    assert (
-        "accelerator: nvidia-gb200 has arm64 hosts, and the NCCL test images are published for amd64"
-        in message
-    )
+    assert "compute_domain: required on nvidia-gb200" in message
 
 
 def test_names_every_bad_arg_at_once() -> None:
@@ -675,9 +674,17 @@ def test_stack_allows_a_queued_pool_for_nccl_allreduce_only() -> None:
     assert "gke-gpu:workloads[0].pool: 'mega' uses queued provisioning" in message
 
 
-def test_stack_refuses_arm64_pools() -> None:
-    gb200 = {"name": "gb200", "accelerator": "nvidia-gb200", "maxNodes": 2}
-    message = config_error(stack(gb200, workloads=["nccl-allreduce"]))
+def test_stack_refuses_arm64_pools_for_the_amd64_samples() -> None:
+    # The all-reduce has an Arm build for racks (tests/test_compute_domain.py); pytorch-smoke has none.
+    gb200 = {
+        "name": "gb200",
+        "accelerator": "nvidia-gb200",
+        "maxNodes": 2,
+        "driverVersion": "LATEST",
+        "workloadPolicy": True,
+        "reservation": {"type": "SPECIFIC", "name": "rack"},
+    }
+    message = config_error(stack(gb200, workloads=["pytorch-smoke"]))
     assert "gke-gpu:workloads[0].pool: 'gb200' (nvidia-gb200) has arm64 hosts" in message
     assert "1 problem(s)" in message
 

@@ -155,6 +155,22 @@ CASES: dict[str, Case] = {
         state={},
         bad=(({"memoryGib": 0.0}, "memory_gib"), ({"cpu": 0.0}, "cpu")),
     ),
+    "NvidiaDraDriver": Case(
+        wire={"computeDomains": True, "accelerators": ["nvidia-gb200"]},
+        children={
+            f"{NAME}-namespace": "kubernetes:core/v1:Namespace",
+            f"{NAME}-critical-pods": "kubernetes:core/v1:ResourceQuota",
+            f"{NAME}-chart": "kubernetes:helm.sh/v4:Chart",
+        },
+        child_inputs={
+            (f"{NAME}-chart", "version"): "0.4.0",
+            (f"{NAME}-chart", "values.resources.computeDomains.enabled"): True,
+            (f"{NAME}-chart", "values.resources.gpus.enabled"): False,
+            (f"{NAME}-namespace", "metadata.name"): "dra-driver-nvidia-gpu",
+        },
+        state={"namespace": "dra-driver-nvidia-gpu"},
+        bad=(({"computeDomains": False}, "compute_domains"), ({"accelerators": []}, "node_pools")),
+    ),
     "HyperdiskMlTransferClass": Case(
         wire={"nodeServiceAccountEmail": NODES},
         children={f"{NAME}-class": "kubernetes:cloud.google.com/v1:ComputeClass"},

@@ -7,8 +7,6 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -25,6 +23,7 @@ from gke_gpu.stack.stack_file import (
     load_stack_file,
     parse_stack_text,
 )
+from tests.hang_guard import no_hang
 from tools import render
 from tools.offline import ROOT, stacks
 
@@ -160,10 +159,8 @@ def _write(directory: Path, name: str, content: str | bytes) -> Path:
 def test_each_kind_of_bad_file_is_one_error_with_file_and_line(tmp_path: Path, case: str) -> None:
     content, line, expected = BAD[case]
     path = _write(tmp_path, case, content)
-    start = time.perf_counter()
-    with pytest.raises(StackFileError) as info:
+    with no_hang(), pytest.raises(StackFileError) as info:
         load_stack_file(path)
-    assert time.perf_counter() - start < 2, "bounded work, whatever the input"
     message = str(info.value)
     assert message.startswith(f"Pulumi.{case}.yaml:{line}: "), message
     assert expected in message, message
@@ -355,22 +352,13 @@ def test_brackets_inside_strings_do_not_count_as_depth() -> None:
     ids=["escaped-quotes", "quotes", "open-strings", "plain"],
 )
 def test_decode_takes_linear_time_on_a_value_at_the_size_bound(text: str) -> None:
-    def too_slow(signum: int, frame: object) -> None:
-        raise TimeoutError("a quadratic scan takes hours on this value")
-
-    previous = signal.signal(signal.SIGALRM, too_slow)
-    signal.setitimer(signal.ITIMER_REAL, 5)
-    try:
-        with contextlib.suppress(StackFileError):
-            decode_config_value("k", text)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    # A quadratic scan takes hours on this value.
+    with no_hang(), contextlib.suppress(StackFileError):
+        decode_config_value("k", text)
 
 
 def test_a_file_at_the_size_bound_loads_in_bounded_time() -> None:
     text = "config:\n  gcp:project: |\n" + "    line of text\n" * ((MAX_FILE_BYTES - 100) // 17)
-    start = time.perf_counter()
-    loaded = parse_stack_text(text, "Pulumi.t.yaml")
-    assert time.perf_counter() - start < 15
+    with no_hang():
+        loaded = parse_stack_text(text, "Pulumi.t.yaml")
     assert loaded.config["gcp:project"].count("\n") == (MAX_FILE_BYTES - 100) // 17

@@ -52,10 +52,21 @@ VENDORED_BLOBS = {
     # kubernetes-sigs/gateway-api tag v1.5.1 (commit e7677b70), config/crd/standard/.
     f"{GATEWAY_CRDS}gateways.yaml": "ebcd948aa2e9dd7d8dd438c9fbdc693306f517eb",
     f"{GATEWAY_CRDS}httproutes.yaml": "9439f4e5855d347a26675839530c57daa5072bbd",
+    # kubernetes-sigs/dra-driver-nvidia-gpu tag v0.4.0 (commit 6910a2be),
+    # deployments/helm/dra-driver-nvidia-gpu/crds/.
+    "crds/resource.nvidia.com/resource.nvidia.com_computedomains.yaml": (
+        "0811b3ce2c8e38dad3db6b8df309a43d33a475b9"
+    ),
 }
 GKE_NETWORKING = "networking.gke.io/v1"
 GATEWAY = "gateway.networking.k8s.io/v1"
 VALID: dict[str, dict[str, Any]] = {
+    "ComputeDomain": {
+        "apiVersion": "resource.nvidia.com/v1beta1",
+        "kind": "ComputeDomain",
+        "metadata": {"name": "nccl-a4x", "namespace": "gpu-nccl-a4x"},
+        "spec": {"numNodes": 2, "channel": {"resourceClaimTemplate": {"name": "nccl-a4x-channel"}}},
+    },
     "ResourceFlavor": {
         "apiVersion": KUEUE,
         "kind": "ResourceFlavor",
@@ -320,6 +331,10 @@ INVALID = [
     ("Gateway", _set("spec.listeners", []), "should be non-empty"),
     ("HTTPRoute", _set("spec.rules.0.backendRefs.0.kind", "Inference Pool"), "does not match"),
     ("HTTPRoute", _set("spec.rules.0.timeout", "300s"), "'timeout' was unexpected"),
+    ("ComputeDomain", _drop("spec.channel"), "'channel' is a required property"),
+    ("ComputeDomain", _set("spec.numNodes", -1), "is less than the minimum"),
+    ("ComputeDomain", _set("spec.channel.allocationMode", "Many"), "is not one of"),
+    ("ComputeDomain", _drop("spec.channel.resourceClaimTemplate.name"), "'name' is a required property"),
 ]
 
 

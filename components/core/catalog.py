@@ -71,6 +71,14 @@ class AttachLimit:
 
 
 @dataclass(frozen=True)
+class NvlinkDomain:
+    """An NVL72 rack's NVLink domain: the workload policy's accelerator topology and the VMs it holds."""
+
+    accelerator_topology: str
+    vms: int
+
+
+@dataclass(frozen=True)
 class Accelerator:
     name: str
     display_name: str
@@ -99,6 +107,14 @@ class Accelerator:
     # False where the machine types are not offered as DWS flex-start VMs.
     flex_start: bool = True
     n1_local_ssd_counts: tuple[int, ...] = ()
+    # NVL72 racks (A4X, A4X Max): the NVLink domain a workload policy places the VMs in; None elsewhere.
+    nvlink_domain: NvlinkDomain | None = None
+    # The first GKE version with node pools of this GPU, where a source names one (A4X Max).
+    gke_min_version: str | None = None
+    # True where pools of the GPU get NUMA-aligned kubelet settings unless they say otherwise (G4).
+    numa_aligned_default: bool = False
+    # Machine types Compute Engine sells with a fraction of one GPU (name -> fraction), refused here.
+    fractional_machine_types: dict[str, str] = field(default_factory=dict)
     # Where the zones came from (a key of the data file's sources) and the date they were read there.
     zones_source: str = ""
     zones_read: str = ""
@@ -262,6 +278,18 @@ def _parse(raw: dict[str, Any]) -> Catalog:
             spot=bool(spec.get("spot", True)),
             flex_start=bool(spec.get("flexStart", True)),
             n1_local_ssd_counts=tuple(raw.get("n1LocalSsdCounts") or ()) if attach_limits else (),
+            nvlink_domain=(
+                NvlinkDomain(
+                    str(spec["nvlinkDomain"]["acceleratorTopology"]), int(spec["nvlinkDomain"]["vms"])
+                )
+                if spec.get("nvlinkDomain")
+                else None
+            ),
+            numa_aligned_default=bool(spec.get("numaAlignedDefault", False)),
+            gke_min_version=str(spec["gkeMinVersion"]) if spec.get("gkeMinVersion") else None,
+            fractional_machine_types={
+                str(k): str(v) for k, v in (spec.get("fractionalMachineTypes") or {}).items()
+            },
             zones_source=str((spec.get("source") or {}).get("zones", "")),
             zones_read=str((spec.get("source") or {}).get("read", "")),
         )

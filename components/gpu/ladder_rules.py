@@ -37,6 +37,7 @@ class LadderRules(PoolRuleBase):
             ("flex_start", pool.flex_start),
             ("queued_provisioning", pool.queued_provisioning),
             ("compact_placement", pool.compact_placement),
+            ("workload_policy", pool.workload_policy),
         ):
             if value:
                 self.problems.add(

@@ -23,6 +23,8 @@ class MachineRules(PoolRuleBase):
             assert machine is not None, f"catalog default {name} missing for {accelerator.name}"
             return machine
         machine = accelerator.machine_type(pool.machine_type)
+        if machine is None and self._check_fractional(pool, path, accelerator):
+            return None
         if machine is None:
             self.problems.add(
                 self.at(path, "machine_type"),
@@ -96,10 +98,18 @@ class MachineRules(PoolRuleBase):
         if machine.on_demand or consumed or self.autopilot:
             return
         sold = sorted(m.name for m in accelerator.machine_types.values() if m.on_demand)
+        ways = [
+            *([f"{self.key('spot')}: true"] if accelerator.spot else []),
+            *([f"{self.key('flex_start')}: true"] if accelerator.flex_start else []),
+            f"a SPECIFIC {self.key('reservation')}",
+        ]
+        kinds = ", ".join(
+            [*(["Spot"] if accelerator.spot else []), *(["flex-start"] if accelerator.flex_start else [])]
+        )
         text = (
-            f"{machine.name} is not sold on demand, only as Spot, flex-start or reserved capacity: set "
-            f"{self.key('spot')}: true, {self.key('flex_start')}: true or a SPECIFIC "
-            f"{self.key('reservation')}, or use a machine sold on demand ({listing(sold)})"
+            f"{machine.name} is not sold on demand, only as {kinds + ' or ' if kinds else ''}reserved "
+            f"capacity: set {', '.join(ways[:-1]) + ' or ' if ways[:-1] else ''}{ways[-1]}"
+            + (f", or use a machine sold on demand ({listing(sold)})" if sold else "")
         )
         if machine.on_demand_confirmed:
             self.problems.add(self.at(path, "machine_type" if pool.machine_type else "gpus_per_node"), text)
@@ -107,3 +117,17 @@ class MachineRules(PoolRuleBase):
             self.note(
                 path, f"{text} (reported, not confirmed in Compute Engine's docs: nodes may never start)"
             )
+
+    def _check_fractional(self, pool: GpuPool, path: str, accelerator: Accelerator) -> bool:
+        """A machine type with a fraction of one GPU (G4's vGPU sizes): refused. True when refused."""
+        fraction = accelerator.fractional_machine_types.get(pool.machine_type or "")
+        if fraction is None:
+            return False
+        whole = sorted(accelerator.machine_types, key=lambda name: accelerator.machine_types[name].gpus)
+        self.problems.add(
+            self.at(path, "machine_type"),
+            f"{cut(pool.machine_type)} carries {fraction} of one {accelerator.name} (a vGPU); GKE node "
+            "pools of fractional machine types are UNVERIFIED, so they are not offered here; whole-GPU "
+            f"machine types: {listing(whole)}",
+        )
+        return True

@@ -1,16 +1,19 @@
 """A GKE Standard node pool of NVIDIA GPUs, from args checked against the accelerator catalog."""
 
+import hashlib
 import math
 from collections.abc import Sequence
 from typing import Annotated, Any, TypeAlias, cast
 
 import pulumi
-from pulumi_gcp import container
+from pulumi_gcp import compute, container
 from pydantic import Field
 
 from ..cluster.gke_cluster import hardened_node_settings
+from ..cluster.hardening import READ_ONLY_PORT_OFF
 from ..core.arg_types import ClusterName, NodeNetworks, ProjectId
-from ..core.common import Problem
+from ..core.catalog import load_catalog
+from ..core.common import ZONE_PATTERN, Problem
 from ..core.component import NO_ARGS, CheckedArgs, GkeGpuComponent
 from ..core.validation import Deferrable, pick
 from ..gpudirect.flavors import FLAVORS
@@ -160,6 +163,8 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
     """The zones of the nodes."""
     schedulable_gpus_per_node: pulumi.Output[int]
     """`nvidia.com/gpu` each node advertises: GPUs x MIG partitions x sharing clients."""
+    workload_policy: compute.ResourcePolicy | None
+    """With `workload_policy`: the Compute Engine workload policy the pool is placed by."""
 
     @classmethod
     def _check(cls, name: str, args: Any) -> tuple[GpuNodePoolSpec, list[str]]:
@@ -181,6 +186,7 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
         # initial_node_count is per zone and ForceNew; it only seeds the pool (see ignore_changes).
         initial_per_zone = math.ceil(pool.min_nodes / max(len(pool.zones or []), 1))
         kind = PoolKind(flex_start=pool.flex_start, queued_provisioning=pool.queued_provisioning)
+        self.workload_policy = _workload_policy(name, pool, args["cluster_name"], self)
         self.node_pool = container.NodePool(
             f"{name}-pool",
             name=pool.name,
@@ -212,7 +218,13 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
                 container.NodePoolQueuedProvisioningArgs(enabled=True) if pool.queued_provisioning else None
             ),
             placement_policy=(
-                container.NodePoolPlacementPolicyArgs(type="COMPACT") if pool.compact_placement else None
+                # cluster-toolkit's resource-policy module hands gke-node-pool a workload policy as
+                # {type: COMPACT, name: <policy>}, which it sets as placement_policy's policy_name.
+                container.NodePoolPlacementPolicyArgs(type="COMPACT", policy_name=self.workload_policy.name)
+                if self.workload_policy is not None
+                else container.NodePoolPlacementPolicyArgs(type="COMPACT")
+                if pool.compact_placement
+                else None
             ),
             network_config=(
                 container.NodePoolNetworkConfigArgs(
@@ -263,7 +275,10 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
             values=[pool.reservation.name] if pool.reservation.name else None,
         )
         kind = PoolKind(flex_start=pool.flex_start, queued_provisioning=pool.queued_provisioning)
-        labels = {**pool.labels, **declared_labels(kind)}
+        labels = {**pool.labels, **declared_labels(kind), **pool.dra_node_labels}
+        hardened = hardened_node_settings(service_account_email)
+        if pool.numa_aligned:
+            hardened["kubelet_config"] = numa_aligned_kubelet_config()
         return container.NodePoolNodeConfigArgs(
             machine_type=pool.machine_type,
             image_type="COS_CONTAINERD",
@@ -306,12 +321,58 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
             ),
             gvnic=container.NodePoolNodeConfigGvnicArgs(enabled=True),
             labels=labels,
-            **hardened_node_settings(service_account_email),
+            **hardened,
             taints=[
                 container.NodePoolNodeConfigTaintArgs(key=t.key, value=t.value, effect=t.effect)
                 for t in pool.all_taints
             ],
         )
+
+
+def numa_aligned_kubelet_config() -> container.NodePoolNodeConfigKubeletConfigArgs:
+    """The kubelet of a NUMA-aligned pool, as cluster-toolkit's gke-node-pool sets it with
+    enable_numa_aware_scheduling (used by examples/gke-g4): CPU manager static, topology manager
+    restricted, memory manager Static; the read-only port stays off as on every pool."""
+    return container.NodePoolNodeConfigKubeletConfigArgs(
+        insecure_kubelet_readonly_port_enabled=READ_ONLY_PORT_OFF,
+        cpu_manager_policy="static",
+        topology_manager=container.NodePoolNodeConfigKubeletConfigTopologyManagerArgs(policy="restricted"),
+        memory_manager=container.NodePoolNodeConfigKubeletConfigMemoryManagerArgs(policy="Static"),
+    )
+
+
+def workload_policy_name(cluster_name: str, pool_name: str) -> str:
+    """The workload policy's name: the pool's, and a digest of the cluster's, since resource policies
+    are named per project and region (two clusters' pools of one name must not share a policy)."""
+    digest = hashlib.sha256(cluster_name.encode()).hexdigest()[:8]
+    return f"{pool_name}-{digest}"
+
+
+def _workload_policy(
+    name: str, pool: GpuNodePoolSpec, cluster_name: pulumi.Input[str], parent: pulumi.Resource
+) -> compute.ResourcePolicy | None:
+    """The pool's Compute Engine workload policy (HIGH_THROUGHPUT, the rack's accelerator topology),
+    regional like every resource policy. Hazard: GKE and Compute Engine cannot change a policy a pool
+    uses; a new one comes only with a new pool (placementPolicy replaces the pool)."""
+    if not pool.workload_policy:
+        return None
+    accelerator = load_catalog().accelerator(pool.accelerator)
+    domain = accelerator.nvlink_domain if accelerator else None
+    assert domain is not None, "the pool rules allow a workload policy on NVL72 racks only"
+    zone = ZONE_PATTERN.fullmatch(pool.location)
+    return compute.ResourcePolicy(
+        f"{name}-workload-policy",
+        name=pulumi.Output.from_input(cluster_name).apply(
+            lambda cluster: workload_policy_name(cluster, pool.name)
+        ),
+        project=pool.project,
+        region=zone.group(1) if zone else pool.location,
+        description=f"gke-gpu: places node pool {pool.name}'s VMs in one NVLink domain",
+        workload_policy=compute.ResourcePolicyWorkloadPolicyArgs(
+            type="HIGH_THROUGHPUT", accelerator_topology=domain.accelerator_topology
+        ),
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
 
 
 def validate_gpu_node_pool_args(name: str, args: GpuNodePoolArgs) -> tuple[GpuNodePoolSpec, list[str]]:

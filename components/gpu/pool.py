@@ -144,11 +144,21 @@ class GpuPool(StackModel):
     flex_start: bool = False
     max_run_duration: Annotated[str, Field(max_length=20, pattern=DURATION)] | None = None
     compact_placement: bool = False
+    # NVL72 racks (A4X, A4X Max): a Compute Engine workload policy (HIGH_THROUGHPUT, the machine's
+    # accelerator topology 1x72) declared with the pool and attached as its placement policy; the pool
+    # then holds at most one NVLink domain's VMs (gpu/rack_rules.py).
+    workload_policy: bool = False
+    # NUMA-aligned kubelet (CPU manager static, topology manager restricted, memory manager Static);
+    # None: the GPU's default (on for G4), resolved by the pool rules.
+    numa_aligned: bool | None = None
     # Standard only: a custom ComputeClass (gpu/capacity_ladder.py) that tries each step in order, on
     # node pools GKE creates itself, instead of one node pool with one way to get capacity.
     capacity_ladder: list[enum_values(CapacityStep)] | None = Field(None, min_length=1, max_length=4)  # type: ignore[valid-type]
     # GPUDirect networking, in the machine type's own flavour (gpudirect/flavors.py): TCPX, TCPXO or RDMA.
     gpudirect: bool = False
+    # Standard, GKE 1.34+: GPUs handed to Pods by NVIDIA's DRA driver (ResourceClaims) instead of GKE's
+    # device plugin (dra/driver.py; the rules in gpu/dra_rules.py).
+    dra_gpus: bool = False
     local_ssd_count: int | None = Field(None, ge=0, le=32)
     disk_size_gb: int = Field(200, ge=10, le=MAX_BOOT_DISK_GB)
     disk_type: Annotated[str, Field(max_length=40)] | None = None
@@ -196,6 +206,14 @@ class GpuPool(StackModel):
         if self.local_ssd_count:
             return self.local_ssd_count * LOCAL_SSD_GIB
         return self.disk_size_gb
+
+    @property
+    def dra_node_labels(self) -> dict[str, str]:
+        """The node labels GKE's "Prepare GKE infrastructure for DRA workloads" puts on a DRA-GPU pool:
+        GKE's device plugin off, and the label the DRA driver's kubelet plugin selects by default."""
+        if not self.dra_gpus:
+            return {}
+        return {"gke-no-default-nvidia-gpu-device-plugin": "true", "nvidia.com/gpu.present": "true"}
 
     @property
     def all_taints(self) -> tuple[TaintConfig, ...]:

@@ -177,6 +177,15 @@ class GpuNodePoolArgs(TypedDict):
     days."""
     compact_placement: NotRequired[bool]
     """A compact placement policy (needs exactly one zone). Defaults to false."""
+    workload_policy: NotRequired[bool]
+    """NVL72 racks (A4X `a4x-highgpu-4g`, A4X Max `a4x-maxgpu-4g-metal`): declare a Compute Engine
+    workload policy (HIGH_THROUGHPUT, accelerator topology 1x72) and attach it to the pool, so its VMs
+    share one NVLink domain. Required above one node on those machines; the pool then holds at most 18
+    nodes in exactly one zone. Defaults to false."""
+    numa_aligned: NotRequired[bool]
+    """NUMA-aligned kubelet settings: CPU manager `static`, topology manager `restricted`, memory
+    manager `Static` (Guaranteed Pods get CPUs, memory and GPUs of one NUMA node). Defaults to true on
+    G4 (nvidia-rtx-pro-6000), false elsewhere."""
     gpudirect: NotRequired[bool]
     """GPUDirect networking in the machine's own flavour: TCPX (a3-highgpu-8g, a3-edgegpu-8g), TCPXO
     (a3-megagpu-8g) or RDMA (a3-ultragpu-8g, a4-highgpu-8g). Needs exactly one zone and
@@ -184,6 +193,11 @@ class GpuNodePoolArgs(TypedDict):
     additional_node_networks: NotRequired[pulumi.Input[list[NodeNetwork]]]
     """With gpudirect: the extra NICs' VPCs and subnets, in NIC order (4 for TCPX, 8 for TCPXO, 9 for
     RDMA). Changing them replaces the pool. Defaults to none."""
+    dra_gpus: NotRequired[bool]
+    """GPUs handed to Pods by NVIDIA's DRA driver (ResourceClaims of the DeviceClass gpu.nvidia.com)
+    instead of GKE's device plugin: the nodes are labelled to turn the plugin off. Needs GKE 1.34,
+    driver_version INSTALLATION_DISABLED (install the driver yourself), and an NvidiaDraDriver with
+    gpus; not with sharing or MIG. Defaults to false."""
     local_ssd_count: NotRequired[int]
     """Local SSDs as ephemeral storage. Defaults to the machine's bundled SSDs, or none."""
     disk_size_gb: NotRequired[int]

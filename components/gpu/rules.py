@@ -25,11 +25,13 @@ from ..core.common import (
     valid_label_key,
 )
 from ..core.validation import validate_named_args
+from .dra_rules import DraRules
 from .gpudirect_rules import GpuDirectRules
 from .ladder_rules import LadderRules
 from .machine_rules import MachineRules
 from .placement_rules import PlacementRules
 from .pool import GpuPool
+from .rack_rules import RackRules
 
 # GKE's first version with secondary boot disks on COS_CONTAINERD nodes, Standard and Autopilot (GKE
 # "Use secondary boot disks to preload data or container images", Requirements; its overview still
@@ -37,7 +39,7 @@ from .pool import GpuPool
 IMAGE_CACHE_MIN_VERSION = "1.30.1-gke.1329000"
 
 
-class GpuPoolRules(MachineRules, PlacementRules, GpuDirectRules, LadderRules):
+class GpuPoolRules(MachineRules, PlacementRules, GpuDirectRules, LadderRules, RackRules, DraRules):
     def check(self, pool: GpuPool, path: str = "") -> GpuPool | None:
         """Check one shape-valid pool; return it with every default resolved, or None when it has a
         problem (recorded in `problems`). `path` prefixes every key (empty for a component's args)."""
@@ -60,6 +62,7 @@ class GpuPoolRules(MachineRules, PlacementRules, GpuDirectRules, LadderRules):
         self._check_accelerator_limits(pool, path, accelerator)
         self._check_labels_and_taints(pool, path)
         self._check_ladder(pool, path, accelerator)
+        self._check_dra_gpus(pool, path)
         if self.autopilot and pool.on_demand_fallback and not pool.spot:
             self.problems.add(
                 self.at(path, "on_demand_fallback"),
@@ -164,6 +167,9 @@ class GpuPoolRules(MachineRules, PlacementRules, GpuDirectRules, LadderRules):
             "program wires GPUDirect into Standard node pools only",
             "image_cache": "on Autopilot, a workload asks for a preloaded disk itself, with a node "
             "selector and an allowlist of the image; this program preloads Standard pools only",
+            "workload_policy": "a workload policy is a Standard node pool's placement policy",
+            "numa_aligned": "Autopilot owns its nodes' kubelet settings; this program sets them on Standard "
+            "node pools only",
         }
         for key, why in standard_only.items():
             if key in pool.model_fields_set:
@@ -261,6 +267,7 @@ class GpuPoolRules(MachineRules, PlacementRules, GpuDirectRules, LadderRules):
                     "count, or list fewer zones",
                 )
         self._check_capacity_options(pool, path, machine, zones)
+        self._check_rack(pool, path, accelerator, machine, zones)
         self._check_gpudirect(pool, path, machine, zones)
         if pool.image_cache is not None:
             self.version_gate(
@@ -277,6 +284,7 @@ class GpuPoolRules(MachineRules, PlacementRules, GpuDirectRules, LadderRules):
             local_ssd_count=local_ssds,
             disk_type=disk_type,
             flex_start=pool.flex_start or self.queued_flex_start(pool),
+            numa_aligned=self._numa_aligned(pool, path, accelerator),
         )
 
 

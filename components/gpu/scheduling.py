@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..core.catalog import load_catalog
 from ..core.common import GPU_TAINT_KEY, NODEPOOL_LABEL
 from .pool import GpuPool
 
@@ -25,6 +26,15 @@ GPU_TOLERATION = {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSched
 # GKE taints (and labels) queued-provisioning nodes cloud.google.com/gke-queued=true:NoSchedule.
 QUEUED_TAINT_KEY = "cloud.google.com/gke-queued"
 QUEUED_TOLERATION = {"key": QUEUED_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+# GKE taints Arm nodes kubernetes.io/arch=arm64:NoSchedule (GKE "Prepare an Arm workload for
+# deployment"); cluster-toolkit's A4X job templates tolerate it. Whether GKE adds it to A4X / A4X Max
+# GPU nodes too is UNVERIFIED: tolerating it on an Arm pool is harmless either way.
+ARM64_TOLERATION = {
+    "key": "kubernetes.io/arch",
+    "operator": "Equal",
+    "value": "arm64",
+    "effect": "NoSchedule",
+}
 # A ladder's Spot step: node pools GKE creates for Spot may carry its Spot taint (tolerating it is harmless).
 CAPACITY_SPOT = "spot"
 
@@ -76,6 +86,9 @@ def node_selector(pool: GpuPool, *, autopilot: bool) -> dict[str, str]:
 def tolerations(pool: GpuPool, *, autopilot: bool) -> list[dict[str, Any]]:
     """Tolerations for the GPU taint, Spot and the pool's own taints (Kubernetes field names)."""
     result: list[dict[str, Any]] = [dict(GPU_TOLERATION)]
+    accelerator = load_catalog().accelerator(pool.accelerator)
+    if accelerator is not None and accelerator.arch == "arm64":
+        result.append(dict(ARM64_TOLERATION))
     if pool.spot or CAPACITY_SPOT in (pool.capacity_ladder or ()):
         result.append({"key": SPOT_LABEL, "operator": "Equal", "value": "true", "effect": "NoSchedule"})
     if uses_compute_class(pool, autopilot=autopilot):

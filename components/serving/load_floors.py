@@ -29,7 +29,7 @@ class LoadFloors:
 
 # GPU (catalog name) -> floors. HBM/GDDR bandwidth, from NVIDIA's datasheets: T4 320 GB/s, L4 300 GB/s,
 # A100 40GB 1.6 TB/s, A100 80GB 2.0 TB/s, H100 SXM 3.35 TB/s, H200 4.8 TB/s, B200/GB200 8 TB/s,
-# RTX PRO 6000 Blackwell 1.6 TB/s.
+# RTX PRO 6000 Blackwell 1.6 TB/s; GB300 8 TB/s (Compute Engine "GPU machine types": 279 GB HBM3e @ 8 TBps).
 FLOORS: dict[str, LoadFloors] = {
     "nvidia-tesla-t4": LoadFloors(100, 8000, 150),
     "nvidia-l4": LoadFloors(120, 6000, 130),
@@ -40,6 +40,7 @@ FLOORS: dict[str, LoadFloors] = {
     "nvidia-h200-141gb": LoadFloors(1200, 1000, 18),
     "nvidia-b200": LoadFloors(1500, 800, 15),
     "nvidia-gb200": LoadFloors(1500, 800, 15),
+    "nvidia-gb300": LoadFloors(1500, 800, 15),
     "nvidia-rtx-pro-6000": LoadFloors(500, 2000, 35),
 }
 # A GPU this table does not know (a new catalog entry): the slowest supported GPU's floors.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..cluster.model import ClusterConfig
 from ..core.common import NAMESPACE, cut
+from ..dra.claims import is_rack
 from ..gpu.pool import GpuPool
 from ..gpu.rules import GpuPoolRules
 from ..gpudirect.flavors import DEFAULT_GPUDIRECT_CIDR, GpuDirectFlavor, gpudirect_range_problems
@@ -56,6 +57,7 @@ class PoolRules(RuleBase):
                 resolved.append(result)
             else:
                 self.broken.pools.add(pool.name)
+        self._one_dra_driver(resolved)
         if cluster.mode == "standard" and cluster.system_pool:
             reserved = {"system", "default-pool"}
             for i, pool in self.indexed_pools():
@@ -65,6 +67,21 @@ class PoolRules(RuleBase):
                         f"{cut(pool.name)} is reserved for the system pool; choose another name",
                     )
         return tuple(resolved)
+
+    def _one_dra_driver(self, pools: list[GpuPool]) -> None:
+        """The cluster's one DRA driver allocates GPUs on every node its kubelet plugin runs on, and
+        must not where GKE's device plugin does: a rack pool beside a DRA-GPU pool takes DRA GPUs too."""
+        if not any(p.dra_gpus for p in pools):
+            return
+        for i, pool in self.indexed_pools():
+            if pool.name in self.broken.pools or pool.dra_gpus or not is_rack(pool.accelerator):
+                continue
+            self.problems.add(
+                f"{NAMESPACE}:gpuPools[{i}].draGpus",
+                f"required on {cut(pool.name)} ({pool.accelerator}) beside a pool with draGpus: the "
+                "cluster's one DRA driver, which the rack's ComputeDomains need, then allocates GPUs on "
+                "every node it runs on, and must not share a node with GKE's device plugin",
+            )
 
     def _gpudirect(self, network: NetworkConfig, pools: tuple[GpuPool, ...]) -> NetworkConfig:
         """The GPUDirect range (one per stack, every flavour's subnets in it) clear of the cluster's

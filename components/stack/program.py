@@ -26,6 +26,7 @@ from .declare import Checked, checking_only, declare, declaring_checked
 from .pool_outputs import pool_summary
 from .program_batch import batch_queues, gpudirect_namespaces, nccl_allreduce_tests, training_data
 from .program_cluster import gke_cluster
+from .program_dra import dra_driver
 from .program_gpudirect import (
     gpudirect_admission,
     gpudirect_networks,
@@ -143,8 +144,11 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
     # The namespaces the admission policies confine are made only once the policies exist.
     guards = [admission] if admission is not None else []
     monitoring = _monitoring(settings, kubernetes)
+    driver = dra_driver(settings, cluster.provider, list(pools.values()))
     targets = {pool.name: gpu_target(pool, autopilot=autopilot) for pool in settings.gpu_pools}
-    samples, samples_component = _samples(settings, targets, cluster.provider, list(pools.values()))
+    samples, samples_component = _samples(
+        settings, targets, cluster.provider, [*pools.values(), *([driver] if driver else [])]
+    )
     batch: list[dict[str, Any]] = []
     data: dict[str, Any] = {}
     if settings.batch.kueue:
@@ -154,7 +158,11 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
             [*pools.values(), *([samples_component] if samples_component else []), *guards],
             local_queue_namespace=SAMPLES_NAMESPACE if samples_component else None,
         )
-        samples.update(nccl_allreduce_tests(settings, cluster.provider, [queues, *software, *guards]))
+        samples.update(
+            nccl_allreduce_tests(
+                settings, cluster.provider, [queues, *software, *guards, *([driver] if driver else [])]
+            )
+        )
         data = training_data(settings, cluster.provider, [queues])
     served = serving(
         settings,
@@ -280,7 +288,12 @@ def gpu_target(pool: GpuPool, *, autopilot: bool) -> GpuTarget:
     if pool.sharing:
         target["sharing"] = TargetSharing(pool.sharing.strategy)
         target["shared_clients"] = pool.sharing.max_clients_per_gpu
-    target["gke_driver"] = True
+    if pool.dra_gpus:
+        # The DRA driver's kubelet plugin injects the driver (CDI), not GKE's device plugin.
+        target["dra_gpus"] = True
+        target["gke_driver"] = False
+    else:
+        target["gke_driver"] = True
     return target
 
 

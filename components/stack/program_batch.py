@@ -5,6 +5,7 @@ from typing import Any, cast
 import pulumi
 
 from ..core.catalog import load_catalog
+from ..dra.claims import is_rack
 from ..gpu.scheduling import QUEUED_TOLERATION, node_selector, tolerations
 from ..gpudirect.flavors import GpuDirectFlavor
 from ..workloads.batch_queues import GpuBatchQueues, GpuBatchQueuesArgs
@@ -286,6 +287,9 @@ def nccl_allreduce_tests(
             args["max_nodes"] = pool.max_nodes
         if flavor is not None:
             args["gpudirect"] = flavor
+        if is_rack(pool.accelerator):
+            # The cluster's NvidiaDraDriver has ComputeDomains on (stack/program_dra.py).
+            args["compute_domain"] = True
         test = declare(
             NcclAllReduce,
             f"nccl-{pool.name}",

@@ -15,6 +15,7 @@ from ..core.common import (
     valid_label_key,
 )
 from ..core.images import BLACKWELL_ACCELERATORS
+from ..dra.claims import is_rack
 from ..gpu.device_plugin_config import DevicePluginConfig
 from ..gpu.pool import GpuPool
 from ..monitoring.model import AlertsConfig, MonitoringConfig
@@ -227,7 +228,11 @@ class WorkloadRules(RuleBase):
                     )
                     continue
                 arch = self.catalog.accelerators[pool_obj.accelerator].arch
-                if w.name in AMD64_ONLY_WORKLOADS and arch != "amd64":
+                # A rack's all-reduce runs over NVLink in the Arm build of Google's test image.
+                arm_build = (
+                    w.name == "nccl-allreduce" and is_rack(pool_obj.accelerator) and not pool_obj.gpudirect
+                )
+                if w.name in AMD64_ONLY_WORKLOADS and arch != "amd64" and not arm_build:
                     self.problems.add(
                         f"{path}.pool",
                         f"{cut(pool_name)} ({pool_obj.accelerator}) has {arch} hosts, and {w.name}'s image "
@@ -342,6 +347,13 @@ class WorkloadRules(RuleBase):
                 f"{path}.pool",
                 f"{cut(pool.name)} {how}; nccl-allreduce takes every whole GPU of each of its nodes: "
                 "choose a pool without sharing or MIG",
+            )
+            return False
+        if pool.dra_gpus:
+            self.problems.add(
+                f"{path}.pool",
+                f"{cut(pool.name)} has draGpus: the all-reduce asks for nvidia.com/gpu, which no device "
+                "plugin advertises there (its DRA claims are not built yet); choose a pool without draGpus",
             )
             return False
         nodes = w.nodes or NCCL_DEFAULT_NODES

@@ -22,6 +22,13 @@ from ..core.k8s import (
     image_version,
     selector_labels,
 )
+from ..dra.claims import (
+    ARM64_TOLERATION,
+    COMPUTE_DOMAIN_API,
+    COMPUTE_DOMAIN_KIND,
+    channel_claims,
+    compute_domain_spec,
+)
 from ..gpu.scheduling import QUEUED_TAINT_KEY, QUEUED_TOLERATION
 from ..gpudirect.pod_parts import gpudirect_pod_parts, plain_tcp_pod_parts
 from .batch_queues import KUEUE_API
@@ -115,7 +122,7 @@ class NcclAllReduce(GkeGpuComponent[NcclAllReduceSpec]):
         args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         jobset = jobset_name(spec.pool)
-        floor = floor_for(spec.machine_type, spec.transport, spec.min_bus_bandwidth_gbps)
+        floor = floor_for(spec.machine_type, spec.transport, spec.min_bus_bandwidth_gbps, spec.accelerator)
         parts = pod_parts(spec)
         pod_spec = nccl_pod_spec(spec, parts, floor)
         level, reasons = pod_security_level(pod_spec)
@@ -164,6 +171,30 @@ class NcclAllReduce(GkeGpuComponent[NcclAllReduceSpec]):
             spec=network_policy_spec(selector_labels(labels)),
             opts=in_namespace,
         )
+        job_needs: list[pulumi.Resource] = [
+            self.namespace_object,
+            self.local_queue,
+            self.script,
+            self.network_policy,
+        ]
+        self.compute_domain: k8s.apiextensions.CustomResource | None = None
+        if spec.compute_domain:
+            # The IMEX channel's ResourceClaimTemplate is the DRA driver's controller's, made from it.
+            self.compute_domain = k8s.apiextensions.CustomResource(
+                f"{name}-compute-domain",
+                api_version=COMPUTE_DOMAIN_API,
+                kind=COMPUTE_DOMAIN_KIND,
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=jobset, namespace=spec.namespace, labels=labels),
+                spec=compute_domain_spec(jobset, spec.nodes),
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    depends_on=[self.namespace_object],
+                    # The CRD makes the spec immutable (CEL self == oldSelf): a change replaces it.
+                    replace_on_changes=["spec"],
+                    delete_before_replace=True,
+                ),
+            )
+            job_needs.append(self.compute_domain)
         annotations = {**SKIP_AWAIT, SCRIPT_HASH_ANNOTATION: SCRIPT_SHA256}
         if spec.queued:
             # Kueue copies provreq.kueue.x-k8s.io/* annotations into the ProvisioningRequest: the
@@ -182,7 +213,7 @@ class NcclAllReduce(GkeGpuComponent[NcclAllReduceSpec]):
             spec=jobset_spec(spec, jobset, parts, pod_spec, labels),
             opts=pulumi.ResourceOptions(
                 parent=self,
-                depends_on=[self.namespace_object, self.local_queue, self.script, self.network_policy],
+                depends_on=job_needs,
                 # A JobSet's Jobs are immutable and its name fixed: any change replaces it (and runs
                 # the test again).
                 replace_on_changes=["*"],
@@ -305,13 +336,16 @@ def main_container(
         }
     )
     security = {**parts["securityContext"], "seccompProfile": dict(RUNTIME_DEFAULT)}
+    resources: dict[str, Any] = main_resources(spec)
+    if spec.compute_domain:
+        resources["claims"] = channel_claims(jobset)[1]
     return {
         "name": CONTAINER,
         "image": runner.image,
         "imagePullPolicy": "IfNotPresent",
         "command": ["bash", f"{SCRIPT_DIR}/{SCRIPT_FILE}", "run"],
         "env": env,
-        "resources": main_resources(spec),
+        "resources": resources,
         "securityContext": security,
         "volumeMounts": [*parts["volumeMounts"], mount],
     }
@@ -325,6 +359,8 @@ def nccl_pod_spec(spec: NcclAllReduceSpec, parts: dict[str, Any], floor: Bandwid
     tolerations = [_toleration(t) for t in spec.tolerations]
     if spec.queued and not any(t.get("key") == QUEUED_TAINT_KEY for t in tolerations):
         tolerations.append(dict(QUEUED_TOLERATION))
+    if spec.compute_domain and ARM64_TOLERATION not in tolerations:
+        tolerations.append(dict(ARM64_TOLERATION))
     sidecars = parts["initContainers"]
     pod: dict[str, Any] = {
         "restartPolicy": "Never",
@@ -344,6 +380,8 @@ def nccl_pod_spec(spec: NcclAllReduceSpec, parts: dict[str, Any], floor: Bandwid
             },
         ],
     }
+    if spec.compute_domain:
+        pod["resourceClaims"] = channel_claims(jobset)[0]
     if not sidecars:
         # Pod-wide RuntimeDefault where no RxDM sidecar runs (its seccomp needs are not documented:
         # Google's manifests leave it unconfined, so it keeps what gpudirect/pod_parts.py gives it).

@@ -39,6 +39,7 @@ from ..core.common import K8S_NAME, MAX_NODES_PER_POOL, Problems, cut, listing
 from ..core.k8s import Toleration, TolerationSpec, toleration_problems
 from ..core.model import DNS_LABEL
 from ..core.validation import ArgsModel
+from ..dra.claims import RACK_ACCELERATORS, is_rack
 from ..gpudirect.flavors import MACHINE_FLAVORS, GpuDirectFlavor
 from ..gpudirect.images import TCPX_PLUGIN, TCPXO_PLUGIN
 
@@ -62,6 +63,9 @@ class Transport(StrEnum):
     RDMA = "RDMA"
     TCP = "TCP"
     """NCCL's own sockets over the Pod network (eth0): no GPUDirect."""
+    MNNVL = "MNNVL"
+    """Multi-node NVLink inside a GB200/GB300 rack, through a ComputeDomain's IMEX channel (NCCL's
+    sockets on eth0 only for what is not NVLink)."""
 
 
 def transport_of(gpudirect: str | None) -> Transport:
@@ -126,9 +130,22 @@ RUNNERS: dict[Transport, Runner] = {
         "AI-Hypercomputer/gpu-recipes@d9e8da30 src/helm-charts/a3mega/nccl-tests/run_test.sh",
     ),
 }
-# Every runner image is published for linux/amd64 only: Google publishes Arm builds under other
+# The rack's all-reduce (Arm hosts): the gIB diagnostic image's Arm build, as cluster-toolkit's A4X
+# NCCL test runs it (examples/gke-a4x/nccl-jobset-example.yaml at 1047080: same sshd, hostfile and
+# nccl-tests paths as the amd64 image's).
+GIB_DIAGNOSTIC_ARM64 = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-diagnostic-arm64:v1.0.6"
+RUNNERS[Transport.MNNVL] = Runner(
+    image=GIB_DIAGNOSTIC_ARM64,
+    tests_dir="/third_party/nccl-tests/build",
+    sshd="/scripts/container_entry.sh daemon &",
+    launch_prefix="",
+    max_bytes=8 * GIB,
+    source="cluster-toolkit@1047080 examples/gke-a4x/nccl-jobset-example.yaml",
+)
+# Every other runner image is published for linux/amd64 only: Google publishes Arm builds under other
 # names (e.g. nccl-plugin-gib-diagnostic-arm64, reference section 5a).
 RUNNER_ARCH = "amd64"
+RUNNER_ARCHES = {Transport.MNNVL: "arm64"}
 
 
 def max_message_bytes(transport: Transport, gpu_memory_gb: int) -> int:
@@ -213,10 +230,31 @@ PLAIN_TCP_ESTIMATE = BandwidthFloor(
 )
 
 
-def floor_for(machine_type: str, transport: Transport, override: float | None = None) -> BandwidthFloor:
+# Multi-node NVLink inside a rack, by accelerator: NVLink, not the NICs, carries the all-reduce.
+_GB200_MNNVL = (
+    "811 GB/s busbw on 2 GB200 nodes (8 GPUs) over MNNVL, third party "
+    "(https://www.lixueduan.com/posts/ai/13-gb200-mnnvl-nccl-test; which collective it ran is "
+    "UNVERIFIED); no Google figure for A4X found"
+)
+MNNVL_FLOORS: dict[str, BandwidthFloor] = {
+    "nvidia-gb200": _floor(811, "measured", _GB200_MNNVL),
+    "nvidia-gb300": _floor(
+        811,
+        "estimate",
+        "no published GB300 run; GB200's third-party 811 GB/s (both NVLink 5, 1.8 TB/s a GPU per NVIDIA's "
+        "NVL72 pages, UNVERIFIED here)",
+    ),
+}
+
+
+def floor_for(
+    machine_type: str, transport: Transport, override: float | None = None, accelerator: str | None = None
+) -> BandwidthFloor:
     """The floor a run on `machine_type` over `transport` is judged by."""
     if override is not None:
         return BandwidthFloor(override, "override", None, "min_bus_bandwidth_gbps")
+    if transport is Transport.MNNVL and accelerator in MNNVL_FLOORS:
+        return MNNVL_FLOORS[accelerator]
     if (machine_type, transport) in FLOORS:
         return FLOORS[(machine_type, transport)]
     if transport is Transport.TCP:
@@ -266,6 +304,11 @@ class NcclAllReduceArgs(TypedDict):
     """The pool's queue places Pods by topology: the Pods ask Kueue to share the closest topology
     level the free nodes allow (`kueue.x-k8s.io/podset-preferred-topology: kubernetes.io/hostname`).
     Defaults to false."""
+    compute_domain: NotRequired[bool]
+    """The pool is a GB200/GB300 NVL72 rack: the test declares a ComputeDomain and each Pod claims its
+    IMEX channel, so NCCL reaches the other VMs' GPUs over NVLink. Needs NVIDIA's DRA driver with
+    ComputeDomains in the cluster (NvidiaDraDriver, compute_domains). Required on those
+    accelerators, refused on others. Defaults to false."""
 
 
 class NcclAllReduceSpec(ArgsModel):
@@ -285,10 +328,11 @@ class NcclAllReduceSpec(ArgsModel):
     min_bus_bandwidth_gbps: float | None = Field(None, gt=0, le=10_000)
     queued: bool = False
     topology: bool = False
+    compute_domain: bool = False
 
     @property
     def transport(self) -> Transport:
-        return transport_of(self.gpudirect)
+        return Transport.MNNVL if self.compute_domain else transport_of(self.gpudirect)
 
 
 def machine_of(spec: NcclAllReduceSpec) -> tuple[Accelerator, MachineType]:
@@ -316,11 +360,25 @@ def nccl_rules(spec: NcclAllReduceSpec) -> list[str]:
             + listing(sorted(catalog.accelerators)),
         )
     else:
-        if accelerator.arch != RUNNER_ARCH:
+        if is_rack(accelerator.name) and not spec.compute_domain:
+            problems.add(
+                "compute_domain",
+                f"required on {accelerator.name}: its VMs reach each other's GPUs over NVLink only "
+                "through a ComputeDomain (NVIDIA's DRA driver: NvidiaDraDriver with compute_domains)",
+            )
+        elif spec.compute_domain and not is_rack(accelerator.name):
+            problems.add(
+                "compute_domain",
+                f"not allowed on {accelerator.name}: ComputeDomains join the VMs of an NVL72 rack; "
+                f"rack accelerators: {listing(sorted(RACK_ACCELERATORS))}",
+            )
+        elif spec.compute_domain and spec.gpudirect is not None:
+            problems.add("compute_domain", "not allowed with gpudirect: the test runs over NVLink alone")
+        elif accelerator.arch != RUNNER_ARCHES.get(spec.transport, RUNNER_ARCH):
             problems.add(
                 "accelerator",
-                f"{accelerator.name} has {accelerator.arch} hosts, and the NCCL test images are published "
-                f"for {RUNNER_ARCH} only",
+                f"{accelerator.name} has {accelerator.arch} hosts, and the NCCL test images for "
+                f"{spec.transport} are published for {RUNNER_ARCHES.get(spec.transport, RUNNER_ARCH)} only",
             )
         machine = accelerator.machine_type(spec.machine_type)
         if machine is None:

@@ -4,7 +4,7 @@ zero nodes when it is done."""
 
 import hashlib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -25,6 +25,13 @@ from ..core.k8s import (
     restricted_container_security_context,
     restricted_pod_security_context,
     toleration_args,
+)
+from ..dra.claims import (
+    GPU_CLAIM,
+    container_claim,
+    gpu_claim_template_name,
+    gpu_claim_template_spec,
+    pod_claim,
 )
 from .samples_args import (
     GpuTargetSpec,
@@ -135,6 +142,17 @@ class SampleWorkloads(GkeGpuComponent[SampleWorkloadsSpec]):
                 metadata=self._meta(DENY_ALL_POLICY, "gpu-samples", namespace=namespace),
                 spec=deny_all_network_policy_spec(),
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespaces[namespace]]),
+            )
+        # A ResourceClaimTemplate per GPU count the DRA targets ask for (in the base namespace: the
+        # MPS namespace's targets share GPUs, which DRA does not).
+        self.claim_templates: dict[int, k8s.resource.v1.ResourceClaimTemplate] = {}
+        for gpus in sorted({w.target.gpus_per_pod for w in spec.workloads if w.target.dra_gpus}):
+            template = gpu_claim_template_name(gpus)
+            self.claim_templates[gpus] = k8s.resource.v1.ResourceClaimTemplate(
+                f"{name}-claim-{template}",
+                metadata=self._meta(template, "gpu-claim", namespace=base_namespace),
+                spec=cast(Any, gpu_claim_template_spec(gpus)),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.namespaces[base_namespace]]),
             )
         self.script: k8s.core.v1.ConfigMap | None = None
         if any(w.kind == "pytorch-smoke" for w in spec.workloads):
@@ -265,7 +283,7 @@ class SampleWorkloads(GkeGpuComponent[SampleWorkloadsSpec]):
             # The NVIDIA container toolkit injects the driver; skip the image's CUDA-version check
             # (NVIDIA_REQUIRE_CUDA), which only guards CUDA runtime use these samples tolerate.
             variables["NVIDIA_DISABLE_REQUIRE"] = "true"
-        gpus = str(target.gpus_per_pod)
+        gpus = {} if target.dra_gpus else {GPU_RESOURCE: str(target.gpus_per_pod)}
         return k8s.core.v1.ContainerArgs(
             name=name,
             image=image,
@@ -275,8 +293,12 @@ class SampleWorkloads(GkeGpuComponent[SampleWorkloadsSpec]):
             + list(extra_env or []),
             resources=k8s.core.v1.ResourceRequirementsArgs(
                 # Requests equal limits: Guaranteed QoS, and the only form GPUs allow.
-                limits={"cpu": cpu, "memory": memory, GPU_RESOURCE: gpus},
-                requests={"cpu": cpu, "memory": memory, GPU_RESOURCE: gpus},
+                limits={"cpu": cpu, "memory": memory, **gpus},
+                requests={"cpu": cpu, "memory": memory, **gpus},
+                # On a DRA pool the GPUs are the Pod's claim (dra/claims.py), not a limit.
+                claims=[k8s.core.v1.ResourceClaimArgs(**container_claim(GPU_CLAIM))]
+                if target.dra_gpus
+                else None,
             ),
             security_context=restricted_container_security_context(),
             volume_mounts=[k8s.core.v1.VolumeMountArgs(name="scratch", mount_path=SCRATCH), *(mounts or [])],
@@ -304,6 +326,16 @@ class SampleWorkloads(GkeGpuComponent[SampleWorkloadsSpec]):
         depends_on: list[pulumi.Resource] = [self.namespaces[namespace], self.network_policies[namespace]]
         if workload.kind == "pytorch-smoke" and self.script is not None:
             depends_on.append(self.script)
+        claims = None
+        if target.dra_gpus:
+            depends_on.append(self.claim_templates[target.gpus_per_pod])
+            template = gpu_claim_template_name(target.gpus_per_pod)
+            claim = pod_claim(GPU_CLAIM, template)
+            claims = [
+                k8s.core.v1.PodResourceClaimArgs(
+                    name=claim["name"], resource_claim_template_name=claim["resourceClaimTemplateName"]
+                )
+            ]
         return k8s.batch.v1.Job(
             f"{self._name}-{name}",
             metadata=self._meta(
@@ -347,6 +379,7 @@ class SampleWorkloads(GkeGpuComponent[SampleWorkloadsSpec]):
                         security_context=restricted_pod_security_context(),
                         termination_grace_period_seconds=10,
                         containers=[container],
+                        resource_claims=claims,
                         volumes=[
                             k8s.core.v1.VolumeArgs(
                                 name="scratch",

@@ -57,6 +57,10 @@ class GpuTarget(TypedDict):
     Defaults to true."""
     runtime_class_name: NotRequired[str]
     """The RuntimeClass of the NVIDIA container runtime (generic clusters). Defaults to none."""
+    dra_gpus: NotRequired[bool]
+    """The target's GPUs come from NVIDIA's DRA driver: each Pod claims gpus_per_pod GPUs through a
+    ResourceClaimTemplate of the DeviceClass gpu.nvidia.com instead of an nvidia.com/gpu limit (set
+    gke_driver false: the driver injects the driver libraries). Defaults to false."""
 
 
 class SampleWorkload(TypedDict):
@@ -94,6 +98,7 @@ class GpuTargetSpec(ArgsModel):
     required_node_labels: Annotated[list[LabelKey], Field(default_factory=list, max_length=16)]
     gke_driver: bool = True
     runtime_class_name: K8sName | None = None
+    dra_gpus: bool = False
 
 
 class SampleWorkloadSpec(ArgsModel):
@@ -167,6 +172,11 @@ def sample_rules(spec: SampleWorkloadsSpec) -> list[str]:
             problems.add(
                 f"{path}.target.gpus_per_pod",
                 f"{target.gpus_per_pod} is not allowed on shared GPUs; a Pod gets one shared GPU",
+            )
+        if target.dra_gpus and target.sharing:
+            problems.add(
+                f"{path}.target.dra_gpus",
+                "not allowed with sharing: GKE offers no time-sharing or MPS with DRA",
             )
         for j, toleration in enumerate(target.tolerations):
             problems.items += toleration_problems(f"{path}.target.tolerations[{j}]", toleration)

@@ -41,6 +41,7 @@ from .capacity import (
 from .capacity import PoolGpus as PoolGpus
 from .capacity import pool_gpus as pool_gpus
 from .constants import GPU_RESOURCE, GPU_TAINT_EFFECT, GPU_TAINT_KEY, SHARING_TRUSTED_LABEL
+from .dra import DRA_POLICIES
 from .nodes import (
     NODE_SERVICE_ACCOUNT,
     NODE_SHIELDED,
@@ -157,6 +158,8 @@ POLICIES: list[Policy] = [
         enforcement_level=EnforcementLevel.MANDATORY,
         severity=Severity.HIGH,
     ),
+    # DRA-GPU pools asked through claims, rack jobs through a ComputeDomain (dra.py).
+    *DRA_POLICIES,
     # Tenancy: no team namespace at privileged, no privileged image by tag (security.py).
     *SECURITY_POLICIES,
     # GPUDirect pools in one zone, Kueue queues for GPU pools and JobSets (scale_out.py).

@@ -13,7 +13,7 @@ import pytest
 from google.protobuf import struct_pb2
 from pulumi_policy import PolicyConfigSchema, ResourceValidationPolicy, StackValidationPolicy
 
-from policy.gke_gpu_policies import props, rules, scale_out, security, serving, teams
+from policy.gke_gpu_policies import dra, props, rules, scale_out, security, serving, teams
 from policy.gke_gpu_policies.constants import CLUSTER, NODE_POOL, SHARING_TRUSTED_LABEL
 from policy.tests.factories import (
     DELETE,
@@ -48,12 +48,12 @@ GPU_REQUEST = ("containers", "0", "resources", "requests", "nvidia.com/gpu")
 
 def test_policy_names_are_unique_and_every_validator_is_served() -> None:
     names = [p.name for p in rules.POLICIES]
-    assert len(names) == len(set(names)) == 20
+    assert len(names) == len(set(names)) == 22
     assert all(isinstance(p, (ResourceValidationPolicy, StackValidationPolicy)) for p in rules.POLICIES)
     served = {p.name for p in rules.POLICIES}
     declared = {
         v
-        for module in (rules, scale_out, teams, serving, security)
+        for module in (rules, scale_out, teams, serving, security, dra)
         for k, v in vars(module).items()
         if k.isupper() and isinstance(v, str) and v in served
     }

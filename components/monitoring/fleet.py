@@ -1,0 +1,258 @@
+"""Watching a MultiKueue fleet: dashboard charts per worker cluster, and the alert that fires when the
+manager has not reached a worker for a sustained period. Built as data from the manager's cluster name
+and the workers' names; the fleet wiring (the MultiKueue objects, the scrape configs) lives elsewhere.
+
+Sources, Kueue v0.19.2 (kubernetes-sigs/kueue@8eab6877, `pkg/metrics/metrics.go`), each series as
+Managed Service for Prometheus stores it (the scrape's target labels `project_id`, `location`,
+`cluster` (the GKE cluster that ran the scrape), `namespace`, `job`, `instance` are forced over the
+metric's own: GoogleCloudPlatform/prometheus-engine `pkg/operator/apis/monitoring/v1/pod_config.go`):
+
+* each worker's own Kueue, scraped in the worker, so `cluster` is the worker:
+  `kueue_admitted_active_workloads{cluster_queue}` (admitted, not finished),
+  `kueue_pending_workloads{cluster_queue, status="active"|"inadmissible"}`, and
+  `kueue_cluster_queue_resource_usage{cohort, cluster_queue, flavor, resource}` (what admitted
+  workloads use; reported only with Kueue's `metrics.enableClusterQueueResources: true`,
+  `pkg/controller/core/core.go`). Every Kueue series carries `replica_role` (`leader`, `follower` or
+  `standalone`): followers are left out so a highly available Kueue is not counted twice.
+* the manager's MultiKueue: `multikueue_workloads_dispatched_total{cluster_queue, cluster}` (the worker
+  in `cluster`, which the scrape moves to `exported_cluster`).
+* whether the manager reaches a worker: Kueue exports no metric of it. The MultiKueueCluster's `Active`
+  condition says it (`pkg/controller/admissionchecks/multikueue/multikueuecluster.go`,
+  `updateStatus`); kube-state-metrics' custom resource state metrics turn it into a gauge
+  (`MULTIKUEUE_CLUSTER_STATE`, for a kube-state-metrics v2.20.0 in the manager scraped by Managed
+  Prometheus): `kube_customresource_multikueuecluster_condition{customresource_group,
+  customresource_kind, customresource_version, name, type}`, 1 for "True" and 0 for "False" or
+  "Unknown" (kube-state-metrics v2.20.0 `pkg/customresourcestate/registry_factory.go` `toFloat64`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.common import GPU_RESOURCE, K8S_NAME, Problems, cut
+from .alert_rules import AlertRule
+
+NOT_FOLLOWER = 'replica_role!="follower"'
+CONDITION_METRIC = "kube_customresource_multikueuecluster_condition"
+# The alert's sustained period. Kueue retries a lost worker with a backoff that grows to
+# 2^6 x 5 s = 320 s between attempts (multikueuecluster.go `retryAfter`), so a blip heals within a
+# few minutes; after `multiKueue.workerLostTimeout` (15 min by default, apis/config/v1beta2/
+# defaults.go) the manager gives up on the workloads it placed there and requeues them elsewhere.
+# 10 minutes outlasts two of the longest retries and leaves 5 minutes to act (a credential to
+# renew, a control plane to reach) before the jobs lose their place.
+UNREACHABLE_FOR_S = 600
+# Rates of dispatches over the last 10 minutes: MultiKueue dispatches in bursts, as quota frees.
+WINDOW_MINUTES = 10
+MULTIKUEUE_CLUSTER_STATE: dict[str, Any] = {
+    # kube-state-metrics' CustomResourceStateMetrics (docs/metrics/extend/customresourcestate-metrics.md
+    # at v2.20.0): one gauge per condition of each MultiKueueCluster, its value the condition's status.
+    "kind": "CustomResourceStateMetrics",
+    "spec": {
+        "resources": [
+            {
+                "groupVersionKind": {
+                    "group": "kueue.x-k8s.io",
+                    "version": "v1beta2",
+                    "kind": "MultiKueueCluster",
+                },
+                "labelsFromPath": {"name": ["metadata", "name"]},
+                "metrics": [
+                    {
+                        "name": "multikueuecluster_condition",
+                        "help": "Each condition of a MultiKueueCluster: 1 True, 0 False or Unknown.",
+                        "each": {
+                            "type": "Gauge",
+                            "gauge": {
+                                "path": ["status", "conditions"],
+                                "labelsFromPath": {"type": ["type"]},
+                                "valueFrom": ["status"],
+                            },
+                        },
+                    }
+                ],
+            }
+        ]
+    },
+}
+
+
+@dataclass(frozen=True)
+class FleetChart:
+    worker: str  # the worker the chart is about; "" for a chart of every worker
+    title: str
+    query: str  # PromQL
+    unit: str  # a Cloud Monitoring unit (dashboard.valid_unit)
+    axis_label: str
+
+
+def check_fleet(manager: str, workers: Sequence[str]) -> list[str]:
+    """Every problem with the names, as `<arg>: <reason>` lines; none for a fleet the charts fit."""
+    problems = Problems()
+    allowed = "at most 40 lowercase letters, digits and hyphens, starting with a letter (a GKE cluster name)"
+    for path, name in [("manager", manager), *((f"workers[{i}]", w) for i, w in enumerate(workers))]:
+        if not isinstance(name, str) or not K8S_NAME.fullmatch(name) or len(name) > 40:
+            problems.add(path, f"{cut(name)} is not a cluster name; use {allowed}")
+    if not workers:
+        problems.add("workers", "[] names no worker; list the worker clusters the manager dispatches to")
+    seen: dict[str, int] = {}
+    for index, worker in enumerate(workers):
+        if worker == manager:
+            problems.add(f"workers[{index}]", f"{cut(worker)} is the manager; a worker is another cluster")
+        elif worker in seen:
+            problems.add(f"workers[{index}]", f"{cut(worker)} is listed twice (also at [{seen[worker]}])")
+        else:
+            seen[worker] = index
+    return problems.items
+
+
+def _require(manager: str, workers: Sequence[str]) -> None:
+    problems = check_fleet(manager, workers)
+    if problems:
+        raise ValueError("fleet monitoring: " + "; ".join(problems))
+
+
+def fleet_charts(manager: str, workers: Sequence[str]) -> list[FleetChart]:
+    """Per worker: its workloads admitted and pending (by status), and the GPUs its admitted workloads
+    use; then, for all workers, the manager's dispatches to each and whether it reaches each."""
+    _require(manager, workers)
+    charts = []
+    for worker in workers:
+        on = f'cluster="{worker}",{NOT_FOLLOWER}'
+        charts += [
+            FleetChart(
+                worker,
+                f"{worker}: workloads admitted and pending",
+                f'label_replace(sum(kueue_admitted_active_workloads{{{on}}}), "status", "admitted", "", "") '
+                f"or sum by (status) (kueue_pending_workloads{{{on}}})",
+                "1",
+                "workloads",
+            ),
+            FleetChart(
+                worker,
+                f"{worker}: GPUs used by admitted workloads",
+                f'sum by (flavor) (kueue_cluster_queue_resource_usage{{{on},resource="{GPU_RESOURCE}"}})',
+                "1",
+                "GPUs",
+            ),
+        ]
+    names = "|".join(workers)
+    charts += [
+        FleetChart(
+            "",
+            "Workloads dispatched to each worker (per minute)",
+            f"sum by (exported_cluster) (rate(multikueue_workloads_dispatched_total"
+            f'{{cluster="{manager}",exported_cluster=~"{names}",{NOT_FOLLOWER}}}[{WINDOW_MINUTES}m])) * 60',
+            "1/min",
+            "workloads/min",
+        ),
+        FleetChart(
+            "",
+            "Worker reachable from the manager (1 yes, 0 no)",
+            f"max by (name) ({_condition(manager, names, '=~')})",
+            "1",
+            "reachable",
+        ),
+    ]
+    return charts
+
+
+def _condition(manager: str, name: str, match: str = "=") -> str:
+    return (
+        f'{CONDITION_METRIC}{{cluster="{manager}",customresource_kind="MultiKueueCluster",'
+        f'type="Active",name{match}"{name}"}}'
+    )
+
+
+def worker_unreachable_query(manager: str, workers: Sequence[str]) -> str:
+    """PromQL: one series per worker whose MultiKueueCluster is not Active, or has no series at all
+    (no MultiKueueCluster of that name, or nothing reports it: either way the manager cannot be seen
+    to reach it)."""
+    _require(manager, workers)
+    names = "|".join(workers)
+    inactive = f"max by (cluster, name) ({_condition(manager, names, '=~')}) < 1"
+    missing = " or ".join(f"max by (cluster, name) (absent({_condition(manager, w)}))" for w in workers)
+    return f"({inactive}) or {missing}"
+
+
+def worker_unreachable_rule(manager: str, workers: Sequence[str]) -> AlertRule:
+    """The alert, in the form gpu_monitoring.py turns into a Cloud Monitoring alert policy."""
+    minutes = UNREACHABLE_FOR_S // 60
+    return AlertRule(
+        key="fleet-worker-unreachable",
+        alert="MultiKueueWorkerUnreachable",
+        display_name=f"MultiKueue worker unreachable from {manager}",
+        condition=f"a worker's MultiKueueCluster not Active for {minutes} min",
+        query=worker_unreachable_query(manager, workers),
+        duration=f"{UNREACHABLE_FOR_S}s",
+        severity="CRITICAL",
+        documentation=(
+            f"The MultiKueue manager `{manager}` has not reached the worker named in the `name` label for "
+            f"{minutes} minutes (its MultiKueueCluster's `Active` condition is not True, or no series "
+            "reports it). Jobs are not dispatched there, and after Kueue's `workerLostTimeout` (15 "
+            "minutes by default) the ones placed there are requeued elsewhere. Look at the reason: "
+            "`kubectl get multikueuecluster <name> -o jsonpath='{.status.conditions}'` on the manager "
+            "(a kubeconfig Secret missing or expired, the worker's control plane unreachable)."
+        ),
+    )
+
+
+def fleet_widget(chart: FleetChart) -> dict[str, Any]:
+    """An XY chart of one PromQL query; each series is named by its labels."""
+    return {
+        "title": chart.title,
+        "xyChart": {
+            "dataSets": [
+                {
+                    "timeSeriesQuery": {"prometheusQuery": chart.query, "unitOverride": chart.unit},
+                    "plotType": "LINE",
+                    "targetAxis": "Y1",
+                }
+            ],
+            "yAxis": {"scale": "LINEAR", "label": chart.axis_label},
+            "chartOptions": {"mode": "COLOR"},
+        },
+    }
+
+
+def fleet_tiles(
+    manager: str, workers: Sequence[str], *, y: int = 0, columns: int = 48
+) -> list[dict[str, Any]]:
+    """The fleet section as mosaic tiles from row `y`: a note, then two charts a row."""
+    note = (
+        f"MultiKueue fleet of {manager}: per worker, Kueue's own metrics in that worker (admitted "
+        "and pending workloads, GPUs used by admitted workloads; the GPU chart needs the worker's Kueue "
+        "with metrics.enableClusterQueueResources); then the manager's dispatches and whether it "
+        "reaches each worker (its MultiKueueCluster's Active condition, through kube-state-metrics)."
+    )
+    tiles: list[dict[str, Any]] = [
+        {
+            "xPos": 0,
+            "yPos": y,
+            "width": columns,
+            "height": 4,
+            "widget": {"title": "MultiKueue fleet", "text": {"content": note, "format": "MARKDOWN"}},
+        }
+    ]
+    half, height = columns // 2, 16
+    for index, chart in enumerate(fleet_charts(manager, workers)):
+        row, column = divmod(index, 2)
+        tiles.append(
+            {
+                "xPos": column * half,
+                "yPos": y + 4 + row * height,
+                "width": half,
+                "height": height,
+                "widget": fleet_widget(chart),
+            }
+        )
+    return tiles
+
+
+def fleet_dashboard(manager: str, workers: Sequence[str]) -> dict[str, Any]:
+    """A Cloud Monitoring dashboard document of the fleet section alone."""
+    return {
+        "displayName": f"MultiKueue fleet {manager}",
+        "mosaicLayout": {"columns": 48, "tiles": fleet_tiles(manager, workers)},
+    }

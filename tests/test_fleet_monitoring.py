@@ -1,0 +1,302 @@
+"""Fleet monitoring (gke_gpu.monitoring.fleet): the per-worker charts and the worker-unreachable alert,
+each query run by Prometheus' own engine (`promtool test rules`) over series shaped as Kueue v0.19.2
+exports them (`pkg/metrics/metrics.go`) and kube-state-metrics v2.20.0 reports a MultiKueueCluster's
+conditions, after Managed Prometheus (its target labels `project_id`, `location`, `cluster`,
+`namespace`, `job`, `instance` forced over the metric's own: Kueue's `cluster` label, the worker,
+arrives as `exported_cluster`). Every scenario carries series the queries must leave out: another
+manager's, an undeclared worker's, a follower replica's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gke_gpu.monitoring.alert_rules import EVALUATION_INTERVAL, RULE_GROUP, prometheus_rules
+from gke_gpu.monitoring.dashboard import valid_unit
+from gke_gpu.monitoring.fleet import (
+    CONDITION_METRIC,
+    MULTIKUEUE_CLUSTER_STATE,
+    UNREACHABLE_FOR_S,
+    check_fleet,
+    fleet_charts,
+    fleet_dashboard,
+    worker_unreachable_rule,
+)
+from tests.test_alert_rules import assert_passes, run_promtool, samples, series
+from tests.test_alert_rules import promtool as promtool  # the session fixture
+from tests.test_monitoring import parse_with_google_types
+from tests.test_serving_dashboard import expr_test, run_expr_tests
+
+MANAGER = "fleet-manager"
+WORKERS = ["gpu-us-east", "gpu-eu-west", "gpu-asia"]
+
+
+def test_the_dashboard_parses_with_googles_types_and_every_unit_is_cloud_monitorings() -> None:
+    document = fleet_dashboard(MANAGER, WORKERS)
+    parsed = parse_with_google_types(document)
+    assert parsed["tiles"] == 1 + 2 * len(WORKERS) + 2
+    for tile in document["mosaicLayout"]["tiles"][1:]:
+        (data_set,) = tile["widget"]["xyChart"]["dataSets"]
+        assert valid_unit(data_set["timeSeriesQuery"]["unitOverride"])
+    titles = [t["widget"]["title"] for t in document["mosaicLayout"]["tiles"]]
+    for worker in WORKERS:
+        assert f"{worker}: workloads admitted and pending" in titles
+        assert f"{worker}: GPUs used by admitted workloads" in titles
+
+
+def test_bad_fleets_are_refused_with_every_problem_named() -> None:
+    problems = check_fleet("Manager", ["gpu-a", "gpu-a", "Manager", "x" * 41, ""])
+    assert problems == [
+        "manager: 'Manager' is not a cluster name; use at most 40 lowercase letters, digits and hyphens, "
+        "starting with a letter (a GKE cluster name)",
+        "workers[2]: 'Manager' is not a cluster name; use at most 40 lowercase letters, digits and hyphens, "
+        "starting with a letter (a GKE cluster name)",
+        f"workers[3]: '{'x' * 41}' is not a cluster name; use at most 40 lowercase letters, digits and "
+        "hyphens, starting with a letter (a GKE cluster name)",
+        "workers[4]: '' is not a cluster name; use at most 40 lowercase letters, digits and hyphens, "
+        "starting with a letter (a GKE cluster name)",
+        "workers[1]: 'gpu-a' is listed twice (also at [0])",
+        "workers[2]: 'Manager' is the manager; a worker is another cluster",
+    ]
+    assert check_fleet(MANAGER, []) == [
+        "workers: [] names no worker; list the worker clusters the manager dispatches to"
+    ]
+    with pytest.raises(ValueError, match=r"workers\[1\]: 'gpu-a' is listed twice"):
+        fleet_charts(MANAGER, ["gpu-a", "gpu-a"])
+    with pytest.raises(ValueError, match="is the manager"):
+        worker_unreachable_rule(MANAGER, [MANAGER])
+    assert check_fleet(MANAGER, WORKERS) == []
+
+
+def test_the_state_config_makes_the_metric_the_alert_reads() -> None:
+    """kube-state-metrics names a custom resource metric `kube_customresource_<name>` and labels it with
+    the resource's group, version and kind (customresourcestate-metrics.md, v2.20.0)."""
+    (resource,) = MULTIKUEUE_CLUSTER_STATE["spec"]["resources"]
+    (metric,) = resource["metrics"]
+    assert f"kube_customresource_{metric['name']}" == CONDITION_METRIC
+    assert resource["groupVersionKind"] == {
+        "group": "kueue.x-k8s.io",
+        "version": "v1beta2",
+        "kind": "MultiKueueCluster",
+    }
+    assert metric["each"]["gauge"] == {
+        "path": ["status", "conditions"],
+        "labelsFromPath": {"type": ["type"]},
+        "valueFrom": ["status"],
+    }
+
+
+# -- the charts over Kueue-shaped series ------------------------------------------------------------
+
+
+def kueue(worker: str, *, role: str = "leader", **labels: str) -> dict[str, str]:
+    """A Kueue series of a worker's controller as Managed Prometheus stores it."""
+    return {
+        "project_id": "test-project",
+        "location": "us-east4",
+        "cluster": worker,
+        "namespace": "kueue-system",
+        "job": "kueue-controller-manager",
+        "instance": "kueue-controller-manager-7d9f8-x2k4q:metrics",
+        "replica_role": role,
+        **labels,
+    }
+
+
+def value(metric: str, labels: dict[str, str], number: float) -> dict[str, str]:
+    return {"series": series(metric, labels), "values": samples((number, 41))}
+
+
+ADMITTED, PENDING, USAGE = (
+    "kueue_admitted_active_workloads",
+    "kueue_pending_workloads",
+    "kueue_cluster_queue_resource_usage",
+)
+GPU = "nvidia.com/gpu"
+EU = {"role": "standalone", "cluster_queue": "team-a"}
+
+
+CHART_SERIES = [
+    # gpu-us-east: two ClusterQueues; its follower replica reports the same gauges (left out).
+    value(ADMITTED, kueue("gpu-us-east", cluster_queue="team-a"), 3),
+    value(ADMITTED, kueue("gpu-us-east", cluster_queue="team-b"), 1),
+    value(ADMITTED, kueue("gpu-us-east", role="follower", cluster_queue="team-a"), 3),
+    *(
+        value(PENDING, kueue("gpu-us-east", cluster_queue=cq, status=status), n)
+        for cq, status, n in [("team-a", "active", 2), ("team-a", "inadmissible", 1), ("team-b", "active", 4)]
+    ),
+    *(
+        value(USAGE, kueue("gpu-us-east", cohort="", cluster_queue=cq, flavor="h100-flex", resource=r), n)
+        for cq, r, n in [("team-a", GPU, 24), ("team-b", GPU, 8), ("team-a", "cpu", 200)]
+    ),
+    # gpu-eu-west: one queue, nothing pending, one standalone replica.
+    value(ADMITTED, kueue("gpu-eu-west", **EU), 2),
+    value(PENDING, kueue("gpu-eu-west", **EU, status="active"), 0),
+    value(USAGE, kueue("gpu-eu-west", **EU, cohort="", flavor="h200-flex", resource=GPU), 16),
+    # A cluster the fleet does not name.
+    value(ADMITTED, kueue("someone-else", cluster_queue="team-a"), 9),
+    # The manager: MultiKueue's dispatch counter (the worker in `cluster`, moved to exported_cluster),
+    # 15 s scrapes: gpu-us-east gets one workload a minute, gpu-eu-west one every two.
+    *(
+        {
+            "series": series(
+                "multikueue_workloads_dispatched_total",
+                kueue(MANAGER, cluster_queue="team-a", exported_cluster=worker),
+            ),
+            "values": f"0+{per_scrape:g}x40",
+        }
+        for worker, per_scrape in [("gpu-us-east", 0.25), ("gpu-eu-west", 0.125)]
+    ),
+]  # fmt: skip
+
+
+def test_every_chart_over_kueue_shaped_series(promtool: str, tmp_path: Path) -> None:
+    charts = {c.title: c.query for c in fleet_charts(MANAGER, WORKERS)}
+    expected: dict[str, list[tuple[dict[str, str], float]]] = {
+        "gpu-us-east: workloads admitted and pending": [
+            ({"status": "admitted"}, 4),
+            ({"status": "active"}, 6),
+            ({"status": "inadmissible"}, 1),
+        ],
+        "gpu-eu-west: workloads admitted and pending": [
+            ({"status": "admitted"}, 2),
+            ({"status": "active"}, 0),
+        ],
+        "gpu-asia: workloads admitted and pending": [],
+        "gpu-us-east: GPUs used by admitted workloads": [({"flavor": "h100-flex"}, 32)],
+        "gpu-eu-west: GPUs used by admitted workloads": [({"flavor": "h200-flex"}, 16)],
+        "Workloads dispatched to each worker (per minute)": [
+            ({"exported_cluster": "gpu-us-east"}, 1),
+            ({"exported_cluster": "gpu-eu-west"}, 0.5),
+        ],
+    }
+    tests = [expr_test(charts[title], samples_) for title, samples_ in expected.items()]
+    assert_passes(run_expr_tests(promtool, tmp_path, CHART_SERIES, tests))
+
+
+def test_a_wrong_metric_name_fails_the_chart_test(promtool: str, tmp_path: Path) -> None:
+    query = {c.title: c.query for c in fleet_charts(MANAGER, WORKERS)}[
+        "gpu-eu-west: workloads admitted and pending"
+    ]
+    stale = query.replace("kueue_pending_workloads", "kueue_pending_workloads_total")
+    result = run_expr_tests(
+        promtool,
+        tmp_path,
+        CHART_SERIES,
+        [expr_test(stale, [({"status": "admitted"}, 2), ({"status": "active"}, 0)])],
+    )
+    assert result.returncode != 0
+
+
+# -- the alert over MultiKueueCluster conditions ----------------------------------------------------
+
+
+def condition(worker: str, *, manager: str = MANAGER) -> str:
+    """kube-state-metrics' gauge of a MultiKueueCluster's Active condition, after Managed Prometheus."""
+    return series(
+        CONDITION_METRIC,
+        {
+            "project_id": "test-project",
+            "location": "us-central1",
+            "cluster": manager,
+            "namespace": "kube-state-metrics",
+            "job": "kube-state-metrics",
+            "instance": "kube-state-metrics-5c6d7-q8w2n:http-metrics",
+            "customresource_group": "kueue.x-k8s.io",
+            "customresource_kind": "MultiKueueCluster",
+            "customresource_version": "v1beta2",
+            "name": worker,
+            "type": "Active",
+        },
+    )
+
+
+def rules_file(manager: str, workers: list[str]) -> dict[str, Any]:
+    """The rules file of the alert as gpu_monitoring's policy carries it (query, duration, group)."""
+    rule = worker_unreachable_rule(manager, workers)
+    policy = {
+        "conditions": [
+            {
+                "displayName": rule.condition,
+                "conditionPrometheusQueryLanguage": {
+                    "query": rule.query,
+                    "duration": rule.duration,
+                    "evaluationInterval": EVALUATION_INTERVAL,
+                    "ruleGroup": RULE_GROUP,
+                    "alertRule": rule.alert,
+                },
+            }
+        ]
+    }
+    return prometheus_rules([policy])
+
+
+# 30 s scrapes for 30 minutes. gpu-us-east is reachable throughout; gpu-eu-west loses its connection
+# at minute 5 for good; gpu-asia blips for 6 minutes (Kueue's retries heal it) from minute 2; a fourth
+# MultiKueueCluster the fleet does not name is down, and so is another manager's view of gpu-eu-west.
+ALERT_SERIES = [
+    {"series": condition("gpu-us-east"), "values": samples((1, 61))},
+    {"series": condition("gpu-eu-west"), "values": samples((1, 10), (0, 51))},
+    {"series": condition("gpu-asia"), "values": samples((1, 4), (0, 12), (1, 45))},
+    {"series": condition("stranger"), "values": samples((0, 61))},
+    {"series": condition("gpu-eu-west", manager="other-manager"), "values": samples((0, 61))},
+]
+
+
+def firing(worker: str) -> dict[str, Any]:
+    return {"exp_labels": {"cluster": MANAGER, "name": worker}}
+
+
+def test_the_alert_fires_for_a_worker_lost_for_the_sustained_period_only(
+    promtool: str, tmp_path: Path
+) -> None:
+    lost_at = 5
+    assert UNREACHABLE_FOR_S == 600
+    tests = [
+        {
+            "interval": "30s",
+            "input_series": ALERT_SERIES,
+            "alert_rule_test": [
+                {"eval_time": "4m", "alertname": "MultiKueueWorkerUnreachable", "exp_alerts": []},
+                # Not Active for 9 minutes: pending, not firing (the blip of gpu-asia never gets here).
+                {
+                    "eval_time": f"{lost_at + 9}m",
+                    "alertname": "MultiKueueWorkerUnreachable",
+                    "exp_alerts": [],
+                },
+                {
+                    "eval_time": f"{lost_at + 11}m",
+                    "alertname": "MultiKueueWorkerUnreachable",
+                    "exp_alerts": [firing("gpu-eu-west")],
+                },
+                {
+                    "eval_time": "29m",
+                    "alertname": "MultiKueueWorkerUnreachable",
+                    "exp_alerts": [firing("gpu-eu-west")],
+                },
+            ],
+        }
+    ]
+    assert_passes(run_promtool(promtool, tmp_path, rules_file(MANAGER, WORKERS), tests))
+
+
+def test_a_worker_nothing_reports_fires_too(promtool: str, tmp_path: Path) -> None:
+    """No series for a named worker (no MultiKueueCluster of that name, or kube-state-metrics not
+    running): the manager cannot be seen to reach it, which after the period is the same alarm."""
+    tests = [
+        {
+            "interval": "30s",
+            "input_series": [s for s in ALERT_SERIES if "gpu-asia" not in s["series"]],
+            "alert_rule_test": [
+                {"eval_time": "9m", "alertname": "MultiKueueWorkerUnreachable", "exp_alerts": []},
+                {
+                    "eval_time": "20m",
+                    "alertname": "MultiKueueWorkerUnreachable",
+                    "exp_alerts": [firing("gpu-eu-west"), firing("gpu-asia")],
+                },
+            ],
+        }
+    ]
+    assert_passes(run_promtool(promtool, tmp_path, rules_file(MANAGER, WORKERS), tests))
