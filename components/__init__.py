@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from .workloads.batch_queues import GpuBatchQueues, GpuBatchQueuesArgs
     from .workloads.nccl_allreduce import NcclAllReduce, NcclAllReduceArgs
     from .workloads.samples import SampleWorkloads, SampleWorkloadsArgs
+    from .workloads.training_data import TrainingData, TrainingDataArgs
 
 __version__: str = version("gke-gpu")
 
@@ -69,6 +70,7 @@ PUBLIC_COMPONENTS: dict[str, str] = {
     "InferenceGateway": "serving.gateway",
     "ImageMirror": "serving.image_mirror",
     "NvidiaDraDriver": "dra.driver",
+    "TrainingData": "workloads.training_data",
 }
 
 # Exported name -> the module (of this package) that defines it.
@@ -125,6 +127,8 @@ __all__ = [
     "SampleWorkloadsArgs",
     "ServingLoadTest",
     "ServingLoadTestArgs",
+    "TrainingData",
+    "TrainingDataArgs",
     "__version__",
 ]
 

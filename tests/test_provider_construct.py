@@ -269,6 +269,44 @@ CASES: dict[str, Case] = {
         state={"className": "gpu-h100"},
         bad=(({"capacityLadder": ["spot", "spot"]}, "capacity_ladder[1]"),),
     ),
+    "TrainingData": Case(
+        wire={
+            "project": PROJECT,
+            "clusterName": "gpu",
+            "team": "research",
+            "namespaces": ["research"],
+            "volumes": [
+                {"name": "training", "gcs": {"bucket": "research-training-data"}},
+                {
+                    "name": "scratch",
+                    "lustre": {
+                        "instance": "lus",
+                        "zone": "us-central1-a",
+                        "ip": "10.90.0.4",
+                        "filesystem": "lfs",
+                        "capacityGib": 18000.0,
+                    },
+                },
+            ],
+        },
+        children={
+            f"{NAME}-data-reader": "gcp:serviceaccount/account:Account",
+            f"{NAME}-research-training-data-read": "gcp:storage/bucketIAMMember:BucketIAMMember",
+            f"{NAME}-workload-identity": "gcp:serviceaccount/iAMMember:IAMMember",
+            f"{NAME}-service-account": "kubernetes:core/v1:ServiceAccount",
+            f"{NAME}-training-volume": "kubernetes:core/v1:PersistentVolume",
+            f"{NAME}-training-claim": "kubernetes:core/v1:PersistentVolumeClaim",
+            f"{NAME}-scratch-volume": "kubernetes:core/v1:PersistentVolume",
+            f"{NAME}-scratch-claim": "kubernetes:core/v1:PersistentVolumeClaim",
+        },
+        child_inputs={
+            (f"{NAME}-scratch-volume", "spec.csi.volumeHandle"): f"{PROJECT}/us-central1-a/lus",
+            (f"{NAME}-scratch-volume", "spec.capacity.storage"): "18000Gi",
+            (f"{NAME}-training-claim", "metadata.namespace"): "research",
+        },
+        state={"claimNames": ["training", "scratch"], "serviceAccountName": "training-data"},
+        bad=(({"volumes[0].gcs.bucket": "Bad_Bucket"}, "volumes[0].gcs.bucket"),),
+    ),
     "ImageCacheAllowlist": Case(
         wire={"diskImages": ["projects/p-123456/global/images/vllm-v0-33-0"]},
         children={f"{NAME}-allowlist": "kubernetes:node.gke.io/v1:GCPResourceAllowlist"},

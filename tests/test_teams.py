@@ -441,7 +441,8 @@ def test_the_docs_batch_example_renders_with_the_quotas_the_docs_show() -> None:
 
 def test_the_docs_job_and_jobset_are_valid_manifests() -> None:
     manifests = [m for m in map(yaml.safe_load, _yaml_blocks()) if isinstance(m, dict) and "apiVersion" in m]
-    assert sorted(m["kind"] for m in manifests) == ["Job", "JobSet"]
+    # The submitting example's Job and JobSet, and the training-data Job.
+    assert sorted(m["kind"] for m in manifests) == ["Job", "Job", "JobSet"]
     for manifest in manifests:
         named = {**manifest, "metadata": {**manifest["metadata"], "name": "example"}}
         validate(named)

@@ -15,10 +15,18 @@ from ..core.common import (
     Problems,
     network_of,
 )
+from ..core.gke_version import below
 from ..core.model import NETWORK_REF, SUBNETWORK_REF, GceName
 from ..core.validation import ArgsModel, Deferrable
 from .maintenance import check_maintenance
-from .model import ExclusionScope, GkeClusterSettings, KubeconfigEndpoint, ReleaseChannel
+from .model import (
+    LUSTRE_CSI_MIN_VERSION,
+    ExclusionScope,
+    GkeClusterSettings,
+    HpaProfile,
+    KubeconfigEndpoint,
+    ReleaseChannel,
+)
 from .rules import check_nodes, check_private_nodes, check_public_endpoint_networks
 
 MAX_RESOURCE_LABELS = 64
@@ -147,6 +155,16 @@ class GkeClusterArgs(TypedDict):
     gcs_fuse_csi_driver: NotRequired[bool]
     """Standard only (Autopilot always has it): GKE's Cloud Storage FUSE CSI driver, which mounts
     buckets into Pods (InferenceService's model weights). An in-place update. Defaults to false."""
+    lustre_csi_driver: NotRequired[bool]
+    """GKE's Managed Lustre CSI driver (`lustre.csi.storage.gke.io`), which mounts existing Managed
+    Lustre instances into Pods (TrainingData's Lustre volumes). Needs GKE 1.33.2-gke.1111000 or later
+    (`minimum_version`). An in-place update. Defaults to false."""
+    hpa_profile: NotRequired[HpaProfile]
+    """GKE's Horizontal Pod Autoscaler profile: `performance` (more HPAs per cluster, faster metrics
+    collection) or `none` (opted out). An in-place update. Defaults to unset: GKE's own."""
+    auto_monitoring: NotRequired[bool]
+    """Managed Prometheus' automatic application monitoring of the workloads GKE supports (scope ALL;
+    false: NONE). An in-place update. Defaults to unset: GKE's own."""
     gateway_api: NotRequired[bool]
     """GKE's Gateway API controller on its standard channel (`CHANNEL_STANDARD`), which serves
     Gateways and HTTPRoutes (InferenceGateway's). An in-place update. Defaults to false (left unset:
@@ -196,6 +214,7 @@ class GkeClusterSpec(GkeClusterSettings, _GkeClusterPlace):
         Field(default_factory=dict, max_length=MAX_RESOURCE_LABELS),
     ]
     gcs_fuse_csi_driver: bool = False
+    lustre_csi_driver: bool = False
     gateway_api: bool = False
 
 
@@ -217,6 +236,16 @@ def cluster_rules(spec: GkeClusterSpec) -> list[str]:
         problems.add(
             "gcs_fuse_csi_driver",
             "true is not allowed with autopilot: true (Autopilot clusters always have the driver)",
+        )
+    if (
+        spec.lustre_csi_driver
+        and spec.minimum_version
+        and below(spec.minimum_version, LUSTRE_CSI_MIN_VERSION)
+    ):
+        problems.add(
+            "lustre_csi_driver",
+            f"true needs minimum_version {LUSTRE_CSI_MIN_VERSION} or later (GKE's Managed Lustre CSI "
+            f"driver); minimum_version is {spec.minimum_version}",
         )
     if spec.autopilot and ZONE_PATTERN.fullmatch(spec.location):
         problems.add("location", f"{spec.location!r} is a zone; Autopilot clusters are regional")

@@ -56,6 +56,7 @@ class ClusterInputs(ControlPlaneAccess, ClusterHardening, total=False):
     min_master_version: str | None
     maintenance_policy: container.ClusterMaintenancePolicyArgs | None
     monitoring_config: container.ClusterMonitoringConfigArgs
+    pod_autoscaling: container.ClusterPodAutoscalingArgs | None
     deletion_protection: bool
     resource_labels: dict[str, str]
     binary_authorization: container.ClusterBinaryAuthorizationArgs
@@ -248,8 +249,21 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
                 enable_components=monitoring_components(
                     managed_dcgm=spec.managed_dcgm, minimum_version=spec.minimum_version
                 ),
-                managed_prometheus=container.ClusterMonitoringConfigManagedPrometheusArgs(enabled=True),
+                managed_prometheus=container.ClusterMonitoringConfigManagedPrometheusArgs(
+                    enabled=True,
+                    # Unset: GKE's own (the provider's Optional+Computed block keeps a preview clean).
+                    auto_monitoring_config=None
+                    if spec.auto_monitoring is None
+                    else container.ClusterMonitoringConfigManagedPrometheusAutoMonitoringConfigArgs(
+                        scope="ALL" if spec.auto_monitoring else "NONE"
+                    ),
+                ),
             ),
+            # GKE's HPA profile, an in-place update; unset: GKE's own (its default profile for new
+            # clusters reads back through the provider's Optional+Computed block, so no diff).
+            "pod_autoscaling": container.ClusterPodAutoscalingArgs(hpa_profile=spec.hpa_profile.upper())
+            if spec.hpa_profile
+            else None,
             "deletion_protection": spec.deletion_protection,
             "resource_labels": dict(spec.resource_labels),
             # Declared either way, so turning it off again really sends DISABLED. An in-place update.
@@ -268,6 +282,7 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
             # Autopilot always runs Workload Identity and Shielded nodes; it only needs to know
             # which service account its nodes use.
             inputs["enable_autopilot"] = True
+            inputs["addons_config"] = addons(spec)
             inputs["cluster_autoscaling"] = container.ClusterClusterAutoscalingArgs(
                 auto_provisioning_defaults=container.ClusterClusterAutoscalingAutoProvisioningDefaultsArgs(
                     service_account=self.node_service_account.email,
@@ -294,15 +309,7 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
                 # Extra Pod interfaces on the GPUDirect NICs (Networks and GKENetworkParamSets). Left
                 # unset when off, so clusters created before it existed see no diff.
                 "enable_multi_networking": True if spec.multi_networking else None,
-                # Buckets as Pod volumes (model weights). Left unset when off, so clusters created
-                # before it existed see no diff.
-                "addons_config": container.ClusterAddonsConfigArgs(
-                    gcs_fuse_csi_driver_config=container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(
-                        enabled=True
-                    )
-                )
-                if spec.gcs_fuse_csi_driver
-                else None,
+                "addons_config": addons(spec),
                 "workload_identity_config": container.ClusterWorkloadIdentityConfigArgs(
                     workload_pool=f"{spec.project}.svc.id.goog"
                 ),
@@ -352,6 +359,22 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
                 ignore_changes=["initialNodeCount"],
             ),
         )
+
+
+def addons(spec: GkeClusterSpec) -> container.ClusterAddonsConfigArgs | None:
+    """The CSI drivers the cluster's workloads mount volumes with: buckets (model weights, training
+    data; Autopilot always has that driver) and Managed Lustre instances. Each left unset when off, and
+    the whole block when both are, so clusters created before either existed see no diff."""
+    if not spec.gcs_fuse_csi_driver and not spec.lustre_csi_driver:
+        return None
+    return container.ClusterAddonsConfigArgs(
+        gcs_fuse_csi_driver_config=container.ClusterAddonsConfigGcsFuseCsiDriverConfigArgs(enabled=True)
+        if spec.gcs_fuse_csi_driver
+        else None,
+        lustre_csi_driver_config=container.ClusterAddonsConfigLustreCsiDriverConfigArgs(enabled=True)
+        if spec.lustre_csi_driver
+        else None,
+    )
 
 
 def network_inputs(spec: GkeClusterSpec, args: GkeClusterArgs) -> NetworkInputs:

@@ -70,6 +70,21 @@ class SystemPoolConfig(StackModel):
     disk_type: Annotated[str, Field(max_length=40)] | None = None
 
 
+# The first GKE version whose Managed Lustre CSI driver GKE documents (GKE "About the Managed Lustre
+# CSI driver", Requirements: cluster 1.33.2-gke.1111000 or later, COS x86_64 nodes; read in the
+# page's zh-CN and ko copies, 2026-11). docs/teams.md, "Training data".
+LUSTRE_CSI_MIN_VERSION = "1.33.2-gke.1111000"
+
+
+class HpaProfile(StrEnum):
+    """GKE's Horizontal Pod Autoscaler profile (the cluster's `podAutoscaling.hpaProfile`)."""
+
+    PERFORMANCE = "performance"
+    """More HPAs per cluster and faster metrics collection for autoscaling (GKE's PERFORMANCE)."""
+    NONE = "none"
+    """Opted out of HPA profiles (GKE's NONE)."""
+
+
 class ExclusionScope(StrEnum):
     """What a maintenance exclusion holds back (cluster/maintenance.py)."""
 
@@ -145,6 +160,12 @@ class GkeClusterSettings(StackModel):
     # Application-layer secrets encryption (CIS GKE 5.3.1) with this Cloud KMS key, in the cluster's
     # location: projects/<p>/locations/<l>/keyRings/<r>/cryptoKeys/<k>.
     secrets_encryption_key: Annotated[str, Field(max_length=400, pattern=KMS_KEY)] | None = None
+    # GKE's HPA profile (docs/serving.md, "The HPA profile"). Unset: left to GKE, unless the stack serves
+    # models (then performance: stack/program_cluster.py).
+    hpa_profile: enum_values(HpaProfile) | None = None  # type: ignore[valid-type]
+    # Managed Prometheus' automatic application monitoring (scope ALL on true, NONE on false). Unset:
+    # left to GKE (docs/serving.md, "Automatic application monitoring").
+    auto_monitoring: bool | None = None
 
 
 class _ClusterChoice(StackModel):

@@ -16,6 +16,7 @@ from ..workloads.batch_teams import (
     topology_problem,
 )
 from ..workloads.model import BatchConfig
+from ..workloads.training_data_rules import check_volumes
 from .schema import RuleBase
 
 KEY = f"{NAMESPACE}:batch"
@@ -51,6 +52,15 @@ class BatchRules(RuleBase):
             return batch
         by_name = {p.name: p for p in pools}
         self._teams(batch, by_name)
+        for i, team in enumerate(batch.teams):
+            check_volumes(
+                team.data,
+                KeyNames(camel=True),
+                self.problems,
+                key=f"{KEY}.teams[{i}].data",
+                minimum_version=cluster.minimum_version,
+                version_key=f"{NAMESPACE}:cluster.minimumVersion",
+            )
         self._topology(batch, by_name)
         self._provisioning_retry(batch, pools)
         return batch

@@ -290,6 +290,8 @@ class ClusterRules(RuleBase):
             "maintenance",
             "dns_endpoint_external",
             "secrets_encryption_key",
+            "hpa_profile",
+            "auto_monitoring",
         )
         if c.name is not None and c.flavor is not None:
             # The name is pasted into Monitoring filters and PromQL: it must be a plain name.

@@ -24,7 +24,7 @@ from ..workloads.samples_args import GpuTarget, SampleKind, SampleWorkload, Targ
 from .config import ConfigError, GpuPool, Settings
 from .declare import Checked, checking_only, declare, declaring_checked
 from .pool_outputs import pool_summary
-from .program_batch import batch_queues, gpudirect_namespaces, nccl_allreduce_tests
+from .program_batch import batch_queues, gpudirect_namespaces, nccl_allreduce_tests, training_data
 from .program_cluster import gke_cluster
 from .program_dra import dra_driver
 from .program_gpudirect import (
@@ -153,6 +153,7 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
         settings, targets, cluster.provider, [*pools.values(), *([driver] if driver else [])]
     )
     batch: list[dict[str, Any]] = []
+    data: dict[str, Any] = {}
     if settings.batch.kueue:
         batch, queues = batch_queues(
             settings,
@@ -166,6 +167,7 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
             )
         )
         dranet_claim_templates(settings, cluster.provider, [queues])
+        data = training_data(settings, cluster.provider, [queues])
     served = serving(
         settings,
         settings.cluster.name or "",
@@ -193,6 +195,7 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
         "sampleWorkloads": samples,
         "checks": _checks(settings),
         **({"batchQueues": batch} if settings.batch.kueue else {}),
+        **({"trainingData": data} if data else {}),
         **({"gpudirect": gpudirect_output(settings)} if software else {}),
         **({"serving": served} if served else {}),
     }

@@ -1,6 +1,6 @@
 """The stack's batch layer (`gke-gpu:batch`): Kueue's queues sized from the stack's GPU pools."""
 
-from typing import Any
+from typing import Any, cast
 
 import pulumi
 
@@ -23,6 +23,7 @@ from ..workloads.model import TeamConfig, TeamShare
 from ..workloads.nccl_allreduce import NcclAllReduce
 from ..workloads.nccl_allreduce_args import NcclAllReduceArgs
 from ..workloads.team_namespaces import gpudirect_namespace
+from ..workloads.training_data import DATA_SERVICE_ACCOUNT, DataVolume, TrainingData, TrainingDataArgs
 from .declare import declare
 from .settings import Settings
 
@@ -63,6 +64,51 @@ def gpudirect_namespaces(settings: Settings) -> tuple[list[str], list[str]]:
             if team_pools & injector:
                 devices.append(gpudirect_namespace(name))
     return list(dict.fromkeys(confined)), list(dict.fromkeys(devices))
+
+
+def team_data_drivers(settings: Settings) -> tuple[bool, bool]:
+    """Whether the teams' training data has a bucket, and a Managed Lustre instance: the CSI drivers the
+    cluster needs for them."""
+    volumes = [v for t in settings.batch.teams for v in t.data] if settings.batch.kueue else []
+    return any(v.gcs for v in volumes), any(v.lustre for v in volumes)
+
+
+def training_data(
+    settings: Settings, provider: pulumi.ProviderResource, depends_on: list[pulumi.Resource]
+) -> dict[str, Any]:
+    """Declare each team's training data (after its namespace: `depends_on`); return, per team, its
+    claims and the service account its jobs use (stack output `trainingData`)."""
+    summary: dict[str, Any] = {}
+    gpudirect = {p.name for p in settings.gpu_pools if p.gpudirect_flavor is not None}
+    for team in settings.batch.teams if settings.batch.kueue else ():
+        if not team.data:
+            continue
+        args: TrainingDataArgs = {
+            "project": settings.project or "",
+            "cluster_name": settings.cluster.name or "",
+            "team": team.name,
+            # A team on a GPUDirect pool runs its GPUDirect jobs in gpudirect-<team>: claims there too.
+            "namespaces": [
+                team.namespace_name,
+                *([gpudirect_namespace(team.name)] if gpudirect & set(team.pools) else []),
+            ],
+            "volumes": [
+                cast("DataVolume", volume.model_dump(exclude_none=True, by_alias=False))
+                for volume in team.data
+            ],
+        }
+        declare(
+            TrainingData,
+            f"data-{team.name}",
+            args,
+            opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
+        )
+        summary[team.name] = {
+            "namespaces": args["namespaces"],
+            "claims": [v.name for v in team.data],
+            "serviceAccount": DATA_SERVICE_ACCOUNT if any(v.gcs for v in team.data) else None,
+        }
+    return summary
 
 
 def topology_pools(settings: Settings) -> set[str]:

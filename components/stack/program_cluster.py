@@ -6,10 +6,11 @@ from typing import cast
 
 import pulumi
 
-from ..cluster.args import GkeClusterArgs, KubeconfigEndpoint, Maintenance, ReleaseChannel
+from ..cluster.args import GkeClusterArgs, HpaProfile, KubeconfigEndpoint, Maintenance, ReleaseChannel
 from ..cluster.gke_cluster import GkeCluster
 from ..network.vpc import GkeNetwork
 from .declare import declare
+from .program_batch import team_data_drivers
 from .program_gpudirect import multi_network_flavors
 from .program_serving import needs_gateway_api, needs_gcs_fuse
 from .settings import Settings
@@ -82,12 +83,19 @@ def gke_cluster(settings: Settings) -> tuple[GkeCluster, GkeNetwork | None]:
         args["secrets_encryption_key"] = cluster.secrets_encryption_key
     if needs_gateway_api(settings):
         args["gateway_api"] = True
+    if hpa_profile := stack_hpa_profile(settings):
+        args["hpa_profile"] = hpa_profile
+    if cluster.auto_monitoring is not None:
+        args["auto_monitoring"] = cluster.auto_monitoring
+    bucket_volumes, lustre_volumes = team_data_drivers(settings)
+    if lustre_volumes:
+        args["lustre_csi_driver"] = True
     if not cluster.autopilot:
         # Standard only: the config refuses both on Autopilot.
         args["intranode_visibility"] = cluster.intranode_visibility
         if multi_network_flavors(settings):
             args["multi_networking"] = True
-        if needs_gcs_fuse(settings):
+        if needs_gcs_fuse(settings) or bucket_volumes:
             args["gcs_fuse_csi_driver"] = True
         if cluster.system_pool is not None:
             pool = cluster.system_pool
@@ -101,6 +109,15 @@ def gke_cluster(settings: Settings) -> tuple[GkeCluster, GkeNetwork | None]:
             if pool.disk_type is not None:
                 args["system_pool"]["disk_type"] = pool.disk_type
     return declare(GkeCluster, "gke", args), vpc
+
+
+def stack_hpa_profile(settings: Settings) -> HpaProfile | None:
+    """The cluster's HPA profile: as set, else performance where the stack serves models (their
+    autoscalers scale on vLLM's queue, a custom metric the profile collects faster; GKE's own serving
+    guides create such clusters with it), else None: GKE's own. docs/serving.md, "The HPA profile"."""
+    if settings.cluster.hpa_profile is not None:
+        return HpaProfile(settings.cluster.hpa_profile)
+    return HpaProfile.PERFORMANCE if settings.serving else None
 
 
 def _label_value(text: str) -> str:

@@ -7,17 +7,96 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from ..core.arg_types import matching
+from ..core.arg_types import ProjectId, enum_values, matching
 from ..core.common import (
     K8S_NAME,
     MAX_NODES_PER_POOL,
     MAX_SHARED_CLIENTS,
+    ZONE_PATTERN,
 )
 from ..core.model import (
     DNS_LABEL,
     StackModel,
     example,
 )
+
+# A team's training-data volumes (workloads/training_data.py; sources in training_data_rules.py).
+MAX_VOLUMES = 10
+# A Managed Lustre file system name: up to eight letters and digits, starting with a letter (GKE's
+# Managed Lustre CSI driver reference, StorageClass `filesystem`).
+LUSTRE_FILESYSTEM = r"[A-Za-z][A-Za-z0-9]{0,7}"
+IPV4 = r"(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])){3}"
+
+
+class BucketAccess(StrEnum):
+    """What the team's jobs may do with a bucket's objects (the IAM role on that bucket only)."""
+
+    READ = "read"
+    """Read (roles/storage.objectViewer)."""
+    READ_WRITE = "readWrite"
+    """Read, create, overwrite and delete (roles/storage.objectUser)."""
+
+
+class BucketProfile(StrEnum):
+    """The Cloud Storage FUSE mount options a bucket is mounted with (gcsfuse's GPU samples)."""
+
+    TRAINING = "training"
+    """Reading a data set: metadata cached without limit, no file cache."""
+    CHECKPOINTS = "checkpoints"
+    """Writing and reading checkpoints: the file cache (parallel downloads) and streaming writes."""
+
+
+VolumeName = matching(
+    r"[a-z]([-a-z0-9]{0,38}[a-z0-9])?",
+    "lowercase letters, digits and hyphens, starting with a letter",
+    max_length=40,
+)
+ZoneName = matching(ZONE_PATTERN, "a GCP zone such as us-central1-a", max_length=40)
+
+
+class BucketVolumeConfig(StackModel):
+    """An existing Cloud Storage bucket, mounted through GKE's Cloud Storage FUSE CSI driver."""
+
+    model_config = example(bucket="research-training-data", access="read", profile="training")
+
+    # The bucket's name (not gs://...): Cloud Storage's naming rules are checked (serving/bucket_name.py).
+    bucket: Annotated[str, Field(min_length=1, max_length=222)]
+    access: enum_values(BucketAccess) = "read"  # type: ignore[valid-type]
+    profile: enum_values(BucketProfile) = "training"  # type: ignore[valid-type]
+
+
+class LustreVolumeConfig(StackModel):
+    """An existing Managed Lustre instance, mounted through GKE's Managed Lustre CSI driver."""
+
+    model_config = example(
+        instance="training-lustre",
+        zone="us-central1-a",
+        ip="10.90.0.4",
+        filesystem="lustrefs",
+        capacityGib=18000,
+    )
+
+    instance: Annotated[str, Field(max_length=63, pattern=r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")]
+    # Managed Lustre instances are zonal.
+    zone: ZoneName  # type: ignore[valid-type]
+    # The instance's project; unset: the stack's (a component's `project`).
+    project: ProjectId | None = None
+    # The instance's mount point address and file system name (`gcloud lustre instances describe`).
+    ip: Annotated[str, Field(max_length=15, pattern=rf"^{IPV4}$")]
+    filesystem: Annotated[str, Field(max_length=8, pattern=rf"^{LUSTRE_FILESYSTEM}$")]
+    # The instance's capacity, the PersistentVolume's size.
+    capacity_gib: int = Field(ge=1, le=100_000_000)
+
+
+class TeamVolumeConfig(StackModel):
+    """One volume of a team's jobs: a bucket or a Lustre instance, claimed in the team's namespace."""
+
+    model_config = example(name="training", gcs={"bucket": "research-training-data"})
+
+    # The claim's name in the team's namespace (its PersistentVolume is `<namespace>-<name>`).
+    name: VolumeName  # type: ignore[valid-type]
+    gcs: BucketVolumeConfig | None = None
+    lustre: LustreVolumeConfig | None = None
 
 
 class LoadFloorsConfig(StackModel):
@@ -103,6 +182,9 @@ class TeamConfig(StackModel):
     pools: Annotated[
         dict[Annotated[str, Field(min_length=1, max_length=100)], TeamShare], Field(min_length=1)
     ]
+    # The team's training data: a PersistentVolume and claim per bucket or Managed Lustre instance, and
+    # for buckets a Kubernetes service account its jobs read them as (workloads/training_data.py).
+    data: Annotated[list[TeamVolumeConfig], Field(default_factory=list, max_length=MAX_VOLUMES)]
 
     @property
     def namespace_name(self) -> str:
