@@ -114,6 +114,8 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
     """The control plane's IP endpoint (private unless `public_endpoint`)."""
     dns_endpoint: pulumi.Output[str | None]
     """The control plane's DNS endpoint (gke-....gke.goog), checked by IAM."""
+    ca_certificate: pulumi.Output[str]
+    """The cluster's CA certificate, base64-encoded PEM (what a client of the IP endpoint trusts)."""
     kubeconfig: pulumi.Output[str]
     """A kubeconfig (secret) that authenticates with gke-gcloud-auth-plugin; no credential inside."""
     node_service_account_email: pulumi.Output[str]
@@ -175,6 +177,7 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
         self.location = self.cluster.location
         self.endpoint = self.cluster.endpoint
         self.dns_endpoint = self.cluster.control_plane_endpoints_config.apply(_dns_endpoint)
+        self.ca_certificate = self.cluster.master_auth.cluster_ca_certificate
         self.node_service_account_email = self.node_service_account.email
         if spec.kubeconfig_endpoint == "dns":
             kubeconfig = pulumi.Output.all(self.cluster.name, self.dns_endpoint).apply(
@@ -219,6 +222,7 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
                 "location": self.location,
                 "endpoint": self.endpoint,
                 "dnsEndpoint": self.dns_endpoint,
+                "caCertificate": self.ca_certificate,
                 "kubeconfig": self.kubeconfig,
                 "nodeServiceAccountEmail": self.node_service_account_email,
             }
