@@ -97,6 +97,8 @@ def test_the_manager_queue_holds_the_sum_of_its_workers_quota(applied: RunResult
     # 8 GPUs of the team's on each worker's a3-highgpu-8g pool (208 vCPUs a node: half of 2 nodes each).
     assert quota["nvidia.com/gpu"] == 16
     assert quota["cpu"] == 2 * 208
+    # In the pool's cohort, as on the workers: a team borrows what the other leaves idle.
+    assert research["cohortName"] == "gpu-h100"
     # The team's namespace only: no other team's LocalQueue can point at it.
     assert research["namespaceSelector"]["matchExpressions"][0]["values"] == ["research"]
 
@@ -202,6 +204,7 @@ def test_the_render_shows_each_teams_queue_and_the_workers_it_runs_on(applied: R
             "region": "us-central1",
             "accelerator": "nvidia-h100-80gb",
             "teamGpus": 8,
+            "mayBorrowGpus": 8,
             "capacity": "flex-start",
         },
         {
@@ -209,6 +212,7 @@ def test_the_render_shows_each_teams_queue_and_the_workers_it_runs_on(applied: R
             "region": "us-east4",
             "accelerator": "nvidia-h100-80gb",
             "teamGpus": 8,
+            "mayBorrowGpus": 8,
             "capacity": "flex-start",
         },
     ]
@@ -331,10 +335,7 @@ def test_the_component_refuses_a_queue_for_a_worker_it_does_not_have() -> None:
                 "namespace": "research",
                 "pool": "h100",
                 "workers": ["eu-west"],
-                "gpus": 8,
-                "cpus": 8,
-                "memory_gib": 8,
-                "ephemeral_storage_gib": 8,
+                "quota": {"gpus": 8, "cpus": 8, "memory_gib": 8, "ephemeral_storage_gib": 8},
             },
         ],
     }

@@ -32,21 +32,28 @@ class ManagerWorker(TypedDict):
     """The kubeconfig for the worker (MultiKueueWorkerAccess.kubeconfig): stored as a Pulumi secret."""
 
 
+class ManagerQuota(TypedDict):
+    gpus: int
+    cpus: int
+    memory_gib: int
+    ephemeral_storage_gib: int
+
+
 class ManagerQueue(TypedDict):
     team: str
-    """The team: its ClusterQueue is `gpu-<pool>-<team>`."""
+    """The team: its ClusterQueue is `gpu-<pool>-<team>`, in the cohort `gpu-<pool>`."""
     namespace: str
     """The team's namespace: its LocalQueue `gpu-<pool>` (the workers have the same)."""
     pool: str
     """The workers' pool name the queue stands for."""
     workers: list[str]
     """The workers it dispatches to, most preferred first (its MultiKueueConfig's order)."""
-    gpus: int
-    """The quota: the sum of the team's quota on those workers (Kueue's docs: the manager's quota
-    should equal the workers' total)."""
-    cpus: int
-    memory_gib: int
-    ephemeral_storage_gib: int
+    quota: ManagerQuota
+    """The sum of the team's shares on those workers (Kueue's docs: the manager's quota should equal
+    the workers' total)."""
+    borrowing_limit: NotRequired[ManagerQuota]
+    """The most it may borrow from the cohort's idle quota: the sum of what it may borrow on those
+    workers. Defaults to no limit."""
 
 
 class MultiKueueManagerArgs(TypedDict):
@@ -61,15 +68,23 @@ class _WorkerSpec(ArgsModel):
     kubeconfig: Any
 
 
+class _QuotaSpec(ArgsModel):
+    gpus: int = Field(ge=0, le=1_000_000)
+    cpus: int = Field(ge=0, le=100_000_000)
+    memory_gib: int = Field(ge=0, le=1_000_000_000)
+    ephemeral_storage_gib: int = Field(ge=0, le=1_000_000_000)
+
+    def as_quota(self) -> Quota:
+        return Quota(self.gpus, self.cpus, self.memory_gib, self.ephemeral_storage_gib)
+
+
 class _QueueSpec(ArgsModel):
     team: TeamName
     namespace: NamespaceName
     pool: K8sName
     workers: Annotated[list[WorkerName], Field(min_length=1, max_length=MAX_WORKERS)]
-    gpus: int = Field(ge=1, le=1_000_000)
-    cpus: int = Field(ge=1, le=100_000_000)
-    memory_gib: int = Field(ge=1, le=1_000_000_000)
-    ephemeral_storage_gib: int = Field(ge=1, le=1_000_000_000)
+    quota: _QuotaSpec
+    borrowing_limit: _QuotaSpec | None = None
 
     @property
     def name(self) -> str:
@@ -111,8 +126,9 @@ class MultiKueueManager(GkeGpuComponent[_Spec]):
     """On the manager cluster: Kueue (its Configuration with the fleet's dispatcher) and JobSet from
     their pinned charts; per worker a Secret with its kubeconfig and a MultiKueueCluster; per team
     queue a MultiKueueConfig listing its workers in order, an AdmissionCheck (controller
-    `kueue.x-k8s.io/multikueue`), a ClusterQueue `gpu-<pool>-<team>` carrying the check with the
-    workers' summed quota, and the LocalQueue `gpu-<pool>` in the team's namespace."""
+    `kueue.x-k8s.io/multikueue`), a ClusterQueue `gpu-<pool>-<team>` in the cohort `gpu-<pool>`
+    carrying the check with the workers' summed quota, and the LocalQueue `gpu-<pool>` in the team's
+    namespace."""
 
     worker_names: pulumi.Output[list[str]]
     """The workers, in the fleet's order (the monitoring's per-worker panels take them)."""
@@ -207,17 +223,19 @@ class MultiKueueManager(GkeGpuComponent[_Spec]):
                 after(config),
             )
             queue_id = team_queue_name(queue.pool, queue.team)
-            quota = Quota(queue.gpus, queue.cpus, queue.memory_gib, queue.ephemeral_storage_gib)
             cq = self._object(
                 f"{prefix}-cluster-queue",
                 "ClusterQueue",
                 queue_id,
                 cluster_queue(
                     _Flavorless(queue.pool),
-                    quota,
+                    queue.quota.as_quota(),
                     admission={"admissionChecks": [{"name": queue.check}]},
-                    in_cohort=False,
+                    # As on the workers: a team borrows the others' idle quota of the pool, and
+                    # reclaims its own.
+                    in_cohort=True,
                     namespaces=[queue.namespace],
+                    borrowing_limit=queue.borrowing_limit.as_quota() if queue.borrowing_limit else None,
                 ),
                 after(flavors[flavor_id], check),
             )

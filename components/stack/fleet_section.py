@@ -228,8 +228,32 @@ def _team_queues(
                     if problem:
                         problems.add(wkey, problem)
                     chosen.append(name)
+            reachable = [
+                w
+                for w in chosen
+                if _queue_problem(workers[w], team.name, team.namespace_name, queue.pool) is None
+            ]
+            if (
+                reachable
+                and len(reachable) == len(chosen)
+                and not any(most_gpus(workers[w], team.name, queue.pool) for w in reachable)
+            ):
+                problems.add(
+                    f"{qkey}.pool",
+                    f"team {team.name} can hold no GPU of pool {cut(queue.pool)} on any of its workers (a "
+                    "share of 0 and borrow: 0 on each): the queue could never admit a job",
+                )
             queues.append(FleetQueue(team.name, team.namespace_name, queue.pool, tuple(chosen)))
     return queues
+
+
+def most_gpus(worker: FleetWorker, team: str, pool_name: str) -> int:
+    """The most GPUs of the worker's pool the team can hold at once: its share and what it may borrow
+    (unset: every GPU of the pool)."""
+    pool = next(p for p in worker.settings.gpu_pools if p.name == pool_name)
+    share = next(t for t in worker.settings.batch.teams if t.name == team).pools[pool_name]
+    whole = (pool.max_nodes or 0) * pool.schedulable_gpus_per_node
+    return whole if share.borrow is None else min(whole, share.gpus + share.borrow)
 
 
 def _shown(value: Any) -> str:

@@ -9,11 +9,17 @@ from typing import Any
 import pulumi
 
 from ..core.catalog import load_catalog
-from ..fleet.manager import ManagerQueue, ManagerWorker, MultiKueueManager, MultiKueueManagerArgs
+from ..fleet.manager import (
+    ManagerQueue,
+    ManagerQuota,
+    ManagerWorker,
+    MultiKueueManager,
+    MultiKueueManagerArgs,
+)
 from ..fleet.worker_access import MultiKueueWorkerAccess
 from ..workloads.batch_teams import Quota
 from .declare import declare
-from .fleet_section import FleetSettings, FleetWorker
+from .fleet_section import FleetSettings, FleetWorker, most_gpus
 from .program_batch import batch_queues, pool_quota
 from .program_cluster import gke_cluster
 from .program_pools import gpu_pools
@@ -99,31 +105,51 @@ def pool_row(pool: Any) -> dict[str, Any]:
     }
 
 
-def _team_quota(worker: FleetWorker, team: str, pool_name: str) -> Quota:
+def _team_quotas(worker: FleetWorker, team: str, pool_name: str) -> tuple[Quota, Quota | None]:
+    """The team's share of the worker's pool, and what it may borrow beyond it (None: any idle quota)."""
     pool = next(p for p in worker.settings.gpu_pools if p.name == pool_name)
-    found = next(t for t in worker.settings.batch.teams if t.name == team)
-    return pool_quota(pool, load_catalog()).part(found.pools[pool_name].gpus)
+    share = next(t for t in worker.settings.batch.teams if t.name == team).pools[pool_name]
+    whole = pool_quota(pool, load_catalog())
+    return whole.part(share.gpus), None if share.borrow is None else whole.part(share.borrow)
+
+
+def _as_args(quota: Quota) -> ManagerQuota:
+    return {
+        "gpus": quota.gpus,
+        "cpus": quota.cpus,
+        "memory_gib": quota.memory_gib,
+        "ephemeral_storage_gib": quota.ephemeral_storage_gib,
+    }
+
+
+def _sum(quotas: list[Quota]) -> Quota:
+    return Quota(
+        sum(q.gpus for q in quotas),
+        sum(q.cpus for q in quotas),
+        sum(q.memory_gib for q in quotas),
+        sum(q.ephemeral_storage_gib for q in quotas),
+    )
 
 
 def manager_queues(fleet_settings: FleetSettings) -> list[ManagerQueue]:
-    """Each team queue on the manager, with the sum of its workers' quota (Kueue's docs: the manager's
-    quota should equal the workers' total)."""
+    """Each team queue on the manager: the sum of the team's shares on its workers, and of what it may
+    borrow there (Kueue's docs: the manager's quota should equal the workers' total), in a cohort per
+    pool as on the workers."""
     by_name = {w.name: w for w in fleet_settings.workers}
     queues: list[ManagerQueue] = []
     for queue in fleet_settings.queues:
-        parts = [_team_quota(by_name[w], queue.team, queue.pool) for w in queue.workers]
-        queues.append(
-            {
-                "team": queue.team,
-                "namespace": queue.namespace,
-                "pool": queue.pool,
-                "workers": list(queue.workers),
-                "gpus": sum(p.gpus for p in parts),
-                "cpus": sum(p.cpus for p in parts),
-                "memory_gib": sum(p.memory_gib for p in parts),
-                "ephemeral_storage_gib": sum(p.ephemeral_storage_gib for p in parts),
-            }
-        )
+        parts = [_team_quotas(by_name[w], queue.team, queue.pool) for w in queue.workers]
+        entry: ManagerQueue = {
+            "team": queue.team,
+            "namespace": queue.namespace,
+            "pool": queue.pool,
+            "workers": list(queue.workers),
+            "quota": _as_args(_sum([nominal for nominal, _ in parts])),
+        }
+        limits = [limit for _, limit in parts]
+        if all(limit is not None for limit in limits):
+            entry["borrowing_limit"] = _as_args(_sum([limit for limit in limits if limit is not None]))
+        queues.append(entry)
     return queues
 
 
@@ -143,7 +169,9 @@ def fleet_summary(settings: Settings) -> list[dict[str, Any]]:
                     "worker": name,
                     "region": worker.region,
                     "accelerator": pool.accelerator,
-                    "teamGpus": _team_quota(by_name[name], queue.team, queue.pool).gpus,
+                    "teamGpus": _team_quotas(by_name[name], queue.team, queue.pool)[0].gpus,
+                    "mayBorrowGpus": most_gpus(by_name[name], queue.team, queue.pool)
+                    - _team_quotas(by_name[name], queue.team, queue.pool)[0].gpus,
                     "capacity": capacity(pool),
                 }
             )
@@ -153,7 +181,7 @@ def fleet_summary(settings: Settings) -> list[dict[str, Any]]:
                 "localQueue": f"{queue.namespace}/{queue.local_queue}",
                 "clusterQueue": queue.cluster_queue,
                 "admissionCheck": queue.check,
-                "gpus": quota["gpus"],
+                "gpus": quota["quota"]["gpus"],
                 "workers": workers,
             }
         )
