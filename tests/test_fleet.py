@@ -277,6 +277,11 @@ BAD = {
         "gke-gpu:fleet.teams[1].queues[0].workers[0]: 'eu-west' is not a worker; workers: us-east, "
         "us-central",
     ),
+    "ranges that overlap the manager's": (
+        lambda f: f["workers"][0]["network"].__setitem__("podsCidr", "10.32.0.0/14"),
+        "gke-gpu:fleet.workers[0].network.podsCidr: 10.32.0.0/14 overlaps the manager's "
+        "gke-gpu:network.podsCidr",
+    ),
     "a namespace the workers do not use": (
         lambda f: f["teams"][0].__setitem__("namespace", "research-jobs"),
         "puts team research's queue in namespace research, the manager in research-jobs",
@@ -355,3 +360,22 @@ def test_parse_resolves_every_worker_as_a_cluster_of_its_own() -> None:
         ("us-east", "gpu-fleet-us-east", "us-east4"),
         ("us-central", "gpu-fleet-us-central", "us-central1"),
     ]
+
+
+def test_the_manager_reaches_each_workers_private_endpoint(applied: RunResult) -> None:
+    clusters = {r.inputs["name"]: r.inputs for r in applied.of_type("gcp:container/cluster:Cluster")}
+    # From the manager's region: the workers' private IP endpoint is globally reachable.
+    for worker in ("gpu-fleet-us-east", "gpu-fleet-us-central"):
+        assert clusters[worker]["privateClusterConfig"]["masterGlobalAccessConfig"] == {"enabled": True}
+    assert "masterGlobalAccessConfig" not in clusters["gpu-fleet"]["privateClusterConfig"]
+    # And from the manager's VPC: each worker's VPC peered with it, both halves.
+    peerings = {
+        r.inputs["name"]: r.inputs for r in applied.of_type("gcp:compute/networkPeering:NetworkPeering")
+    }
+    assert set(peerings) == {"fleet-us-east", "fleet-us-central", "fleet-manager"}
+    halves = [
+        r for r in applied.of_type("gcp:compute/networkPeering:NetworkPeering") if r.name.endswith("-back")
+    ]
+    assert len(halves) == 2
+    assert peerings["fleet-us-east"]["network"].endswith("/gpu-fleet-vpc")
+    assert peerings["fleet-us-east"]["peerNetwork"].endswith("/gpu-fleet-us-east-vpc")

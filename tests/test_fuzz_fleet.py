@@ -62,8 +62,15 @@ def fleets(draw: st.DrawFn) -> dict[str, Any]:
     names = draw(st.lists(WORKER_NAMES, min_size=len(workers), max_size=len(workers), unique=True))
     if len(names) > 1 and not draw(st.integers(0, 9)):
         names[-1] = names[0]  # now and then two workers with one name
-    for entry, name in zip(workers, names, strict=True):
+    for i, (entry, name) in enumerate(zip(workers, names, strict=True)):
         entry["name"] = name
+        # Ranges apart from the manager's (the defaults), as peering needs; now and then not.
+        base = 10 if not draw(st.integers(0, 19)) else 40 + 20 * i
+        entry["network"] = {
+            "subnetCidr": f"10.{base}.0.0/20",
+            "podsCidr": f"10.{base + 4}.0.0/14",
+            "servicesCidr": f"10.{base + 8}.0.0/20",
+        }
     teams = []
     for team in draw(st.lists(st.sampled_from(TEAMS), min_size=1, max_size=2, unique=True)):
         queues = []

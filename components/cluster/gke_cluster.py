@@ -381,6 +381,12 @@ def control_plane_access(spec: GkeClusterSpec) -> ControlPlaneAccess:
         "private_cluster_config": container.ClusterPrivateClusterConfigArgs(
             enable_private_nodes=spec.private_nodes,
             enable_private_endpoint=not spec.public_endpoint,
+            # Set only when on: a cluster created without it keeps its inputs unchanged.
+            master_global_access_config=container.ClusterPrivateClusterConfigMasterGlobalAccessConfigArgs(
+                enabled=True
+            )
+            if spec.control_plane_global_access
+            else None,
         ),
         # The DNS endpoint: every request authorised by IAM first, so CI and people reach the cluster
         # without an IP allowlist (the kubeconfig uses it); from anywhere unless dns_endpoint_external.

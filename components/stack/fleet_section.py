@@ -5,6 +5,7 @@ manager present, with the same namespace, on every worker it dispatches to. Noth
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -62,7 +63,13 @@ class FleetSettings:
 
 def _worker_raw(worker: FleetWorkerConfig, manager_name: str) -> dict[str, Any]:
     raw: dict[str, Any] = {
-        "cluster": {"mode": "standard", "name": f"{manager_name}-{worker.name}"[:40], **worker.cluster},
+        # The manager's Kueue reaches the worker's private IP endpoint from its own region.
+        "cluster": {
+            "mode": "standard",
+            "name": f"{manager_name}-{worker.name}"[:40],
+            "controlPlaneGlobalAccess": True,
+            **worker.cluster,
+        },
         "gpuPools": worker.gpu_pools,
         "batch": worker.batch,
     }
@@ -164,6 +171,8 @@ def fleet_settings(
             )
             continue
         seen_clusters[where] = f"worker {worker.name}"
+        if manager is not None:
+            _check_peerable(manager, resolved, key, problems)
         if resolved.cluster.mode != "standard":
             problems.add(
                 f"{key}.cluster.mode",
@@ -254,6 +263,35 @@ def most_gpus(worker: FleetWorker, team: str, pool_name: str) -> int:
     share = next(t for t in worker.settings.batch.teams if t.name == team).pools[pool_name]
     whole = (pool.max_nodes or 0) * pool.schedulable_gpus_per_node
     return whole if share.borrow is None else min(whole, share.gpus + share.borrow)
+
+
+_RANGES = (("subnet_cidr", "subnetCidr"), ("pods_cidr", "podsCidr"), ("services_cidr", "servicesCidr"))
+
+
+def _ranges(settings: Settings) -> list[tuple[str, ipaddress.IPv4Network | ipaddress.IPv6Network]]:
+    network = settings.network
+    if network is None or network.existing is not None:
+        return []
+    found = []
+    for attribute, key in (*_RANGES, ("proxy_only_cidr", "proxyOnlyCidr")):
+        value = getattr(network, attribute, None)
+        if isinstance(value, str):
+            found.append((key, ipaddress.ip_network(value, strict=False)))
+    return found
+
+
+def _check_peerable(manager: Settings, worker: Settings, key: str, problems: Problems) -> None:
+    """The worker's VPC is peered with the manager's: no range of one may overlap one of the other
+    (VPC Network Peering refuses overlapping subnet ranges)."""
+    theirs = _ranges(manager)
+    for name, mine in _ranges(worker):
+        clash = next((k for k, r in theirs if r.overlaps(mine)), None)
+        if clash:
+            problems.add(
+                f"{key}.network.{name}",
+                f"{mine} overlaps the manager's {NAMESPACE}:network.{clash}; the fleet peers each worker's "
+                "VPC with the manager's, which needs ranges apart",
+            )
 
 
 def _shown(value: Any) -> str:

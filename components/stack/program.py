@@ -132,7 +132,7 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
     if settings.fleet is not None:
         from .program_fleet import fleet as declare_fleet
 
-        fleet = {"fleet": declare_fleet(settings, cluster.provider)}
+        fleet = {"fleet": declare_fleet(settings, cluster.provider, vpc)}
     return {
         "clusterName": cluster.cluster_name,
         "clusterMode": settings.cluster.mode,

@@ -79,6 +79,8 @@ def gke_cluster(settings: Settings, prefix: str = "") -> tuple[GkeCluster, GkeNe
         args["minimum_version"] = cluster.minimum_version
     if cluster.maintenance:
         args["maintenance"] = cast("Maintenance", cluster.maintenance.model_dump(exclude_none=True))
+    if cluster.control_plane_global_access:
+        args["control_plane_global_access"] = True
     if cluster.secrets_encryption_key:
         args["secrets_encryption_key"] = cluster.secrets_encryption_key
     if needs_gateway_api(settings):

@@ -16,7 +16,9 @@ from ..fleet.manager import (
     MultiKueueManager,
     MultiKueueManagerArgs,
 )
+from ..fleet.peering import FleetPeering
 from ..fleet.worker_access import MultiKueueWorkerAccess
+from ..network.vpc import GkeNetwork
 from ..workloads.batch_teams import Quota
 from .declare import declare
 from .fleet_section import FleetSettings, FleetWorker, most_gpus
@@ -26,16 +28,30 @@ from .program_pools import gpu_pools
 from .settings import Settings
 
 
-def fleet(settings: Settings, manager_provider: pulumi.ProviderResource) -> dict[str, Any]:
+def fleet(
+    settings: Settings, manager_provider: pulumi.ProviderResource, manager_vpc: GkeNetwork | None
+) -> dict[str, Any]:
     """Declare the workers and the manager's MultiKueue objects; return the stack output `fleet`."""
     assert settings.fleet is not None
     fleet_settings = settings.fleet
     access: list[ManagerWorker] = []
     workers_out: list[dict[str, Any]] = []
+    manager_network = _network(settings, manager_vpc)
+    previous: list[pulumi.Resource] = []
     for worker in fleet_settings.workers:
-        kubeconfig, summary = _worker(worker)
+        kubeconfig, summary, worker_vpc = _worker(worker)
         access.append({"name": worker.name, "kubeconfig": kubeconfig})
         workers_out.append(summary)
+        worker_network = _network(worker.settings, worker_vpc)
+        if manager_network is not None and worker_network is not None:
+            peering = declare(
+                FleetPeering,
+                f"{worker.name}-peering",
+                {"worker": worker.name, "manager_network": manager_network, "worker_network": worker_network},
+                # GCP runs one peering operation at a time on the manager's VPC.
+                opts=pulumi.ResourceOptions(depends_on=previous),
+            )
+            previous = [peering]
     args: MultiKueueManagerArgs = {
         "workers": access,
         "queues": manager_queues(fleet_settings),
@@ -53,12 +69,20 @@ def fleet(settings: Settings, manager_provider: pulumi.ProviderResource) -> dict
     }
 
 
-def _worker(worker: FleetWorker) -> tuple[pulumi.Output[str], dict[str, Any]]:
+def _network(settings: Settings, vpc: GkeNetwork | None) -> pulumi.Input[str] | None:
+    """A cluster's VPC: the one the stack creates, or the existing one it names."""
+    if vpc is not None:
+        return vpc.network_self_link
+    existing = settings.network.existing if settings.network else None
+    return existing.network if existing else None
+
+
+def _worker(worker: FleetWorker) -> tuple[pulumi.Output[str], dict[str, Any], GkeNetwork | None]:
     """A worker: its VPC, cluster, GPU pools, Kueue with the teams' queues, and what the manager may do
     there; returns the manager's kubeconfig for it (a secret) and its summary."""
     settings = worker.settings
     prefix = f"{worker.name}-"
-    cluster, _ = gke_cluster(settings, prefix)
+    cluster, vpc = gke_cluster(settings, prefix)
     pools = gpu_pools(settings, cluster, {}, prefix)
     queues, component = batch_queues(
         settings, cluster.provider, list(pools.values()), local_queue_namespace=None, prefix=prefix
@@ -82,7 +106,7 @@ def _worker(worker: FleetWorker) -> tuple[pulumi.Output[str], dict[str, Any]]:
         "gpuPools": [pool_row(p) for p in settings.gpu_pools],
         "batchQueues": queues,
     }
-    return grant.kubeconfig, summary
+    return grant.kubeconfig, summary, vpc
 
 
 def capacity(pool: Any) -> str:
