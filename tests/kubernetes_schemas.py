@@ -57,6 +57,12 @@ CRD_SCHEMAS: dict[tuple[str, str], tuple[str, ...]] = {
     ("kueue.x-k8s.io/v1beta2", "ClusterQueue"): ("crds/kueue.x-k8s.io/kueue.x-k8s.io_clusterqueues.yaml",),
     ("kueue.x-k8s.io/v1beta2", "LocalQueue"): ("crds/kueue.x-k8s.io/kueue.x-k8s.io_localqueues.yaml",),
     ("kueue.x-k8s.io/v1beta2", "Topology"): ("crds/kueue.x-k8s.io/kueue.x-k8s.io_topologies.yaml",),
+    ("kueue.x-k8s.io/v1beta2", "MultiKueueCluster"): (
+        "crds/kueue.x-k8s.io/kueue.x-k8s.io_multikueueclusters.yaml",
+    ),
+    ("kueue.x-k8s.io/v1beta2", "MultiKueueConfig"): (
+        "crds/kueue.x-k8s.io/kueue.x-k8s.io_multikueueconfigs.yaml",
+    ),
     ("kueue.x-k8s.io/v1beta2", "AdmissionCheck"): (
         "crds/kueue.x-k8s.io/kueue.x-k8s.io_admissionchecks.yaml",
     ),

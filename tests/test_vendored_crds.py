@@ -39,6 +39,8 @@ VENDORED_BLOBS = {
     f"{KUEUE_CRDS}admissionchecks.yaml": "317662baa1e7653915510c627ac91c020926c0ca",
     f"{KUEUE_CRDS}provisioningrequestconfigs.yaml": "95ed0039d027647ac09b3bfd7f529cb1cacfca31",
     f"{KUEUE_CRDS}topologies.yaml": "f5a2774bbc83a5aedbe4272ecb780c399da09532",
+    f"{KUEUE_CRDS}multikueueclusters.yaml": "f3c03c98e46045c2b161bd0064d7bb561e11d134",
+    f"{KUEUE_CRDS}multikueueconfigs.yaml": "005fc751e55970a1061ff04ed3f8f417275eef2d",
     "crds/jobset.x-k8s.io/jobset.x-k8s.io_jobsets.yaml": "96add10d030c2ab2c94b1c774edd23c814692808",
     # kubernetes-sigs/lws tag v0.10.0 (commit 2161f38f), charts/lws/crds/ (the Helm chart's copy).
     LWS_CRD: "b48ed287c311f20c14a5667be6a5901bba81a05a",
@@ -122,6 +124,20 @@ VALID: dict[str, dict[str, Any]] = {
                 "kind": "ProvisioningRequestConfig",
                 "name": "dws-config",
             },
+        },
+    },
+    "MultiKueueConfig": {
+        "apiVersion": KUEUE,
+        "kind": "MultiKueueConfig",
+        "metadata": {"name": "multikueue-h100-research"},
+        "spec": {"clusters": ["us-east", "eu-west"]},
+    },
+    "MultiKueueCluster": {
+        "apiVersion": KUEUE,
+        "kind": "MultiKueueCluster",
+        "metadata": {"name": "us-east"},
+        "spec": {
+            "clusterSource": {"kubeConfig": {"locationType": "Secret", "location": "multikueue-us-east"}}
         },
     },
     "ProvisioningRequestConfig": {
@@ -292,6 +308,14 @@ INVALID = [
     ("AdmissionCheck", _drop("spec.controllerName"), "'controllerName' is a required property"),
     ("AdmissionCheck", _set("spec.parameters.kind", "Provisioning_Request"), "does not match"),
     ("ProvisioningRequestConfig", _set("spec.managedResources", "nvidia.com/gpu"), "is not of type 'array'"),
+    ("MultiKueueConfig", _set("spec.clusters", []), "should be non-empty"),
+    ("MultiKueueConfig", _set("spec.quotaManagement", "Auto"), "is not one of"),
+    (
+        "MultiKueueCluster",
+        _drop("spec.clusterSource.kubeConfig.location"),
+        "'location' is a required property",
+    ),
+    ("MultiKueueCluster", _set("spec.clusterSource.kubeConfig.locationType", "File"), "is not one of"),
     ("ProvisioningRequestConfig", _drop("spec.provisioningClassName"), "is a required property"),
     ("JobSet", _set("spec.replicatedJobs", {"workers": {"replicas": 2}}), "is not of type 'array'"),
     ("JobSet", _set("spec.replicatedJobs.0.replicas", "2"), "is not of type 'integer'"),

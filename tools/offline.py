@@ -13,6 +13,7 @@ are absent; values that GCP computes (IDs, endpoints, service account emails) ar
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import logging
@@ -39,6 +40,9 @@ PROJECT = "gke-gpu"
 UNKNOWN = "(known after apply)"
 SECRET = "[secret]"
 _SECRET_SIG = "4dabf18193072939515e22adb298388d"
+SERVICE_ACCOUNT_TOKEN_TYPE = "kubernetes.io/service-account-token"
+# What the mocks put in a ServiceAccount token Secret's data (then `<resource name>`).
+MOCK_TOKEN_PREFIX = "mock-service-account-token-"
 
 
 @dataclass
@@ -199,6 +203,10 @@ def _computed_outputs(args: pulumi.runtime.MockResourceArgs) -> dict[str, Any]:
     if args.typ in ("gcp:compute/network:Network", "gcp:compute/subnetwork:Subnetwork"):
         kind = "networks" if args.typ.endswith("Network") else "subnetworks"
         return {"selfLink": f"https://www.googleapis.com/compute/v1/{kind}/{name}"}
+    if args.typ == "kubernetes:core/v1:Secret" and args.inputs.get("type") == SERVICE_ACCOUNT_TOKEN_TYPE:
+        # The token controller fills a token Secret's data: a stand-in token a test can look for.
+        token = base64.b64encode(f"{MOCK_TOKEN_PREFIX}{args.name}".encode()).decode()
+        return {"data": {"token": token, "ca.crt": "Q0EtREFUQQ=="}}
     if args.typ == "gcp:monitoring/dashboard:Dashboard":
         return {"id": f"projects/{args.inputs.get('project', 'project')}/dashboards/{args.name}"}
     return {}

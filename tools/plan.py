@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from gke_gpu.gpu.node_pool import REPLACE_ON_CHANGE as NODE_POOL_REPLACE_ON_CHANGE
-from tools.offline import RunResult
+from tools.offline import SECRET, RunResult
 from tools.plan_diff import diff as diff
 from tools.plan_diff import format_diff as format_diff
 from tools.plan_tree import format_header as format_header
@@ -174,6 +174,12 @@ def kubernetes_objects(document: dict[str, Any]) -> list[dict[str, Any]]:
     for r in document["resources"]:
         if r["type"].startswith("kubernetes:") and not r["component"]:
             inputs = dict(r["inputs"])
+            if r["type"] == "kubernetes:core/v1:Secret":
+                # pulumi-kubernetes makes a Secret's whole data map one Pulumi secret: its keys are
+                # hidden too, so the manifest shows a map with one placeholder entry.
+                for key in ("data", "stringData"):
+                    if inputs.get(key) == SECRET:
+                        inputs[key] = {SECRET: SECRET}
             ordered = {k: inputs.pop(k) for k in ("apiVersion", "kind", "metadata") if k in inputs}
             ordered.update(inputs)
             objects.append(ordered)

@@ -138,6 +138,9 @@ class GkeClusterArgs(TypedDict):
     dns_endpoint_external: NotRequired[bool]
     """The DNS endpoint accepts requests from outside Google Cloud (IAM checks each); false: only from
     Google Cloud's networks. Defaults to true."""
+    control_plane_global_access: NotRequired[bool]
+    """The IP endpoint's private address is reachable from every region (GKE's control-plane global
+    access), not only from the cluster's. Defaults to false."""
     secrets_encryption_key: NotRequired[str]
     """Encrypt Secrets at the application layer with this Cloud KMS key
     (`projects/<p>/locations/<l>/keyRings/<r>/cryptoKeys/<k>`, in the cluster's location; GKE's service

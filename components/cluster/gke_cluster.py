@@ -115,6 +115,8 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
     """The control plane's IP endpoint (private unless `public_endpoint`)."""
     dns_endpoint: pulumi.Output[str | None]
     """The control plane's DNS endpoint (gke-....gke.goog), checked by IAM."""
+    ca_certificate: pulumi.Output[str]
+    """The cluster's CA certificate, base64-encoded PEM (what a client of the IP endpoint trusts)."""
     kubeconfig: pulumi.Output[str]
     """A kubeconfig (secret) that authenticates with gke-gcloud-auth-plugin; no credential inside."""
     node_service_account_email: pulumi.Output[str]
@@ -176,6 +178,7 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
         self.location = self.cluster.location
         self.endpoint = self.cluster.endpoint
         self.dns_endpoint = self.cluster.control_plane_endpoints_config.apply(_dns_endpoint)
+        self.ca_certificate = self.cluster.master_auth.cluster_ca_certificate
         self.node_service_account_email = self.node_service_account.email
         if spec.kubeconfig_endpoint == "dns":
             kubeconfig = pulumi.Output.all(self.cluster.name, self.dns_endpoint).apply(
@@ -220,6 +223,7 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
                 "location": self.location,
                 "endpoint": self.endpoint,
                 "dnsEndpoint": self.dns_endpoint,
+                "caCertificate": self.ca_certificate,
                 "kubeconfig": self.kubeconfig,
                 "nodeServiceAccountEmail": self.node_service_account_email,
             }
@@ -400,6 +404,12 @@ def control_plane_access(spec: GkeClusterSpec) -> ControlPlaneAccess:
         "private_cluster_config": container.ClusterPrivateClusterConfigArgs(
             enable_private_nodes=spec.private_nodes,
             enable_private_endpoint=not spec.public_endpoint,
+            # Set only when on: a cluster created without it keeps its inputs unchanged.
+            master_global_access_config=container.ClusterPrivateClusterConfigMasterGlobalAccessConfigArgs(
+                enabled=True
+            )
+            if spec.control_plane_global_access
+            else None,
         ),
         # The DNS endpoint: every request authorised by IAM first, so CI and people reach the cluster
         # without an IP allowlist (the kubeconfig uses it); from anywhere unless dns_endpoint_external.

@@ -157,6 +157,9 @@ class GkeClusterSettings(StackModel):
     # The DNS endpoint accepts requests from outside Google Cloud (IAM still checks each). False: only
     # from Google Cloud's networks (a VPC with Private Google Access, Cloud Build private pools).
     dns_endpoint_external: bool = True
+    # The IP endpoint's private address reachable from every region, not only the cluster's (GKE's
+    # control-plane global access): a fleet's manager reaches its workers there.
+    control_plane_global_access: bool = False
     # Application-layer secrets encryption (CIS GKE 5.3.1) with this Cloud KMS key, in the cluster's
     # location: projects/<p>/locations/<l>/keyRings/<r>/cryptoKeys/<k>.
     secrets_encryption_key: Annotated[str, Field(max_length=400, pattern=KMS_KEY)] | None = None

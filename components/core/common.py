@@ -24,6 +24,7 @@ TOP_LEVEL_KEYS = (
     "gpuNodes",
     "batch",
     "serving",
+    "fleet",
 )
 
 # The extended resource a Pod requests for a GPU (a whole one, a MIG partition or a share).

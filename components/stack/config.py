@@ -15,6 +15,7 @@ is resolved (machine type, zones, disk type, cluster name), so components never 
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Mapping
 from typing import Any
@@ -243,10 +244,33 @@ def parse_settings(
     try:
         settings = resolver.resolve()
     except ConfigError as exc:
-        raise ConfigError(_with_credentials([*problems, *exc.problems], credentials)) from None
+        fleet_problems = _fleet(shape.config, None, project, stack, catalog)[1]
+        raise ConfigError(
+            _with_credentials([*problems, *exc.problems, *fleet_problems], credentials)
+        ) from None
+    fleet, fleet_problems = _fleet(shape.config, settings, project, stack, catalog)
+    problems += fleet_problems
     if problems or credentials:
         raise ConfigError(_with_credentials(problems, credentials))
+    if fleet is not None:
+        settings = dataclasses.replace(settings, fleet=fleet)
     return settings, [redact(warning) for warning in resolver.warnings]
+
+
+def _fleet(
+    config: StackConfig, manager: Settings | None, project: str | None, stack: str, catalog: Catalog | None
+) -> tuple[Any, list[str]]:
+    """The fleet's settings (None without gke-gpu:fleet) and its problems, its workers' included."""
+    if config.fleet is None:
+        return None, []
+    from .fleet_section import fleet_settings
+
+    try:
+        return fleet_settings(
+            config.fleet, manager, manager_name=config.cluster.name or stack, project=project, catalog=catalog
+        ), []
+    except ConfigError as exc:
+        return None, list(dict.fromkeys(exc.problems))
 
 
 def _with_credentials(problems: list[str], credentials: list[Problem]) -> list[str]:

@@ -12,10 +12,8 @@ import pulumi
 
 from ..cluster.existing import ExistingCluster, ExistingClusterArgs
 from ..core.k8s import Toleration
-from ..gpu.compute_class import GpuComputeClass, compute_class_args
 from ..gpu.device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
 from ..gpu.node_labels import GpuNodeLabels
-from ..gpu.node_pool import GpuNodePool, node_pool_args
 from ..gpu.scheduling import GPU_TOLERATION, gpus_per_pod, node_selector, tolerations, union_tolerations
 from ..monitoring.dcgm_exporter_args import DcgmExporterSettings, DcgmFlavor, ScrapeMode
 from ..monitoring.gpu_monitoring import AlertPolicies, DcgmSource, GpuMonitoring, GpuMonitoringArgs
@@ -34,6 +32,7 @@ from .program_gpudirect import (
     gpudirect_output,
     gpudirect_software,
 )
+from .program_pools import gpu_pools
 from .program_serving import serving
 
 SAMPLES_NAMESPACE = "gpu-samples"
@@ -87,45 +86,7 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
     networks = gpudirect_networks(settings)
     cluster, vpc = gke_cluster(settings)
     autopilot = settings.cluster.autopilot
-    pools: dict[str, pulumi.ComponentResource] = {}
-    for pool in settings.gpu_pools:
-        if not autopilot and pool.capacity_ladder is not None:
-            from ..gpu.capacity_ladder import GpuCapacityLadder, capacity_ladder_args
-
-            assert settings.cluster.location is not None, "the cluster rules resolve the location"
-            pools[pool.name] = declare(
-                GpuCapacityLadder,
-                f"gpu-{pool.name}",
-                capacity_ladder_args(
-                    pool,
-                    project=settings.project or "",
-                    location=settings.cluster.location,
-                    node_service_account_email=cluster.node_service_account_email,
-                ),
-                # A Kubernetes object: after the cluster, through its provider.
-                opts=pulumi.ResourceOptions(provider=cluster.provider),
-            )
-        elif not autopilot:
-            assert settings.cluster.location is not None, "the cluster rules resolve the location"
-            flavor = pool.gpudirect_flavor
-            args = node_pool_args(
-                pool,
-                project=settings.project or "",
-                location=settings.cluster.location,
-                cluster_name=cluster.cluster_name,
-                node_service_account_email=cluster.node_service_account_email,
-                additional_node_networks=(
-                    networks[flavor].node_networks if flavor is not None and pool.multi_network else None
-                ),
-            )
-            pools[pool.name] = declare(GpuNodePool, f"gpu-{pool.name}", args)
-        elif pool.on_demand_fallback:
-            pools[pool.name] = declare(
-                GpuComputeClass,
-                f"gpu-{pool.name}",
-                compute_class_args(pool, region=settings.region),
-                opts=pulumi.ResourceOptions(provider=cluster.provider),
-            )
+    pools = gpu_pools(settings, cluster, networks)
     # GKE creates a ladder's node pools itself: it attaches their preloaded disk only for an image the
     # cluster's one allowlist names.
     ladder_images = sorted(
@@ -179,6 +140,11 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
         image_reader=cluster.node_service_account_email,
     )
 
+    fleet: dict[str, Any] = {}
+    if settings.fleet is not None:
+        from .program_fleet import fleet as declare_fleet
+
+        fleet = {"fleet": declare_fleet(settings, cluster.provider, vpc)}
     return {
         "clusterName": cluster.cluster_name,
         "clusterMode": settings.cluster.mode,
@@ -198,6 +164,7 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
         **({"trainingData": data} if data else {}),
         **({"gpudirect": gpudirect_output(settings)} if software else {}),
         **({"serving": served} if served else {}),
+        **fleet,
     }
 
 

@@ -4,8 +4,9 @@ from typing import Any, cast
 
 import pulumi
 
-from ..core.catalog import load_catalog
+from ..core.catalog import Catalog, load_catalog
 from ..dra.claims import is_rack
+from ..gpu.pool import GpuPool
 from ..gpu.scheduling import QUEUED_TOLERATION, node_selector, tolerations
 from ..gpudirect.flavors import GpuDirectFlavor
 from ..workloads.batch_queues import GpuBatchQueues, GpuBatchQueuesArgs
@@ -118,12 +119,26 @@ def topology_pools(settings: Settings) -> set[str]:
     return set(listed if listed is not None else topology_default(settings.gpu_pools))
 
 
+def pool_quota(pool: GpuPool, catalog: Catalog | None = None) -> Quota:
+    """What a Standard pool can hold at most: its queue's quota."""
+    accelerator = (catalog or load_catalog()).accelerator(pool.accelerator)
+    machine = accelerator.machine_type(pool.machine_type or "") if accelerator else None
+    assert machine is not None and pool.max_nodes is not None, "a resolved Standard pool"
+    return Quota(
+        gpus=pool.max_nodes * pool.schedulable_gpus_per_node,
+        cpus=pool.max_nodes * machine.vcpus,
+        memory_gib=int(pool.max_nodes * machine.memory_gb),
+        ephemeral_storage_gib=pool.max_nodes * pool.node_ephemeral_storage_gib,
+    )
+
+
 def batch_queues(
     settings: Settings,
     provider: pulumi.ProviderResource,
     depends_on: list[pulumi.Resource],
     *,
     local_queue_namespace: str | None,
+    prefix: str = "",
 ) -> tuple[list[dict[str, Any]], GpuBatchQueues]:
     """Declare Kueue, JobSet and a queue per Standard GPU pool, shared by the teams; return the queues
     as a stack output, and the component (what a queued workload waits for).
@@ -154,15 +169,7 @@ def batch_queues(
         {"name": DEFAULT_TEAM, "namespace": DEFAULT_TEAM_NAMESPACE, "gpudirect": bool(gpudirect_pools)}
     ]
     for pool in settings.gpu_pools:
-        accelerator = catalog.accelerator(pool.accelerator)
-        machine = accelerator.machine_type(pool.machine_type or "") if accelerator else None
-        assert machine is not None and pool.max_nodes is not None, "a resolved Standard pool"
-        whole = Quota(
-            gpus=pool.max_nodes * pool.schedulable_gpus_per_node,
-            cpus=pool.max_nodes * machine.vcpus,
-            memory_gib=int(pool.max_nodes * machine.memory_gb),
-            ephemeral_storage_gib=pool.max_nodes * pool.node_ephemeral_storage_gib,
-        )
+        whole = pool_quota(pool, catalog)
         shares = [(team, team.pools[pool.name]) for team in batch.teams if pool.name in team.pools]
         queue = {
             "name": pool.name,
@@ -225,7 +232,7 @@ def batch_queues(
         args["local_queue_namespace"] = local_queue_namespace
     component = declare(
         GpuBatchQueues,
-        "batch",
+        f"{prefix}batch",
         args,
         opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
     )

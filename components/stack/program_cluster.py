@@ -16,8 +16,9 @@ from .program_serving import needs_gateway_api, needs_gcs_fuse
 from .settings import Settings
 
 
-def gke_cluster(settings: Settings) -> tuple[GkeCluster, GkeNetwork | None]:
-    """The cluster, and the VPC the stack creates for it (None on an existing VPC)."""
+def gke_cluster(settings: Settings, prefix: str = "") -> tuple[GkeCluster, GkeNetwork | None]:
+    """The cluster, and the VPC the stack creates for it (None on an existing VPC); `prefix` starts
+    its resource names (a fleet's worker's)."""
     cluster = settings.cluster
     assert cluster.name is not None and cluster.location is not None, "the cluster rules resolve both"
     project = settings.project or ""
@@ -33,7 +34,7 @@ def gke_cluster(settings: Settings) -> tuple[GkeCluster, GkeNetwork | None]:
         assert settings.network and settings.network.subnet_cidr
         vpc = declare(
             GkeNetwork,
-            "network",
+            f"{prefix}network",
             {
                 "project": project,
                 "region": region,
@@ -79,6 +80,8 @@ def gke_cluster(settings: Settings) -> tuple[GkeCluster, GkeNetwork | None]:
         args["minimum_version"] = cluster.minimum_version
     if cluster.maintenance:
         args["maintenance"] = cast("Maintenance", cluster.maintenance.model_dump(exclude_none=True))
+    if cluster.control_plane_global_access:
+        args["control_plane_global_access"] = True
     if cluster.secrets_encryption_key:
         args["secrets_encryption_key"] = cluster.secrets_encryption_key
     if needs_gateway_api(settings):
@@ -108,7 +111,7 @@ def gke_cluster(settings: Settings) -> tuple[GkeCluster, GkeNetwork | None]:
             }
             if pool.disk_type is not None:
                 args["system_pool"]["disk_type"] = pool.disk_type
-    return declare(GkeCluster, "gke", args), vpc
+    return declare(GkeCluster, f"{prefix}gke", args), vpc
 
 
 def stack_hpa_profile(settings: Settings) -> HpaProfile | None:

@@ -15,6 +15,7 @@ from ..cluster.model import ClusterConfig
 from ..core.catalog import Catalog
 from ..core.common import MAX_POOLS, Problems, cut, listing
 from ..core.model import StackModel
+from ..fleet.model import FleetConfig
 from ..gpu.device_plugin_config import DevicePluginConfig
 from ..gpu.pool import GpuPool
 from ..monitoring.model import MonitoringConfig
@@ -36,6 +37,8 @@ class StackConfig(StackModel):
     batch: BatchConfig = BatchConfig()
     serving: Annotated[list[ServingConfig], Field(max_length=MAX_SERVICES)] = []
     gpu_nodes: Annotated[list[Annotated[str, Field(max_length=253)]], Field(max_length=5000)] | None = None
+    # A MultiKueue fleet: this stack's cluster is its manager (docs/fleet.md).
+    fleet: FleetConfig | None = None
 
     @field_validator("workloads", mode="before")
     @classmethod

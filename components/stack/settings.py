@@ -6,6 +6,7 @@ machine type and zones, the DCGM source, a workload's pool): one set of types, n
 """
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..cluster.model import ClusterConfig
 from ..gpu.device_plugin_config import DevicePluginConfig
@@ -14,6 +15,9 @@ from ..monitoring.model import MonitoringConfig
 from ..network.model import NetworkConfig
 from ..serving.model import ServingConfig
 from ..workloads.model import BatchConfig, WorkloadConfig
+
+if TYPE_CHECKING:
+    from .fleet_section import FleetSettings
 
 
 @dataclass(frozen=True)
@@ -34,3 +38,5 @@ class Settings:
     batch: BatchConfig = field(default_factory=BatchConfig)
     # Model servers (gke-gpu:serving).
     serving: tuple[ServingConfig, ...] = ()
+    # A MultiKueue fleet whose manager this cluster is (gke-gpu:fleet).
+    fleet: "FleetSettings | None" = None

@@ -1,0 +1,309 @@
+"""MultiKueue's manager: Kueue and JobSet, the teams' queues, each carrying a MultiKueue admission
+check, and a MultiKueueCluster per worker (v1beta2, checked against the CRDs vendored from Kueue
+v0.19.2 in tests/schemas/crds/)."""
+
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
+
+import pulumi
+import pulumi_kubernetes as k8s
+from pydantic import Field
+
+from ..core.arg_types import K8sName
+from ..core.common import Problems, cut, listing
+from ..core.component import NO_ARGS, GkeGpuComponent
+from ..core.k8s import app_labels
+from ..core.validation import ArgsModel
+from ..workloads.batch_queues import JOBSET_CHART, JOBSET_VERSION, KUEUE_API, KUEUE_CHART, KUEUE_VERSION
+from ..workloads.batch_teams import Quota, queue_name, team_queue_name
+from ..workloads.kueue_objects import cluster_queue
+from ..workloads.model import NamespaceName, TeamName
+from ..workloads.team_namespaces import declare_namespace, pod_security_labels, team_labels
+from .kueue_config import chart_values
+from .model import MAX_WORKERS, WorkerName
+from .worker_access import KUEUE_NAMESPACE
+
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+
+
+class ManagerWorker(TypedDict):
+    name: str
+    """The worker's name: its MultiKueueCluster, and its Secret `multikueue-<name>` in kueue-system."""
+    kubeconfig: pulumi.Input[str]
+    """The kubeconfig for the worker (MultiKueueWorkerAccess.kubeconfig): stored as a Pulumi secret."""
+
+
+class ManagerQuota(TypedDict):
+    gpus: int
+    cpus: int
+    memory_gib: int
+    ephemeral_storage_gib: int
+
+
+class ManagerQueue(TypedDict):
+    team: str
+    """The team: its ClusterQueue is `gpu-<pool>-<team>`, in the cohort `gpu-<pool>`."""
+    namespace: str
+    """The team's namespace: its LocalQueue `gpu-<pool>` (the workers have the same)."""
+    pool: str
+    """The workers' pool name the queue stands for."""
+    workers: list[str]
+    """The workers it dispatches to, most preferred first (its MultiKueueConfig's order)."""
+    quota: ManagerQuota
+    """The sum of the team's shares on those workers (Kueue's docs: the manager's quota should equal
+    the workers' total)."""
+    borrowing_limit: NotRequired[ManagerQuota]
+    """The most it may borrow from the cohort's idle quota: the sum of what it may borrow on those
+    workers. Defaults to no limit."""
+
+
+class MultiKueueManagerArgs(TypedDict):
+    workers: list[ManagerWorker]
+    queues: list[ManagerQueue]
+    dispatcher: NotRequired[Literal["allAtOnce", "incremental"]]
+    """Kueue's dispatcher (docs/fleet.md). Defaults to allAtOnce."""
+
+
+class _WorkerSpec(ArgsModel):
+    name: WorkerName
+    kubeconfig: Any
+
+
+class _QuotaSpec(ArgsModel):
+    gpus: int = Field(ge=0, le=1_000_000)
+    cpus: int = Field(ge=0, le=100_000_000)
+    memory_gib: int = Field(ge=0, le=1_000_000_000)
+    ephemeral_storage_gib: int = Field(ge=0, le=1_000_000_000)
+
+    def as_quota(self) -> Quota:
+        return Quota(self.gpus, self.cpus, self.memory_gib, self.ephemeral_storage_gib)
+
+
+class _QueueSpec(ArgsModel):
+    team: TeamName
+    namespace: NamespaceName
+    pool: K8sName
+    workers: Annotated[list[WorkerName], Field(min_length=1, max_length=MAX_WORKERS)]
+    quota: _QuotaSpec
+    borrowing_limit: _QuotaSpec | None = None
+
+    @property
+    def name(self) -> str:
+        return self.pool
+
+    @property
+    def check(self) -> str:
+        return f"multikueue-{team_queue_name(self.pool, self.team)}"
+
+
+class _Spec(ArgsModel):
+    workers: Annotated[list[_WorkerSpec], Field(min_length=1, max_length=MAX_WORKERS)]
+    queues: Annotated[list[_QueueSpec], Field(min_length=1, max_length=1000)]
+    dispatcher: Literal["allAtOnce", "incremental"] = "allAtOnce"
+
+
+def _manager_rules(spec: _Spec) -> list[str]:
+    problems = Problems()
+    names = [w.name for w in spec.workers]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            problems.add(f"workers[{i}].name", f"{cut(name)} names two workers")
+    seen: set[tuple[str, str]] = set()
+    for i, queue in enumerate(spec.queues):
+        if (queue.team, queue.pool) in seen:
+            problems.add(f"queues[{i}]", f"team {queue.team} has two queues for pool {queue.pool}")
+        seen.add((queue.team, queue.pool))
+        for j, worker in enumerate(queue.workers):
+            if worker not in names:
+                problems.add(
+                    f"queues[{i}].workers[{j}]", f"{cut(worker)} is not a worker; workers: {listing(names)}"
+                )
+            elif worker in queue.workers[:j]:
+                problems.add(f"queues[{i}].workers[{j}]", f"{cut(worker)} is listed twice")
+    return problems.items
+
+
+class MultiKueueManager(GkeGpuComponent[_Spec]):
+    """On the manager cluster: Kueue (its Configuration with the fleet's dispatcher) and JobSet from
+    their pinned charts; per worker a Secret with its kubeconfig and a MultiKueueCluster; per team
+    queue a MultiKueueConfig listing its workers in order, an AdmissionCheck (controller
+    `kueue.x-k8s.io/multikueue`), a ClusterQueue `gpu-<pool>-<team>` in the cohort `gpu-<pool>`
+    carrying the check with the workers' summed quota, and the LocalQueue `gpu-<pool>` in the team's
+    namespace."""
+
+    worker_names: pulumi.Output[list[str]]
+    """The workers, in the fleet's order (the monitoring's per-worker panels take them)."""
+    cluster_queue_names: pulumi.Output[list[str]]
+
+    _args_model = _Spec
+    _args_rules = staticmethod(_manager_rules)
+
+    def __init__(
+        self,
+        name: str,
+        /,
+        args: MultiKueueManagerArgs = NO_ARGS,
+        opts: pulumi.ResourceOptions | None = None,
+        **kwargs: Any,
+    ) -> None:
+        args = self._given(name, args, kwargs)
+        spec = self._begin(name, args, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        charts = [
+            self._chart(
+                name, "kueue", KUEUE_CHART, KUEUE_VERSION, KUEUE_NAMESPACE, chart_values(spec.dispatcher)
+            ),
+            self._chart(name, "jobset", JOBSET_CHART, JOBSET_VERSION, "jobset-system", None),
+        ]
+        after_charts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=charts))
+
+        def after(*resources: pulumi.Resource) -> pulumi.ResourceOptions:
+            return pulumi.ResourceOptions.merge(
+                after_charts, pulumi.ResourceOptions(depends_on=list(resources))
+            )
+
+        clusters: dict[str, pulumi.Resource] = {}
+        for worker, given in zip(spec.workers, args["workers"], strict=True):
+            secret_name = f"multikueue-{worker.name}"
+            secret = k8s.core.v1.Secret(
+                f"{name}-{worker.name}-kubeconfig",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=secret_name,
+                    namespace=KUEUE_NAMESPACE,
+                    labels=app_labels(secret_name, component="multikueue"),
+                ),
+                type="Opaque",
+                string_data={"kubeconfig": pulumi.Output.secret(given["kubeconfig"])},
+                opts=pulumi.ResourceOptions.merge(
+                    after_charts, pulumi.ResourceOptions(additional_secret_outputs=["stringData", "data"])
+                ),
+            )
+            clusters[worker.name] = self._object(
+                f"{name}-{worker.name}-cluster",
+                "MultiKueueCluster",
+                worker.name,
+                {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": secret_name}}},
+                after(secret),
+            )
+        namespaces: dict[str, list[pulumi.Resource]] = {}
+        for queue in spec.queues:
+            if queue.namespace not in namespaces:
+                labels = team_labels(queue.namespace, queue.team, "baseline")
+                namespaces[queue.namespace] = declare_namespace(
+                    self, f"{name}-team-{queue.team}-namespace", queue.namespace, labels
+                )
+        flavors: dict[str, pulumi.Resource] = {}
+        cluster_queues: list[str] = []
+        for queue in spec.queues:
+            flavor_id = queue_name(queue.pool)
+            if flavor_id not in flavors:
+                # Quota accounting only: the manager runs none of the Pods, so the flavor selects no node.
+                flavors[flavor_id] = self._object(
+                    f"{name}-{queue.pool}-flavor", "ResourceFlavor", flavor_id, {}, after_charts
+                )
+            prefix = f"{name}-{queue.pool}/{queue.team}"
+            config = self._object(
+                f"{prefix}-multikueue-config",
+                "MultiKueueConfig",
+                queue.check,
+                {"clusters": list(queue.workers)},
+                after(*(clusters[w] for w in queue.workers)),
+            )
+            check = self._object(
+                f"{prefix}-admission-check",
+                "AdmissionCheck",
+                queue.check,
+                {
+                    "controllerName": MULTIKUEUE_CONTROLLER,
+                    "parameters": {
+                        "apiGroup": "kueue.x-k8s.io",
+                        "kind": "MultiKueueConfig",
+                        "name": queue.check,
+                    },
+                },
+                after(config),
+            )
+            queue_id = team_queue_name(queue.pool, queue.team)
+            cq = self._object(
+                f"{prefix}-cluster-queue",
+                "ClusterQueue",
+                queue_id,
+                cluster_queue(
+                    _Flavorless(queue.pool),
+                    queue.quota.as_quota(),
+                    admission={"admissionChecks": [{"name": queue.check}]},
+                    # As on the workers: a team borrows the others' idle quota of the pool, and
+                    # reclaims its own.
+                    in_cohort=True,
+                    namespaces=[queue.namespace],
+                    borrowing_limit=queue.borrowing_limit.as_quota() if queue.borrowing_limit else None,
+                ),
+                after(flavors[flavor_id], check),
+            )
+            cluster_queues.append(queue_id)
+            self._object(
+                f"{prefix}-local-queue",
+                "LocalQueue",
+                flavor_id,
+                {"clusterQueue": queue_id},
+                after(cq, *namespaces[queue.namespace]),
+                namespace=queue.namespace,
+            )
+        self.worker_names = pulumi.Output.from_input([w.name for w in spec.workers])
+        self.cluster_queue_names = pulumi.Output.from_input(cluster_queues)
+        self.register_outputs(
+            {"workerNames": self.worker_names, "clusterQueueNames": self.cluster_queue_names}
+        )
+
+    def _chart(
+        self, name: str, app: str, chart: str, version: str, namespace: str, values: dict[str, Any] | None
+    ) -> "k8s.helm.v4.Chart":
+        ns = k8s.core.v1.Namespace(
+            f"{name}-{app}-namespace",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=namespace,
+                labels={
+                    **app_labels(app, component="batch", version=version),
+                    **pod_security_labels("baseline", "restricted"),
+                },
+            ),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return k8s.helm.v4.Chart(
+            f"{name}-{app}",
+            chart=chart,
+            version=version,
+            namespace=namespace,
+            values=values,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[ns]),
+        )
+
+    def _object(
+        self,
+        resource_name: str,
+        kind: str,
+        object_name: str,
+        spec: dict[str, object],
+        opts: pulumi.ResourceOptions,
+        *,
+        namespace: str | None = None,
+    ) -> "k8s.apiextensions.CustomResource":
+        return k8s.apiextensions.CustomResource(
+            resource_name,
+            api_version=KUEUE_API,
+            kind=kind,
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=object_name, namespace=namespace, labels=app_labels(object_name, component=kind.lower())
+            ),
+            spec=spec,
+            opts=opts,
+        )
+
+
+class _Flavorless:
+    """A manager queue as kueue_objects reads it: its flavor names the pool, and selects no node."""
+
+    def __init__(self, pool: str) -> None:
+        self.name = pool
+        self.node_labels: dict[str, str] = {}
+        self.tolerations: list[Any] = []
+        self.topology = False

@@ -1,0 +1,93 @@
+"""The fleet section (the stack file's `gke-gpu:fleet`): the GPU workers and the teams' queues the
+manager (the stack's own cluster) dispatches to them."""
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from ..core.arg_types import RegionName, matching
+from ..core.common import K8S_NAME
+from ..core.model import StackModel, example
+from ..workloads.model import MAX_TEAMS, NamespaceName, TeamName
+
+# MultiKueueConfig.spec.clusters holds 1 to 20 names (Kueue v0.19.2's CRD).
+MAX_WORKERS = 20
+# A worker's name is its MultiKueueCluster's and part of its cluster's and Secret's names.
+WorkerName = matching(
+    K8S_NAME, "lowercase letters, digits and hyphens, starting with a letter", max_length=24
+)
+Dispatcher = Literal["allAtOnce", "incremental"]
+
+
+class FleetQueueConfig(StackModel):
+    """A team's queue on the manager: the LocalQueue `gpu-<pool>` in its namespace, dispatched to the
+    workers where the team has a share of a pool of that name."""
+
+    model_config = example(pool="h100", workers=["us-east", "eu-west"])
+
+    pool: Annotated[str, Field(min_length=1, max_length=100)]
+    # The workers it dispatches to, most preferred first (the order of its MultiKueueConfig, which the
+    # incremental dispatcher follows); unset: every worker where the team has a share of the pool, in
+    # the order of `workers`.
+    workers: Annotated[list[WorkerName], Field(min_length=1, max_length=MAX_WORKERS)] | None = None  # type: ignore[valid-type]
+
+
+class FleetTeamConfig(StackModel):
+    """A team of the fleet: its namespace on the manager, and its queues there."""
+
+    model_config = example(name="research", queues=[{"pool": "h100"}])
+
+    name: Annotated[TeamName, Field(min_length=1)]
+    # Defaults to the team's name; the workers' team of the same name must use the same namespace.
+    namespace: Annotated[NamespaceName, Field(min_length=1)] | None = None
+    queues: Annotated[list[FleetQueueConfig], Field(min_length=1, max_length=100)]
+
+    @property
+    def namespace_name(self) -> str:
+        return self.namespace or self.name
+
+
+class FleetWorkerConfig(StackModel):
+    """A GPU worker: a whole gke-gpu cluster in its region. `cluster`, `network`, `gpuPools` and
+    `batch` take the keys of the stack file's sections of those names and are checked by the same
+    rules, as if they were a stack file of their own."""
+
+    model_config = example(
+        name="us-east",
+        region="us-east4",
+        gpuPools=[{"name": "h100", "accelerator": "nvidia-h100-80gb", "gpusPerNode": 8, "maxNodes": 2}],
+        batch={"kueue": True, "teams": [{"name": "research", "pools": {"h100": {"gpus": 8}}}]},
+    )
+
+    name: Annotated[WorkerName, Field(min_length=1)]  # type: ignore[valid-type]
+    region: RegionName
+    # Unset keys as for a stack file; the name defaults to `<manager cluster>-<worker>`.
+    cluster: Annotated[dict[str, Any], Field(default_factory=dict)]
+    network: dict[str, Any] | None = None
+    gpu_pools: Annotated[list[dict[str, Any]], Field(min_length=1, max_length=20)]
+    batch: Annotated[dict[str, Any], Field(default_factory=dict)]
+
+
+class FleetConfig(StackModel):
+    """A MultiKueue fleet: the stack's own cluster is the manager (no GPUs), these its workers."""
+
+    model_config = example(
+        workers=[
+            {
+                "name": "us-east",
+                "region": "us-east4",
+                "gpuPools": [
+                    {"name": "h100", "accelerator": "nvidia-h100-80gb", "gpusPerNode": 8, "maxNodes": 2}
+                ],
+                "batch": {"kueue": True, "teams": [{"name": "research", "pools": {"h100": {"gpus": 8}}}]},
+            }
+        ],
+        teams=[{"name": "research", "queues": [{"pool": "h100"}]}],
+    )
+
+    workers: Annotated[list[FleetWorkerConfig], Field(min_length=1, max_length=MAX_WORKERS)]
+    teams: Annotated[list[FleetTeamConfig], Field(min_length=1, max_length=MAX_TEAMS)]
+    # How the manager picks workers for a job (Kueue's multiKueue.dispatcherName): allAtOnce copies it
+    # to every worker of its queue and the first to admit it runs it; incremental offers it to one
+    # worker at a time in the queue's order, the next after 5 minutes without admission.
+    dispatcher: Dispatcher = "allAtOnce"

@@ -1,0 +1,127 @@
+"""Fleets drawn at random (1 to 4 workers, two teams, pools of two kinds, queues naming workers or not):
+no traceback and no hang, what the stack rules accept the components accept, and no credential the
+workers grant shows in a render."""
+
+import json
+from typing import Any
+
+from hypothesis import event, given
+from hypothesis import strategies as st
+
+from gke_gpu.stack.config import ConfigError, parse_settings
+from gke_gpu.stack.program import check_components
+from tests.conftest import render
+from tests.test_fuzz import fuzz, no_hang
+from tools.offline import MOCK_TOKEN_PREFIX
+
+WORKER_NAMES = st.sampled_from(["us-east", "us-central", "us-west", "eu"])
+REGIONS = st.sampled_from(["us-east4", "us-central1", "us-west1", "europe-west4"])
+TEAMS = ["research", "platform"]
+
+
+@st.composite
+def pool(draw: st.DrawFn) -> dict[str, Any]:
+    entry: dict[str, Any] = draw(
+        st.sampled_from(
+            [
+                {"name": "h100", "accelerator": "nvidia-h100-80gb", "gpusPerNode": 8},
+                {"name": "l4", "accelerator": "nvidia-l4", "gpusPerNode": 1},
+            ]
+        )
+    )
+    entry["maxNodes"] = draw(st.integers(1, 3))
+    entry.update(
+        draw(st.sampled_from([{}, {"flexStart": True}, {"queuedProvisioning": True}, {"spot": True}]))
+    )
+    return entry
+
+
+@st.composite
+def worker(draw: st.DrawFn) -> dict[str, Any]:
+    pools = draw(st.lists(pool(), min_size=1, max_size=2, unique_by=lambda p: p["name"]))
+    teams = []
+    for team in draw(st.lists(st.sampled_from(TEAMS), max_size=2, unique=True)):
+        shares = {
+            p["name"]: {"gpus": draw(st.integers(0, p["maxNodes"] * p["gpusPerNode"] // 2))}
+            for p in pools
+            if draw(st.integers(0, 4))  # mostly a share of every pool
+        }
+        if shares:
+            teams.append({"name": team, "pools": shares})
+    return {
+        "name": "",
+        "region": draw(REGIONS),
+        "gpuPools": pools,
+        "batch": {"kueue": draw(st.sampled_from([True] * 7 + [False])), "teams": teams},
+    }
+
+
+@st.composite
+def fleets(draw: st.DrawFn) -> dict[str, Any]:
+    workers = draw(st.lists(worker(), min_size=1, max_size=4))
+    names = draw(st.lists(WORKER_NAMES, min_size=len(workers), max_size=len(workers), unique=True))
+    if len(names) > 1 and not draw(st.integers(0, 9)):
+        names[-1] = names[0]  # now and then two workers with one name
+    for i, (entry, name) in enumerate(zip(workers, names, strict=True)):
+        entry["name"] = name
+        # Ranges apart from the manager's (the defaults), as peering needs; now and then not.
+        base = 10 if not draw(st.integers(0, 19)) else 40 + 20 * i
+        entry["network"] = {
+            "subnetCidr": f"10.{base}.0.0/20",
+            "podsCidr": f"10.{base + 4}.0.0/14",
+            "servicesCidr": f"10.{base + 8}.0.0/20",
+        }
+    teams = []
+    for team in draw(st.lists(st.sampled_from(TEAMS), min_size=1, max_size=2, unique=True)):
+        queues = []
+        for pool_name in draw(st.lists(st.sampled_from(["h100", "l4"]), min_size=1, max_size=2, unique=True)):
+            queue: dict[str, Any] = {"pool": pool_name}
+            if draw(st.booleans()):
+                queue["workers"] = draw(
+                    st.lists(st.sampled_from([*names, "nowhere"]), min_size=1, max_size=3)
+                )
+            queues.append(queue)
+        teams.append({"name": team, "queues": queues})
+    return {
+        "cluster": {"mode": "standard", "name": "fleet", "location": "europe-west4-a"},
+        "fleet": {
+            "workers": workers,
+            "teams": teams,
+            "dispatcher": draw(st.sampled_from(["allAtOnce", "incremental"])),
+        },
+    }
+
+
+@given(fleets())
+@fuzz(examples=60, deadline_ms=10_000)
+def test_what_the_fleet_rules_accept_the_components_accept(raw: dict[str, Any]) -> None:
+    with no_hang(10):
+        try:
+            settings, _ = parse_settings(raw, project="p-123456", region="europe-west4", stack="fuzz")
+        except ConfigError as exc:
+            refused = exc.problems
+        else:
+            refused = []
+        if refused:
+            event("refused by the stack rules")
+            # Each problem keyed by the stack file (no traceback, nothing unkeyed).
+            assert all(str(p).startswith("gke-gpu:") for p in refused), refused
+            return
+        event(f"accepted, {len(raw['fleet']['workers'])} worker(s)")
+        assert settings.fleet is not None
+        check_components(settings, component_rules=True)  # a ConfigError if a component refuses it
+
+
+@given(fleets())
+@fuzz(examples=4, deadline_ms=60_000)
+def test_no_worker_credential_shows_in_a_render(raw: dict[str, Any]) -> None:
+    try:
+        parse_settings(raw, project="p-123456", region="europe-west4", stack="fuzz")
+    except ConfigError:
+        return
+    config = {"gcp:project": "p-123456", "gcp:region": "europe-west4"} | {
+        f"gke-gpu:{k}": v for k, v in raw.items()
+    }
+    result = render(config, preview=False)
+    rendered = json.dumps([r.inputs for r in result.resources]) + json.dumps(result.outputs, default=str)
+    assert MOCK_TOKEN_PREFIX not in rendered
