@@ -292,13 +292,15 @@ def nccl_allreduce_tests(
         }
         if pool.max_nodes is not None:
             args["max_nodes"] = pool.max_nodes
-        if flavor is not None:
+        if is_rack(pool.accelerator):
+            # Within a rack the test runs over multi-node NVLink alone, through a ComputeDomain (the
+            # cluster's NvidiaDraDriver has them on: stack/program_dra.py); the rack's RDMA NICs, if
+            # the pool has them, carry traffic between racks, which one rack's test cannot measure.
+            args["compute_domain"] = True
+        elif flavor is not None:
             args["gpudirect"] = flavor
             if pool.dranet:
                 args["gpudirect_networking"] = "dranet"
-        if is_rack(pool.accelerator):
-            # The cluster's NvidiaDraDriver has ComputeDomains on (stack/program_dra.py).
-            args["compute_domain"] = True
         test = declare(
             NcclAllReduce,
             f"nccl-{pool.name}",

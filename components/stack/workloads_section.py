@@ -228,10 +228,9 @@ class WorkloadRules(RuleBase):
                     )
                     continue
                 arch = self.catalog.accelerators[pool_obj.accelerator].arch
-                # A rack's all-reduce runs over NVLink in the Arm build of Google's test image.
-                arm_build = (
-                    w.name == "nccl-allreduce" and is_rack(pool_obj.accelerator) and not pool_obj.gpudirect
-                )
+                # A rack's all-reduce runs over NVLink in the Arm build of Google's test image (with or
+                # without the rack's RDMA NICs: cluster-toolkit's examples/gke-a4x claims both).
+                arm_build = w.name == "nccl-allreduce" and is_rack(pool_obj.accelerator)
                 if w.name in AMD64_ONLY_WORKLOADS and arch != "amd64" and not arm_build:
                     self.problems.add(
                         f"{path}.pool",
