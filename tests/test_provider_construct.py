@@ -195,6 +195,8 @@ CASES: dict[str, Case] = {
             f"{NAME}-deployment": "kubernetes:apps/v1:Deployment",
             f"{NAME}-service": "kubernetes:core/v1:Service",
             f"{NAME}-network-policy": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+            f"{NAME}-default-deny-egress": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+            f"{NAME}-server-egress": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
             f"{NAME}-pod-monitoring": "kubernetes:monitoring.googleapis.com/v1:PodMonitoring",
             f"{NAME}-weights-reader": "gcp:serviceaccount/account:Account",
             f"{NAME}-weights-viewer": "gcp:storage/bucketIAMMember:BucketIAMMember",
@@ -223,6 +225,7 @@ CASES: dict[str, Case] = {
         children={
             f"{NAME}-server-ingress": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
             f"{NAME}-epp-ingress": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+            f"{NAME}-epp-egress": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
             f"{NAME}-epp": "kubernetes:helm.sh/v4:Chart",
             f"{NAME}-epp-hardening": "kubernetes:apps/v1:DeploymentPatch",
             f"{NAME}-gateway": "kubernetes:gateway.networking.k8s.io/v1:Gateway",

@@ -11,6 +11,7 @@ import pulumi_kubernetes as k8s
 from ..core.common import GPU_RESOURCE
 from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.data import SCRIPTS_DIR
+from ..core.egress import dns_egress_rule
 from ..core.k8s import (
     BASELINE_CAPABILITIES,
     GKE_DRIVER_MOUNT,
@@ -18,7 +19,6 @@ from ..core.k8s import (
     SCRIPT_HASH_ANNOTATION,
     SKIP_AWAIT,
     app_labels,
-    dns_egress_rule,
     image_version,
     selector_labels,
 )
@@ -414,9 +414,10 @@ def jobset_spec(
 
 def network_policy_spec(peers: dict[str, str]) -> "k8s.networking.v1.NetworkPolicySpecArgs":
     """The test's Pods reach each other on any port of the Pod network (sshd, mpirun's and NCCL's
-    bootstrap and, without GPUDirect, NCCL's data) and DNS; nothing else in or out. DNS is allowed to
-    any address on port 53, since GKE's NodeLocal DNSCache answers on a link-local address rather than
-    from kube-dns's Pods. GPUDirect's data NICs are outside the Pod network (their own VPCs).
+    bootstrap and, without GPUDirect, NCCL's data) and GKE's DNS resolvers (core/egress.py); nothing
+    else in or out. GPUDirect's data NICs are outside the Pod network (their own VPCs), and a
+    NetworkPolicy governs only the Pod's default interface (UNVERIFIED for GKE's Device-type
+    networks: docs/security.md, "Egress").
 
     No egress to the metadata server: nothing in these Pods calls it. They mount no service account
     token and call no Google API (so Workload Identity is not used), and none of Google's GPUDirect
