@@ -69,6 +69,8 @@ def gpudirect_software(
             # nodes as they are.
             "node_pools": [pool.name for pool in pools],
         }
+        if settings.network is not None and settings.network.gpudirect_cidr:
+            args["gpudirect_cidr"] = settings.network.gpudirect_cidr
         declared.append(
             declare(GpuDirectSoftware, f"gpudirect-{flavor.lower()}-software", args, opts=kubernetes)
         )
