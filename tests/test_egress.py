@@ -137,6 +137,8 @@ def test_the_load_test_reaches_the_server_and_dns_only(serve: RunResult) -> None
     load = template_labels(serve, "kubernetes:batch/v1:Job")
     assert egress_allowed(rendered, "serve-chat", load, Pod("serve-chat", server), 8000)
     assert reaches_dns(rendered, "serve-chat", load)
+    # DNS to GKE's resolvers only (it was port 53 at any address).
+    assert not egress_allowed(rendered, "serve-chat", load, PUBLIC_DNS, 53, "UDP")
     assert not egress_allowed(rendered, "serve-chat", load, GOOGLE_API, 443)
     assert not egress_allowed(rendered, "serve-chat", load, METADATA, 80)
 
