@@ -394,21 +394,28 @@ def test_a_bad_container_name_is_refused(container: str) -> None:
 
 
 def test_the_tcpxo_host_setup_is_safe_to_run_again(tmp_path) -> None:
-    """The pre-installation script runs on the host each time the installer Pod starts: the firewall
-    rule is inserted once and a device already bind-mounted is not mounted again."""
+    """The pre-installation script runs on the host each time the installer Pod starts: each scoped
+    firewall rule is inserted once, the rule on every interface that Google's installer (or an earlier
+    version) left is deleted, and a device already bind-mounted is not mounted again."""
     import subprocess
 
-    from gke_gpu.gpudirect.software import _TCPXO_HOST_SETUP
+    from gke_gpu.gpudirect.software import tcpxo_host_setup
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     calls = tmp_path / "calls"
     state = tmp_path / "state"
+    rules = tmp_path / "rules"
     state.mkdir()
+    rules.mkdir()
+    # The host's INPUT chain as Google's installer leaves it: TCP accepted on every interface.
+    (rules / "INPUT -p tcp -m tcp -j ACCEPT").touch()
     stubs = {
-        # `-C` succeeds once a rule was inserted (-I), as iptables does.
-        "iptables": f'echo "iptables $*" >> {calls}; if [ "$1" = -C ]; then [ -f {state}/rule ]; '
-        f"else touch {state}/rule; fi",
+        # A rule is a file named by its spec: -C finds it, -I adds it, -D removes it (or fails), as
+        # iptables does.
+        "iptables": f'echo "iptables $*" >> {calls}; op=$1; shift; '
+        f'rule="{rules}/$(echo "$*" | tr / _)"; case $op in '
+        '-C) [ -f "$rule" ];; -I) touch "$rule";; -D) [ -f "$rule" ] && rm "$rule";; esac',
         "modprobe": f'echo "modprobe $*" >> {calls}',
         "lspci": 'echo "0000:06:00.0 0000: 1ae0:0084"; echo "0000:07:00.0 0000: 1ae0:0084"',
         "mountpoint": f'[ -f "{state}/$(basename "$2")" ]',
@@ -420,15 +427,22 @@ def test_the_tcpxo_host_setup_is_safe_to_run_again(tmp_path) -> None:
         path = bin_dir / name
         path.write_text(f"#!/bin/bash\n{body}\n")
         path.chmod(0o755)
-    script = _TCPXO_HOST_SETUP.replace("/sbin/iptables", "iptables").replace(
-        "/dev/aperture_devices", str(tmp_path / "aperture")
+    ranges = ["192.168.32.0/21", "192.168.40.0/21"]
+    script = (
+        tcpxo_host_setup(ranges)
+        .replace("/sbin/iptables", "iptables")
+        .replace("/dev/aperture_devices", str(tmp_path / "aperture"))
     )
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
     for _ in range(2):
         done = subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True, check=False)
         assert done.returncode == 0, done.stderr
     lines = calls.read_text().splitlines()
-    assert sum(line.startswith("iptables -I") for line in lines) == 1
+    assert sum(line.startswith("iptables -I") for line in lines) == 2  # one per range, once each
+    # The rule on every interface is gone; the scoped ones are all that is left.
+    assert sorted(p.name for p in rules.iterdir()) == [
+        f"INPUT -s {cidr.replace('/', '_')} -p tcp -m tcp -j ACCEPT" for cidr in ranges
+    ]
     assert sum(line.startswith("mount --bind") for line in lines) == 2  # two devices, once each
     assert lines.count("modprobe import-helper") == 2
 

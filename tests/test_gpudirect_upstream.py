@@ -71,9 +71,11 @@ DIFFERENCES: dict[tuple[str, str], tuple[Any, Any, str]] = {
     ),
     ("gpudirect-tcpxo/nccl-tcpxo-installer.yaml", "pre-installation command"): (
         "nsenter -at 1 -- sh -c <Google's script>",
-        "nsenter -at 1 -- bash -c <software._TCPXO_HOST_SETUP>",
+        "nsenter -at 1 -- bash -c <software.tcpxo_host_setup(GPU NIC subnets)>",
         "the same steps (firewall, import-helper, aperture bind mounts) made safe to run again when the Pod "
-        "restarts (tests/test_gpudirect_software.py runs it twice); bash for its `$(...)` loop",
+        "restarts (tests/test_gpudirect_software.py runs it twice); bash for its `$(...)` loop; the firewall "
+        "rule accepts TCP from the GPU NICs' subnets only, not on every interface as Google's does "
+        "(tests/test_gpudirect_firewall.py)",
     ),
 }
 # Fields where ours is narrower than upstream's on purpose (not a difference in what a node gets).
@@ -194,7 +196,7 @@ def _differences(ds: dict[str, Any], upstream: dict[str, Any], path: str) -> dic
             if _command(their_c)[:5] != _command(our_c)[:5] or _command(their_c)[6:] != _command(our_c)[6:]:
                 found["pre-installation command"] = (
                     "nsenter -at 1 -- sh -c <Google's script>",
-                    "nsenter -at 1 -- bash -c <software._TCPXO_HOST_SETUP>",
+                    "nsenter -at 1 -- bash -c <software.tcpxo_host_setup(GPU NIC subnets)>",
                 )
         else:
             compare(f"{our_c['name']} command", _command(their_c), _command(our_c))

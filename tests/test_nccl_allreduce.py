@@ -37,6 +37,7 @@ from gke_gpu.workloads.nccl_allreduce_args import (
     size_text,
 )
 from tests.conftest import STANDARD_CLUSTER, config_error, settings
+from tests.egress_eval import EGRESS_TO_DNS
 from tests.kubernetes_schemas import validate
 from tools.offline import RunResult, run_program
 from tools.plan import kubernetes_objects, to_document
@@ -273,7 +274,7 @@ def test_network_policy_admits_only_the_jobsets_pods_and_dns(mega: RunResult) ->
     assert policy["ingress"] == [{"from": [{"podSelector": {"matchLabels": selector}}]}]
     same, dns = policy["egress"]
     assert same == {"to": [{"podSelector": {"matchLabels": selector}}]}
-    assert dns == {"ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}
+    assert dns == EGRESS_TO_DNS
 
 
 def test_outputs(mega: RunResult) -> None:

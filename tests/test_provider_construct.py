@@ -211,6 +211,8 @@ CASES: dict[str, Case] = {
             f"{NAME}-deployment": "kubernetes:apps/v1:Deployment",
             f"{NAME}-service": "kubernetes:core/v1:Service",
             f"{NAME}-network-policy": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+            f"{NAME}-default-deny-egress": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+            f"{NAME}-server-egress": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
             f"{NAME}-pod-monitoring": "kubernetes:monitoring.googleapis.com/v1:PodMonitoring",
             f"{NAME}-weights-reader": "gcp:serviceaccount/account:Account",
             f"{NAME}-weights-viewer": "gcp:storage/bucketIAMMember:BucketIAMMember",
@@ -239,6 +241,7 @@ CASES: dict[str, Case] = {
         children={
             f"{NAME}-server-ingress": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
             f"{NAME}-epp-ingress": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
+            f"{NAME}-epp-egress": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
             f"{NAME}-epp": "kubernetes:helm.sh/v4:Chart",
             f"{NAME}-epp-hardening": "kubernetes:apps/v1:DeploymentPatch",
             f"{NAME}-gateway": "kubernetes:gateway.networking.k8s.io/v1:Gateway",
@@ -298,6 +301,7 @@ CASES: dict[str, Case] = {
             f"{NAME}-training-claim": "kubernetes:core/v1:PersistentVolumeClaim",
             f"{NAME}-scratch-volume": "kubernetes:core/v1:PersistentVolume",
             f"{NAME}-scratch-claim": "kubernetes:core/v1:PersistentVolumeClaim",
+            f"{NAME}-egress": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
         },
         child_inputs={
             (f"{NAME}-scratch-volume", "spec.csi.volumeHandle"): f"{PROJECT}/us-central1-a/lus",

@@ -114,7 +114,9 @@ def test_the_cluster_gets_the_cloud_storage_fuse_driver(served: RunResult) -> No
 
 
 def test_only_its_namespace_clients_and_the_scraper_reach_the_api(served: RunResult) -> None:
-    policy = served.one("kubernetes:networking.k8s.io/v1:NetworkPolicy").inputs["spec"]
+    policy = served.one("kubernetes:networking.k8s.io/v1:NetworkPolicy", "serve-chat-network-policy").inputs[
+        "spec"
+    ]
     (rule,) = policy["ingress"]
     assert rule["ports"] == [{"port": 8000, "protocol": "TCP"}]
     assert {"podSelector": {}} in rule["from"]

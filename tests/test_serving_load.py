@@ -10,6 +10,7 @@ from gke_gpu.core.validation import InvalidArgsError
 from gke_gpu.serving.load_floors import FLOORS, default_floors
 from gke_gpu.serving.load_test import SCRIPTS, ServingLoadTest
 from tests.conftest import L4_POOL, STANDARD_CLUSTER, config_error, render, stack_config
+from tests.egress_eval import EGRESS_TO_DNS
 from tests.kubernetes_schemas import validate
 from tools.offline import RunResult
 
@@ -79,7 +80,7 @@ def test_the_job_reaches_only_the_server_and_dns(loaded: RunResult) -> None:
     server_selector = loaded.one("kubernetes:apps/v1:Deployment").inputs["spec"]["selector"]["matchLabels"]
     assert to_server["to"] == [{"podSelector": {"matchLabels": server_selector}}]
     assert to_server["ports"] == [{"port": 8000, "protocol": "TCP"}]
-    assert "to" not in dns and {p["port"] for p in dns["ports"]} == {53}
+    assert dns == EGRESS_TO_DNS
     job_labels = job(loaded)["spec"]["template"]["metadata"]["labels"]
     assert all(job_labels[k] == v for k, v in spec["podSelector"]["matchLabels"].items())
     # The server's own policy admits the namespace's Pods, so the test is among its clients.

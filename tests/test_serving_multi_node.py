@@ -170,7 +170,9 @@ def test_the_service_and_the_scraper_see_leaders_and_the_group_talks_on_any_port
     assert service["spec"]["selector"][ROLE] == "leader"
     monitoring = multi.one("kubernetes:monitoring.googleapis.com/v1:PodMonitoring").inputs["spec"]
     assert monitoring["selector"]["matchLabels"][ROLE] == "leader"
-    policy = multi.one("kubernetes:networking.k8s.io/v1:NetworkPolicy").inputs["spec"]
+    policy = multi.one(
+        "kubernetes:networking.k8s.io/v1:NetworkPolicy", "serve-llama-405b-network-policy"
+    ).inputs["spec"]
     api, group_rule = policy["ingress"]
     assert api["ports"] == [{"port": 8000, "protocol": "TCP"}]
     own = {"app.kubernetes.io/name": "llama-405b", "app.kubernetes.io/instance": "llama-405b"}

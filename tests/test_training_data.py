@@ -15,6 +15,7 @@ from gke_gpu.core.validation import InvalidArgsError
 from gke_gpu.workloads.training_data import TrainingData, data_service_account_id
 from gke_gpu.workloads.training_data_rules import CHECKPOINT_MOUNT_OPTIONS, TRAINING_MOUNT_OPTIONS
 from tests.conftest import AUTOPILOT_CLUSTER, L4_POOL, config_error, render, stack_config
+from tests.egress_eval import egress_allowed
 from tests.kubernetes_schemas import validate
 from tests.test_teams import MEGA, TEAMS, ZONAL
 from tools.offline import RunResult, run_program
@@ -148,6 +149,21 @@ def test_jobs_reach_only_their_teams_buckets(rendered: RunResult) -> None:
             "serviceAccount": "training-data",
         }
     }
+
+
+def test_jobs_reach_cloud_storage_through_the_teams_default_deny_egress(rendered: RunResult) -> None:
+    # The FUSE sidecar runs in the job's Pod: HTTPS to Cloud Storage's public addresses (here
+    # storage.googleapis.com's 142.250.0.0/15 block) and the metadata server's token for Workload
+    # Identity. Team namespaces deny other egress (workloads/team_namespaces.py).
+    policies = [r.inputs for r in rendered.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")]
+    job = {"job-name": "train-1"}
+    for namespace in ("research", "gpudirect-research"):
+        assert egress_allowed(policies, namespace, job, "142.250.4.207", 443), namespace
+        assert egress_allowed(policies, namespace, job, "169.254.169.252", 988), namespace
+        assert not egress_allowed(policies, namespace, job, "142.250.4.207", 80), namespace
+        assert not egress_allowed(policies, namespace, job, "10.0.0.5", 443), namespace
+    # A team without buckets opens nothing.
+    assert not egress_allowed(policies, "platform-jobs", job, "142.250.4.207", 443)
 
 
 def test_a_team_without_data_gets_nothing(rendered: RunResult) -> None:

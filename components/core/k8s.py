@@ -100,17 +100,6 @@ SCRIPT_HASH_ANNOTATION = "gke-gpu/script-sha256"
 JOB_TTL_SECONDS = 24 * 3600  # long enough to read the log the morning after
 
 
-def dns_egress_rule() -> "k8s.networking.v1.NetworkPolicyEgressRuleArgs":
-    """Egress to DNS (port 53, UDP and TCP) at any address: GKE's NodeLocal DNSCache answers on a
-    link-local address rather than from kube-dns's Pods."""
-    return k8s.networking.v1.NetworkPolicyEgressRuleArgs(
-        ports=[
-            k8s.networking.v1.NetworkPolicyPortArgs(protocol="UDP", port=53),
-            k8s.networking.v1.NetworkPolicyPortArgs(protocol="TCP", port=53),
-        ]
-    )
-
-
 def deny_all_network_policy_spec() -> "k8s.networking.v1.NetworkPolicySpecArgs":
     """Every Pod of the namespace (the empty selector), no ingress and no egress rule: all traffic in
     and out is denied, DNS included. Images are pulled by the kubelet, not the Pod, so they still are.

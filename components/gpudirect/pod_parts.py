@@ -126,7 +126,11 @@ def _rxdm(flavor: GpuDirectFlavor) -> dict[str, Any]:
                 '\\"--verbose 128 2 0 \\"',
             ],
             env=_env({"LD_LIBRARY_PATH": NVIDIA_LIB64}),
-            securityContext={"privileged": False, "capabilities": {"add": ["NET_ADMIN"]}},
+            securityContext={
+                "privileged": False,
+                "allowPrivilegeEscalation": False,
+                "capabilities": {"add": ["NET_ADMIN"]},
+            },
             volumeMounts=[*common_mounts, _mount("nccl-tcpx-socket", "/run/tcpx")],
         )
         # No startup probe: the health-check file is documented for the TCPXO daemon only.
@@ -142,6 +146,7 @@ def _rxdm(flavor: GpuDirectFlavor) -> dict[str, Any]:
             env=_env({"LD_LIBRARY_PATH": NVIDIA_LIB64, "HEALTH_CHECK_LOG_FILE": HEALTH_CHECK_FILE}),
             securityContext={
                 "privileged": False,
+                "allowPrivilegeEscalation": False,
                 "capabilities": {"add": ["NET_ADMIN", "NET_BIND_SERVICE"]},
             },
             volumeMounts=common_mounts,
@@ -158,10 +163,14 @@ def _rxdm(flavor: GpuDirectFlavor) -> dict[str, Any]:
             },
         )
     # A request only: a CPU limit would throttle the data path. Sizes are ours (UNVERIFIED).
-    # Left as Google's manifests have it (container-engine-accelerators gpudirect-tcpx(o)/
-    # nccl-test-latest.yaml: no seccompProfile, allowPrivilegeEscalation or limits): whether the
-    # daemon runs under RuntimeDefault, no_new_privs or a memory limit is UNVERIFIED (no A3 node to
-    # try it on), and a sidecar that fails stops every GPUDirect job. What confines it instead: the
+    # allowPrivilegeEscalation false (no_new_privs): the daemon runs as root with its added
+    # capabilities from the start, which no_new_privs keeps (it only stops setuid and file
+    # capabilities from raising privileges at a later exec; Kubernetes forces it true only for
+    # privileged or CAP_SYS_ADMIN containers, neither of which this is). Left as Google's manifests
+    # have it (container-engine-accelerators gpudirect-tcpx(o)/nccl-test-latest.yaml): no
+    # seccompProfile and no memory limit. Whether the closed-source daemon makes a syscall that
+    # RuntimeDefault refuses (bpf, perf_event_open) or outgrows a limit is UNVERIFIED (no A3 node to
+    # try it on), and a sidecar that fails stops every GPUDirect job. What confines it besides: the
     # admission policy pins this container as rendered here (gpudirect/admission_cel.py).
     container["resources"] = {"requests": {"cpu": "100m", "memory": "128Mi"}}
     return container

@@ -16,6 +16,8 @@ the facts taken from them):
   themselves are in images.py
 """
 
+import ipaddress
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired, TypedDict
 
@@ -24,7 +26,7 @@ import pulumi_kubernetes as k8s
 from pydantic import Field
 
 from ..core.arg_types import K8sName, NodeNetworks, enum_values
-from ..core.common import NODEPOOL_LABEL, Problem
+from ..core.common import NODEPOOL_LABEL, Problem, cut
 from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.k8s import (
     Toleration,
@@ -34,10 +36,18 @@ from ..core.k8s import (
     selector_labels,
     toleration_problems,
 )
+from ..core.model import Cidr
 from ..core.validation import ArgsModel
 from ..gpu.pool_args import NodeNetwork, node_network_at
 from ..gpu.scheduling import ACCELERATOR_LABEL, ARCH_LABEL
-from .flavors import FLAVORS, FlavorSpec, GpuDirectFlavor
+from .flavors import (
+    DEFAULT_GPUDIRECT_CIDR,
+    FLAVORS,
+    MAX_GPUDIRECT_PREFIX,
+    FlavorSpec,
+    GpuDirectFlavor,
+    subnet_range,
+)
 from .images import (
     APERTURE_DEVICES,
     GIB_HOST_DIR,
@@ -80,7 +90,8 @@ class _Installer:
     dirs: tuple[_HostDir, ...]
     script: str
     nri_injector: bool
-    pre_install: str | None = None
+    # The host step, given the GPU NIC subnets it accepts TCP from.
+    pre_install: Callable[[list[str]], str] | None = None
     # The DaemonSet's name where it differs from the installer container's (`name`).
     daemon_set: str | None = None
 
@@ -102,10 +113,24 @@ echo "installation finishes"
 # installer manifest): accept inbound TCP on the host firewall (COS drops it by default), load the
 # dmabuf import-helper module, and bind-mount each "aperture" PCI device (vendor:device 1ae0:0084)
 # under /dev/aperture_devices, readable by workloads. Written here to be safe to re-run when the Pod
-# restarts: the firewall rule is added once, a device already mounted is left as it is.
-_TCPXO_HOST_SETUP = f"""set -e
-/sbin/iptables -C INPUT -p tcp -m tcp -j ACCEPT 2>/dev/null || /sbin/iptables -I INPUT -p tcp -m tcp -j ACCEPT
-modprobe import-helper
+# restarts: each firewall rule is added once, a device already mounted is left as it is.
+# The firewall: Google's rule accepts TCP on every interface (`-I INPUT -p tcp -m tcp -j ACCEPT`);
+# here it accepts TCP only from the flavour's GPU NIC subnets (`-s`, one rule each), where the peers'
+# FasTrak traffic comes from (each peer NIC sends from its address in the same NIC's subnet), and a
+# rule on every interface that an earlier version (or Google's installer) added is deleted. The
+# primary NIC (eth0: the Pod network, NCCL_SOCKET_IFNAME and NCCL_FASTRAK_CTRL_DEV) keeps COS's
+# firewall and GKE's own rules. Source, not interface: the NIC names on the host are UNVERIFIED
+# (inside the Pod they are eth1..eth8, `networking.gke.io/interfaces`), the ranges are this program's.
+def tcpxo_host_setup(source_ranges: list[str]) -> str:
+    """The TCPXO installer's host step, accepting inbound TCP from `source_ranges` only."""
+    accept = "".join(
+        f"/sbin/iptables -C INPUT -s {cidr} -p tcp -m tcp -j ACCEPT 2>/dev/null || "
+        f"/sbin/iptables -I INPUT -s {cidr} -p tcp -m tcp -j ACCEPT\n"
+        for cidr in source_ranges
+    )
+    return f"""set -e
+while /sbin/iptables -D INPUT -p tcp -m tcp -j ACCEPT 2>/dev/null; do :; done
+{accept}modprobe import-helper
 mkdir -p {APERTURE_DEVICES}
 for bdf in $(lspci -D -n -d 1ae0:0084 | cut -d' ' -f1); do
   target="{APERTURE_DEVICES}/$bdf"
@@ -117,6 +142,8 @@ for bdf in $(lspci -D -n -d 1ae0:0084 | cut -d' ' -f1); do
   chmod a+rw "$target"/resource*
 done
 """
+
+
 # RDMA (gIB): copy into the host's driver lib64 and gib directories. Without --install-nccl: Google
 # dropped it from its RDMA installers in May 2026.
 _GIB_SCRIPT = f"""set -ex
@@ -143,7 +170,7 @@ INSTALLERS: dict[GpuDirectFlavor, _Installer] = {
         _TCPX_DIRS,
         _tcpx_script("tcpxo", chmod=True),
         nri_injector=True,
-        pre_install=_TCPXO_HOST_SETUP,
+        pre_install=tcpxo_host_setup,
     ),
     GpuDirectFlavor.RDMA: _Installer(
         "nccl-rdma-installer", GIB_PLUGIN, _GIB_DIRS, _GIB_SCRIPT, nri_injector=False
@@ -174,6 +201,9 @@ class GpuDirectSoftwareArgs(TypedDict):
     """Checked and accepted for compatibility, but no longer needed: the installers tolerate every
     taint (`operator: Exists`, as Google's manifests), so a pool's own taints never keep them off its
     nodes. Defaults to none."""
+    gpudirect_cidr: NotRequired[str]
+    """The GPUDirect range the flavour's NIC subnets are slots of (GpuDirectNetworks' `cidr`): TCPXO's
+    host firewall rule accepts inbound TCP from those subnets only. Defaults to 192.168.0.0/16."""
     node_pools: NotRequired[list[str]]
     """The GPUDirect node pools: the installers run on their nodes only. Without it they run on every
     node with the flavour's accelerator, as Google's manifests do; a pool of that accelerator without
@@ -186,10 +216,24 @@ class _GpuDirectSoftwareSpec(ArgsModel):
     node_networks: NodeNetworks | None = None
     tolerations: list[TolerationSpec] = Field(default_factory=list, max_length=64)
     node_pools: Annotated[list[K8sName], Field(min_length=1, max_length=64)] | None = None
+    gpudirect_cidr: Cidr = DEFAULT_GPUDIRECT_CIDR
 
 
 def _rules(spec: _GpuDirectSoftwareSpec) -> list[str]:
     problems: list[str] = []
+    # Only what the firewall rule needs (GpuDirectNetworks checks the range in full, once a render).
+    try:
+        too_small = ipaddress.ip_network(spec.gpudirect_cidr).prefixlen > MAX_GPUDIRECT_PREFIX
+    except ValueError:
+        too_small = None
+    if too_small is not False:
+        problems.append(
+            Problem(
+                "gpudirect_cidr",
+                f"{cut(spec.gpudirect_cidr)} is not allowed: expected the GPUDirect range, an IPv4 network "
+                f"of /{MAX_GPUDIRECT_PREFIX} or larger with no host bits set (GpuDirectNetworks' cidr)",
+            )
+        )
     expected = len(FLAVORS[GpuDirectFlavor(spec.flavor)].nics)
     if isinstance(spec.node_networks, list) and len(spec.node_networks) != expected:
         problems.append(
@@ -278,6 +322,7 @@ class GpuDirectSoftware(GkeGpuComponent[_GpuDirectSoftwareSpec]):
         # Every taint is tolerated already: `spec.tolerations` adds nothing to it.
         tolerations = [k8s.core.v1.TolerationArgs(**t) for t in NODE_TOLERATIONS]  # type: ignore[arg-type]
         installer = INSTALLERS[flavor]
+        self._gpu_nic_ranges = [subnet_range(spec.gpudirect_cidr, nic) for nic in flavor_spec.nics]
         self._daemon_set(
             f"{name}-installer",
             installer.daemon_set or installer.name,
@@ -324,7 +369,15 @@ class GpuDirectSoftware(GkeGpuComponent[_GpuDirectSoftwareSpec]):
                         image=TCPXO_PRE_INSTALL,
                         security_context=privileged,
                         # Host PID namespace (hostPID below) lets nsenter reach the host's PID 1.
-                        command=["nsenter", "-at", "1", "--", "bash", "-c", installer.pre_install],
+                        command=[
+                            "nsenter",
+                            "-at",
+                            "1",
+                            "--",
+                            "bash",
+                            "-c",
+                            installer.pre_install(self._gpu_nic_ranges),
+                        ],
                         resources=_resources("50m", "64Mi", "500m", "256Mi"),
                     )
                 )

@@ -11,6 +11,7 @@ from ..core import images
 from ..core.arg_types import matching
 from ..core.common import K8S_NAME, Problems, network_of
 from ..core.component import NO_ARGS, GkeGpuComponent
+from ..core.egress import HTTPS_PORT, egress_policy_spec
 from ..core.k8s import NONROOT_ID, app_labels, selector_labels
 from ..core.model import Cidr
 from ..core.validation import ArgsModel
@@ -128,6 +129,29 @@ def _ingress_from(cidrs: list[str], ports: list[int]) -> k8s.networking.v1.Netwo
     )
 
 
+def epp_egress_spec(service: str) -> k8s.networking.v1.NetworkPolicySpecArgs:
+    """What the endpoint picker reaches besides DNS (the namespace's `default-deny-egress`): the
+    server's Pods on their port (it reads vLLM's /metrics to pick a Pod) and the Kubernetes API on
+    TCP 443 (it watches the InferencePool and its Pods). The API's address is the control plane's
+    endpoint, which Dataplane V2 matches after the `kubernetes` Service is translated; this component
+    does not know it (a new cluster's is assigned at creation, an existing cluster's may be anywhere),
+    so port 443 is open to any address for the picker alone."""
+    server = k8s.networking.v1.NetworkPolicyPeerArgs(
+        pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector_labels(server_labels(service)))
+    )
+    return egress_policy_spec(
+        [
+            k8s.networking.v1.NetworkPolicyEgressRuleArgs(
+                to=[server], ports=[k8s.networking.v1.NetworkPolicyPortArgs(port=PORT, protocol="TCP")]
+            ),
+            k8s.networking.v1.NetworkPolicyEgressRuleArgs(
+                ports=[k8s.networking.v1.NetworkPolicyPortArgs(port=HTTPS_PORT, protocol="TCP")]
+            ),
+        ],
+        epp_selector(service),
+    )
+
+
 class InferenceGateway(GkeGpuComponent[InferenceGatewaySpec]):
     """GKE's Inference Gateway in front of one InferenceService: an internal Gateway, an HTTPRoute to
     the service's InferencePool and the pool's endpoint picker, in the service's namespace.
@@ -143,7 +167,7 @@ class InferenceGateway(GkeGpuComponent[InferenceGatewaySpec]):
     - an HTTPRoute `<service>` sending every path to the InferencePool;
     - NetworkPolicies admitting the load balancer's proxies (the proxy-only subnet) and Google's
       health checkers to the server's port and to the picker's ext_proc and health ports; the picker
-      admits nothing else.
+      admits nothing else, and reaches only the server's port and the Kubernetes API.
 
     The cluster needs GKE's Gateway API (GkeCluster's `gateway_api`), the InferencePool CRD (GKE
     installs it from 1.34.0-gke.1626000) and a proxy-only subnet in its region (GkeNetwork's
@@ -200,6 +224,14 @@ class InferenceGateway(GkeGpuComponent[InferenceGatewaySpec]):
                     policy_types=["Ingress"],
                     ingress=[_ingress_from(ranges, [EXT_PROC_PORT, EPP_HEALTH_PORT])],
                 ),
+                opts=child,
+            ),
+            k8s.networking.v1.NetworkPolicy(
+                f"{name}-epp-egress",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=f"{epp_name(service)}-egress", namespace=namespace, labels=labels
+                ),
+                spec=epp_egress_spec(service),
                 opts=child,
             ),
         ]

@@ -37,6 +37,7 @@ from .server_parts import (
     VLLM_GROUP,
     VLLM_USER,
     WEIGHTS_DIR,
+    egress_policies,
     network_policy,
     pod_annotations,
     server_labels,
@@ -332,6 +333,13 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
             spec=network_policy(spec, labels),
             opts=in_namespace,
         )
+        for suffix, policy_name, policy in egress_policies(spec, labels):
+            k8s.networking.v1.NetworkPolicy(
+                f"{name}-{suffix}",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=policy_name, namespace=namespace, labels=labels),
+                spec=policy,
+                opts=in_namespace,
+            )
         k8s.apiextensions.CustomResource(
             f"{name}-pod-monitoring",
             api_version="monitoring.googleapis.com/v1",

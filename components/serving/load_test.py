@@ -13,13 +13,13 @@ from ..core.arg_types import matching
 from ..core.common import K8S_NAME, Problems
 from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.data import SCRIPTS_DIR
+from ..core.egress import dns_egress_rule
 from ..core.k8s import (
     JOB_TTL_SECONDS,
     NONROOT_ID,
     SCRIPT_HASH_ANNOTATION,
     SKIP_AWAIT,
     app_labels,
-    dns_egress_rule,
     restricted_container_security_context,
     restricted_pod_security_context,
     selector_labels,

@@ -1,5 +1,5 @@
 """The parts of a vLLM server's Pod that are plain data: its arguments, the bucket's mount options,
-and who may reach its port."""
+who may reach its port, and what its namespace's Pods may reach."""
 
 from __future__ import annotations
 
@@ -8,6 +8,14 @@ from typing import TYPE_CHECKING
 import pulumi_kubernetes as k8s
 
 from ..core import images
+from ..core.egress import (
+    DEFAULT_DENY_EGRESS_POLICY,
+    dns_egress_rule,
+    egress_policy_spec,
+    metadata_server_egress_rules,
+    pods_egress_rule,
+    public_https_egress_rule,
+)
 from ..core.k8s import app_labels, image_version, selector_labels
 from .hyperdisk_ml import claim_volume, uses_hyperdisk_ml
 from .rules import gcs_location, weights_source
@@ -191,3 +199,37 @@ def network_policy(
         policy_types=["Ingress"],
         ingress=ingress,
     )
+
+
+def egress_policies(
+    spec: InferenceServiceSpec, labels: dict[str, str]
+) -> list[tuple[str, str, k8s.networking.v1.NetworkPolicySpecArgs]]:
+    """The service namespace's egress policies, as (resource suffix, name, spec), core/egress.py:
+    - `default-deny-egress`: every Pod of the namespace reaches GKE's DNS and nothing else unless a
+      policy of its own allows it (the load test's, the endpoint picker's);
+    - `<name>-server-egress`: the server's Pods also reach each other on any port (a replica over
+      several nodes), and what reading the weights needs: HTTPS to public addresses (Google's APIs for
+      Cloud Storage FUSE, Hugging Face's CDN) and, for a bucket, the metadata server (Workload
+      Identity); with Hyperdisk ML they read a disk and need neither;
+    - `weights-transfer-egress` (Hyperdisk ML): the metadata server and HTTPS for every Pod of the
+      namespace, for the GKE Volume Populator's transfer Job, which runs as the namespace's
+      `weights-transfer` account (whether its Pod runs in this namespace, and with which labels, is
+      UNVERIFIED: the rule is namespace-wide so the transfer works either way)."""
+    source = weights_source(spec.model)
+    hyperdisk = uses_hyperdisk_ml(spec.weights)
+    own = selector_labels(labels)
+    server: list[k8s.networking.v1.NetworkPolicyEgressRuleArgs] = []
+    if spec.nodes_per_replica > 1:
+        server.append(pods_egress_rule(own))
+    if source == "huggingface" or (source == "gcs" and not hyperdisk):
+        server.append(public_https_egress_rule())
+    if source == "gcs" and not hyperdisk:
+        server += metadata_server_egress_rules()
+    policies = [
+        ("default-deny-egress", DEFAULT_DENY_EGRESS_POLICY, egress_policy_spec([dns_egress_rule()])),
+        ("server-egress", f"{spec.name}-server-egress", egress_policy_spec(server, own)),
+    ]
+    if source == "gcs" and hyperdisk:
+        transfer = [public_https_egress_rule(), *metadata_server_egress_rules()]
+        policies.append(("weights-transfer-egress", "weights-transfer-egress", egress_policy_spec(transfer)))
+    return policies

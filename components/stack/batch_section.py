@@ -12,6 +12,7 @@ from ..workloads.batch_teams import (
     check_queue_names,
     check_shares,
     check_team_names,
+    egress_problems,
     retry_problem,
     topology_problem,
 )
@@ -85,6 +86,8 @@ class BatchRules(RuleBase):
         repeated = check_team_names([(t.name, t.namespace_name) for t in batch.teams], names, self.problems)
         entries: list[ShareEntry] = []
         for i, team in enumerate(batch.teams):
+            egress = [(e.cidr, e.excluding, e.ports) for e in team.egress]
+            egress_problems(egress, f"{KEY}.teams[{i}].egress", self.problems)
             if i in repeated:
                 continue
             for pool, share in team.pools.items():

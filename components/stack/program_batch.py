@@ -162,6 +162,10 @@ def batch_queues(
             "create_namespace": team.create_namespace,
             "pod_security": team.pod_security,
             "gpudirect": bool(gpudirect_pools & set(team.pools)),
+            "egress": [
+                {"cidr": e.cidr, "excluding": e.excluding, "ports": e.ports, "protocol": e.protocol}
+                for e in team.egress
+            ],
         }
         for team in batch.teams
     ] or [

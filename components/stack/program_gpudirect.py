@@ -87,6 +87,8 @@ def gpudirect_software(
         }
         if flavor in networks:
             args["node_networks"] = networks[flavor].node_networks
+        if settings.network is not None and settings.network.gpudirect_cidr:
+            args["gpudirect_cidr"] = settings.network.gpudirect_cidr
         declared.append(
             declare(GpuDirectSoftware, f"gpudirect-{flavor.lower()}-software", args, opts=kubernetes)
         )

@@ -22,6 +22,7 @@ from .batch_teams import (
     check_queue_names,
     check_shares,
     check_team_names,
+    egress_problems,
     queue_name,
     retry_problem,
     team_queue_name,
@@ -29,7 +30,9 @@ from .batch_teams import (
 from .kueue_objects import cluster_queue, flavor
 from .model import MAX_TEAMS, NamespaceName, TeamName
 from .team_namespaces import (
+    MAX_EGRESS_ENTRIES,
     TEAM_LABEL,
+    EgressSpec,
     TeamPodSecurity,
     declare_namespace,
     gpudirect_labels,
@@ -147,6 +150,7 @@ class _TeamSpec(ArgsModel):
     create_namespace: bool = True
     pod_security: TeamPodSecurity = "baseline"
     gpudirect: bool = False
+    egress: Annotated[list[EgressSpec], Field(default_factory=list, max_length=MAX_EGRESS_ENTRIES)]
 
     @property
     def namespaces(self) -> list[str]:
@@ -181,6 +185,9 @@ def _queue_rules(spec: _GpuBatchQueuesSpec) -> list[str]:
             if problem:
                 problems.add(f"queues[{i}].provisioning_retry.backoff_max_seconds", problem)
     check_team_names([(t.name, t.namespace) for t in spec.teams], names, problems)
+    for i, team in enumerate(spec.teams):
+        egress = [(e.cidr, e.excluding, e.ports) for e in team.egress]
+        egress_problems(egress, f"teams[{i}].egress", problems)
     teams = {t.name for t in spec.teams}
     entries: list[ShareEntry] = []
     for i, queue in enumerate(spec.queues):
@@ -418,14 +425,16 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
         """The team's namespaces (its own when created; its GPUDirect one) and NetworkPolicies that
         admit only their own Pods: what its LocalQueues wait for (team_namespaces.py)."""
         created: list[pulumi.Resource] = []
+        egress = [e.as_egress() for e in team.egress]
         if team.create_namespace:
             labels = team_labels(team.namespace, team.name, team.pod_security)
-            created += declare_namespace(self, f"{name}-team-{team.name}-namespace", team.namespace, labels)
+            resource = f"{name}-team-{team.name}-namespace"
+            created += declare_namespace(self, resource, team.namespace, labels, egress)
         if team.gpudirect:
             namespace = gpudirect_namespace(team.name)
             labels = gpudirect_labels(namespace, team.name)
             resource = f"{name}-team-{team.name}-gpudirect-namespace"
-            created += declare_namespace(self, resource, namespace, labels)
+            created += declare_namespace(self, resource, namespace, labels, egress)
         return created
 
     def _chart(self, name: str, app: str, chart: str, version: str, namespace: str) -> "k8s.helm.v4.Chart":

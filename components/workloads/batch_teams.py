@@ -16,8 +16,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NotRequired, TypedDict
 
-from ..core.common import GPU_RESOURCE, KeyNames, Problems, cut
+from ..core.common import GPU_RESOURCE, KeyNames, Problems, cut, network_of
 from ..gpu.pool import GpuPool
+from .egress_args import TeamEgress
 from .model import MAX_TEAM_NAME
 
 # Namespaces a team may not take: Kubernetes' and GKE's own, the batch controllers', the samples'.
@@ -69,6 +70,9 @@ class BatchTeam(TypedDict):
     """The team uses a GPUDirect pool: its GPUDirect Pods get a namespace of their own,
     `gpudirect-<name>` (Pod Security `privileged`, confined by the cluster's admission policy
     `gke-gpu-gpudirect-pods`), with the same LocalQueues. Defaults to false."""
+    egress: NotRequired[list[TeamEgress]]
+    """More egress for the team's Pods, in both its namespaces: each denies egress but to GKE's DNS,
+    their own Pods and the metadata server (`default-deny-egress`). Defaults to none."""
 
 
 class TeamShare(TypedDict):
@@ -121,6 +125,31 @@ class Quota:
             "memory": f"{self.memory_gib}Gi",
             "ephemeral-storage": f"{self.ephemeral_storage_gib}Gi",
         }
+
+
+def egress_problems(
+    entries: Sequence[tuple[str, Sequence[str], Sequence[int]]], key: str, problems: Problems
+) -> None:
+    """A team's `egress` entries, as (cidr, excluding, ports) under `key`: each range a network (no
+    host bits), each excluded block strictly inside its range, no port twice."""
+    for i, (cidr, excluding, ports) in enumerate(entries):
+        at = f"{key}[{i}]"
+        network = network_of(cidr, f"{at}.cidr", problems)
+        for j, block in enumerate(excluding):
+            inner = network_of(block, f"{at}.excluding[{j}]", problems)
+            if (
+                network is not None
+                and inner is not None
+                and not (inner.subnet_of(network) and inner != network)
+            ):
+                problems.add(
+                    f"{at}.excluding[{j}]",
+                    f"{cut(block)} is not inside {network} (an excluded block must be a strict part of "
+                    "cidr, as Kubernetes' ipBlock.except requires)",
+                )
+        repeated = sorted({p for p in ports if list(ports).count(p) > 1})
+        if repeated:
+            problems.add(f"{at}.ports", f"{', '.join(map(str, repeated))} listed twice; list each port once")
 
 
 def team_queue_name(pool: str, team: str) -> str:

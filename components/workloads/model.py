@@ -16,6 +16,7 @@ from ..core.common import (
 )
 from ..core.model import (
     DNS_LABEL,
+    Cidr,
     StackModel,
     example,
 )
@@ -166,6 +167,19 @@ class TeamShare(StackModel):
     borrow: int | None = Field(None, ge=0, le=100_000)
 
 
+class TeamEgressConfig(StackModel):
+    """More egress for a team's Pods (both its namespaces deny egress but to GKE's DNS, their own Pods
+    and the metadata server): an IPv4 range, less some blocks of it, on some ports."""
+
+    model_config = example(cidr="0.0.0.0/0", excluding=["10.0.0.0/8"], ports=[443])
+
+    cidr: Cidr
+    excluding: Annotated[list[Cidr], Field(default_factory=list, max_length=50)]
+    # Unset: every port of the protocol.
+    ports: Annotated[list[Annotated[int, Field(ge=1, le=65535)]], Field(default_factory=list, max_length=50)]
+    protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
+
+
 class TeamConfig(StackModel):
     """A team: a namespace with a LocalQueue per GPU pool it may use, and its share of each."""
 
@@ -179,6 +193,9 @@ class TeamConfig(StackModel):
     # The Pod Security level the team's namespace enforces (warnings and audit at restricted), whatever
     # its pools: GPUDirect's Pods run in gpudirect-<name> (workloads/team_namespaces.py).
     pod_security: Literal["baseline", "restricted"] = "baseline"
+    # More egress than GKE's DNS, the team's own Pods and the metadata server (e.g. HTTPS to Google's
+    # APIs for a Cloud Storage volume); unset: none.
+    egress: Annotated[list[TeamEgressConfig], Field(default_factory=list, max_length=20)]
     pools: Annotated[
         dict[Annotated[str, Field(min_length=1, max_length=100)], TeamShare], Field(min_length=1)
     ]

@@ -11,13 +11,13 @@ import pulumi_kubernetes as k8s
 from ..core.common import GPU_RESOURCE
 from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.data import SCRIPTS_DIR
+from ..core.egress import dns_egress_rule
 from ..core.k8s import (
     GKE_DRIVER_MOUNT,
     NONROOT_ID,
     SCRIPT_HASH_ANNOTATION,
     SKIP_AWAIT,
     app_labels,
-    dns_egress_rule,
     image_version,
     pod_security_level,
     selector_labels,
@@ -465,9 +465,10 @@ def jobset_spec(
 
 def network_policy_spec(peers: dict[str, str]) -> "k8s.networking.v1.NetworkPolicySpecArgs":
     """The test's Pods reach each other on any port of the Pod network (sshd, mpirun's and NCCL's
-    bootstrap and, without GPUDirect, NCCL's data) and DNS; nothing else in or out. DNS is allowed to
-    any address on port 53, since GKE's NodeLocal DNSCache answers on a link-local address rather than
-    from kube-dns's Pods. GPUDirect's data NICs are outside the Pod network (their own VPCs).
+    bootstrap and, without GPUDirect, NCCL's data) and GKE's DNS resolvers (core/egress.py); nothing
+    else in or out. GPUDirect's data NICs are outside the Pod network (their own VPCs), and a
+    NetworkPolicy governs only the Pod's default interface (UNVERIFIED for GKE's Device-type
+    networks: docs/security.md, "Egress").
 
     No egress to the metadata server: nothing in these Pods calls it. They mount no service account
     token and call no Google API (so Workload Identity is not used), and none of Google's GPUDirect

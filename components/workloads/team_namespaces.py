@@ -6,14 +6,30 @@ need, and GKE's PodSecurity admission takes no exemptions (GKE's "Migrate from P
 page: it "doesn't support custom configurations"). So those Pods run in a namespace of their own at
 `privileged`, where the cluster's ValidatingAdmissionPolicy `gke-gpu-gpudirect-pods`
 (gpudirect/admission.py) refuses everything `baseline` refuses except GPUDirect's exact exceptions.
-The team's own namespace never admits a privileged Pod."""
+The team's own namespace never admits a privileged Pod.
 
-from typing import Literal
+Both namespaces deny egress by default (`default-deny-egress`): their Pods reach GKE's DNS, each other
+(a job's Pods: NCCL's bootstrap, torch.distributed's store), the metadata server (Workload
+Identity's tokens) and what the team's `egress` entries open, nothing else (core/egress.py)."""
+
+from collections.abc import Sequence
+from typing import Annotated, Literal
 
 import pulumi
 import pulumi_kubernetes as k8s
+from pydantic import Field
 
+from ..core.egress import (
+    DEFAULT_DENY_EGRESS_POLICY,
+    cidr_egress_rule,
+    dns_egress_rule,
+    egress_policy_spec,
+    metadata_server_egress_rules,
+    pods_egress_rule,
+)
 from ..core.k8s import app_labels
+from ..core.validation import ArgsModel
+from .egress_args import TeamEgress
 
 TEAM_LABEL = "gke-gpu/team"
 # On a team's GPUDirect namespace (not TEAM_LABEL: the policy pack holds every TEAM_LABEL namespace
@@ -22,6 +38,43 @@ GPUDIRECT_TEAM_LABEL = "gke-gpu/gpudirect-team"
 GPUDIRECT_NAMESPACE_PREFIX = "gpudirect-"
 TeamPodSecurity = Literal["baseline", "restricted"]
 POD_SECURITY_LEVELS: tuple[TeamPodSecurity, ...] = ("baseline", "restricted")
+EGRESS_PROTOCOLS = ("TCP", "UDP", "SCTP")
+MAX_EGRESS_ENTRIES = 20
+
+
+class EgressSpec(ArgsModel):
+    """A `TeamEgress`, validated (the ranges by `egress_problems`)."""
+
+    cidr: Annotated[str, Field(min_length=1, max_length=18)]
+    excluding: Annotated[
+        list[Annotated[str, Field(max_length=18)]], Field(default_factory=list, max_length=50)
+    ]
+    ports: Annotated[list[Annotated[int, Field(ge=1, le=65535)]], Field(default_factory=list, max_length=50)]
+    protocol: Literal[EGRESS_PROTOCOLS] = "TCP"  # type: ignore[valid-type]
+
+    def as_egress(self) -> TeamEgress:
+        return {
+            "cidr": self.cidr,
+            "excluding": self.excluding,
+            "ports": self.ports,
+            "protocol": self.protocol,
+        }
+
+
+def team_egress_rules(entries: Sequence[TeamEgress]) -> list[k8s.networking.v1.NetworkPolicyEgressRuleArgs]:
+    """A team namespace's egress: GKE's DNS, the namespace's own Pods, the metadata server, and the
+    team's entries."""
+    return [
+        dns_egress_rule(),
+        pods_egress_rule(),
+        *metadata_server_egress_rules(),
+        *(
+            cidr_egress_rule(
+                e["cidr"], list(e.get("excluding", [])), list(e.get("ports", [])), e.get("protocol", "TCP")
+            )
+            for e in entries
+        ),
+    ]
 
 
 def gpudirect_namespace(team: str) -> str:
@@ -43,8 +96,10 @@ def declare_namespace(
     resource_name: str,
     namespace: str,
     labels: dict[str, str],
+    egress: Sequence[TeamEgress] = (),
 ) -> list[pulumi.Resource]:
-    """A namespace and a NetworkPolicy that admits traffic only from its own Pods."""
+    """A namespace, a NetworkPolicy that admits traffic only from its own Pods, and one that denies
+    egress but to what `team_egress_rules` lists."""
     created = k8s.core.v1.Namespace(
         resource_name,
         metadata=k8s.meta.v1.ObjectMetaArgs(name=namespace, labels=labels),
@@ -70,7 +125,17 @@ def declare_namespace(
         ),
         opts=pulumi.ResourceOptions(parent=parent, depends_on=[created]),
     )
-    return [created, same_namespace]
+    default_deny_egress = k8s.networking.v1.NetworkPolicy(
+        resource_name.removesuffix("-namespace") + "-egress-policy",
+        metadata=k8s.meta.v1.ObjectMetaArgs(
+            name=DEFAULT_DENY_EGRESS_POLICY,
+            namespace=namespace,
+            labels=app_labels(namespace, component="gpu-team"),
+        ),
+        spec=egress_policy_spec(team_egress_rules(egress)),
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[created]),
+    )
+    return [created, same_namespace, default_deny_egress]
 
 
 def team_labels(namespace: str, team: str, pod_security: str) -> dict[str, str]:

@@ -12,6 +12,7 @@ from pydantic import Field
 from ..core.arg_types import ClusterName, ProjectId
 from ..core.common import KeyNames, Problems
 from ..core.component import NO_ARGS, GkeGpuComponent
+from ..core.egress import egress_policy_spec, public_https_egress_rule
 from ..core.k8s import app_labels
 from ..core.validation import ArgsModel
 from .model import MAX_VOLUMES, BucketAccess, BucketProfile, NamespaceName, TeamName, TeamVolumeConfig
@@ -22,6 +23,7 @@ GCS_FUSE_DRIVER = "gcsfuse.csi.storage.gke.io"
 LUSTRE_DRIVER = "lustre.csi.storage.gke.io"
 # The Kubernetes service account a team's jobs name (`serviceAccountName`) to reach its buckets.
 DATA_SERVICE_ACCOUNT = "training-data"
+DATA_EGRESS_POLICY = "training-data-egress"
 # GKE's Workload Identity annotation: the Google service account a Kubernetes account acts as.
 GCP_SERVICE_ACCOUNT_ANNOTATION = "iam.gke.io/gcp-service-account"
 # A bucket has no size; a claim binds to a volume of at least its request, so both say the same
@@ -157,9 +159,13 @@ class TrainingData(GkeGpuComponent[_TrainingDataSpec]):
         email: pulumi.Output[str] | None = None
         if buckets:
             email = self._reader(name, spec, buckets, labels)
-        for namespace in spec.namespaces:
+        for i, namespace in enumerate(spec.namespaces):
             for volume in spec.volumes:
                 self._volume(name, spec, namespace, volume, labels)
+            if buckets:
+                self._bucket_egress(
+                    f"{name}-egress" if i == 0 else f"{name}-egress-{namespace}", namespace, labels
+                )
         self.claim_names = pulumi.Output.from_input([v.name for v in spec.volumes])
         self.service_account_name = pulumi.Output.from_input(DATA_SERVICE_ACCOUNT if buckets else None)
         self.service_account_email = email if email is not None else pulumi.Output.from_input(None)
@@ -169,6 +175,20 @@ class TrainingData(GkeGpuComponent[_TrainingDataSpec]):
                 "serviceAccountName": self.service_account_name,
                 "serviceAccountEmail": self.service_account_email,
             }
+        )
+
+    def _bucket_egress(self, resource_name: str, namespace: str, labels: dict[str, str]) -> None:
+        """The team namespaces deny egress by default (team_namespaces.py): a job's Cloud Storage FUSE
+        sidecar, in its Pod, needs HTTPS to Cloud Storage's public API addresses (the subnets' Private
+        Google Access routes them; no private.googleapis.com zone is declared, so no smaller range
+        reaches them). Every Pod of the namespace: any job may mount a claim. The metadata server, for
+        Workload Identity's token, the team policy allows already. Lustre needs nothing here: the
+        node's kernel client mounts it, outside the Pod's network."""
+        k8s.networking.v1.NetworkPolicy(
+            resource_name,
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=DATA_EGRESS_POLICY, namespace=namespace, labels=labels),
+            spec=egress_policy_spec([public_https_egress_rule()]),
+            opts=pulumi.ResourceOptions(parent=self),
         )
 
     def _reader(
