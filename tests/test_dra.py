@@ -264,14 +264,64 @@ def test_the_policy_pack_passes_the_dra_render_and_catches_a_gpu_limit(dra: RunR
     assert any("dra-pool-gpu-claims" in str(v) for v in report["violations"])
 
 
-def test_the_all_reduce_on_a_dra_pool_is_refused_not_left_unschedulable() -> None:
-    message = config_error(
-        {
-            "cluster": DRA_CLUSTER,
-            "gpuPools": [DRA_POOL],
-            "monitoring": NO_DCGM,
-            "batch": {"kueue": True},
-            "workloads": [{"name": "nccl-allreduce"}],
-        }
+@pytest.fixture(scope="module")
+def dra_nccl() -> RunResult:
+    return render(
+        stack_config(
+            cluster=DRA_CLUSTER,
+            gpuPools=[DRA_POOL],
+            monitoring=NO_DCGM,
+            batch={"kueue": True},
+            workloads=[{"name": "nccl-allreduce"}],
+        )
     )
-    assert "workloads[0].pool: 'l4' has draGpus: the all-reduce asks for nvidia.com/gpu" in message
+
+
+def nccl_pod(result: RunResult) -> dict[str, Any]:
+    jobset = result.one("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet", "nccl-l4-jobset").inputs
+    return jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+
+
+def test_the_all_reduce_on_a_dra_pool_claims_every_gpu_of_its_node(dra_nccl: RunResult) -> None:
+    templates = {
+        (r.inputs["metadata"]["namespace"], r.inputs["metadata"]["name"]): r.inputs
+        for r in dra_nccl.of_type(CLAIM_TEMPLATE)
+    }
+    assert list(templates) == [("gpu-nccl-l4", "gpu-2")]
+    request = templates[("gpu-nccl-l4", "gpu-2")]["spec"]["spec"]["devices"]["requests"][0]
+    assert request == {
+        "name": "gpus",
+        "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 2},
+    }
+    pod = nccl_pod(dra_nccl)
+    assert pod["resourceClaims"] == [{"name": "gpus", "resourceClaimTemplateName": "gpu-2"}]
+    # The health gate and the test share the Pod's claim; neither asks the device plugin.
+    for container in [*pod["initContainers"], *pod["containers"]]:
+        resources = container["resources"]
+        assert resources["claims"] == [{"name": "gpus"}], container["name"]
+        assert "nvidia.com/gpu" not in resources["limits"] and "nvidia.com/gpu" not in resources["requests"]
+    health = {e["name"]: e["value"] for e in pod["initContainers"][0]["env"]}
+    assert health["NVIDIA_SMI"] == "nvidia-smi" and health["NCCL_ALLREDUCE_GPUS"] == "2"
+
+
+def test_the_dra_all_reduce_objects_are_valid_kubernetes(dra_nccl: RunResult) -> None:
+    for resource in dra_nccl.of_type(CLAIM_TEMPLATE):
+        validate({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", **resource.inputs})
+    pod = nccl_pod(dra_nccl)
+    validate({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": pod})
+
+
+def test_the_policy_pack_passes_the_dra_all_reduce(dra_nccl: RunResult) -> None:
+    from tools import check_policies, plan
+
+    document = plan.to_document(dra_nccl)
+    report = check_policies.report(document)
+    assert report["passed"] and report["violations"] == [], report["summary"]
+    # The same JobSet asking for nvidia.com/gpu on the DRA pool: refused.
+    for resource in document["resources"]:
+        if resource["type"] == "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet":
+            job = resource["inputs"]["spec"]["replicatedJobs"][0]["template"]["spec"]
+            job["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "2"
+    report = check_policies.report(document)
+    assert not report["passed"]
+    assert any("dra-pool-gpu-claims" in str(v) for v in report["violations"])

@@ -296,6 +296,9 @@ def nccl_allreduce_tests(
         }
         if pool.max_nodes is not None:
             args["max_nodes"] = pool.max_nodes
+        if pool.dra_gpus:
+            # The GPUs through a claim: GKE's device plugin is off there (stack/program_dra.py).
+            args["dra_gpus"] = True
         if is_rack(pool.accelerator):
             # Within a rack the test runs over multi-node NVLink alone, through a ComputeDomain (the
             # cluster's NvidiaDraDriver has them on: stack/program_dra.py); the rack's RDMA NICs, if

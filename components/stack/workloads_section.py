@@ -348,13 +348,6 @@ class WorkloadRules(RuleBase):
                 "choose a pool without sharing or MIG",
             )
             return False
-        if pool.dra_gpus:
-            self.problems.add(
-                f"{path}.pool",
-                f"{cut(pool.name)} has draGpus: the all-reduce asks for nvidia.com/gpu, which no device "
-                "plugin advertises there (its DRA claims are not built yet); choose a pool without draGpus",
-            )
-            return False
         nodes = w.nodes or NCCL_DEFAULT_NODES
         if pool.max_nodes is not None and nodes > pool.max_nodes:
             given = "" if w.nodes else " (the default)"

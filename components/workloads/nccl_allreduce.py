@@ -3,7 +3,7 @@ Kueue. Args, the image per transport and the bandwidth floors: workloads/nccl_al
 the Pods run: scripts/nccl_allreduce.sh."""
 
 import hashlib
-from typing import Any
+from typing import Any, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -11,7 +11,6 @@ import pulumi_kubernetes as k8s
 from ..core.common import GPU_RESOURCE
 from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.data import SCRIPTS_DIR
-from ..core.egress import dns_egress_rule
 from ..core.k8s import (
     GKE_DRIVER_MOUNT,
     NONROOT_ID,
@@ -26,8 +25,13 @@ from ..dra.claims import (
     ARM64_TOLERATION,
     COMPUTE_DOMAIN_API,
     COMPUTE_DOMAIN_KIND,
+    GPU_CLAIM,
     channel_claims,
     compute_domain_spec,
+    container_claim,
+    gpu_claim_template_name,
+    gpu_claim_template_spec,
+    pod_claim,
 )
 from ..gpu.scheduling import QUEUED_TAINT_KEY, QUEUED_TOLERATION
 from ..gpudirect.dranet import DranetClaimTemplates, dranet_pod_parts
@@ -50,6 +54,7 @@ from .nccl_allreduce_args import (
     settings_env,
     size_text,
 )
+from .nccl_allreduce_network import network_policy_spec
 
 SCRIPT = (SCRIPTS_DIR / "nccl_allreduce.sh").read_text(encoding="utf-8")
 SCRIPT_FILE = "nccl_allreduce.sh"
@@ -153,6 +158,16 @@ class NcclAllReduce(GkeGpuComponent[NcclAllReduceSpec]):
         if spec.dranet:
             # The template the Pods' claims are made from, in the test's own namespace.
             DranetClaimTemplates(f"{name}-dranet", {"namespaces": [spec.namespace]}, opts=in_namespace)
+        self.gpu_claim_template: k8s.resource.v1.ResourceClaimTemplate | None = None
+        if spec.dra_gpus:
+            # On a DRA pool each Pod's GPUs are a claim made from this template (dra/claims.py).
+            template = gpu_claim_template_name(spec.gpus_per_node)
+            self.gpu_claim_template = k8s.resource.v1.ResourceClaimTemplate(
+                f"{name}-gpu-claim",
+                metadata=k8s.meta.v1.ObjectMetaArgs(name=template, namespace=spec.namespace, labels=labels),
+                spec=cast(Any, gpu_claim_template_spec(spec.gpus_per_node)),
+                opts=in_namespace,
+            )
         self.local_queue = k8s.apiextensions.CustomResource(
             f"{name}-local-queue",
             api_version=KUEUE_API,
@@ -181,6 +196,8 @@ class NcclAllReduce(GkeGpuComponent[NcclAllReduceSpec]):
             self.script,
             self.network_policy,
         ]
+        if self.gpu_claim_template is not None:
+            job_needs.append(self.gpu_claim_template)
         self.compute_domain: k8s.apiextensions.CustomResource | None = None
         if spec.compute_domain:
             # The IMEX channel's ResourceClaimTemplate is the DRA driver's controller's, made from it.
@@ -256,28 +273,42 @@ def main_resources(spec: NcclAllReduceSpec) -> dict[str, dict[str, str]]:
     its memory. The CPU limit is the whole node: a lower one would throttle NCCL's network threads;
     the memory limit, half the node, also bounds the memory-backed /dev/shm."""
     _, machine = machine_of(spec)
-    gpus = str(spec.gpus_per_node)
+    gpus = gpu_resource(spec)
     return {
         "requests": {
             "cpu": str(max(1, machine.vcpus // 4)),
             "memory": f"{max(1, int(machine.memory_gb // 8))}Gi",
             "ephemeral-storage": "1Gi",
-            GPU_RESOURCE: gpus,
+            **gpus,
         },
         "limits": {
             "cpu": str(machine.vcpus),
             "memory": f"{max(2, int(machine.memory_gb // 2))}Gi",
             "ephemeral-storage": "10Gi",
-            GPU_RESOURCE: gpus,
+            **gpus,
         },
     }
+
+
+def gpu_resource(spec: NcclAllReduceSpec) -> dict[str, str]:
+    """Every GPU of the node as a device-plugin resource, or nothing on a DRA pool (where the GPUs
+    are the Pod's claim `gpus`, which no device plugin advertises as `nvidia.com/gpu`)."""
+    return {} if spec.dra_gpus else {GPU_RESOURCE: str(spec.gpus_per_node)}
 
 
 def health_container(spec: NcclAllReduceSpec, image: str, mount: dict[str, Any]) -> dict[str, Any]:
     """The GPU health gate: asks for every GPU of the node, so GKE's device plugin mounts the driver
     (nvidia-smi) at /usr/local/nvidia; runs as non-root with nothing but that. A failed check fails
-    the Pod before sshd or NCCL start."""
+    the Pod before sshd or NCCL start. On a DRA pool it names the Pod's GPU claim instead (containers
+    of a Pod may share a claim) and takes nvidia-smi from PATH, where the DRA driver's CDI edits put
+    the driver's binaries (UNVERIFIED on GKE's COS layout: docs/configuration.md, "DRA GPUs")."""
     gpus = str(spec.gpus_per_node)
+    resources: dict[str, Any] = {
+        "requests": {"cpu": "100m", "memory": "128Mi", "ephemeral-storage": "64Mi", **gpu_resource(spec)},
+        "limits": {"cpu": "500m", "memory": "256Mi", "ephemeral-storage": "256Mi", **gpu_resource(spec)},
+    }
+    if spec.dra_gpus:
+        resources["claims"] = [container_claim(GPU_CLAIM)]
     return {
         "name": HEALTH_CONTAINER,
         "image": image,
@@ -286,17 +317,14 @@ def health_container(spec: NcclAllReduceSpec, image: str, mount: dict[str, Any])
         "env": settings_env(
             {
                 "NCCL_ALLREDUCE_GPUS": gpus,
-                "NVIDIA_SMI": f"{GKE_DRIVER_MOUNT}/bin/nvidia-smi",
+                "NVIDIA_SMI": "nvidia-smi" if spec.dra_gpus else f"{GKE_DRIVER_MOUNT}/bin/nvidia-smi",
                 # GKE's device plugin mounts the driver but sets no environment: nvidia-smi finds
                 # libnvidia-ml only through this (as Google's and cluster-toolkit's health checks).
                 "LD_LIBRARY_PATH": f"{GKE_DRIVER_MOUNT}/lib64",
                 "HOME": "/tmp",
             }
         ),
-        "resources": {
-            "requests": {"cpu": "100m", "memory": "128Mi", "ephemeral-storage": "64Mi", GPU_RESOURCE: gpus},
-            "limits": {"cpu": "500m", "memory": "256Mi", "ephemeral-storage": "256Mi", GPU_RESOURCE: gpus},
-        },
+        "resources": resources,
         "securityContext": {
             "runAsUser": NONROOT_ID,
             "runAsGroup": NONROOT_ID,
@@ -343,8 +371,13 @@ def main_container(
     )
     security = {**parts["securityContext"], "seccompProfile": dict(RUNTIME_DEFAULT)}
     resources: dict[str, Any] = main_resources(spec)
-    # The container names the Pod's claims: the rack's ComputeDomain channel, DRANET's RDMA NICs.
-    claims = [*(channel_claims(jobset)[1] if spec.compute_domain else []), *parts.get("claims", [])]
+    # The container names the Pod's claims: its GPUs on a DRA pool, the rack's ComputeDomain
+    # channel, DRANET's RDMA NICs.
+    claims = [
+        *([container_claim(GPU_CLAIM)] if spec.dra_gpus else []),
+        *(channel_claims(jobset)[1] if spec.compute_domain else []),
+        *parts.get("claims", []),
+    ]
     if claims:
         resources["claims"] = claims
     return {
@@ -388,8 +421,10 @@ def nccl_pod_spec(spec: NcclAllReduceSpec, parts: dict[str, Any], floor: Bandwid
             },
         ],
     }
-    # A rack's ComputeDomain channel (dra/claims.py) and DRANET's RDMA NICs (gpudirect/dranet.py).
+    # A DRA pool's GPUs and a rack's ComputeDomain channel (dra/claims.py), DRANET's RDMA NICs
+    # (gpudirect/dranet.py).
     resource_claims = [
+        *([pod_claim(GPU_CLAIM, gpu_claim_template_name(spec.gpus_per_node))] if spec.dra_gpus else []),
         *(channel_claims(jobset)[0] if spec.compute_domain else []),
         *parts.get("resourceClaims", []),
     ]
@@ -461,33 +496,3 @@ def jobset_spec(
             }
         ],
     }
-
-
-def network_policy_spec(peers: dict[str, str]) -> "k8s.networking.v1.NetworkPolicySpecArgs":
-    """The test's Pods reach each other on any port of the Pod network (sshd, mpirun's and NCCL's
-    bootstrap and, without GPUDirect, NCCL's data) and GKE's DNS resolvers (core/egress.py); nothing
-    else in or out. GPUDirect's data NICs are outside the Pod network (their own VPCs), and a
-    NetworkPolicy governs only the Pod's default interface (UNVERIFIED for GKE's Device-type
-    networks: docs/security.md, "Egress").
-
-    No egress to the metadata server: nothing in these Pods calls it. They mount no service account
-    token and call no Google API (so Workload Identity is not used), and none of Google's GPUDirect
-    manifests at container-engine-accelerators@992db812 (installers, NRI injector, the nccl-test Pods
-    with their RxDM sidecar and gIB) references it; only the optional topology-scheduler's
-    label-nodes-daemon.py reads it, which this program does not deploy. What the closed-source RxDM
-    and gIB binaries do inside is UNVERIFIED: if a run logs metadata-server timeouts, that is the
-    first place to look."""
-    same = [
-        k8s.networking.v1.NetworkPolicyPeerArgs(
-            pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=peers)
-        )
-    ]
-    return k8s.networking.v1.NetworkPolicySpecArgs(
-        pod_selector=k8s.meta.v1.LabelSelectorArgs(match_labels=peers),
-        policy_types=["Ingress", "Egress"],
-        ingress=[k8s.networking.v1.NetworkPolicyIngressRuleArgs(from_=same)],
-        egress=[
-            k8s.networking.v1.NetworkPolicyEgressRuleArgs(to=same),
-            dns_egress_rule(),
-        ],
-    )

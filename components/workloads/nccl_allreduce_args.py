@@ -313,6 +313,13 @@ class NcclAllReduceArgs(TypedDict):
     IMEX channel, so NCCL reaches the other VMs' GPUs over NVLink. Needs NVIDIA's DRA driver with
     ComputeDomains in the cluster (NvidiaDraDriver, compute_domains). Required on those
     accelerators, refused on others. Defaults to false."""
+    dra_gpus: NotRequired[bool]
+    """The pool's GPUs are handed out by NVIDIA's DRA driver, not GKE's device plugin: each Pod claims
+    every GPU of its node through the ResourceClaimTemplate `gpu-<n>` (DeviceClass gpu.nvidia.com),
+    which the component declares in its namespace, and asks for no `nvidia.com/gpu`. Needs the driver
+    with GPU allocation in the cluster (NvidiaDraDriver, gpus), and Kueue's Configuration mapping
+    DeviceClass gpu.nvidia.com in `resources.deviceClassMappings` (unmapped, Kueue 0.19 leaves the
+    Workload inadmissible; not written by this component). Defaults to false."""
 
 
 class NcclAllReduceSpec(ArgsModel):
@@ -334,6 +341,7 @@ class NcclAllReduceSpec(ArgsModel):
     queued: bool = False
     topology: bool = False
     compute_domain: bool = False
+    dra_gpus: bool = False
 
     @property
     def transport(self) -> Transport:
