@@ -14,7 +14,7 @@ import yaml
 
 from gke_gpu.core.validation import InvalidArgsError
 from gke_gpu.dra.driver import NvidiaDraDriver
-from tests.conftest import AUTOPILOT_CLUSTER, STANDARD_CLUSTER, config_error, render, stack_config
+from tests.conftest import AUTOPILOT_CLUSTER, L4_POOL, STANDARD_CLUSTER, config_error, render, stack_config
 from tests.kubernetes_schemas import validate
 from tools.offline import RunResult
 
@@ -302,6 +302,34 @@ def test_the_all_reduce_on_a_dra_pool_claims_every_gpu_of_its_node(dra_nccl: Run
         assert "nvidia.com/gpu" not in resources["limits"] and "nvidia.com/gpu" not in resources["requests"]
     health = {e["name"]: e["value"] for e in pod["initContainers"][0]["env"]}
     assert health["NVIDIA_SMI"] == "nvidia-smi" and health["NCCL_ALLREDUCE_GPUS"] == "2"
+
+
+def test_kueue_counts_the_dra_pools_claimed_gpus_as_its_gpu_quota(dra_nccl: RunResult) -> None:
+    # Kueue 0.19.2 never admits a Workload whose Pods claim an unmapped DeviceClass (pkg/dra/claims.go):
+    # the JobSet above would wait in its queue for ever without this mapping.
+    (kueue,) = [r for r in dra_nccl.of_type("kubernetes:helm.sh/v4:Chart") if r.name.endswith("-kueue")]
+    configuration = yaml.safe_load(kueue.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
+    assert configuration["resources"]["deviceClassMappings"] == [
+        {"name": "nvidia.com/gpu", "deviceClassNames": ["gpu.nvidia.com"]}
+    ]
+    # The chart's own default otherwise (the integrations it lists, its leader election).
+    assert "jobset.x-k8s.io/jobset" in configuration["integrations"]["frameworks"]
+    assert configuration["leaderElection"]["leaderElect"] is True
+    # Its quota resource is the one the pool's ClusterQueue covers.
+    (queue,) = [
+        r.inputs
+        for r in dra_nccl.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")
+        if r.inputs["metadata"]["name"] == "gpu-l4"
+    ]
+    assert "nvidia.com/gpu" in queue["spec"]["resourceGroups"][0]["coveredResources"]
+
+
+def test_a_stack_without_dra_pools_keeps_kueues_default_configuration() -> None:
+    result = render(
+        stack_config(**{"cluster": STANDARD_CLUSTER, "gpuPools": [L4_POOL], "batch": {"kueue": True}})
+    )
+    (kueue,) = [r for r in result.of_type("kubernetes:helm.sh/v4:Chart") if r.name.endswith("-kueue")]
+    assert not kueue.inputs.get("values")
 
 
 def test_the_dra_all_reduce_objects_are_valid_kubernetes(dra_nccl: RunResult) -> None:

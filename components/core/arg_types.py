@@ -95,6 +95,7 @@ class NodeNetworkSpec(ArgsModel):
 NodeNetworks = Deferrable[Annotated[list[NodeNetworkSpec], Field(min_length=1, max_length=16)]]
 K8sName = matching(K8S_NAME, "lowercase letters, digits and hyphens, starting with a letter", max_length=63)
 NodeName = matching(DNS_SUBDOMAIN, "a Kubernetes node name (a DNS subdomain)", max_length=253)
+DeviceClassName = matching(DNS_SUBDOMAIN, "a DeviceClass name (a DNS subdomain)", max_length=253)
 LabelKey = Annotated[str, Field(max_length=317), AfterValidator(_label_key)]
 LabelValue = matching(
     LABEL_VALUE_PATTERN,

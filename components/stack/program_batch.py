@@ -5,7 +5,7 @@ from typing import Any, cast
 import pulumi
 
 from ..core.catalog import Catalog, load_catalog
-from ..dra.claims import is_rack
+from ..dra.claims import GPU_DEVICE_CLASS, is_rack
 from ..gpu.pool import GpuPool
 from ..gpu.scheduling import QUEUED_TOLERATION, node_selector, tolerations
 from ..gpudirect.flavors import GpuDirectFlavor
@@ -232,6 +232,9 @@ def batch_queues(
             }
         )
     args: GpuBatchQueuesArgs = {"queues": queues, "teams": teams}
+    if any(pool.dra_gpus for pool in settings.gpu_pools):
+        # Kueue counts a DRA pool's claimed GPUs as its quota's nvidia.com/gpu (workloads/kueue_config.py).
+        args["dra_device_classes"] = [GPU_DEVICE_CLASS]
     if local_queue_namespace:
         args["local_queue_namespace"] = local_queue_namespace
     component = declare(

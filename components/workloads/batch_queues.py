@@ -7,7 +7,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import Field, model_validator
 
-from ..core.arg_types import K8sName, LabelKey
+from ..core.arg_types import DeviceClassName, K8sName, LabelKey
 from ..core.common import GPU_RESOURCE, KeyNames, Problems, cut, listing
 from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.k8s import Toleration, TolerationSpec, app_labels, toleration_problems
@@ -27,6 +27,7 @@ from .batch_teams import (
     retry_problem,
     team_queue_name,
 )
+from .kueue_config import chart_values, controller_chart, kueue_configuration
 from .kueue_objects import cluster_queue, flavor
 from .model import MAX_TEAMS, NamespaceName, TeamName
 from .team_namespaces import (
@@ -37,7 +38,6 @@ from .team_namespaces import (
     declare_namespace,
     gpudirect_labels,
     gpudirect_namespace,
-    pod_security_labels,
     team_labels,
 )
 
@@ -111,6 +111,10 @@ class GpuBatchQueuesArgs(TypedDict):
     """Teams: each gets its namespace and, per queue where it has a share, a LocalQueue `gpu-<pool>`
     on its ClusterQueue; a team with no share anywhere (a default team) gets a LocalQueue per pool
     on the pool's own ClusterQueue. Defaults to none."""
+    dra_device_classes: NotRequired[list[str]]
+    """DeviceClasses whose ExactCount claims Kueue counts as `nvidia.com/gpu` quota (the DRA driver's
+    `gpu.nvidia.com` where a pool hands out GPUs through DRA): Kueue 0.19.2 never admits a Workload
+    claiming an unmapped class. Defaults to none (the chart's default Configuration)."""
 
 
 class _ShareSpec(ArgsModel):
@@ -162,6 +166,7 @@ class _GpuBatchQueuesSpec(ArgsModel):
     queues: Annotated[list[_QueueSpec], Field(min_length=1, max_length=100)]
     local_queue_namespace: K8sName | None = None
     teams: Annotated[list[_TeamSpec], Field(default_factory=list, max_length=MAX_TEAMS)]
+    dra_device_classes: Annotated[list[DeviceClassName], Field(max_length=8)] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _unique_names(self) -> "_GpuBatchQueuesSpec":
@@ -251,8 +256,18 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
         spec = self._begin(name, args, opts)
         child = pulumi.ResourceOptions(parent=self)
         charts = [
-            self._chart(name, "kueue", KUEUE_CHART, KUEUE_VERSION, "kueue-system"),
-            self._chart(name, "jobset", JOBSET_CHART, JOBSET_VERSION, "jobset-system"),
+            controller_chart(
+                self,
+                name,
+                "kueue",
+                KUEUE_CHART,
+                KUEUE_VERSION,
+                "kueue-system",
+                chart_values(kueue_configuration(spec.dra_device_classes))
+                if spec.dra_device_classes
+                else None,
+            ),
+            controller_chart(self, name, "jobset", JOBSET_CHART, JOBSET_VERSION, "jobset-system"),
         ]
         # The objects need the charts' CRDs and Kueue's webhook.
         after_charts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=charts))
@@ -436,28 +451,6 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
             resource = f"{name}-team-{team.name}-gpudirect-namespace"
             created += declare_namespace(self, resource, namespace, labels, egress)
         return created
-
-    def _chart(self, name: str, app: str, chart: str, version: str, namespace: str) -> "k8s.helm.v4.Chart":
-        ns = k8s.core.v1.Namespace(
-            f"{name}-{app}-namespace",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=namespace,
-                labels={
-                    **app_labels(app, component="batch", version=version),
-                    # The controllers' Pods need no host access (UNVERIFIED that they pass restricted,
-                    # which warnings and audit entries report).
-                    **pod_security_labels("baseline", "restricted"),
-                },
-            ),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        return k8s.helm.v4.Chart(
-            f"{name}-{app}",
-            chart=chart,
-            version=version,
-            namespace=namespace,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[ns]),
-        )
 
     def _object(
         self,
