@@ -48,25 +48,34 @@ def test_the_dashboard_parses_with_googles_types_and_every_unit_is_cloud_monitor
 
 def test_bad_fleets_are_refused_with_every_problem_named() -> None:
     problems = check_fleet("Manager", ["gpu-a", "gpu-a", "Manager", "x" * 41, ""])
+    not_a_name = (
+        "is not a cluster name; use at most 40 lowercase letters, digits and hyphens, starting with a "
+        "letter (a GKE cluster name)"
+    )
+    # One problem per worker (a name that is no cluster name is not also "the manager").
     assert problems == [
-        "manager: 'Manager' is not a cluster name; use at most 40 lowercase letters, digits and hyphens, "
-        "starting with a letter (a GKE cluster name)",
-        "workers[2]: 'Manager' is not a cluster name; use at most 40 lowercase letters, digits and hyphens, "
-        "starting with a letter (a GKE cluster name)",
-        f"workers[3]: '{'x' * 41}' is not a cluster name; use at most 40 lowercase letters, digits and "
-        "hyphens, starting with a letter (a GKE cluster name)",
-        "workers[4]: '' is not a cluster name; use at most 40 lowercase letters, digits and hyphens, "
-        "starting with a letter (a GKE cluster name)",
+        f"manager: 'Manager' {not_a_name}",
         "workers[1]: 'gpu-a' is listed twice (also at [0])",
-        "workers[2]: 'Manager' is the manager; a worker is another cluster",
+        f"workers[2]: 'Manager' {not_a_name}",
+        f"workers[3]: '{'x' * 41}' {not_a_name}",
+        f"workers[4]: '' {not_a_name}",
     ]
+    # A worker's GKE cluster, where its name is not its MultiKueueCluster's, is checked the same way.
+    assert check_fleet(MANAGER, ["a", "b", "c"], {"a": MANAGER, "b": "Bad", "c": "gpu-c"}) == [
+        f"clusters[0]: '{MANAGER}' is the manager; a worker is another cluster",
+        f"clusters[1]: 'Bad' {not_a_name}",
+    ]
+    assert check_fleet(MANAGER, ["a", "b"], {"a": "gpu-x", "b": "gpu-x"}) == [
+        "clusters[1]: 'gpu-x' is the cluster of worker [0] too: the charts tell workers apart by their "
+        "cluster's name"
+    ]
+    with pytest.raises(ValueError, match="is the manager"):
+        worker_unreachable_rule(MANAGER, [MANAGER])
     assert check_fleet(MANAGER, []) == [
         "workers: [] names no worker; list the worker clusters the manager dispatches to"
     ]
     with pytest.raises(ValueError, match=r"workers\[1\]: 'gpu-a' is listed twice"):
         fleet_charts(MANAGER, ["gpu-a", "gpu-a"])
-    with pytest.raises(ValueError, match="is the manager"):
-        worker_unreachable_rule(MANAGER, [MANAGER])
     assert check_fleet(MANAGER, WORKERS) == []
 
 

@@ -27,7 +27,7 @@ metric's own: GoogleCloudPlatform/prometheus-engine `pkg/operator/apis/monitorin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,39 +87,80 @@ class FleetChart:
     axis_label: str
 
 
-def check_fleet(manager: str, workers: Sequence[str]) -> list[str]:
-    """Every problem with the names, as `<arg>: <reason>` lines; none for a fleet the charts fit."""
+def check_fleet(
+    manager: str | None,
+    workers: Sequence[str],
+    clusters: Mapping[str, str] | None = None,
+    *,
+    keys: tuple[str, str, str] = ("manager", "workers[{i}]", "clusters[{i}]"),
+) -> list[str]:
+    """Every problem with the names, as `<arg>: <reason>` lines; none for a fleet the charts fit.
+
+    `workers` are the MultiKueueClusters' names; `clusters` each one's GKE cluster name where it is
+    not the same (a fleet's worker `us-east` runs in the cluster `gpu-fleet-us-east`). `manager` None:
+    not known yet (checked once it is). `keys` names the manager, a worker and its cluster in the
+    lines (`{i}` the worker's index), for a component that takes them under other names."""
     problems = Problems()
+    manager_key, worker_key, cluster_key = keys
     allowed = "at most 40 lowercase letters, digits and hyphens, starting with a letter (a GKE cluster name)"
-    for path, name in [("manager", manager), *((f"workers[{i}]", w) for i, w in enumerate(workers))]:
-        if not isinstance(name, str) or not K8S_NAME.fullmatch(name) or len(name) > 40:
-            problems.add(path, f"{cut(name)} is not a cluster name; use {allowed}")
+    clusters = clusters or {}
+
+    def named(path: str, name: object) -> bool:
+        if isinstance(name, str) and K8S_NAME.fullmatch(name) and len(name) <= 40:
+            return True
+        problems.add(path, f"{cut(name)} is not a cluster name; use {allowed}")
+        return False
+
+    if manager is not None:
+        named(manager_key, manager)
     if not workers:
-        problems.add("workers", "[] names no worker; list the worker clusters the manager dispatches to")
+        problems.add(
+            worker_key.split("[")[0], "[] names no worker; list the worker clusters the manager dispatches to"
+        )
     seen: dict[str, int] = {}
+    seen_clusters: dict[str, int] = {}
     for index, worker in enumerate(workers):
-        if worker == manager:
-            problems.add(f"workers[{index}]", f"{cut(worker)} is the manager; a worker is another cluster")
-        elif worker in seen:
-            problems.add(f"workers[{index}]", f"{cut(worker)} is listed twice (also at [{seen[worker]}])")
+        path = worker_key.format(i=index)
+        if not named(path, worker):
+            continue
+        if worker in seen:
+            problems.add(path, f"{cut(worker)} is listed twice (also at [{seen[worker]}])")
+            continue
+        seen[worker] = index
+        cluster, cluster_path = clusters.get(worker, worker), cluster_key.format(i=index)
+        if worker in clusters and not named(cluster_path, cluster):
+            continue
+        where = cluster_path if worker in clusters else path
+        if cluster == manager:
+            problems.add(where, f"{cut(cluster)} is the manager; a worker is another cluster")
+        elif cluster in seen_clusters:
+            problems.add(
+                where,
+                f"{cut(cluster)} is the cluster of worker [{seen_clusters[cluster]}] too: "
+                "the charts tell workers apart by their cluster's name",
+            )
         else:
-            seen[worker] = index
+            seen_clusters[cluster] = index
     return problems.items
 
 
-def _require(manager: str, workers: Sequence[str]) -> None:
-    problems = check_fleet(manager, workers)
+def _require(manager: str, workers: Sequence[str], clusters: Mapping[str, str] | None = None) -> None:
+    problems = check_fleet(manager, workers, clusters)
     if problems:
         raise ValueError("fleet monitoring: " + "; ".join(problems))
 
 
-def fleet_charts(manager: str, workers: Sequence[str]) -> list[FleetChart]:
+def fleet_charts(
+    manager: str, workers: Sequence[str], clusters: Mapping[str, str] | None = None
+) -> list[FleetChart]:
     """Per worker: its workloads admitted and pending (by status), and the GPUs its admitted workloads
-    use; then, for all workers, the manager's dispatches to each and whether it reaches each."""
-    _require(manager, workers)
+    use (from its own Kueue: the series of its GKE cluster, `clusters[worker]`, defaulting to the
+    worker's name); then, for all workers, the manager's dispatches to each and whether it reaches
+    each (by the MultiKueueCluster's name)."""
+    _require(manager, workers, clusters)
     charts = []
     for worker in workers:
-        on = f'cluster="{worker}",{NOT_FOLLOWER}'
+        on = f'cluster="{(clusters or {}).get(worker, worker)}",{NOT_FOLLOWER}'
         charts += [
             FleetChart(
                 worker,
@@ -217,7 +258,12 @@ def fleet_widget(chart: FleetChart) -> dict[str, Any]:
 
 
 def fleet_tiles(
-    manager: str, workers: Sequence[str], *, y: int = 0, columns: int = 48
+    manager: str,
+    workers: Sequence[str],
+    clusters: Mapping[str, str] | None = None,
+    *,
+    y: int = 0,
+    columns: int = 48,
 ) -> list[dict[str, Any]]:
     """The fleet section as mosaic tiles from row `y`: a note, then two charts a row."""
     note = (
@@ -236,7 +282,7 @@ def fleet_tiles(
         }
     ]
     half, height = columns // 2, 16
-    for index, chart in enumerate(fleet_charts(manager, workers)):
+    for index, chart in enumerate(fleet_charts(manager, workers, clusters)):
         row, column = divmod(index, 2)
         tiles.append(
             {
@@ -250,9 +296,11 @@ def fleet_tiles(
     return tiles
 
 
-def fleet_dashboard(manager: str, workers: Sequence[str]) -> dict[str, Any]:
+def fleet_dashboard(
+    manager: str, workers: Sequence[str], clusters: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """A Cloud Monitoring dashboard document of the fleet section alone."""
     return {
         "displayName": f"MultiKueue fleet {manager}",
-        "mosaicLayout": {"columns": 48, "tiles": fleet_tiles(manager, workers)},
+        "mosaicLayout": {"columns": 48, "tiles": fleet_tiles(manager, workers, clusters)},
     }

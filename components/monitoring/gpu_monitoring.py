@@ -18,6 +18,7 @@ from .alert_rules import EVALUATION_INTERVAL, RULE_GROUP, AlertRule, AlertThresh
 from .dashboard import gpu_dashboard
 from .dcgm_exporter import DcgmExporter
 from .dcgm_exporter_args import DcgmExporterSettings, DcgmExporterSpec, exporter_problems
+from .fleet import check_fleet, fleet_dashboard, worker_unreachable_rule
 from .model import AlertPolicyConfig, DcgmSource
 from .rules import check_notification_channels, check_xid_errors
 
@@ -41,6 +42,15 @@ class AlertPolicies(TypedDict):
     10 min, the backlog alert fires. Defaults to 10."""
 
 
+class FleetWorker(TypedDict):
+    """A worker of the MultiKueue fleet this cluster manages."""
+
+    name: str
+    """Its MultiKueueCluster's name on the manager (the alert and the dispatch chart read it)."""
+    cluster_name: NotRequired[str]
+    """Its GKE cluster's name (its Kueue's series carry it). Defaults to `name`."""
+
+
 class GpuMonitoringArgs(TypedDict):
     """The DCGM source, the dashboard and the alert policies of one cluster."""
 
@@ -62,10 +72,21 @@ class GpuMonitoringArgs(TypedDict):
     (requests, queue, time to first token, tokens per second, KV-cache use, the serving Pods' GPU duty
     cycle), and `alerts` a queue-backlog policy on vLLM's waiting requests. Needs a dashboard or
     alerts. Defaults to false."""
+    fleet_workers: NotRequired[list[FleetWorker]]
+    """The cluster is a MultiKueue manager over these workers (1 to 16): a second dashboard, of the
+    fleet (per worker its workloads admitted and pending and the GPUs they use; the manager's
+    dispatches to each and whether it reaches each), and with `alerts` a policy that fires when a
+    worker has not been reachable for 10 minutes (monitoring/fleet.py). Needs a dashboard or alerts.
+    Defaults to none."""
 
 
 # A cluster name as the queries filter on it (a non-empty label value).
 ClusterLabel = Annotated[LabelValue, Field(min_length=1)]
+
+
+class _FleetWorkerSpec(ArgsModel):
+    name: str
+    cluster_name: str | None = None
 
 
 class _GpuMonitoringSpec(ArgsModel):
@@ -78,6 +99,12 @@ class _GpuMonitoringSpec(ArgsModel):
     # The stack file's own model for the thresholds, read with snake_case names (one set of types).
     alerts: AlertPolicyConfig | None = None
     serving: bool = False
+    fleet_workers: Annotated[list[_FleetWorkerSpec], Field(min_length=1, max_length=16)] | None = None
+
+    def fleet(self) -> tuple[list[str], dict[str, str]]:
+        """The workers' MultiKueueCluster names, and the GKE cluster name of each that has its own."""
+        workers = self.fleet_workers or []
+        return [w.name for w in workers], {w.name: w.cluster_name for w in workers if w.cluster_name}
 
 
 def _monitoring_rules(spec: _GpuMonitoringSpec) -> list[str]:
@@ -94,6 +121,16 @@ def _monitoring_rules(spec: _GpuMonitoringSpec) -> list[str]:
             "true has no effect without a dashboard or alerts (dashboard is false, alerts unset): "
             "remove it or turn one of them on",
         )
+    if spec.fleet_workers is not None:
+        if not spec.dashboard and spec.alerts is None:
+            problems.add(
+                "fleet_workers",
+                "has no effect without a dashboard or alerts (dashboard is false, alerts unset): remove "
+                "it or turn one of them on",
+            )
+        manager = spec.cluster_name if isinstance(spec.cluster_name, str) else None
+        keys = ("cluster_name", "fleet_workers[{i}].name", "fleet_workers[{i}].cluster_name")
+        problems.items += check_fleet(manager, *spec.fleet(), keys=keys)
     alerts = spec.alerts
     if alerts is not None:
         names = KeyNames("alerts", camel=False)
@@ -117,6 +154,8 @@ class GpuMonitoring(GkeGpuComponent[_GpuMonitoringSpec]):
 
     dashboard_url: pulumi.Output[str] | None
     """The dashboard in the Cloud Console; none without a dashboard."""
+    fleet_dashboard_url: pulumi.Output[str] | None
+    """The fleet's dashboard in the Cloud Console; none without `fleet_workers` and a dashboard."""
     alert_policy_names: pulumi.Output[list[str]]
     """The alert policies' resource names (projects/<project>/alertPolicies/<id>)."""
 
@@ -147,8 +186,14 @@ class GpuMonitoring(GkeGpuComponent[_GpuMonitoringSpec]):
         self.dashboard_url = None
         project = pick(spec.project, args.get("project"))
         # The cluster's name may be another resource's Output: the queries are built once it is known.
+        fleet_workers, fleet_clusters = spec.fleet()
         cluster = pulumi.Output.from_input(pick(spec.cluster_name, args.get("cluster_name")) or "").apply(
-            partial(_checked_cluster_name, name, spec.dashboard or spec.alerts is not None)
+            partial(
+                _checked_cluster_name,
+                name,
+                spec.dashboard or spec.alerts is not None,
+                fleet=(fleet_workers, fleet_clusters) if spec.fleet_workers else None,
+            )
         )
         if spec.dashboard:
             with_dcgm, with_serving = spec.dcgm != "none", spec.serving
@@ -165,12 +210,22 @@ class GpuMonitoring(GkeGpuComponent[_GpuMonitoringSpec]):
                 ),
                 opts=child,
             )
-            self.dashboard_url = pulumi.Output.all(self.dashboard.id, project).apply(
-                lambda values: (
-                    "https://console.cloud.google.com/monitoring/dashboards/builder/"
-                    f"{values[0].rsplit('/', 1)[-1]}?project={values[1]}"
-                )
+            self.dashboard_url = _console_url(self.dashboard, project)
+
+        self.fleet_dashboard: monitoring.Dashboard | None = None
+        self.fleet_dashboard_url = None
+        if spec.dashboard and spec.fleet_workers:
+            # A dashboard of its own: the GPU dashboard's filters pin its charts to this cluster, and
+            # the fleet's charts read the workers' series.
+            self.fleet_dashboard = monitoring.Dashboard(
+                f"{name}-fleet-dashboard",
+                project=project,
+                dashboard_json=cluster.apply(
+                    lambda c: json.dumps(fleet_dashboard(c, fleet_workers, fleet_clusters), sort_keys=True)
+                ),
+                opts=child,
             )
+            self.fleet_dashboard_url = _console_url(self.fleet_dashboard, project)
 
         # Resources, not outputs (the schema would reference the gcp package): the program reads
         # their display names.
@@ -191,21 +246,54 @@ class GpuMonitoring(GkeGpuComponent[_GpuMonitoringSpec]):
                         opts=child,
                     )
                 )
+            if spec.fleet_workers:
+                unreachable = cluster.apply(
+                    lambda c: _policy(worker_unreachable_rule(c, fleet_workers), channels=channels)
+                )
+                self.alert_policies.append(
+                    monitoring.AlertPolicy(
+                        f"{name}-fleet-worker-unreachable",
+                        project=project,
+                        **{field: unreachable.apply(itemgetter(field)) for field in POLICY_FIELDS},
+                        opts=child,
+                    )
+                )
         self.alert_policy_names = pulumi.Output.all(*[p.name for p in self.alert_policies])
         self.register_outputs(
-            {"dashboardUrl": self.dashboard_url, "alertPolicyNames": self.alert_policy_names}
+            {
+                "dashboardUrl": self.dashboard_url,
+                "fleetDashboardUrl": self.fleet_dashboard_url,
+                "alertPolicyNames": self.alert_policy_names,
+            }
         )
 
 
-def _checked_cluster_name(component: str, queried: bool, value: str) -> str:
+def _console_url(dashboard: monitoring.Dashboard, project: Any) -> pulumi.Output[str]:
+    return pulumi.Output.all(dashboard.id, project).apply(
+        lambda values: (
+            "https://console.cloud.google.com/monitoring/dashboards/builder/"
+            f"{values[0].rsplit('/', 1)[-1]}?project={values[1]}"
+        )
+    )
+
+
+def _checked_cluster_name(
+    component: str, queried: bool, value: str, *, fleet: tuple[list[str], dict[str, str]] | None = None
+) -> str:
     """The cluster's name once known: it reaches PromQL and Monitoring filters unescaped, so it must
-    be a label value (an Output is checked here, a plain value at the boundary already)."""
+    be a label value, and a fleet's manager a GKE cluster name apart from its workers' (an Output is
+    checked here, a plain value at the boundary already)."""
     if (queried and not value) or len(value) > 63 or not LABEL_VALUE_PATTERN.fullmatch(value):
         raise InvalidArgsError(
             "GpuMonitoring",
             component,
             [Problem("cluster_name", f"{cut(value)} is not a Kubernetes label value")],
         )
+    if fleet is not None:
+        keys = ("cluster_name", "fleet_workers[{i}].name", "fleet_workers[{i}].cluster_name")
+        problems = check_fleet(value, *fleet, keys=keys)
+        if problems:
+            raise InvalidArgsError("GpuMonitoring", component, problems)
     return value
 
 

@@ -133,7 +133,9 @@ def fleet_settings(
         check_manager(manager, problems)
         manager_name = manager.cluster.name or manager_name
     workers: dict[str, FleetWorker] = {}
-    seen_clusters = {(manager.cluster.name, manager.cluster.location): "the manager"} if manager else {}
+    seen_clusters: dict[str, tuple[str, str | None]] = (
+        {manager.cluster.name or "": ("the manager", manager.cluster.location)} if manager else {}
+    )
     for i, worker in enumerate(fleet.workers):
         key = f"{FLEET_KEY}.workers[{i}]"
         if worker.name in workers or worker.name in [str(w.name) for w in fleet.workers[:i]]:
@@ -162,16 +164,22 @@ def fleet_settings(
         except ConfigError as exc:
             problems.items += [_moved(p, key) for p in exc.problems]
             continue
-        where = (resolved.cluster.name, resolved.cluster.location)
-        if where in seen_clusters:
+        # By name alone: Managed Prometheus labels each series with its cluster's name only, and the
+        # fleet's charts and alert tell the clusters apart by it (monitoring/fleet.py).
+        name, location = resolved.cluster.name or "", resolved.cluster.location
+        if name in seen_clusters:
+            owner, at = seen_clusters[name]
+            same = (
+                f"is {owner}'s cluster" if at == location else f"is the name of {owner}'s cluster (in {at})"
+            )
             problems.add(
                 f"{key}.cluster.name",
-                f"{cut(resolved.cluster.name or '')} in {resolved.cluster.location} is "
-                f"{seen_clusters[where]}'s cluster; a worker is a cluster of its own (Kueue does not run the "
-                "manager as its own worker)",
+                f"{cut(name)} in {location} {same}; a worker is a cluster of its own, named apart (Kueue "
+                "does not run the manager as its own worker; the fleet's dashboard tells clusters apart "
+                "by name)",
             )
             continue
-        seen_clusters[where] = f"worker {worker.name}"
+        seen_clusters[name] = (f"worker {worker.name}", location)
         if manager is not None:
             _check_peerable(manager, resolved, key, problems)
         if resolved.cluster.mode != "standard":

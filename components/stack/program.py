@@ -184,6 +184,12 @@ def _monitoring(
     if settings.serving and (m.dashboard or m.alerts.enabled):
         # The dashboard's model-server section and the backlog alert.
         args["serving"] = True
+    if settings.fleet is not None and (m.dashboard or m.alerts.enabled):
+        # The fleet's dashboard and worker-unreachable alert, on the manager (this cluster).
+        args["fleet_workers"] = [
+            {"name": w.name, "cluster_name": w.settings.cluster.name or w.name}
+            for w in settings.fleet.workers
+        ]
     if m.dcgm == "exporter":
         assert m.scraper_namespace is not None, "the settings name the scraper's namespace"
         if not exporter:
@@ -273,6 +279,11 @@ def _monitoring_summary(settings: Settings, monitoring: GpuMonitoring | None) ->
     return {
         "dcgm": m.dcgm,
         "dashboardUrl": monitoring.dashboard_url if monitoring and monitoring.dashboard_url else None,
+        **(
+            {"fleetDashboardUrl": monitoring.fleet_dashboard_url}
+            if monitoring and monitoring.fleet_dashboard_url
+            else {}
+        ),
         "alerts": [p.display_name for p in monitoring.alert_policies] if monitoring else [],
     }
 
