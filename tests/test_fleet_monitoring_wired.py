@@ -66,7 +66,9 @@ def test_the_fleet_render_has_the_unreachable_alert_notifying_the_stacks_channel
     assert f"MultiKueue worker unreachable from {MANAGER}" in fleet.outputs["monitoring"]["alerts"]
     # Nothing in the stack reports the alert's series yet: the render says so.
     (warning,) = [w for w in fleet.warnings if "worker-unreachable" in w]
-    assert "kube-state-metrics" in warning and "fires for every worker" in warning
+    assert "kube-state-metrics" in warning and "declared disabled" in warning
+    # So the policy is declared disabled: enabled, its absent() branch would fire for every worker.
+    assert policy["enabled"] is False
 
 
 def test_a_stack_without_a_fleet_has_neither() -> None:
