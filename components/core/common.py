@@ -25,6 +25,7 @@ TOP_LEVEL_KEYS = (
     "batch",
     "serving",
     "fleet",
+    "images",
 )
 
 # The extended resource a Pod requests for a GPU (a whole one, a MIG partition or a share).

@@ -12,6 +12,7 @@ from ..core import images
 from ..core.arg_types import LabelKey, LabelValue
 from ..core.common import GPU_RESOURCE
 from ..core.component import NO_ARGS, GkeGpuComponent
+from ..core.image_digests import ImageDigests, digest_problems, pinned
 from ..core.k8s import app_labels, image_version, selector_labels
 from ..core.model import DNS_LABEL
 from ..core.validation import ArgsModel
@@ -35,6 +36,9 @@ class NvidiaDevicePluginArgs(TypedDict):
     Defaults to none."""
     namespace: NotRequired[str]
     """The namespace of the DaemonSet. Defaults to kube-system."""
+    image_digests: NotRequired[dict[str, str]]
+    """The plugin image's digest (`sha256:<64 lowercase hex>`) by its name without the tag
+    (nvcr.io/nvidia/k8s-device-plugin): it then runs as `<name>:<tag>@<digest>`. Defaults to none."""
 
 
 class _DevicePluginPlace(ArgsModel):
@@ -47,6 +51,11 @@ class _NvidiaDevicePluginSpec(DevicePluginSettings, _DevicePluginPlace):
     file's devicePlugin section has too (one model, read here by snake_case name)."""
 
     namespace: Annotated[str, Field(max_length=63, pattern=DNS_LABEL)] = "kube-system"
+    image_digests: ImageDigests = Field(default_factory=dict)
+
+
+def _rules(spec: _NvidiaDevicePluginSpec) -> list[str]:
+    return list(digest_problems("image_digests", spec.image_digests, [images.DEVICE_PLUGIN]))
 
 
 class NvidiaDevicePlugin(GkeGpuComponent[_NvidiaDevicePluginSpec]):
@@ -69,6 +78,7 @@ class NvidiaDevicePlugin(GkeGpuComponent[_NvidiaDevicePluginSpec]):
     """nvidia.com/gpu advertised per GPU with time-slicing; none for whole GPUs."""
 
     _args_model = _NvidiaDevicePluginSpec
+    _args_rules = staticmethod(_rules)
     _args_by_name = True
 
     def __init__(
@@ -148,7 +158,7 @@ class NvidiaDevicePlugin(GkeGpuComponent[_NvidiaDevicePluginSpec]):
                         containers=[
                             k8s.core.v1.ContainerArgs(
                                 name="nvidia-device-plugin-ctr",
-                                image=images.DEVICE_PLUGIN,
+                                image=pinned(images.DEVICE_PLUGIN, spec.image_digests),
                                 image_pull_policy="IfNotPresent",
                                 env=env,
                                 resources=k8s.core.v1.ResourceRequirementsArgs(

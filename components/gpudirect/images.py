@@ -38,6 +38,14 @@ PAUSE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180
 # host's namespaces. Google's manifest says plain "ubuntu"; pinned to an LTS tag here (no digest:
 # UNVERIFIED, the registry was not reachable when this was written).
 TCPXO_PRE_INSTALL = "ubuntu:24.04"
+# The privileged images each flavour's node software (software.py INSTALLERS) runs by tag, which
+# `image_digests` may pin: the NRI device injector and pause carry Google's digests already.
+NODE_IMAGES_BY_TAG = {
+    "TCPX": (TCPX_PLUGIN,),
+    "TCPXO": (TCPXO_PLUGIN, TCPXO_PRE_INSTALL),
+    "RDMA": (GIB_PLUGIN,),
+    "RDMA-A4X": (GIB_PLUGIN_ARM64,),
+}
 
 # -- Host paths on GKE's COS nodes ----------------------------------------------------------------
 # Where GKE installs the NVIDIA driver; the installers add the NCCL plugin (and NCCL) to its lib64.

@@ -26,8 +26,9 @@ import pulumi_kubernetes as k8s
 from pydantic import Field
 
 from ..core.arg_types import K8sName, NodeNetworks, enum_values
-from ..core.common import NODEPOOL_LABEL, Problem, cut
+from ..core.common import Problem, cut
 from ..core.component import NO_ARGS, GkeGpuComponent
+from ..core.image_digests import ImageDigests, digest_problems, pinned
 from ..core.k8s import (
     Toleration,
     TolerationSpec,
@@ -39,12 +40,10 @@ from ..core.k8s import (
 from ..core.model import Cidr
 from ..core.validation import ArgsModel
 from ..gpu.pool_args import NodeNetwork, node_network_at
-from ..gpu.scheduling import ACCELERATOR_LABEL, ARCH_LABEL
 from .flavors import (
     DEFAULT_GPUDIRECT_CIDR,
     FLAVORS,
     MAX_GPUDIRECT_PREFIX,
-    FlavorSpec,
     GpuDirectFlavor,
     subnet_range,
 )
@@ -53,6 +52,7 @@ from .images import (
     GIB_HOST_DIR,
     GIB_PLUGIN,
     GIB_PLUGIN_ARM64,
+    NODE_IMAGES_BY_TAG,
     NRI_DEVICE_INJECTOR,
     NVIDIA_LIB64_HOST,
     PAUSE,
@@ -60,6 +60,7 @@ from .images import (
     TCPXO_PLUGIN,
     TCPXO_PRE_INSTALL,
 )
+from .node_parts import node_affinity, resources
 
 NAMESPACE = "kube-system"
 NETWORK_API = "networking.gke.io/v1"
@@ -209,6 +210,10 @@ class GpuDirectSoftwareArgs(TypedDict):
     node with the flavour's accelerator, as Google's manifests do; a pool of that accelerator without
     GPUDirect then gets the NCCL plugin in its driver directory (and, for TCPXO, the host firewall
     opened to TCP). Defaults to every node of the accelerator."""
+    image_digests: NotRequired[dict[str, str]]
+    """Digests (`sha256:<64 lowercase hex>`) by image name without its tag, for the privileged images
+    the flavour runs by tag (its NCCL plugin installer; TCPXO's pre-install step, `ubuntu`): each
+    runs as `<name>:<tag>@<digest>`. Defaults to none (by tag)."""
 
 
 class _GpuDirectSoftwareSpec(ArgsModel):
@@ -217,10 +222,13 @@ class _GpuDirectSoftwareSpec(ArgsModel):
     tolerations: list[TolerationSpec] = Field(default_factory=list, max_length=64)
     node_pools: Annotated[list[K8sName], Field(min_length=1, max_length=64)] | None = None
     gpudirect_cidr: Cidr = DEFAULT_GPUDIRECT_CIDR
+    image_digests: ImageDigests = Field(default_factory=dict)
 
 
 def _rules(spec: _GpuDirectSoftwareSpec) -> list[str]:
-    problems: list[str] = []
+    problems: list[str] = list(
+        digest_problems("image_digests", spec.image_digests, NODE_IMAGES_BY_TAG[spec.flavor])
+    )
     # Only what the firewall rule needs (GpuDirectNetworks checks the range in full, once a render).
     try:
         too_small = ipaddress.ip_network(spec.gpudirect_cidr).prefixlen > MAX_GPUDIRECT_PREFIX
@@ -284,6 +292,7 @@ class GpuDirectSoftware(GkeGpuComponent[_GpuDirectSoftwareSpec]):
         args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         self._node_pools = spec.node_pools
+        self._digests = spec.image_digests
         flavor = GpuDirectFlavor(spec.flavor)
         flavor_spec = FLAVORS[flavor]
         child = pulumi.ResourceOptions(parent=self)
@@ -366,7 +375,7 @@ class GpuDirectSoftware(GkeGpuComponent[_GpuDirectSoftwareSpec]):
                 init_containers.append(
                     k8s.core.v1.ContainerArgs(
                         name="pre-installation",
-                        image=TCPXO_PRE_INSTALL,
+                        image=pinned(TCPXO_PRE_INSTALL, self._digests),
                         security_context=privileged,
                         # Host PID namespace (hostPID below) lets nsenter reach the host's PID 1.
                         command=[
@@ -378,13 +387,13 @@ class GpuDirectSoftware(GkeGpuComponent[_GpuDirectSoftwareSpec]):
                             "-c",
                             installer.pre_install(self._gpu_nic_ranges),
                         ],
-                        resources=_resources("50m", "64Mi", "500m", "256Mi"),
+                        resources=resources("50m", "64Mi", "500m", "256Mi"),
                     )
                 )
             init_containers.append(
                 k8s.core.v1.ContainerArgs(
                     name=installer.name,
-                    image=installer.image,
+                    image=pinned(installer.image, self._digests),
                     security_context=privileged,
                     command=["/bin/sh", "-c"],
                     args=[installer.script],
@@ -392,14 +401,14 @@ class GpuDirectSoftware(GkeGpuComponent[_GpuDirectSoftwareSpec]):
                         k8s.core.v1.VolumeMountArgs(name=d.name, mount_path=d.mount_path) for d in dirs
                     ],
                     # Google requests 150m CPU; the memory figures are ours (UNVERIFIED on a node).
-                    resources=_resources("150m", "256Mi", "1", "1Gi"),
+                    resources=resources("150m", "256Mi", "1", "1Gi"),
                 )
             )
             containers = [
                 k8s.core.v1.ContainerArgs(
                     name="pause",
                     image=PAUSE,
-                    resources=_resources("10m", "16Mi", "50m", "32Mi"),
+                    resources=resources("10m", "16Mi", "50m", "32Mi"),
                     security_context=k8s.core.v1.SecurityContextArgs(
                         run_as_user=65535,
                         run_as_non_root=True,
@@ -420,7 +429,7 @@ class GpuDirectSoftware(GkeGpuComponent[_GpuDirectSoftwareSpec]):
                     volume_mounts=[
                         k8s.core.v1.VolumeMountArgs(name=d.name, mount_path=d.mount_path) for d in dirs
                     ],
-                    resources=_resources("150m", "64Mi", "500m", "256Mi"),
+                    resources=resources("150m", "64Mi", "500m", "256Mi"),
                 )
             ]
         return k8s.apps.v1.DaemonSet(
@@ -433,7 +442,7 @@ class GpuDirectSoftware(GkeGpuComponent[_GpuDirectSoftwareSpec]):
                     metadata=k8s.meta.v1.ObjectMetaArgs(labels=labels),
                     spec=k8s.core.v1.PodSpecArgs(
                         priority_class_name="system-node-critical",
-                        affinity=_node_affinity(FLAVORS[flavor], self._node_pools),
+                        affinity=node_affinity(FLAVORS[flavor], self._node_pools),
                         tolerations=tolerations,
                         # Host network and host PID as in Google's manifests: TCPXO's pre-install
                         # step enters PID 1's namespaces; the install scripts and the injector (which
@@ -463,36 +472,3 @@ class GpuDirectSoftware(GkeGpuComponent[_GpuDirectSoftwareSpec]):
             ),
             opts=pulumi.ResourceOptions(parent=self),
         )
-
-
-def _resources(
-    cpu: str, memory: str, cpu_limit: str, memory_limit: str
-) -> "k8s.core.v1.ResourceRequirementsArgs":
-    return k8s.core.v1.ResourceRequirementsArgs(
-        requests={"cpu": cpu, "memory": memory}, limits={"cpu": cpu_limit, "memory": memory_limit}
-    )
-
-
-def _node_affinity(flavor: FlavorSpec, pools: list[str] | None) -> "k8s.core.v1.AffinityArgs":
-    """The flavour's accelerators (and, off amd64, its architecture) and, when given, only these node
-    pools (all must hold)."""
-    expressions = [
-        k8s.core.v1.NodeSelectorRequirementArgs(
-            key=ACCELERATOR_LABEL, operator="In", values=list(flavor.accelerators)
-        )
-    ]
-    if flavor.arch != "amd64":
-        expressions.append(
-            k8s.core.v1.NodeSelectorRequirementArgs(key=ARCH_LABEL, operator="In", values=[flavor.arch])
-        )
-    if pools:
-        expressions.append(
-            k8s.core.v1.NodeSelectorRequirementArgs(key=NODEPOOL_LABEL, operator="In", values=list(pools))
-        )
-    return k8s.core.v1.AffinityArgs(
-        node_affinity=k8s.core.v1.NodeAffinityArgs(
-            required_during_scheduling_ignored_during_execution=k8s.core.v1.NodeSelectorArgs(
-                node_selector_terms=[k8s.core.v1.NodeSelectorTermArgs(match_expressions=expressions)]
-            )
-        )
-    )

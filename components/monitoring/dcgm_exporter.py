@@ -10,6 +10,7 @@ import pulumi_kubernetes as k8s
 from ..core import images
 from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.data import DATA_DIR
+from ..core.image_digests import pinned
 from ..core.k8s import (
     GKE_DRIVER_HOST_DIR,
     app_labels,
@@ -179,7 +180,7 @@ class DcgmExporter(GkeGpuComponent[DcgmExporterSpec]):
 
         container = k8s.core.v1.ContainerArgs(
             name="dcgm-exporter",
-            image=images.DCGM_EXPORTER,
+            image=pinned(images.DCGM_EXPORTER, spec.image_digests),
             image_pull_policy="IfNotPresent",
             # The image's entrypoint passes its arguments on to dcgm-exporter.
             args=["--collectors", f"{COLLECTORS_DIR}/{COLLECTORS_KEY}"],

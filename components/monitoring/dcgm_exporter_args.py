@@ -11,8 +11,10 @@ from typing import Annotated, NotRequired, TypedDict
 
 from pydantic import Field
 
+from ..core import images
 from ..core.arg_types import DcgmFlavor, K8sName, LabelKey, LabelValue, enum_values, matching
 from ..core.common import Problem
+from ..core.image_digests import ImageDigests, digest_problems
 from ..core.k8s import Toleration, TolerationSpec, toleration_problems
 from ..core.model import DNS_LABEL
 from ..core.validation import ArgsModel
@@ -44,6 +46,9 @@ class DcgmExporterArgs(TypedDict):
     """The scrape interval (podMonitoring, serviceMonitor), a Prometheus duration. Defaults to 30s."""
     runtime_class_name: NotRequired[str]
     """The RuntimeClass of the NVIDIA container runtime (generic clusters). Defaults to none."""
+    image_digests: NotRequired[dict[str, str]]
+    """The exporter image's digest (`sha256:<64 lowercase hex>`) by its name without the tag
+    (nvcr.io/nvidia/k8s/dcgm-exporter): it then runs as `<name>:<tag>@<digest>`. Defaults to none."""
 
 
 class DcgmExporterSettings(TypedDict):
@@ -68,6 +73,9 @@ class DcgmExporterSettings(TypedDict):
     """The scrape interval (podMonitoring, serviceMonitor), a Prometheus duration. Defaults to 30s."""
     runtime_class_name: NotRequired[str]
     """The RuntimeClass of the NVIDIA container runtime (generic clusters). Defaults to none."""
+    image_digests: NotRequired[dict[str, str]]
+    """The exporter image's digest (`sha256:<64 lowercase hex>`) by its name without the tag
+    (nvcr.io/nvidia/k8s/dcgm-exporter): it then runs as `<name>:<tag>@<digest>`. Defaults to none."""
 
 
 Namespace = Annotated[str, Field(max_length=63, pattern=DNS_LABEL)]
@@ -87,11 +95,14 @@ class DcgmExporterSpec(ArgsModel):
         PROMETHEUS_DURATION, "a Prometheus duration such as 30s or 1m", max_length=20
     ) = "30s"
     runtime_class_name: K8sName | None = None
+    image_digests: ImageDigests = Field(default_factory=dict)
 
 
 def exporter_problems(spec: DcgmExporterSpec, prefix: str = "") -> list[str]:
     """What the exporter cannot run with (problem lines, each arg path under `prefix`)."""
-    problems = []
+    problems: list[str] = list(
+        digest_problems(f"{prefix}image_digests", spec.image_digests, [images.DCGM_EXPORTER])
+    )
     for i, toleration in enumerate(spec.tolerations):
         problems += toleration_problems(f"{prefix}tolerations[{i}]", toleration)
     if not spec.node_selector and not spec.required_node_labels:

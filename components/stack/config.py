@@ -48,6 +48,7 @@ from .broken import Broken
 from .cluster_section import ClusterRules
 from .config_value import decode_config_value
 from .gateway_section import GatewayRules
+from .images_section import ImageRules
 from .keys import check_config_keys
 from .pools_section import PoolRules
 from .schema import StackConfig, dashboard_on
@@ -84,7 +85,7 @@ __all__ = [
 ]
 
 
-class _Resolver(ClusterRules, PoolRules, WorkloadRules, BatchRules, ServingRules, GatewayRules):
+class _Resolver(ClusterRules, PoolRules, WorkloadRules, BatchRules, ServingRules, GatewayRules, ImageRules):
     """Checks a shape-valid StackConfig for meaning and resolves it into Settings."""
 
     def __init__(
@@ -147,6 +148,11 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules, BatchRules, ServingRules
         serving = self._serving(cluster, pools) if "serving" not in broken else ()
         if network is not None and "serving" not in broken:
             network = self._gateways(network)
+        image_digests = (
+            self._image_digests(pools, monitoring, device_plugin is not None)
+            if "images" not in broken
+            else {}
+        )
         capacity_known = not self.broken.any_pool() and "systemPool" not in self.broken.cluster_keys
         if network is not None and cluster.mode == "standard" and capacity_known:
             self._check_address_capacity(network, cluster, pools)
@@ -170,6 +176,7 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules, BatchRules, ServingRules
             gpu_nodes=gpu_nodes,
             batch=batch,
             serving=serving,
+            image_digests=image_digests,
         )
 
     def _require_gcp(self, needed_for: str | None) -> None:

@@ -11,6 +11,8 @@ from typing import Any, cast
 import pulumi
 
 from ..cluster.existing import ExistingCluster, ExistingClusterArgs
+from ..core import images
+from ..core.image_digests import digests_for
 from ..core.k8s import Toleration
 from ..gpu.device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
 from ..gpu.node_labels import GpuNodeLabels
@@ -201,6 +203,9 @@ def _monitoring(
                 "scrape": ScrapeMode(m.scrape or "podMonitoring"),
                 "scraper_namespace": m.scraper_namespace,
             }
+        digests = digests_for(settings.image_digests, [images.DCGM_EXPORTER])
+        if digests:
+            exporter = {**exporter, "image_digests": digests}
         args["exporter"] = exporter
     if m.alerts.enabled:
         alerts: AlertPolicies = {
@@ -324,6 +329,8 @@ def _build_existing(settings: Settings) -> dict[str, Any]:
             plugin_args["time_slicing_replicas"] = plugin.time_slicing_replicas
         if plugin.runtime_class_name is not None:
             plugin_args["runtime_class_name"] = plugin.runtime_class_name
+        if digests := digests_for(settings.image_digests, [images.DEVICE_PLUGIN]):
+            plugin_args["image_digests"] = digests
         layer.append(
             declare(
                 NvidiaDevicePlugin,

@@ -5,11 +5,13 @@ from typing import Any
 
 import pulumi
 
+from ..core.image_digests import digests_for
 from ..gpu.pool import GpuPool
 from ..gpudirect.admission import GpuDirectAdmission, GpuDirectAdmissionArgs
 from ..gpudirect.admission_cel import flavors_with_injector
 from ..gpudirect.dranet import DranetClaimTemplates, dranet_pod_parts
 from ..gpudirect.flavors import DRANET_CLAIM_TEMPLATE, FLAVORS, GpuDirectFlavor
+from ..gpudirect.images import NODE_IMAGES_BY_TAG
 from ..gpudirect.networks import GpuDirectNetworks, GpuDirectNetworksArgs
 from ..gpudirect.pod_parts import gpudirect_pod_parts
 from ..gpudirect.software import GpuDirectSoftware, GpuDirectSoftwareArgs
@@ -89,6 +91,8 @@ def gpudirect_software(
             args["node_networks"] = networks[flavor].node_networks
         if settings.network is not None and settings.network.gpudirect_cidr:
             args["gpudirect_cidr"] = settings.network.gpudirect_cidr
+        if digests := digests_for(settings.image_digests, NODE_IMAGES_BY_TAG[flavor]):
+            args["image_digests"] = digests
         declared.append(
             declare(GpuDirectSoftware, f"gpudirect-{flavor.lower()}-software", args, opts=kubernetes)
         )

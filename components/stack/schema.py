@@ -14,6 +14,7 @@ from pydantic import Field, field_validator
 from ..cluster.model import ClusterConfig
 from ..core.catalog import Catalog
 from ..core.common import MAX_POOLS, Problems, cut, listing
+from ..core.image_digests import ImagesConfig
 from ..core.model import StackModel
 from ..fleet.model import FleetConfig
 from ..gpu.device_plugin_config import DevicePluginConfig
@@ -39,6 +40,8 @@ class StackConfig(StackModel):
     gpu_nodes: Annotated[list[Annotated[str, Field(max_length=253)]], Field(max_length=5000)] | None = None
     # A MultiKueue fleet: this stack's cluster is its manager (docs/fleet.md).
     fleet: FleetConfig | None = None
+    # Digests of the images run privileged or as root on the nodes (stack/images_section.py).
+    images: ImagesConfig = ImagesConfig()
 
     @field_validator("workloads", mode="before")
     @classmethod

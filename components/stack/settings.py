@@ -40,3 +40,5 @@ class Settings:
     serving: tuple[ServingConfig, ...] = ()
     # A MultiKueue fleet whose manager this cluster is (gke-gpu:fleet).
     fleet: "FleetSettings | None" = None
+    # Image name (no tag) -> digest, for the images run privileged or as root (gke-gpu:images.digests).
+    image_digests: dict[str, str] = field(default_factory=dict)
