@@ -219,3 +219,15 @@ def test_the_documented_deepest_import_chain_is_the_measured_one() -> None:
     assert documented, "docs/architecture.md names the deepest import chain"
     names = tuple(n.strip("` ") for n in documented.group(2).split("→"))
     assert (int(documented.group(1)), names) == (len(chain), tuple(n.removeprefix("gke_gpu.") for n in chain))
+
+
+def test_the_documented_module_counts_are_the_packages_own() -> None:
+    # docs/architecture.md's table: "| `<package>` | <modules besides __init__.py> | ... |".
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    documented = {name: int(count) for name, count in re.findall(r"^\| `(\w+)` \| (\d+) \|", text, re.M)}
+    actual = {
+        package.name: len([p for p in package.glob("*.py") if p.name != "__init__.py"])
+        for package in sorted(LIBRARY.iterdir())
+        if (package / "__init__.py").is_file()
+    }
+    assert documented == actual

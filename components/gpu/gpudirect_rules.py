@@ -34,7 +34,7 @@ MIN_VERSIONS = {
 
 # Flavours without a published minimum, and what is known of theirs.
 UNGATED_MINIMUMS = {
-    GpuDirectFlavor.RDMA_A4X: "a version that offers A4X (minimum unpublished; cluster-toolkit's "
+    GpuDirectFlavor.RDMA_A4X: "at a version that offers A4X (minimum unpublished; cluster-toolkit's "
     "examples/gke-a4x pins 1.35)",
 }
 
@@ -117,7 +117,8 @@ class GpuDirectRules(PoolRuleBase):
                 )
                 + f"; {self.version_hint()}",
             )
-        if not pool.compact_placement and not pool.reservation.block:
+        # A workload policy places the pool's VMs in one NVLink domain itself (rack_rules.py).
+        if not pool.compact_placement and not pool.reservation.block and not pool.workload_policy:
             if pool.queued_provisioning or (pool.flex_start and not machine.name.startswith(FLEX_COMPACT)):
                 why = "queued provisioning" if pool.queued_provisioning else "flex-start on this machine"
                 self.note(

@@ -10,6 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
+from ..core.common import GPU_RESOURCE
 from ..core.k8s import app_labels
 from .team_namespaces import pod_security_labels
 
@@ -33,7 +34,7 @@ FRAMEWORKS = [
 # whose Pods claim an unmapped DeviceClass inadmissible (pkg/dra/claims.go, "not mapped in DRA
 # configuration"); KueueDRAIntegration is Beta and on (pkg/features/kube_features.go). UNVERIFIED on a
 # cluster that Kueue accepts a mapping to a name that is also an extended resource.
-DRA_GPU_RESOURCE = "nvidia.com/gpu"
+DRA_GPU_RESOURCE = GPU_RESOURCE
 
 
 def kueue_configuration(
