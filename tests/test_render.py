@@ -382,3 +382,17 @@ def test_a_stack_at_the_pool_limit_renders_in_bounded_time() -> None:
     with no_hang(60):
         result = render(config)
     assert len(result.of_type("gcp:container/nodePool:NodePool")) == MAX_POOLS + 1  # + the system pool
+
+
+def test_every_kubernetes_object_of_a_fleet_gets_its_own_manifest(tmp_path: Path) -> None:
+    # The manager and each worker declare objects of one namespace, kind and name through their own
+    # providers: each must be written (checkov scans the manifests folder), none overwrite another.
+    from tools import plan
+
+    document = plan.to_document(stack_render("fleet"))
+    objects = plan.kubernetes_objects(document)
+    keys = [(o["metadata"].get("namespace"), o["kind"], o["metadata"]["name"]) for o in objects]
+    assert len(set(keys)) < len(keys), "the fleet has objects of one name on several clusters"
+    written = plan.write_out(document, tmp_path / "out")
+    manifests = [p for p in written if p.parent.name == plan.MANIFESTS]
+    assert len(manifests) == len(objects) == len(set(manifests))

@@ -256,8 +256,18 @@ def write_out(document: dict[str, Any], out: Path) -> list[Path]:
     for obj in kubernetes_objects(document):
         meta = obj.get("metadata", {})
         scope = meta.get("namespace") or "cluster"
-        filename = f"{scope}.{obj.get('kind', 'Object').lower()}.{meta.get('name', 'unnamed')}.yaml"
-        path = manifests / re.sub(r"[^A-Za-z0-9._-]", "_", filename)
+        stem = re.sub(
+            r"[^A-Za-z0-9._-]",
+            "_",
+            f"{scope}.{obj.get('kind', 'Object').lower()}.{meta.get('name', 'unnamed')}",
+        )
+        path = manifests / f"{stem}.yaml"
+        # Objects of one namespace, kind and name on several clusters (a fleet's manager and workers
+        # each through their own provider): every one gets its file, in the render's order.
+        copy = 1
+        while path in written:
+            copy += 1
+            path = manifests / f"{stem}.{copy}.yaml"
         path.write_text(manifest_yaml(obj), encoding="utf-8")
         written.append(path)
     for r in document["resources"]:
