@@ -15,9 +15,10 @@ from ..core.k8s import app_labels
 from ..core.validation import ArgsModel
 from ..workloads.batch_queues import JOBSET_CHART, JOBSET_VERSION, KUEUE_API, KUEUE_CHART, KUEUE_VERSION
 from ..workloads.batch_teams import Quota, queue_name, team_queue_name
+from ..workloads.kueue_config import controller_chart
 from ..workloads.kueue_objects import cluster_queue
 from ..workloads.model import NamespaceName, TeamName
-from ..workloads.team_namespaces import declare_namespace, pod_security_labels, team_labels
+from ..workloads.team_namespaces import declare_namespace, team_labels
 from .kueue_config import chart_values
 from .model import MAX_WORKERS, WorkerName
 from .worker_access import KUEUE_NAMESPACE
@@ -149,10 +150,16 @@ class MultiKueueManager(GkeGpuComponent[_Spec]):
         spec = self._begin(name, args, opts)
         child = pulumi.ResourceOptions(parent=self)
         charts = [
-            self._chart(
-                name, "kueue", KUEUE_CHART, KUEUE_VERSION, KUEUE_NAMESPACE, chart_values(spec.dispatcher)
+            controller_chart(
+                self,
+                name,
+                "kueue",
+                KUEUE_CHART,
+                KUEUE_VERSION,
+                KUEUE_NAMESPACE,
+                chart_values(spec.dispatcher),
             ),
-            self._chart(name, "jobset", JOBSET_CHART, JOBSET_VERSION, "jobset-system", None),
+            controller_chart(self, name, "jobset", JOBSET_CHART, JOBSET_VERSION, "jobset-system", None),
         ]
         after_charts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=charts))
 
@@ -252,29 +259,6 @@ class MultiKueueManager(GkeGpuComponent[_Spec]):
         self.cluster_queue_names = pulumi.Output.from_input(cluster_queues)
         self.register_outputs(
             {"workerNames": self.worker_names, "clusterQueueNames": self.cluster_queue_names}
-        )
-
-    def _chart(
-        self, name: str, app: str, chart: str, version: str, namespace: str, values: dict[str, Any] | None
-    ) -> "k8s.helm.v4.Chart":
-        ns = k8s.core.v1.Namespace(
-            f"{name}-{app}-namespace",
-            metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=namespace,
-                labels={
-                    **app_labels(app, component="batch", version=version),
-                    **pod_security_labels("baseline", "restricted"),
-                },
-            ),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        return k8s.helm.v4.Chart(
-            f"{name}-{app}",
-            chart=chart,
-            version=version,
-            namespace=namespace,
-            values=values,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[ns]),
         )
 
     def _object(
