@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from ..core.common import NODEPOOL_LABEL
 from ..core.images import DCGM_HOSTNAME_LABEL
-from .dashboard_serving import DCGM_NOTE, NO_DCGM_NOTE, SECTION_NOTE, serving_charts, serving_widget
+from .dashboard_serving import DCGM_NOTE, NO_DCGM_NOTE, SECTION_NOTE, promql_widget, serving_charts
 
 COLUMNS = 48
 HALF = COLUMNS // 2
@@ -310,7 +310,7 @@ def gpu_dashboard(*, cluster: str, display_name: str, dcgm: bool, serving: bool 
     if serving:
         section("Model servers", "vLLM, one line per service")
         for serving_chart in serving_charts(cluster, dcgm=dcgm):
-            add(serving_widget(serving_chart), width=HALF, height=CHART_HEIGHT)
+            add(promql_widget(serving_chart), width=HALF, height=CHART_HEIGHT)
 
     return {
         "displayName": display_name,

@@ -20,7 +20,7 @@ either). MIG partitions report no utilization, so a service on MIG has no GPU li
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 # A service's namespace is `serve-<name>` (serving/model.py `service_namespace`; the batch teams
 # reserve the prefix): the GPU chart keeps the DCGM series of Pods in those namespaces. Duplicated
@@ -140,7 +140,20 @@ def serving_charts(cluster: str, *, dcgm: bool) -> list[ServingChart]:
     return charts
 
 
-def serving_widget(chart: ServingChart) -> dict[str, Any]:
+class PromQlChart(Protocol):
+    """A chart of one PromQL query (the model-server section's, a fleet's)."""
+
+    @property
+    def title(self) -> str: ...
+    @property
+    def query(self) -> str: ...
+    @property
+    def unit(self) -> str: ...
+    @property
+    def axis_label(self) -> str: ...
+
+
+def promql_widget(chart: PromQlChart) -> dict[str, Any]:
     """An XY chart of one PromQL query; each series is named by its labels."""
     return {
         "title": chart.title,

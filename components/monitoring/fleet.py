@@ -33,6 +33,7 @@ from typing import Any
 
 from ..core.common import GPU_RESOURCE, K8S_NAME, Problems, cut
 from .alert_rules import AlertRule
+from .dashboard_serving import promql_widget
 
 NOT_FOLLOWER = 'replica_role!="follower"'
 CONDITION_METRIC = "kube_customresource_multikueuecluster_condition"
@@ -239,24 +240,6 @@ def worker_unreachable_rule(manager: str, workers: Sequence[str]) -> AlertRule:
     )
 
 
-def fleet_widget(chart: FleetChart) -> dict[str, Any]:
-    """An XY chart of one PromQL query; each series is named by its labels."""
-    return {
-        "title": chart.title,
-        "xyChart": {
-            "dataSets": [
-                {
-                    "timeSeriesQuery": {"prometheusQuery": chart.query, "unitOverride": chart.unit},
-                    "plotType": "LINE",
-                    "targetAxis": "Y1",
-                }
-            ],
-            "yAxis": {"scale": "LINEAR", "label": chart.axis_label},
-            "chartOptions": {"mode": "COLOR"},
-        },
-    }
-
-
 def fleet_tiles(
     manager: str,
     workers: Sequence[str],
@@ -290,7 +273,7 @@ def fleet_tiles(
                 "yPos": y + 4 + row * height,
                 "width": half,
                 "height": height,
-                "widget": fleet_widget(chart),
+                "widget": promql_widget(chart),
             }
         )
     return tiles
