@@ -212,3 +212,12 @@ def pod_security_level(pod: dict[str, Any]) -> tuple[str, list[str]]:
         if added:
             reasons.append(f"{container['name']} adds {', '.join(added)}")
     return ("privileged" if reasons else "baseline"), reasons
+
+
+def pod_security_labels(enforce: str, report: str) -> dict[str, str]:
+    """Pod Security admission's labels: `enforce`, and `report` for warn and audit."""
+    return {
+        "pod-security.kubernetes.io/enforce": enforce,
+        "pod-security.kubernetes.io/warn": report,
+        "pod-security.kubernetes.io/audit": report,
+    }

@@ -27,7 +27,14 @@ from pydantic import Field
 from ..core.arg_types import K8sName, LabelValue
 from ..core.common import NODEPOOL_LABEL, Problems
 from ..core.component import NO_ARGS, GkeGpuComponent
-from ..core.k8s import GKE_DRIVER_HOST_DIR, Toleration, TolerationSpec, app_labels, toleration_problems
+from ..core.k8s import (
+    GKE_DRIVER_HOST_DIR,
+    Toleration,
+    TolerationSpec,
+    app_labels,
+    pod_security_labels,
+    toleration_problems,
+)
 from ..core.validation import ArgsModel
 from ..gpu.scheduling import ACCELERATOR_LABEL
 from .claims import RESOURCE_API
@@ -182,9 +189,7 @@ class NvidiaDraDriver(GkeGpuComponent[_DriverSpec]):
                 name=DRA_DRIVER_NAMESPACE,
                 labels={
                     **labels,
-                    "pod-security.kubernetes.io/enforce": "privileged",
-                    "pod-security.kubernetes.io/warn": "baseline",
-                    "pod-security.kubernetes.io/audit": "baseline",
+                    **pod_security_labels("privileged", "baseline"),
                 },
             ),
             opts=pulumi.ResourceOptions(parent=self),

@@ -15,6 +15,7 @@ from ..core.k8s import (
     GKE_DRIVER_HOST_DIR,
     app_labels,
     image_version,
+    pod_security_labels,
     require_node_labels,
     selector_labels,
     toleration_args,
@@ -94,11 +95,9 @@ class DcgmExporter(GkeGpuComponent[DcgmExporterSpec]):
                 labels={
                     **app_labels(spec.namespace, component="gpu-monitoring"),
                     # The exporter needs host paths (and privilege on GKE)...
-                    "pod-security.kubernetes.io/enforce": "privileged",
                     # ...an exception kept visible: `kubectl apply` warns and the audit log records
                     # every Pod here that the baseline standard would refuse.
-                    "pod-security.kubernetes.io/warn": "baseline",
-                    "pod-security.kubernetes.io/audit": "baseline",
+                    **pod_security_labels("privileged", "baseline"),
                 },
             ),
             opts=child,

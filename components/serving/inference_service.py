@@ -12,6 +12,7 @@ from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.k8s import (
     Toleration,
     app_labels,
+    pod_security_labels,
     restricted_container_security_context,
     toleration_args,
     toleration_problems,
@@ -271,9 +272,7 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
                     **app_labels(namespace, component="inference-server"),
                     # vLLM itself passes 'restricted'; the Cloud Storage FUSE sidecar GKE injects is not
                     # checked here (UNVERIFIED), so 'baseline' is enforced and 'restricted' reported.
-                    "pod-security.kubernetes.io/enforce": "baseline",
-                    "pod-security.kubernetes.io/warn": "restricted",
-                    "pod-security.kubernetes.io/audit": "restricted",
+                    **pod_security_labels("baseline", "restricted"),
                 },
             ),
             opts=child,

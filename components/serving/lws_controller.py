@@ -8,7 +8,7 @@ import pulumi_kubernetes as k8s
 from pydantic import Field
 
 from ..core.component import NO_ARGS, GkeGpuComponent
-from ..core.k8s import app_labels
+from ..core.k8s import app_labels, pod_security_labels
 from ..core.validation import ArgsModel
 
 # Upstream's Helm chart, pinned (docs/serving-research.md 8): its CRDs, the controller and its
@@ -66,9 +66,7 @@ class LeaderWorkerSetController(GkeGpuComponent[_ControllerSpec]):
                 labels={
                     **labels,
                     # The controller's Pod passes 'restricted' with the values below.
-                    "pod-security.kubernetes.io/enforce": "restricted",
-                    "pod-security.kubernetes.io/warn": "restricted",
-                    "pod-security.kubernetes.io/audit": "restricted",
+                    **pod_security_labels("restricted", "restricted"),
                 },
             ),
             opts=pulumi.ResourceOptions(parent=self),

@@ -10,6 +10,7 @@ from pulumi_gcp import projects, serviceaccount
 
 from ..core.arg_types import K8sName, ProjectId
 from ..core.component import NO_ARGS, GkeGpuComponent
+from ..core.k8s import pod_security_labels
 from ..core.validation import ArgsModel
 
 # The adapter's production manifest (the new resource model), pinned to the commit that moved it to
@@ -111,9 +112,7 @@ class CustomMetricsAdapter(GkeGpuComponent[_AdapterSpec]):
             metadata=k8s.meta.v1.ObjectMetaPatchArgs(
                 name=ADAPTER_NAMESPACE,
                 labels={
-                    "pod-security.kubernetes.io/enforce": "baseline",
-                    "pod-security.kubernetes.io/warn": "restricted",
-                    "pod-security.kubernetes.io/audit": "restricted",
+                    **pod_security_labels("baseline", "restricted"),
                 },
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[manifest]),

@@ -11,8 +11,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from ..core.common import GPU_RESOURCE
-from ..core.k8s import app_labels
-from .team_namespaces import pod_security_labels
+from ..core.k8s import app_labels, pod_security_labels
 
 # The chart's integrations at v0.19.2.
 FRAMEWORKS = [

@@ -18,6 +18,7 @@ from ..core.k8s import (
     SKIP_AWAIT,
     app_labels,
     image_version,
+    pod_security_labels,
     pod_security_level,
     selector_labels,
 )
@@ -146,9 +147,7 @@ class NcclAllReduce(GkeGpuComponent[NcclAllReduceSpec]):
                     # /proc/sys and NET_ADMIN, TCPX's IPC_LOCK), 'baseline' for plain TCP (root for
                     # sshd and mpirun, the runtime's default capabilities). Warnings and audit
                     # entries report what the next stricter level would refuse.
-                    "pod-security.kubernetes.io/enforce": level,
-                    "pod-security.kubernetes.io/warn": "baseline" if level == "privileged" else "restricted",
-                    "pod-security.kubernetes.io/audit": "baseline" if level == "privileged" else "restricted",
+                    **pod_security_labels(level, "baseline" if level == "privileged" else "restricted"),
                 },
                 annotations={POD_SECURITY_REASONS_ANNOTATION: "; ".join(reasons) or "none"},
             ),

@@ -21,6 +21,7 @@ from ..core.k8s import (
     app_labels,
     deny_all_network_policy_spec,
     image_version,
+    pod_security_labels,
     require_node_labels,
     restricted_container_security_context,
     restricted_pod_security_context,
@@ -128,11 +129,9 @@ class SampleWorkloads(GkeGpuComponent[SampleWorkloadsSpec]):
                     name=namespace,
                     labels={
                         **app_labels(namespace, component="gpu-samples"),
-                        "pod-security.kubernetes.io/enforce": "restricted" if base else "privileged",
                         # Where 'privileged' is enforced (MPS's hostIPC), what breaks 'restricted'
                         # is still reported: a warning to the client and an audit log entry.
-                        "pod-security.kubernetes.io/warn": "restricted",
-                        "pod-security.kubernetes.io/audit": "restricted",
+                        **pod_security_labels("restricted" if base else "privileged", "restricted"),
                     },
                 ),
                 opts=pulumi.ResourceOptions(parent=self),

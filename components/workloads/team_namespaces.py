@@ -27,7 +27,7 @@ from ..core.egress import (
     metadata_server_egress_rules,
     pods_egress_rule,
 )
-from ..core.k8s import app_labels
+from ..core.k8s import app_labels, pod_security_labels
 from ..core.validation import ArgsModel
 from .egress_args import TeamEgress
 
@@ -80,15 +80,6 @@ def team_egress_rules(entries: Sequence[TeamEgress]) -> list[k8s.networking.v1.N
 def gpudirect_namespace(team: str) -> str:
     """The namespace of a team's GPUDirect Pods."""
     return f"{GPUDIRECT_NAMESPACE_PREFIX}{team}"
-
-
-def pod_security_labels(enforce: str, report: str) -> dict[str, str]:
-    """Pod Security admission's labels: `enforce`, and `report` for warn and audit."""
-    return {
-        "pod-security.kubernetes.io/enforce": enforce,
-        "pod-security.kubernetes.io/warn": report,
-        "pod-security.kubernetes.io/audit": report,
-    }
 
 
 def declare_namespace(
