@@ -3,6 +3,7 @@ before anything is declared: GPU memory, tensor-parallel sizes, the context, the
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,13 @@ def test_every_device_memory_figure_is_sourced_and_near_what_is_sold() -> None:
     for accelerator in measured:
         assert f"#   {accelerator.device_memory_source} " in header, accelerator.name
         assert 0.9 < accelerator.gpu_memory_bytes / (accelerator.memory_gb * 1e9) < 1.1, accelerator.name
+    # The measured figures are what tools/gpu_memory_check.py printed on the GPU (tests/device/README.md).
+    for kind, name in (("h100", "nvidia-h100-80gb"), ("h200", "nvidia-h200-141gb")):
+        record = json.loads((Path(__file__).parent / "device" / f"gpu_memory_check-{kind}.json").read_text())
+        accelerator = load_catalog().accelerator(name)
+        assert accelerator is not None and record["gpuType"] == name
+        assert accelerator.device_memory_source == "DEV"
+        assert accelerator.gpu_memory_bytes == record["totalBytes"]
     unmeasured = load_catalog().accelerator("nvidia-tesla-t4")
     assert unmeasured is not None and unmeasured.gpu_memory_bytes == 16 * 10**9
     assert "16 GB each as sold" in unmeasured.gpu_memory_basis

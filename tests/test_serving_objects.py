@@ -333,8 +333,10 @@ def test_replicas_sharing_a_node_ask_for_its_ephemeral_storage_together_not_each
     from gke_gpu.serving.sizing import allocatable_ephemeral_gib
     from tests.conftest import STANDARD_CLUSTER, render, stack_config
 
-    h100 = {"name": "h100", "accelerator": "nvidia-h100-80gb", "gpusPerNode": 8, "maxNodes": 1, "driverVersion": "LATEST"}
-    service = {"name": "chat", "pool": "h100", "model": "gs://models-bucket/m", "replicas": {"min": 8, "max": 8}}
+    h100 = {"name": "h100", "accelerator": "nvidia-h100-80gb", "gpusPerNode": 8, "maxNodes": 1}
+    h100["driverVersion"] = "LATEST"
+    service: dict[str, object] = {"name": "chat", "pool": "h100", "model": "gs://models-bucket/m"}
+    service["replicas"] = {"min": 8, "max": 8}
     service["modelInfo"] = {"parameters": 8_000_000_000, "dtype": "bfloat16"}
     result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[h100], serving=[service]))
     spec = result.one(DEPLOYMENT).inputs["spec"]["template"]
