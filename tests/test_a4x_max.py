@@ -229,3 +229,10 @@ def test_dranet_written_out_is_the_same_as_the_default() -> None:
     written = render(stack_config(**keys({**MAX, "gpudirectNetworking": "dranet"})))
     pool = written.one(NODE_POOL, "gpu-rack-pool").inputs
     assert len(pool["networkConfig"]["additionalNodeNetworkConfigs"]) == 9
+
+
+def test_every_kubernetes_object_of_the_rack_stack_is_valid(rack: Any) -> None:
+    objects = kubernetes_objects(to_document(rack))
+    assert {"DaemonSet", "ResourceClaimTemplate", "ComputeDomain", "JobSet"} <= {o["kind"] for o in objects}
+    for obj in objects:
+        validate(obj)
