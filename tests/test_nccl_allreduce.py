@@ -18,7 +18,7 @@ import pytest
 
 from gke_gpu.core.k8s import pod_security_level
 from gke_gpu.core.validation import InvalidArgsError
-from gke_gpu.gpudirect.flavors import MACHINE_FLAVORS, GpuDirectFlavor
+from gke_gpu.gpudirect.flavors import FLAVORS, MACHINE_FLAVORS, GpuDirectFlavor
 from gke_gpu.workloads.nccl_allreduce import (
     SCRIPT,
     NcclAllReduce,
@@ -308,7 +308,7 @@ def test_a_queued_pool_tolerates_gke_queued_and_sets_the_run_duration() -> None:
 
 # The all-reduce runs on amd64 hosts only (its runner images; nccl_rules refuses the others): A4X's
 # Arm flavour is left out here.
-AMD64_FLAVORS = [f for f in GpuDirectFlavor if f is not GpuDirectFlavor.RDMA_A4X]
+AMD64_FLAVORS = [f for f in GpuDirectFlavor if FLAVORS[f].arch == "amd64"]
 
 
 @pytest.mark.parametrize("flavor", AMD64_FLAVORS)
