@@ -31,10 +31,9 @@ from .leader_worker_set import leader_worker_set, serving_selector
 from .model import service_namespace
 from .model_rules import check_model
 from .rollout import needs_disruption_budget, pod_disruption_budget
-from .rules import check_model_server, check_replica_nodes, weights_source
+from .rules import DRA_DUTY_CYCLE_UNKNOWN, check_model_server, check_replica_nodes, weights_source
 from .server_parts import (
     CONTAINER,
-    DRA_DUTY_CYCLE_UNKNOWN,
     HOME,
     PORT,
     VLLM_GROUP,

@@ -35,14 +35,6 @@ HOME = "/home/vllm"
 WEIGHTS_DIR = "/models"
 
 
-# GKE's per-container duty cycle (the autoscaler's `scale_on: gpu`) is documented for GPUs its device
-# plugin allocates; no GKE page says it reports one for a GPU a DRA claim gives a container.
-DRA_DUTY_CYCLE_UNKNOWN = (
-    "no GKE page says it reports a container's GPU duty cycle for GPUs a DRA claim gives it, and without "
-    "one the autoscaler never scales (docs/serving.md, 'DRA GPU pools')"
-)
-
-
 def gpu_resources(spec: InferenceServiceSpec) -> dict[str, str]:
     """The container's GPU limit from GKE's device plugin; none on a DRA pool (a claim instead)."""
     return {} if spec.dra_gpus else {"nvidia.com/gpu": str(spec.gpus_per_pod)}

@@ -22,6 +22,7 @@ from ..serving.model_rules import (
     tensor_parallel_sizes,
 )
 from ..serving.rules import (
+    DRA_DUTY_CYCLE_UNKNOWN,
     POPULATOR_MIN_VERSION,
     STANDARD_MIN_VERSION,
     check_hyperdisk_ml_machine,
@@ -29,7 +30,6 @@ from ..serving.rules import (
     check_replica_nodes,
     weights_source,
 )
-from ..serving.server_parts import DRA_DUTY_CYCLE_UNKNOWN
 from ..serving.sizing import describe_rollout, surge_services, weights_bytes_of, weights_cache
 from .schema import RuleBase
 

@@ -42,7 +42,9 @@ NAMESPACE = "kubernetes:core/v1:Namespace"
 BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
 DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 # Privileged images pinned by tag because no digest could be recorded (docs/security.md, "Images"):
-# GPUDirect's NCCL plugin installers, TCPXO's pre-install step, and the DCGM exporter on GKE.
+# GPUDirect's NCCL plugin installers, TCPXO's pre-install step, and the DCGM exporter on GKE; and
+# GKE's driver installer on DRA pools, an image GKE preloads on COS nodes and Google's manifest names by
+# tag only, never pulled (imagePullPolicy Never: dra/driver_installer.py).
 ACCEPTED_BY_TAG = [
     "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev",
     "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev",
@@ -50,6 +52,7 @@ ACCEPTED_BY_TAG = [
     "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-arm64",
     "ubuntu",
     "nvcr.io/nvidia/k8s/dcgm-exporter",
+    "cos-nvidia-installer",
 ]
 DIGEST_SCHEMA = PolicyConfigSchema(
     properties={
