@@ -238,3 +238,36 @@ def test_serving_on_a_dra_pool_relies_on_the_installers_latest_driver() -> None:
     # Only the pool whose driver nobody installs is refused.
     assert "serving[1].pool: 't4' runs driverVersion INSTALLATION_DISABLED" in message
     assert "serving[0]" not in message
+
+
+def test_a_gb200_dra_pool_gets_googles_a4x_installer_beside_the_x86_one() -> None:
+    rack = {
+        "name": "rack",
+        "accelerator": "nvidia-gb200",
+        "maxNodes": 2,
+        "zones": ["us-central1-a"],
+        "workloadPolicy": True,
+        "reservation": {"type": "SPECIFIC", "name": "a4x-rack"},
+        "draGpus": True,
+        "driverVersion": "INSTALLATION_DISABLED",
+    }
+    result = render(
+        stack_config(
+            cluster={**STANDARD_CLUSTER, "minimumVersion": "1.34"},
+            gpuPools=[rack, DRA_POOL],
+            monitoring=NO_DCGM,
+        )
+    )
+    pools = {}
+    for installer in result.of_type(DAEMON_SET):
+        spec = installer.inputs["spec"]["template"]["spec"]
+        (term,) = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+            "nodeSelectorTerms"
+        ]
+        pools[installer.inputs["metadata"]["name"]] = term["matchExpressions"][-1]["values"]
+        # Google's A4X manifest has no partition-gpus step (its image is x86 only).
+        steps = [c["name"] for c in spec["initContainers"]]
+        assert ("partition-gpus" in steps) is (
+            installer.inputs["metadata"]["name"] == "nvidia-driver-installer-dra"
+        )
+    assert pools == {"nvidia-driver-installer-dra": ["l4"], "nvidia-driver-installer-dra-a4x": ["rack"]}

@@ -248,7 +248,8 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
     (port 8000, the OpenAI API) admits only its namespace, `client_namespaces` and GMP's scraper
     (NetworkPolicy); a PodMonitoring scrapes vLLM's /metrics. Rolling updates replace one replica at a
     time, or with `surge` a new replica first; a PodDisruptionBudget lets a drain take one Pod at a time
-    from a service that may run two or more replicas."""
+    from a service that may run two or more replicas. On a DRA-GPU pool (`dra_gpus`) each Pod claims its
+    GPUs through a ResourceClaimTemplate in the namespace instead of an nvidia.com/gpu limit."""
 
     service_url: pulumi.Output[str]
     """The in-cluster URL of the OpenAI-compatible API: http://<name>.serve-<name>.svc:8000."""
