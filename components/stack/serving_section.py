@@ -21,6 +21,7 @@ from ..serving.model_rules import (
     tensor_parallel_sizes,
 )
 from ..serving.rules import (
+    DRA_DUTY_CYCLE_UNKNOWN,
     POPULATOR_MIN_VERSION,
     STANDARD_MIN_VERSION,
     check_hyperdisk_ml_machine,
@@ -199,13 +200,21 @@ class ServingRules(RuleBase):
                 "it reports a duty cycle for a MIG partition's container, and without one the autoscaler "
                 "never scales (docs/serving.md, 'Scaling on GPU duty cycle'); use queue (the default)",
             )
+        if pool.dra_gpus and service.scale_on == "gpu":
+            self.problems.add(
+                names.at("scale_on"),
+                f"gpu is not allowed on pool {pool.name}, a draGpus pool: {DRA_DUTY_CYCLE_UNKNOWN}; "
+                "use queue (the default)",
+            )
         if pool.accelerator in CUDA13_UNSUPPORTED:
             self.problems.add(
                 names.at("pool"),
                 f"{cut(pool.name)} has {pool.accelerator} GPUs (Volta or older); the pinned vLLM image is a "
                 "CUDA 13 build, which supports compute capability 7.5 (Turing) and newer",
             )
-        elif pool.driver_version != "LATEST":
+        elif pool.driver_version != "LATEST" and not pool.dra_gpus:
+            # A DRA pool's driver is the one the stack's installer DaemonSet puts there: COS's latest,
+            # as LATEST (dra/driver_installer.py).
             self.problems.add(
                 names.at("pool"),
                 f"{cut(pool.name)} runs driverVersion {pool.driver_version}; the pinned vLLM image is a CUDA "
