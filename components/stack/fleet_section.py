@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.common import NAMESPACE, ConfigError, Problem, Problems, cut, listing
-from ..dra.claims import is_rack
 from ..fleet.model import FleetConfig, FleetWorkerConfig
 from ..workloads.batch_teams import queue_name, team_queue_name
 from .settings import Settings
@@ -189,23 +188,6 @@ def fleet_settings(
             )
             continue
         if worker.batch.get("kueue") is not True:
-            continue
-        # What a worker's program does not declare yet (stack/program_fleet.py builds its cluster, pools
-        # and queues only): refused rather than accepted and silently left out.
-        unoffered = {
-            "gpuPools": [
-                *(f"{p.name} (GPUDirect)" for p in resolved.gpu_pools if p.gpudirect_flavor is not None),
-                *(f"{p.name} (an NVL72 rack)" for p in resolved.gpu_pools if is_rack(p.accelerator)),
-                *(f"{p.name} (draGpus)" for p in resolved.gpu_pools if p.dra_gpus),
-            ],
-            "batch.teams": [f"{t.name} (data)" for t in resolved.batch.teams if t.data],
-        }
-        for where, names in unoffered.items():
-            if names:
-                problems.add(
-                    f"{key}.{where}", f"{listing(names)}: not yet offered in a fleet worker (docs/fleet.md)"
-                )
-        if any(unoffered.values()):
             continue
         workers[worker.name] = FleetWorker(worker.name, resolved)
     queues = _team_queues(fleet, workers, {w.name for w in fleet.workers}, problems)

@@ -24,17 +24,10 @@ from ..workloads.samples_args import GpuTarget, SampleKind, SampleWorkload, Targ
 from .config import ConfigError, GpuPool, Settings
 from .declare import Checked, checking_only, declare, declaring_checked
 from .pool_outputs import pool_summary
-from .program_batch import batch_queues, gpudirect_namespaces, nccl_allreduce_tests, training_data
+from .program_batch import batch_queues, nccl_allreduce_tests, training_data
 from .program_cluster import gke_cluster
-from .program_dra import dra_driver
-from .program_gpudirect import (
-    dranet_claim_templates,
-    gpudirect_admission,
-    gpudirect_networks,
-    gpudirect_output,
-    gpudirect_software,
-)
-from .program_pools import gpu_pools
+from .program_gpudirect import dranet_claim_templates, gpudirect_output
+from .program_pools import gpu_layer
 from .program_serving import serving
 
 SAMPLES_NAMESPACE = "gpu-samples"
@@ -85,32 +78,13 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
             return build(settings)
     if settings.cluster.mode == "existing":
         return _build_existing(settings)
-    networks = gpudirect_networks(settings)
     cluster, vpc = gke_cluster(settings)
     autopilot = settings.cluster.autopilot
-    pools = gpu_pools(settings, cluster, networks)
-    # GKE creates a ladder's node pools itself: it attaches their preloaded disk only for an image the
-    # cluster's one allowlist names.
-    ladder_images = sorted(
-        {p.image_cache.disk_image for p in settings.gpu_pools if p.capacity_ladder and p.image_cache}
-    )
-    if ladder_images and not autopilot:
-        from ..gpu.image_cache_allowlist import ImageCacheAllowlist
-
-        declare(
-            ImageCacheAllowlist,
-            "image-cache",
-            {"disk_images": ladder_images},
-            opts=pulumi.ResourceOptions(provider=cluster.provider),
-        )
-
-    kubernetes = pulumi.ResourceOptions(providers={"kubernetes": cluster.provider})
-    software = gpudirect_software(settings, networks, kubernetes)
-    admission = gpudirect_admission(settings, gpudirect_namespaces(settings), kubernetes)
+    layer = gpu_layer(settings, cluster)
+    pools, software, driver = layer.pools, layer.software, layer.driver
     # The namespaces the admission policies confine are made only once the policies exist.
-    guards = [admission] if admission is not None else []
-    monitoring = _monitoring(settings, kubernetes)
-    driver = dra_driver(settings, cluster.provider, list(pools.values()))
+    guards = layer.guards
+    monitoring = _monitoring(settings, pulumi.ResourceOptions(providers={"kubernetes": cluster.provider}))
     targets = {pool.name: gpu_target(pool, autopilot=autopilot) for pool in settings.gpu_pools}
     samples, samples_component = _samples(
         settings, targets, cluster.provider, [*pools.values(), *([driver] if driver else [])]

@@ -75,7 +75,10 @@ def team_data_drivers(settings: Settings) -> tuple[bool, bool]:
 
 
 def training_data(
-    settings: Settings, provider: pulumi.ProviderResource, depends_on: list[pulumi.Resource]
+    settings: Settings,
+    provider: pulumi.ProviderResource,
+    depends_on: list[pulumi.Resource],
+    prefix: str = "",
 ) -> dict[str, Any]:
     """Declare each team's training data (after its namespace: `depends_on`); return, per team, its
     claims and the service account its jobs use (stack output `trainingData`)."""
@@ -100,7 +103,7 @@ def training_data(
         }
         declare(
             TrainingData,
-            f"data-{team.name}",
+            f"{prefix}data-{team.name}",
             args,
             opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
         )

@@ -22,9 +22,10 @@ from ..network.vpc import GkeNetwork
 from ..workloads.batch_teams import Quota
 from .declare import declare
 from .fleet_section import FleetSettings, FleetWorker, most_gpus
-from .program_batch import batch_queues, pool_quota
+from .program_batch import batch_queues, pool_quota, training_data
 from .program_cluster import gke_cluster
-from .program_pools import gpu_pools
+from .program_gpudirect import dranet_claim_templates, gpudirect_output
+from .program_pools import gpu_layer
 from .settings import Settings
 
 
@@ -78,15 +79,25 @@ def _network(settings: Settings, vpc: GkeNetwork | None) -> pulumi.Input[str] | 
 
 
 def _worker(worker: FleetWorker) -> tuple[pulumi.Output[str], dict[str, Any], GkeNetwork | None]:
-    """A worker: its VPC, cluster, GPU pools, Kueue with the teams' queues, and what the manager may do
-    there; returns the manager's kubeconfig for it (a secret) and its summary."""
+    """A worker, as a single-cluster stack of its settings declares it (stack/program.py), its resource
+    names prefixed by its name, on its own Kubernetes provider: its VPC, cluster, GPU pools and what they
+    need (GPUDirect, the DRA driver), Kueue with the teams' queues, their DRANET claim templates and
+    training data; and what the manager may do there. Returns the manager's kubeconfig for it (a
+    secret) and its summary."""
     settings = worker.settings
     prefix = f"{worker.name}-"
     cluster, vpc = gke_cluster(settings, prefix)
-    pools = gpu_pools(settings, cluster, {}, prefix)
+    layer = gpu_layer(settings, cluster, prefix)
     queues, component = batch_queues(
-        settings, cluster.provider, list(pools.values()), local_queue_namespace=None, prefix=prefix
+        settings,
+        cluster.provider,
+        # The namespaces the admission policies confine are made only once the policies exist.
+        [*layer.pools.values(), *layer.guards],
+        local_queue_namespace=None,
+        prefix=prefix,
     )
+    dranet_claim_templates(settings, cluster.provider, [component], prefix)
+    data = training_data(settings, cluster.provider, [component], prefix)
     grant = declare(
         MultiKueueWorkerAccess,
         f"{prefix}multikueue",
@@ -105,6 +116,8 @@ def _worker(worker: FleetWorker) -> tuple[pulumi.Output[str], dict[str, Any], Gk
         "location": settings.cluster.location,
         "gpuPools": [pool_row(p) for p in settings.gpu_pools],
         "batchQueues": queues,
+        **({"trainingData": data} if data else {}),
+        **({"gpudirect": gpudirect_output(settings)} if layer.software else {}),
     }
     return grant.kubeconfig, summary, vpc
 
