@@ -75,6 +75,8 @@ def _worker_raw(worker: FleetWorkerConfig, manager_name: str) -> dict[str, Any]:
     }
     if worker.network is not None:
         raw["network"] = worker.network
+    if worker.monitoring is not None:
+        raw["monitoring"] = worker.monitoring
     return raw
 
 

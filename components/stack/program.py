@@ -144,8 +144,18 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
     }
 
 
+def cluster_monitoring(settings: Settings, provider: pulumi.ProviderResource, prefix: str) -> dict[str, Any]:
+    """A fleet worker's GPU monitoring, as `build` declares a cluster's (its resource names prefixed);
+    returns its summary."""
+    kubernetes = pulumi.ResourceOptions(providers={"kubernetes": provider})
+    return _monitoring_summary(settings, _monitoring(settings, kubernetes, prefix=prefix))
+
+
 def _monitoring(
-    settings: Settings, kubernetes: pulumi.ResourceOptions, exporter: DcgmExporterSettings | None = None
+    settings: Settings,
+    kubernetes: pulumi.ResourceOptions,
+    exporter: DcgmExporterSettings | None = None,
+    prefix: str = "",
 ) -> GpuMonitoring | None:
     """The monitoring component; `exporter` says where the exporter runs (default: the GKE pools)."""
     m = settings.monitoring
@@ -191,7 +201,7 @@ def _monitoring(
         if settings.serving:
             alerts["serving_queue_backlog"] = m.alerts.serving_queue_backlog
         args["alerts"] = alerts
-    return declare(GpuMonitoring, "monitoring", args, opts=kubernetes)
+    return declare(GpuMonitoring, f"{prefix}monitoring", args, opts=kubernetes)
 
 
 def _union(groups: Any) -> list[Toleration]:

@@ -98,6 +98,10 @@ def _worker(worker: FleetWorker) -> tuple[pulumi.Output[str], dict[str, Any], Gk
     )
     dranet_claim_templates(settings, cluster.provider, [component], prefix)
     data = training_data(settings, cluster.provider, [component], prefix)
+    # Here, not at import: program.py imports this module when a stack has a fleet.
+    from .program import cluster_monitoring
+
+    monitoring = cluster_monitoring(settings, cluster.provider, prefix)
     grant = declare(
         MultiKueueWorkerAccess,
         f"{prefix}multikueue",
@@ -116,6 +120,7 @@ def _worker(worker: FleetWorker) -> tuple[pulumi.Output[str], dict[str, Any], Gk
         "location": settings.cluster.location,
         "gpuPools": [pool_row(p) for p in settings.gpu_pools],
         "batchQueues": queues,
+        "monitoring": monitoring,
         **({"trainingData": data} if data else {}),
         **({"gpudirect": gpudirect_output(settings)} if layer.software else {}),
     }
