@@ -19,12 +19,16 @@ KUEUE_CHART = "kubernetes:helm.sh/v4:Chart"
 
 
 def _full_fleet() -> dict[str, Any]:
-    """The example with us-east on A3 Mega GPUDirect (TCPXO, flex-start with queued provisioning), and
-    us-central with an L4 `draGpus` pool, team research's training data and its own monitoring."""
+    """The example with us-east on A3 Mega GPUDirect (TCPXO, flex-start with queued provisioning) and its
+    all-reduce test, and us-central with an L4 `draGpus` pool, team research's training data, a sample
+    and its own monitoring."""
     raw = fleet_raw()
     east, central = raw["fleet"]["workers"]
     east["gpuPools"][0].update(accelerator="nvidia-h100-mega-80gb", gpudirect=True, queuedProvisioning=True)
     east["network"]["gpudirectCidr"] = "192.168.0.0/16"
+    # The fabric's proof: a 2-node all-reduce over GPUDirect, queued by the worker's own Kueue.
+    east["workloads"] = [{"name": "nccl-allreduce", "pool": "h100", "nodes": 2}]
+    central["workloads"] = ["nvidia-smi"]
     central["cluster"]["minimumVersion"] = "1.34"
     central["gpuPools"].append(
         {
@@ -172,11 +176,31 @@ def test_a_rack_worker_gets_the_drivers_compute_domains() -> None:
     assert policy.inputs["name"] == workload_policy_name("gpu-fleet-us-east", "h100")
 
 
-@pytest.mark.parametrize("key", ["workloads", "serving", "gateway"])
+def test_a_workers_samples_and_all_reduce_run_there(full: RunResult) -> None:
+    east = {r.urn for r in _on(full, "us-east")}
+    jobsets = [r for r in _under(full, "us-east-nccl-h100") if r.type.endswith(":JobSet")]
+    assert len(jobsets) == 1 and jobsets[0].urn in east
+    queue_name = jobsets[0].inputs["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+    # Its LocalQueue on the worker points at the worker's own ClusterQueue of the pool.
+    (local,) = [
+        r
+        for r in _on(full, "us-east")
+        if r.type.endswith(":LocalQueue") and r.inputs["metadata"]["name"] == queue_name
+    ]
+    assert local.inputs["metadata"]["namespace"] == "gpu-nccl-h100"
+    assert local.inputs["spec"]["clusterQueue"] == "gpu-h100"
+    central = {r.urn for r in _on(full, "us-central")}
+    samples = [r for r in _under(full, "us-central-samples") if r.type.startswith("kubernetes:")]
+    assert samples and all(r.urn in central for r in samples)
+    summary = {w["name"]: w for w in full.outputs["fleet"]["workers"]}
+    assert "nccl-allreduce-h100" in summary["us-east"]["sampleWorkloads"]
+    assert "nvidia-smi-h100" in summary["us-central"]["sampleWorkloads"]
+
+
+@pytest.mark.parametrize("key", ["serving", "gateway", "images"])
 def test_what_a_worker_does_not_take_is_refused_by_name(key: str) -> None:
     raw = fleet_raw()
     raw["fleet"]["workers"][1][key] = []
     message = errors(raw)
-    assert (
-        f"gke-gpu:fleet.workers[1].{key}: unknown key; allowed keys here: batch, cluster, gpuPools" in message
-    )
+    allowed = "allowed keys here: batch, cluster, gpuPools, monitoring, name, network, region, workloads"
+    assert f"gke-gpu:fleet.workers[1].{key}: unknown key; {allowed}" in message

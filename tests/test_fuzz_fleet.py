@@ -73,6 +73,11 @@ def worker(draw: st.DrawFn) -> dict[str, Any]:
             drawn["monitoring"] = {"dcgm": "none", "dashboard": draw(st.booleans())}
     elif draw(st.booleans()):
         drawn["monitoring"] = {"dashboard": draw(st.booleans())}
+    if not draw(st.integers(0, 3)):
+        # A sample, or an all-reduce test on a pool it can run on (2 nodes, not queued provisioning).
+        testable = [p["name"] for p in pools if p["maxNodes"] >= 2 and not p.get("queuedProvisioning")]
+        test = {"name": "nccl-allreduce", "pool": testable[0]} if testable else None
+        drawn["workloads"] = [test if test and draw(st.booleans()) else "nvidia-smi"]
     return drawn
 
 
@@ -136,6 +141,8 @@ def test_what_the_fleet_rules_accept_the_components_accept(raw: dict[str, Any]) 
                 event(f"accepted with {feature}")
         if any(t.get("data") for w in raw["fleet"]["workers"] for t in w["batch"]["teams"]):
             event("accepted with training data")
+        if any(w.get("workloads") for w in raw["fleet"]["workers"]):
+            event("accepted with workloads")
         assert settings.fleet is not None
         check_components(settings, component_rules=True)  # a ConfigError if a component refuses it
 

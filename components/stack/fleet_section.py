@@ -77,6 +77,8 @@ def _worker_raw(worker: FleetWorkerConfig, manager_name: str) -> dict[str, Any]:
         raw["network"] = worker.network
     if worker.monitoring is not None:
         raw["monitoring"] = worker.monitoring
+    if worker.workloads is not None:
+        raw["workloads"] = worker.workloads
     return raw
 
 

@@ -6,6 +6,7 @@ the offline render and the tests call it the same way, through `__main__.py`, un
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, cast
 
 import pulumi
@@ -27,7 +28,7 @@ from .pool_outputs import pool_summary
 from .program_batch import batch_queues, nccl_allreduce_tests, training_data
 from .program_cluster import gke_cluster
 from .program_gpudirect import dranet_claim_templates, gpudirect_output
-from .program_pools import gpu_layer
+from .program_pools import GpuLayer, gpu_layer
 from .program_serving import serving
 
 SAMPLES_NAMESPACE = "gpu-samples"
@@ -81,30 +82,10 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
     cluster, vpc = gke_cluster(settings)
     autopilot = settings.cluster.autopilot
     layer = gpu_layer(settings, cluster)
-    pools, software, driver = layer.pools, layer.software, layer.driver
-    # The namespaces the admission policies confine are made only once the policies exist.
-    guards = layer.guards
+    pools = layer.pools
     monitoring = _monitoring(settings, pulumi.ResourceOptions(providers={"kubernetes": cluster.provider}))
-    targets = {pool.name: gpu_target(pool, autopilot=autopilot) for pool in settings.gpu_pools}
-    samples, samples_component = _samples(
-        settings, targets, cluster.provider, [*pools.values(), *([driver] if driver else [])]
-    )
-    batch: list[dict[str, Any]] = []
-    data: dict[str, Any] = {}
-    if settings.batch.kueue:
-        batch, queues = batch_queues(
-            settings,
-            cluster.provider,
-            [*pools.values(), *([samples_component] if samples_component else []), *guards],
-            local_queue_namespace=SAMPLES_NAMESPACE if samples_component else None,
-        )
-        samples.update(
-            nccl_allreduce_tests(
-                settings, cluster.provider, [queues, *software, *guards, *([driver] if driver else [])]
-            )
-        )
-        dranet_claim_templates(settings, cluster.provider, [queues])
-        data = training_data(settings, cluster.provider, [queues])
+    jobs = cluster_jobs(settings, cluster.provider, layer)
+    samples, batch, data = jobs.samples, jobs.batch, jobs.data
     served = serving(
         settings,
         settings.cluster.name or "",
@@ -138,10 +119,53 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
         "checks": _checks(settings),
         **({"batchQueues": batch} if settings.batch.kueue else {}),
         **({"trainingData": data} if data else {}),
-        **({"gpudirect": gpudirect_output(settings)} if software else {}),
+        **({"gpudirect": gpudirect_output(settings)} if layer.software else {}),
         **({"serving": served} if served else {}),
         **fleet,
     }
+
+
+@dataclass(frozen=True)
+class ClusterJobs:
+    """What a cluster runs on its GPU pools, as stack outputs (`sampleWorkloads`, `batchQueues`,
+    `trainingData`), and its Kueue component (None without `batch.kueue`)."""
+
+    samples: dict[str, Any]
+    batch: list[dict[str, Any]]
+    data: dict[str, Any]
+    queues: pulumi.Resource | None
+
+
+def cluster_jobs(
+    settings: Settings, provider: pulumi.ProviderResource, layer: GpuLayer, prefix: str = ""
+) -> ClusterJobs:
+    """Declare the samples, Kueue with the teams' queues, the all-reduce tests, the DRANET claim
+    templates and the teams' training data of a cluster (a fleet worker's: `prefix`)."""
+    pools, software, driver = layer.pools, layer.software, layer.driver
+    # The namespaces the admission policies confine are made only once the policies exist.
+    guards = layer.guards
+    autopilot = settings.cluster.autopilot
+    targets = {pool.name: gpu_target(pool, autopilot=autopilot) for pool in settings.gpu_pools}
+    samples, samples_component = _samples(
+        settings, targets, provider, [*pools.values(), *([driver] if driver else [])], prefix
+    )
+    if not settings.batch.kueue:
+        return ClusterJobs(samples, [], {}, None)
+    batch, queues = batch_queues(
+        settings,
+        provider,
+        [*pools.values(), *([samples_component] if samples_component else []), *guards],
+        local_queue_namespace=SAMPLES_NAMESPACE if samples_component else None,
+        prefix=prefix,
+    )
+    samples.update(
+        nccl_allreduce_tests(
+            settings, provider, [queues, *software, *guards, *([driver] if driver else [])], prefix
+        )
+    )
+    dranet_claim_templates(settings, provider, [queues], prefix)
+    data = training_data(settings, provider, [queues], prefix)
+    return ClusterJobs(samples, batch, data, queues)
 
 
 def cluster_monitoring(settings: Settings, provider: pulumi.ProviderResource, prefix: str) -> dict[str, Any]:
@@ -215,6 +239,7 @@ def _samples(
     targets: dict[str, GpuTarget],
     provider: pulumi.ProviderResource,
     depends_on: list[pulumi.Resource],
+    prefix: str = "",
 ) -> tuple[dict[str, dict[str, str]], pulumi.Resource | None]:
     """Declare the opted-in samples; return, per sample, how to wait for it and read its log (and
     the component, whose namespace the batch queues' LocalQueues use)."""
@@ -233,7 +258,7 @@ def _samples(
         workloads.append(workload)
     samples = declare(
         SampleWorkloads,
-        "samples",
+        f"{prefix}samples",
         {"workloads": workloads, "namespace": SAMPLES_NAMESPACE},
         # The GPU pools, ComputeClasses or device plugin first, so no sample waits on nothing.
         opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),

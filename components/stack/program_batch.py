@@ -273,6 +273,7 @@ def nccl_allreduce_tests(
     settings: Settings,
     provider: pulumi.ProviderResource,
     depends_on: list[pulumi.Resource],
+    prefix: str = "",
 ) -> dict[str, Any]:
     """The `nccl-allreduce` workloads, each a NcclAllReduce on its pool, queued in the pool's
     ClusterQueue; returns, per test, how to wait for it and read its result (stack output
@@ -316,7 +317,7 @@ def nccl_allreduce_tests(
                 args["gpudirect_networking"] = "dranet"
         test = declare(
             NcclAllReduce,
-            f"nccl-{pool.name}",
+            f"{prefix}nccl-{pool.name}",
             args,
             # After Kueue, JobSet and the pool's ClusterQueue (the CRDs and the webhook) and, with
             # GPUDirect, the flavour's Networks and NCCL plugin.

@@ -22,9 +22,9 @@ from ..network.vpc import GkeNetwork
 from ..workloads.batch_teams import Quota
 from .declare import declare
 from .fleet_section import FleetSettings, FleetWorker, most_gpus
-from .program_batch import batch_queues, pool_quota, training_data
+from .program_batch import pool_quota
 from .program_cluster import gke_cluster
-from .program_gpudirect import dranet_claim_templates, gpudirect_output
+from .program_gpudirect import gpudirect_output
 from .program_pools import gpu_layer
 from .settings import Settings
 
@@ -86,21 +86,13 @@ def _worker(worker: FleetWorker) -> tuple[pulumi.Output[str], dict[str, Any], Gk
     secret) and its summary."""
     settings = worker.settings
     prefix = f"{worker.name}-"
+    # Here, not at import: program.py imports this module when a stack has a fleet.
+    from .program import cluster_jobs, cluster_monitoring
+
     cluster, vpc = gke_cluster(settings, prefix)
     layer = gpu_layer(settings, cluster, prefix)
-    queues, component = batch_queues(
-        settings,
-        cluster.provider,
-        # The namespaces the admission policies confine are made only once the policies exist.
-        [*layer.pools.values(), *layer.guards],
-        local_queue_namespace=None,
-        prefix=prefix,
-    )
-    dranet_claim_templates(settings, cluster.provider, [component], prefix)
-    data = training_data(settings, cluster.provider, [component], prefix)
-    # Here, not at import: program.py imports this module when a stack has a fleet.
-    from .program import cluster_monitoring
-
+    jobs = cluster_jobs(settings, cluster.provider, layer, prefix)
+    assert jobs.queues is not None, "the fleet rules give every worker Kueue"
     monitoring = cluster_monitoring(settings, cluster.provider, prefix)
     grant = declare(
         MultiKueueWorkerAccess,
@@ -111,7 +103,7 @@ def _worker(worker: FleetWorker) -> tuple[pulumi.Output[str], dict[str, Any], Gk
             "ca_certificate": cluster.ca_certificate,
         },
         # In kueue-system, which the worker's Kueue chart creates.
-        opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[component]),
+        opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[jobs.queues]),
     )
     summary = {
         "name": worker.name,
@@ -119,9 +111,10 @@ def _worker(worker: FleetWorker) -> tuple[pulumi.Output[str], dict[str, Any], Gk
         "cluster": settings.cluster.name,
         "location": settings.cluster.location,
         "gpuPools": [pool_row(p) for p in settings.gpu_pools],
-        "batchQueues": queues,
+        "batchQueues": jobs.batch,
         "monitoring": monitoring,
-        **({"trainingData": data} if data else {}),
+        **({"sampleWorkloads": jobs.samples} if jobs.samples else {}),
+        **({"trainingData": jobs.data} if jobs.data else {}),
         **({"gpudirect": gpudirect_output(settings)} if layer.software else {}),
     }
     return grant.kubeconfig, summary, vpc
