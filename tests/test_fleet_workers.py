@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
+from gke_gpu.core.image_digests import repository
 from gke_gpu.gpu.node_pool import workload_policy_name
+from gke_gpu.gpudirect.images import TCPX_PLUGIN, TCPXO_PLUGIN
 from gke_gpu.workloads.training_data import data_service_account_id
 from tests.conftest import render
 from tests.test_fleet import errors, fleet_config, fleet_raw, provider_of
@@ -204,3 +206,31 @@ def test_what_a_worker_does_not_take_is_refused_by_name(key: str) -> None:
     message = errors(raw)
     allowed = "allowed keys here: batch, cluster, gpuPools, monitoring, name, network, region, workloads"
     assert f"gke-gpu:fleet.workers[1].{key}: unknown key; {allowed}" in message
+
+
+def test_the_stacks_image_digests_pin_the_workers_images() -> None:
+    raw = _full_fleet()
+    plugin = repository(TCPXO_PLUGIN)
+    digest = "sha256:" + "ab" * 32
+    raw["images"] = {"digests": {plugin: digest}}
+    result = render(fleet_config(raw))
+    images = [
+        container["image"]
+        for r in _under(result, "us-east-gpudirect-tcpxo-software")
+        if r.type.endswith(":DaemonSet")
+        for container in [
+            *r.inputs["spec"]["template"]["spec"].get("initContainers", []),
+            *r.inputs["spec"]["template"]["spec"]["containers"],
+        ]
+    ]
+    assert f"{TCPXO_PLUGIN}@{digest}" in images
+
+
+def test_a_digest_for_an_image_no_cluster_of_the_fleet_runs_is_refused() -> None:
+    raw = _full_fleet()
+    # TCPX is A3 High's flavour: no worker runs its installer.
+    raw["images"] = {"digests": {repository(TCPX_PLUGIN): "sha256:" + "ab" * 32}}
+    message = errors(raw)
+    assert f"gke-gpu:images.digests.{repository(TCPX_PLUGIN)}: " in message
+    assert "is not an image this runs privileged or as root by tag" in message
+    assert repository(TCPXO_PLUGIN) in message  # what the fleet's workers do run
