@@ -234,3 +234,13 @@ def test_a_digest_for_an_image_no_cluster_of_the_fleet_runs_is_refused() -> None
     assert f"gke-gpu:images.digests.{repository(TCPX_PLUGIN)}: " in message
     assert "is not an image this runs privileged or as root by tag" in message
     assert repository(TCPXO_PLUGIN) in message  # what the fleet's workers do run
+
+
+def test_samples_on_the_manager_are_refused_with_where_they_go() -> None:
+    raw = fleet_raw()
+    raw["gpuPools"] = [{"name": "l4", "accelerator": "nvidia-l4", "maxNodes": 1}]
+    raw["workloads"] = ["nvidia-smi"]
+    message = errors(raw)
+    assert "gke-gpu:gpuPools: 1 pool(s) on the fleet's manager" in message
+    assert "gke-gpu:workloads: not allowed on the fleet's manager" in message
+    assert "gke-gpu:fleet.workers[].workloads" in message

@@ -114,11 +114,17 @@ def check_manager(settings: Settings, problems: Problems) -> None:
             "true is not allowed with gke-gpu:fleet: the fleet installs the manager's Kueue itself; teams "
             "go in gke-gpu:fleet.teams",
         )
-    if settings.workloads or settings.serving:
+    if settings.workloads:
         problems.add(
-            f"{NAMESPACE}:workloads" if settings.workloads else f"{NAMESPACE}:serving",
-            "not allowed on the fleet's manager (it has no GPUs); jobs reach the workers through the "
-            "teams' queues",
+            f"{NAMESPACE}:workloads",
+            "not allowed on the fleet's manager (it has no GPUs); samples and all-reduce tests go in "
+            "gke-gpu:fleet.workers[].workloads, jobs reach the workers through the teams' queues",
+        )
+    if settings.serving:
+        problems.add(
+            f"{NAMESPACE}:serving",
+            "not allowed on the fleet's manager (it has no GPUs) nor in a worker; serve from a "
+            "single-cluster stack",
         )
 
 
