@@ -75,7 +75,10 @@ def team_data_drivers(settings: Settings) -> tuple[bool, bool]:
 
 
 def training_data(
-    settings: Settings, provider: pulumi.ProviderResource, depends_on: list[pulumi.Resource]
+    settings: Settings,
+    provider: pulumi.ProviderResource,
+    depends_on: list[pulumi.Resource],
+    prefix: str = "",
 ) -> dict[str, Any]:
     """Declare each team's training data (after its namespace: `depends_on`); return, per team, its
     claims and the service account its jobs use (stack output `trainingData`)."""
@@ -100,7 +103,7 @@ def training_data(
         }
         declare(
             TrainingData,
-            f"data-{team.name}",
+            f"{prefix}data-{team.name}",
             args,
             opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
         )
@@ -270,6 +273,7 @@ def nccl_allreduce_tests(
     settings: Settings,
     provider: pulumi.ProviderResource,
     depends_on: list[pulumi.Resource],
+    prefix: str = "",
 ) -> dict[str, Any]:
     """The `nccl-allreduce` workloads, each a NcclAllReduce on its pool, queued in the pool's
     ClusterQueue; returns, per test, how to wait for it and read its result (stack output
@@ -313,7 +317,7 @@ def nccl_allreduce_tests(
                 args["gpudirect_networking"] = "dranet"
         test = declare(
             NcclAllReduce,
-            f"nccl-{pool.name}",
+            f"{prefix}nccl-{pool.name}",
             args,
             # After Kueue, JobSet and the pool's ClusterQueue (the CRDs and the webhook) and, with
             # GPUDirect, the flavour's Networks and NCCL plugin.

@@ -23,7 +23,10 @@ def needs_dra_driver(settings: Settings) -> bool:
 
 
 def dra_driver(
-    settings: Settings, provider: pulumi.ProviderResource, depends_on: list[pulumi.Resource]
+    settings: Settings,
+    provider: pulumi.ProviderResource,
+    depends_on: list[pulumi.Resource],
+    prefix: str = "",
 ) -> NvidiaDraDriver | None:
     if not needs_dra_driver(settings):
         return None
@@ -57,7 +60,7 @@ def dra_driver(
         args["accelerators"] = racks
     return declare(
         NvidiaDraDriver,
-        "dra-driver",
+        f"{prefix}dra-driver",
         args,
         opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
     )
