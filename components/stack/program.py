@@ -90,7 +90,7 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
         settings,
         settings.cluster.name or "",
         cluster.provider,
-        [*pools.values(), *([driver] if driver else [])],
+        [*pools.values(), *([layer.driver] if layer.driver else [])],
         # A gateway's load balancer takes its proxies from the VPC's proxy-only subnet.
         network=[vpc] if vpc is not None else [],
         node_service_account=None if autopilot else cluster.node_service_account_email,
