@@ -85,7 +85,12 @@ def _worker(worker: FleetWorker) -> tuple[pulumi.Output[str], dict[str, Any], Gk
     cluster, vpc = gke_cluster(settings, prefix)
     pools = gpu_pools(settings, cluster, {}, prefix)
     queues, component = batch_queues(
-        settings, cluster.provider, list(pools.values()), local_queue_namespace=None, prefix=prefix
+        settings,
+        cluster.provider,
+        list(pools.values()),
+        local_queue_namespace=None,
+        prefix=prefix,
+        cluster_queue_metrics=True,  # the fleet dashboard's GPU chart (monitoring/fleet.py)
     )
     grant = declare(
         MultiKueueWorkerAccess,
