@@ -255,10 +255,10 @@ class GpuMonitoring(GkeGpuComponent[_GpuMonitoringSpec]):
                         f"{name}-fleet-worker-unreachable",
                         project=project,
                         **{field: unreachable.apply(itemgetter(field)) for field in POLICY_FIELDS},
-                        # Declared disabled: its series comes only from a kube-state-metrics on the
-                        # manager that this program does not deploy; enabled without it, the policy's
-                        # absent() branch would fire for every worker (docs/fleet-monitoring.md).
-                        enabled=False,
+                        # Its series comes from the kube-state-metrics the fleet's manager runs
+                        # (MultiKueueStateMetrics); without it, its absent() branch fires for every
+                        # worker: an unwatched fleet is an alarm too (docs/fleet-monitoring.md).
+                        enabled=True,
                         opts=child,
                     )
                 )
