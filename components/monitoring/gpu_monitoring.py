@@ -76,8 +76,10 @@ class GpuMonitoringArgs(TypedDict):
     """The cluster is a MultiKueue manager over these workers (1 to 16): a second dashboard, of the
     fleet (per worker its workloads admitted and pending and the GPUs they use; the manager's
     dispatches to each and whether it reaches each), and with `alerts` a policy that fires when a
-    worker has not been reachable for 10 minutes (monitoring/fleet.py). Needs a dashboard or alerts.
-    Defaults to none."""
+    worker has not been reachable for 10 minutes (monitoring/fleet.py). The charts read Kueue's
+    metrics (KueueMetricsScrape in every cluster), the alert kube-state-metrics' (MultiKueueStateMetrics
+    on the manager; without it the alert fires for every worker): a fleet stack declares both. Needs a
+    dashboard or alerts. Defaults to none."""
 
 
 # A cluster name as the queries filter on it (a non-empty label value).
