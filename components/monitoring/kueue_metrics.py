@@ -6,8 +6,9 @@ controller-runtime's authentication and authorization filter (cmd/kueue/main.go:
 `filters.WithAuthenticationAndAuthorization`): a scrape needs a bearer token whose subject may GET
 the non-resource URL /metrics (the chart's own `<release>-metrics-reader` ClusterRole). With Kueue's
 internal certificate management (the chart's default) no certificate is mounted for the metrics
-server, so controller-runtime serves a self-signed one; the chart's own ServiceMonitor skips
-verifying it (values.yaml `metrics.serviceMonitor.tlsConfig.insecureSkipVerify: true`).
+server, so controller-runtime serves a self-signed one (its documented behaviour, UNVERIFIED at the
+version Kueue pins); the chart's own ServiceMonitor skips verifying it (values.yaml
+`metrics.serviceMonitor.tlsConfig.insecureSkipVerify: true`).
 
 Managed Prometheus' PodMonitoring (monitoring.googleapis.com/v1, GoogleCloudPlatform/prometheus-engine
 @2ffde4ec `pkg/operator/apis/monitoring/v1/http_types.go`) takes `scheme`, `authorization` (type
