@@ -58,16 +58,21 @@ def stack(*pools: dict, network: dict | None = None, cluster: dict | None = None
 # -- the flavour table ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("flavor", "nics"), [("TCPX", 4), ("TCPXO", 8), ("RDMA", 9), ("RDMA-A4X", 5)])
+@pytest.mark.parametrize(
+    ("flavor", "nics"), [("TCPX", 4), ("TCPXO", 8), ("RDMA", 9), ("RDMA-A4X", 5), ("RDMA-A4X-Max", 9)]
+)
 def test_each_flavour_has_its_machines_nic_count(flavor: str, nics: int) -> None:
     assert len(FLAVORS[GpuDirectFlavor(flavor)].nics) == nics
 
 
 def test_network_names_and_subnet_slots_never_collide_across_flavours() -> None:
-    nics = [nic for spec in FLAVORS.values() for nic in spec.nics]
-    assert len({nic.network_name for nic in nics}) == len(nics)
+    every = [nic for spec in FLAVORS.values() for nic in spec.nics]
+    assert len({nic.network_name for nic in every}) == len(every)
+    # A4X Max's RDMA NICs attach to the subnet its RoCE profile provides: no slot of the range.
+    nics = [nic for nic in every if not nic.provided_subnet]
+    assert all(nic.slot is None for nic in every if nic.provided_subnet)
     assert len({nic.slot for nic in nics}) == len(nics)
-    assert all(0 <= nic.slot < SLOTS for nic in nics)
+    assert all(nic.slot is not None and 0 <= nic.slot < SLOTS for nic in nics)
     ranges = [ipaddress.ip_network(subnet_range("192.168.0.0/16", nic)) for nic in nics]
     assert all(r.prefixlen == 21 for r in ranges)
     assert not any(a.overlaps(b) for i, a in enumerate(ranges) for b in ranges[i + 1 :])
@@ -180,12 +185,6 @@ def test_a4x_and_a4_pools_keep_their_own_roce_vpcs_in_their_own_zones() -> None:
     assert vpcs["gpu-test-a4x-rdma"]["networkProfile"].endswith("/us-central1-a-vpc-roce")
     installers = {r.inputs["metadata"]["name"] for r in result.of_type("kubernetes:apps/v1:DaemonSet")}
     assert installers == {"nccl-rdma-installer", "nccl-rdma-a4x-installer"}
-
-
-def test_a4x_max_is_refused_with_what_it_would_need() -> None:
-    from gke_gpu.gpudirect.flavors import UNSUPPORTED_MACHINES
-
-    assert "vpc-roce-metal" in UNSUPPORTED_MACHINES["a4x-maxgpu-4g-metal"]
 
 
 def test_pools_of_one_flavour_share_its_networks_and_two_flavours_get_their_own() -> None:

@@ -191,8 +191,8 @@ def test_dranet_pod_parts_are_the_flavours_without_annotations_plus_the_claim() 
             [MEGA],
             CLUSTER,
             "gke-gpu:gpuPools[0].gpudirectNetworking: 'dranet' is not offered on a3-megagpu-8g (TCPXO): "
-            "GKE's DRANET claims RDMA NICs (DeviceClass mrdma.google.com), which only A3 Ultra, A4 and "
-            "A4X have; allowed there: 'multiNetwork'",
+            "GKE's DRANET claims RDMA NICs (DeviceClass mrdma.google.com), which only A3 Ultra, A4, A4X "
+            "and A4X Max have; allowed there: 'multiNetwork'",
         ),
         (
             [ULTRA],

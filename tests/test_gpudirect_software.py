@@ -26,7 +26,7 @@ NAME = "gd"
 NET = "kubernetes:networking.gke.io/v1"
 DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
 TCPX, TCPXO, RDMA = GpuDirectFlavor.TCPX, GpuDirectFlavor.TCPXO, GpuDirectFlavor.RDMA
-RDMA_A4X = GpuDirectFlavor.RDMA_A4X
+RDMA_A4X, A4X_MAX = GpuDirectFlavor.RDMA_A4X, GpuDirectFlavor.RDMA_A4X_MAX
 # Flavour -> (NIC count, Network names, deviceModes, DaemonSets).
 EXPECTED = {
     TCPX: (
@@ -53,7 +53,16 @@ EXPECTED = {
         ["NetDevice"] + ["RDMA"] * 4,
         {"nccl-rdma-a4x-installer"},
     ),
+    # DRANET only: no Networks; ASAPD-lite instead of an installer.
+    A4X_MAX: (0, [], [], {"asapd-lite"}),
 }
+
+
+def software_args(flavor: GpuDirectFlavor) -> dict[str, Any]:
+    """The flavour's args as the stack passes them: its NICs' networks, except where DRANET claims them."""
+    if FLAVORS[flavor].dranet_on_stack_networks:
+        return {"flavor": flavor}
+    return {"flavor": flavor, "node_networks": nic_networks(flavor)}
 
 
 def nic_networks(flavor: GpuDirectFlavor) -> list[dict[str, str]]:
@@ -78,7 +87,7 @@ def construct(args: Any) -> RunResult:
 
 @pytest.fixture(scope="module", params=list(GpuDirectFlavor))
 def declared(request: pytest.FixtureRequest) -> tuple[GpuDirectFlavor, RunResult]:
-    result = construct({"flavor": request.param, "node_networks": nic_networks(request.param)})
+    result = construct(software_args(request.param))
     assert result.error is None, result.error
     return request.param, result
 
@@ -93,7 +102,8 @@ def test_a_param_set_and_a_network_per_extra_nic(declared: tuple[GpuDirectFlavor
     networks = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in result.of_type(f"{NET}:Network")}
     assert len(params) == len(networks) == count
     assert sorted(params) == sorted(networks) == sorted(names)
-    expected = [{"vpc": n["network"], "vpcSubnet": n["subnetwork"]} for n in nic_networks(flavor)]
+    given = software_args(flavor).get("node_networks", [])
+    expected = [{"vpc": n["network"], "vpcSubnet": n["subnetwork"]} for n in given]
     for name, mode, where in zip(names, modes, expected, strict=True):
         assert params[name] == {**where, "deviceMode": mode}
     for name in names:
@@ -136,7 +146,7 @@ def test_the_flavours_daemon_sets_on_its_nodes_only(declared: tuple[GpuDirectFla
         ]
         arch = (
             [{"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]}]
-            if flavor is RDMA_A4X
+            if flavor in (RDMA_A4X, A4X_MAX)
             else []
         )
         assert term["matchExpressions"] == [
@@ -161,7 +171,7 @@ def test_the_flavours_daemon_sets_on_its_nodes_only(declared: tuple[GpuDirectFla
 def test_installer_images_and_host_paths() -> None:
     images = {}
     for flavor in GpuDirectFlavor:
-        result = construct({"flavor": flavor, "node_networks": nic_networks(flavor)})
+        result = construct(software_args(flavor))
         for r in result.of_type(DAEMON_SET):
             pod = r.inputs["spec"]["template"]["spec"]
             images[r.inputs["metadata"]["name"]] = [c["image"] for c in pod.get("initContainers", [])]
@@ -181,6 +191,7 @@ def test_installer_images_and_host_paths() -> None:
         "nri-device-injector-tcpxo": [],
         "nccl-rdma-installer": [f"{registry}/gpudirect-gib/nccl-plugin-gib:v1.1.1"],
         "nccl-rdma-a4x-installer": [f"{registry}/gpudirect-gib/nccl-plugin-gib-arm64:v1.1.0"],
+        "asapd-lite": [],
     }
 
 
@@ -471,3 +482,43 @@ def test_the_node_software_runs_only_on_the_gpudirect_pools() -> None:
         assert {"key": "cloud.google.com/gke-nodepool", "operator": "In", "values": ["train"]} in term[
             "matchExpressions"
         ], daemon_set.name
+
+
+def test_a4x_max_nodes_run_asapd_lite_as_cluster_toolkit_installs_it() -> None:
+    result = construct({"flavor": A4X_MAX, "node_pools": ["rack"]})
+    assert result.error is None, result.error
+    assert result.of_type(f"{NET}:GKENetworkParamSet") == [] and result.of_type(f"{NET}:Network") == []
+    (ds,) = result.of_type(DAEMON_SET)
+    assert ds.inputs["metadata"] | {"labels": None} == {
+        "name": "asapd-lite",
+        "namespace": "kube-system",
+        "labels": None,
+    }
+    pod = ds.inputs["spec"]["template"]["spec"]
+    assert pod["hostNetwork"] is True and pod["hostPID"] is True
+    assert pod["priorityClassName"] == "system-node-critical"
+    (container,) = pod["containers"]
+    assert container["image"] == "us-docker.pkg.dev/gce-ai-infra/asapd-lite/asapd-lite:v0.0.8"
+    assert container["securityContext"] == {"privileged": True}
+    assert "/usr/local/bin/run_asapd_lite.sh" in container["args"][0]
+    assert container["resources"]["limits"] == {"hugepages-2Mi": "8192Mi", "memory": "1024Mi"}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": 19540}
+    hugepages = {v["name"]: v for v in pod["volumes"]}["hugepage-2mi"]
+    assert hugepages == {"name": "hugepage-2mi", "emptyDir": {"medium": "HugePages-2Mi"}}
+    (term,) = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    assert {e["key"]: e["values"] for e in term["matchExpressions"]} == {
+        "cloud.google.com/gke-accelerator": ["nvidia-gb300"],
+        "kubernetes.io/arch": ["arm64"],
+        "cloud.google.com/gke-nodepool": ["rack"],
+    }
+    validate(kubernetes_objects(to_document(result))[0])
+
+
+def test_a4x_max_takes_no_node_networks_dranet_claims_its_nics() -> None:
+    result = construct({"flavor": A4X_MAX, "node_networks": nic_networks(A4X_MAX)})
+    assert isinstance(result.error, InvalidArgsError), repr(result.error)
+    assert result.error.problems == [
+        "node_networks: not allowed with RDMA-A4X-Max: Pods claim its NICs through DRANET"
+    ]

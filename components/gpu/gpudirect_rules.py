@@ -9,10 +9,12 @@ from ..core.gke_version import parse
 from ..gpudirect.flavors import (
     DRANET_FLAVORS,
     DRANET_MIN_VERSION,
+    DRANET_ONLY_FLAVORS,
     MACHINE_FLAVORS,
     UNSUPPORTED_MACHINES,
     UNVERIFIED_MACHINES,
     GpuDirectFlavor,
+    GpuDirectNetworking,
 )
 from .placement_rules import FLEX_COMPACT
 from .pool import GpuPool
@@ -36,6 +38,8 @@ MIN_VERSIONS = {
 UNGATED_MINIMUMS = {
     GpuDirectFlavor.RDMA_A4X: "at a version that offers A4X (minimum unpublished; cluster-toolkit's "
     "examples/gke-a4x pins 1.35)",
+    GpuDirectFlavor.RDMA_A4X_MAX: "at a version that offers A4X Max (1.34.3-gke.1318000, cluster-toolkit's "
+    "examples/gke-a4x-max-bm README, which pins 1.35) and DRANET (1.34.1-gke.1829001)",
 }
 
 
@@ -82,7 +86,19 @@ class GpuDirectRules(PoolRuleBase):
                 f"GPU-to-GPU NICs; machines with GPUDirect: {gpudirect_machines()}",
             )
             return
-        if pool.dranet:
+        # The machine type may be resolved here only (pool.dranet reads the pool's own field).
+        dranet = pool.gpudirect_networking == GpuDirectNetworking.DRANET or (
+            pool.gpudirect_networking is None and flavor in DRANET_ONLY_FLAVORS
+        )
+        if flavor in DRANET_ONLY_FLAVORS and not dranet:
+            self.problems.add(
+                self.at(path, "gpudirect_networking"),
+                f"{cut(str(pool.gpudirect_networking))} is not offered on {machine.name} ({flavor}): its "
+                "RDMA NICs reach Pods through GKE's DRANET only (cluster-toolkit's examples/gke-a4x-max-bm "
+                "declares no multi-network objects; NVIDIA AI Cluster Runtime, 'GKE A4X Max (GB300) "
+                "Networking Prerequisites'); allowed: 'dranet' (the default there)",
+            )
+        if dranet:
             self._check_dranet(pool, path, machine, flavor)
         if len(zones) != 1:
             given = (
@@ -142,8 +158,8 @@ class GpuDirectRules(PoolRuleBase):
             self.problems.add(
                 key,
                 f"'dranet' is not offered on {machine.name} ({flavor}): GKE's DRANET claims RDMA NICs "
-                "(DeviceClass mrdma.google.com), which only A3 Ultra, A4 and A4X have; allowed there: "
-                "'multiNetwork'",
+                "(DeviceClass mrdma.google.com), which only A3 Ultra, A4, A4X and A4X Max have; allowed "
+                "there: 'multiNetwork'",
             )
             return
         self.version_gate(path, key, "GKE managed DRANET", DRANET_MIN_VERSION)

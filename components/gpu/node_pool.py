@@ -17,6 +17,7 @@ from ..core.common import ZONE_PATTERN, Problem
 from ..core.component import NO_ARGS, CheckedArgs, GkeGpuComponent
 from ..core.validation import Deferrable, pick
 from ..gpudirect.flavors import DRANET_NETWORK_PROFILE, DRANET_NODE_LABEL, FLAVORS
+from .bare_metal import bare_metal_node_settings
 from .gke_rewrites import PoolKind, declared_labels, ignored_paths
 from .pool import CONTAINER_IMAGE_CACHE, GpuPool
 from .pool_args import GpuNodePoolArgs, NodeNetwork, node_network_list
@@ -101,7 +102,7 @@ def _node_network_problems(pool: GpuNodePoolSpec) -> list[str]:
     """A GPUDirect pool attaches exactly its flavour's extra NICs; a pool without GPUDirect none."""
     networks = pool.additional_node_networks
     flavor = pool.gpudirect_flavor
-    if not pool.multi_network:
+    if not pool.stack_networks:
         if networks is not None:
             why = (
                 "GKE's DRANET creates the networks of a gpudirect_networking: dranet pool"
@@ -280,6 +281,8 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
             # GKE runs its networking-dra-driver on nodes with this label (cluster-toolkit v1.95.0
             # gke-node-pool main.tf sets it with the accelerator network profile).
             labels[DRANET_NODE_LABEL] = "true"
+        bare_metal = bare_metal_node_settings(pool)
+        labels.update(bare_metal.labels)
         return container.NodePoolNodeConfigArgs(
             machine_type=pool.machine_type,
             image_type="COS_CONTAINERD",
@@ -322,6 +325,7 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
             ),
             gvnic=container.NodePoolNodeConfigGvnicArgs(enabled=True),
             labels=labels,
+            linux_node_config=bare_metal.linux_node_config,
             **hardened,
             taints=[
                 container.NodePoolNodeConfigTaintArgs(key=t.key, value=t.value, effect=t.effect)
@@ -379,14 +383,14 @@ def _workload_policy(
 def _network_config(
     pool: GpuNodePoolSpec, networks: "pulumi.Input[list[NodeNetwork]] | None"
 ) -> "container.NodePoolNetworkConfigArgs | None":
-    """Multi-networking: the GPU NICs' VPCs and subnets; DRANET: GKE's accelerator network profile
-    `auto`, with which GKE creates the VPCs and subnets itself."""
-    if pool.dranet:
-        return container.NodePoolNetworkConfigArgs(accelerator_network_profile=DRANET_NETWORK_PROFILE)
-    if pool.gpudirect:
+    """Multi-networking, and DRANET on A4X Max: the GPU NICs' VPCs and subnets this program creates;
+    DRANET elsewhere: GKE's accelerator network profile `auto`, with which GKE creates them itself."""
+    if pool.stack_networks:
         return container.NodePoolNetworkConfigArgs(
             additional_node_network_configs=cast(_NodeNetworkConfigs, node_network_list(networks))
         )
+    if pool.dranet:
+        return container.NodePoolNetworkConfigArgs(accelerator_network_profile=DRANET_NETWORK_PROFILE)
     return None
 
 

@@ -20,7 +20,7 @@ from ..core.common import (
     MAX_SHARED_CLIENTS,
 )
 from ..core.model import DISK_IMAGE, DURATION, LabelKey, LabelValue, MachineTypeName, StackModel, example
-from ..gpudirect.flavors import GpuDirectFlavor, GpuDirectNetworking, flavor_of
+from ..gpudirect.flavors import DRANET_ONLY_FLAVORS, GpuDirectFlavor, GpuDirectNetworking, flavor_of
 from .pool_args import CapacityStep, GpuDriverVersion, GpuSharingStrategy, ReservationType, TaintEffect
 
 _SHARING_LABELS = {"TIME_SHARING": "time-sharing", "MPS": "mps"}
@@ -197,13 +197,28 @@ class GpuPool(StackModel):
 
     @property
     def dranet(self) -> bool:
-        """True for a GPUDirect pool whose Pods reach the GPU NICs through GKE's managed DRANET."""
-        return self.gpudirect and self.gpudirect_networking == GpuDirectNetworking.DRANET
+        """True for a GPUDirect pool whose Pods reach the GPU NICs through GKE's managed DRANET: asked
+        for, or by default where DRANET is the only way (A4X Max)."""
+        if not self.gpudirect:
+            return False
+        if self.gpudirect_networking is None:
+            return self.gpudirect_flavor in DRANET_ONLY_FLAVORS
+        return self.gpudirect_networking == GpuDirectNetworking.DRANET
 
     @property
     def multi_network(self) -> bool:
         """True for a GPUDirect pool on multi-networking: the stack's VPCs, Networks, annotations."""
         return self.gpudirect and not self.dranet
+
+    @property
+    def stack_networks(self) -> bool:
+        """True for a GPUDirect pool whose nodes attach VPCs this program creates (additional node
+        networks): every multi-networking pool, and DRANET pools of flavours GKE's accelerator
+        network profile does not serve (A4X Max)."""
+        flavor = self.gpudirect_flavor
+        if flavor is None:
+            return False
+        return self.multi_network or (self.dranet and flavor in DRANET_ONLY_FLAVORS)
 
     @property
     def max_run_seconds(self) -> int | None:

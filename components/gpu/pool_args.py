@@ -188,19 +188,20 @@ class GpuNodePoolArgs(TypedDict):
     G4 (nvidia-rtx-pro-6000), false elsewhere."""
     gpudirect: NotRequired[bool]
     """GPUDirect networking in the machine's own flavour: TCPX (a3-highgpu-8g, a3-edgegpu-8g), TCPXO
-    (a3-megagpu-8g), RDMA (a3-ultragpu-8g, a4-highgpu-8g) or RDMA-A4X (a4x-highgpu-4g). Needs exactly
-    one zone and
+    (a3-megagpu-8g), RDMA (a3-ultragpu-8g, a4-highgpu-8g), RDMA-A4X (a4x-highgpu-4g) or RDMA-A4X-Max
+    (a4x-maxgpu-4g-metal: DRANET only, 2 MiB huge pages). Needs exactly one zone and
     `additional_node_networks` (GpuDirectNetworks' `node_networks`). Defaults to false."""
     gpudirect_networking: NotRequired[str]
     """With gpudirect: how Pods reach the GPU NICs. 'multiNetwork': GKE multi-networking over
-    `additional_node_networks`. 'dranet': GKE's managed DRANET (A3 Ultra, A4, A4X; GKE
+    `additional_node_networks`. 'dranet' (the default and only choice on A4X Max, whose pool still
+    attaches `additional_node_networks`): GKE's managed DRANET (A3 Ultra, A4, A4X, A4X Max; GKE
     1.34.1-gke.1829001+): the accelerator network profile 'auto' (GKE creates the networks; no
     `additional_node_networks`) and the node label cloud.google.com/gke-networking-dra-driver=true;
     Pods claim the NICs through a ResourceClaimTemplate (DranetClaimTemplates). Changing it replaces
-    the pool. Defaults to 'multiNetwork'."""
+    the pool. Defaults to 'multiNetwork' ('dranet' on A4X Max)."""
     additional_node_networks: NotRequired[pulumi.Input[list[NodeNetwork]]]
     """With gpudirect: the extra NICs' VPCs and subnets, in NIC order (4 for TCPX, 8 for TCPXO, 9 for
-    RDMA, 5 for RDMA-A4X). Changing them replaces the pool. Defaults to none."""
+    RDMA, 5 for RDMA-A4X, 9 for RDMA-A4X-Max). Changing them replaces the pool. Defaults to none."""
     dra_gpus: NotRequired[bool]
     """GPUs handed to Pods by NVIDIA's DRA driver (ResourceClaims of the DeviceClass gpu.nvidia.com)
     instead of GKE's device plugin: the nodes are labelled to turn the plugin off. Needs GKE 1.34,

@@ -14,7 +14,8 @@ everything `baseline` refuses except exactly GPUDirect's exceptions:
   gpudirect/pod_parts.py renders them; no probe or hook of its own, no exec into it: those would
   run other code with its rights) may add NET_ADMIN and mount the host's /sys and /proc/sys;
 * any container may mount the NCCL plugin's and driver's host directories read-only, and TCPXO's
-  aperture devices; a container of a Pod with the TCPX sidecar may add IPC_LOCK;
+  aperture devices; a container of a Pod with the TCPX sidecar may add IPC_LOCK (any container,
+  where the cluster has A4X Max GPUDirect pools: their gIB workloads pin memory);
 * the device annotations (second policy) name only the sidecar and only the GPU devices and
   TCPXO's dmabuf helper, in the namespaces the binding lists.
 
@@ -173,6 +174,9 @@ def pod_policy(flavors: list[GpuDirectFlavor]) -> dict[str, Any]:
     if tcpx is not None:
         beside_tcpx = f"variables.initContainers.exists(s, {_is_sidecar(tcpx, 's')})"
         caps_allowed += f" || (cap == 'IPC_LOCK' && {beside_tcpx})"
+    if GpuDirectFlavor.RDMA_A4X_MAX in flavors:
+        # A4X Max's gIB workloads pin memory (cluster-toolkit's nccl-jobset-example.yaml adds IPC_LOCK).
+        caps_allowed += " || cap == 'IPC_LOCK'"
     own_hosts = cel(list(SIDECAR_HOST_PATHS))
     read_only = cel(list(READ_ONLY_HOST_PATHS))
     validations = [
@@ -196,7 +200,8 @@ def pod_policy(flavors: list[GpuDirectFlavor]) -> dict[str, Any]:
             f"!has(c.securityContext.capabilities.add) || "
             f"c.securityContext.capabilities.add.all(cap, {caps_allowed}))",
             "capabilities beyond Pod Security baseline's are not allowed, except NET_ADMIN for the "
-            "pinned GPUDirect sidecar and IPC_LOCK beside the TCPX sidecar",
+            "pinned GPUDirect sidecar and IPC_LOCK beside the TCPX sidecar"
+            + (" or on A4X Max" if GpuDirectFlavor.RDMA_A4X_MAX in flavors else ""),
         ),
         (
             f"variables.volumes.all(v, !has(v.hostPath) || v.hostPath.path in {cel(host_paths)})",

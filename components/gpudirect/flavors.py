@@ -29,6 +29,10 @@ class GpuDirectFlavor(StrEnum):
     RDMA_A4X = "RDMA-A4X"
     """GPUDirect-RDMA over RoCE on A4X (GB200, Arm hosts): 1 extra gVNIC NIC and 4 MRDMA NICs, and
     the gIB plugin's arm64 build."""
+    RDMA_A4X_MAX = "RDMA-A4X-Max"
+    """GPUDirect-RDMA over RoCE on A4X Max (GB300, Arm bare metal): 1 extra IDPF NIC and 8 MRDMA NICs
+    (4 ConnectX-8) on a RoCE VPC of the bare-metal profile `<zone>-vpc-roce-metal`, claimed through
+    DRANET only."""
 
 
 class GpuDirectNetworking(StrEnum):
@@ -56,8 +60,13 @@ class ExtraNic:
     interface: str
     # GKENetworkParamSet.spec.deviceMode: NetDevice for gVNIC, RDMA for MRDMA NICs.
     device_mode: str
-    # Slot of the stack's GPUDirect range this subnet takes (0..31).
-    slot: int
+    # Slot of the stack's GPUDirect range this subnet takes (0..31); None where the network profile
+    # provides the subnet itself (`provided_subnet`).
+    slot: int | None
+    # The bare-metal RoCE profile (`<zone>-vpc-roce-metal`) creates the VPC's one subnet itself, named
+    # `default-subnet-1-<vpc name>`, and every MRDMA NIC attaches to it (Google's "Create an
+    # AI-optimized MIG with A4X Max"; cluster-toolkit modules/network/gpu-rdma-vpc `is_roce_metal`).
+    provided_subnet: bool = False
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,13 @@ class FlavorSpec:
     accelerators: tuple[str, ...]
     # The nodes' CPU architecture (`kubernetes.io/arch`): the installer's image must be built for it.
     arch: str = "amd64"
+    # The RoCE VPC's network profile, after `<zone>-` (`vpc-roce` for VMs, `vpc-roce-metal` for bare
+    # metal).
+    roce_profile: str = "vpc-roce"
+    # Pods reach the RDMA NICs only through DRANET (no multi-networking), while the node pool still
+    # attaches the VPCs this program creates as additional node networks (GKE's accelerator network
+    # profile `auto` is not used). A4X Max, as cluster-toolkit's examples/gke-a4x-max-bm wires it.
+    dranet_on_stack_networks: bool = False
 
     @property
     def vpc_suffixes(self) -> tuple[str, ...]:
@@ -82,8 +98,13 @@ class FlavorSpec:
         return any(nic.device_mode == "RDMA" for nic in self.nics)
 
     def is_roce_vpc(self, vpc_suffix: str) -> bool:
-        """True for the VPC of the flavour's MRDMA NICs (network profile `<zone>-vpc-roce`)."""
+        """True for the VPC of the flavour's MRDMA NICs (network profile `<zone>-<roce_profile>`)."""
         return any(nic.vpc_suffix == vpc_suffix and nic.device_mode == "RDMA" for nic in self.nics)
+
+    @property
+    def created_subnets(self) -> tuple[ExtraNic, ...]:
+        """The NICs whose subnet this program creates (each once: a provided subnet is GCP's)."""
+        return tuple(nic for nic in self.nics if not nic.provided_subnet)
 
 
 def _gvnic_nics(prefix: str, count: int, first_slot: int) -> tuple[ExtraNic, ...]:
@@ -104,6 +125,9 @@ def _gvnic_nics(prefix: str, count: int, first_slot: int) -> tuple[ExtraNic, ...
 ROCE_VPC_SUFFIX = "rdma"
 # A4X's: its own VPCs, so a stack with A4 and A4X pools (both in the profile's zone) keeps both.
 A4X_ROCE_VPC_SUFFIX = "a4x-rdma"
+# A4X Max's RoCE VPC (profile `<zone>-vpc-roce-metal`) and the subnet GCP creates in it.
+A4X_MAX_ROCE_VPC_SUFFIX = "a4xmax-rdma"
+ROCE_METAL_SUBNET = "default-subnet-1-{vpc}"
 
 FLAVORS: dict[GpuDirectFlavor, FlavorSpec] = {
     GpuDirectFlavor.TCPX: FlavorSpec(
@@ -141,6 +165,35 @@ FLAVORS: dict[GpuDirectFlavor, FlavorSpec] = {
         ("nvidia-gb200",),
         arch="arm64",
     ),
+    # A4X Max (cluster-toolkit examples/gke-a4x-max-bm @1047080375, 2026-06-25: a VPC with one IPv4
+    # subnet for the IDPF NIC, a RoCE VPC with network profile `<zone>-vpc-roce-metal` whose provided
+    # subnet all 8 MRDMA NICs attach to, MTU 8896; Google's "Create an AI-optimized MIG with A4X Max":
+    # 4 CX-8 NICs as 8 MRDMA interfaces on `default-subnet-1-<network>`, MTU 8896 recommended). No
+    # Kubernetes Network objects: DRANET hands the NICs to Pods. Interfaces: UNVERIFIED (DRANET names
+    # them), kept for the NIC order only.
+    GpuDirectFlavor.RDMA_A4X_MAX: FlavorSpec(
+        GpuDirectFlavor.RDMA_A4X_MAX,
+        (
+            ExtraNic("a4xmax-idpf-1", "a4xmax-idpf", "a4xmax-idpf", "eth1", "NetDevice", 26),
+            *(
+                ExtraNic(
+                    f"a4xmax-rdma-{i}",
+                    A4X_MAX_ROCE_VPC_SUFFIX,
+                    A4X_MAX_ROCE_VPC_SUFFIX,
+                    f"eth{i + 2}",
+                    "RDMA",
+                    None,
+                    provided_subnet=True,
+                )
+                for i in range(8)
+            ),
+        ),
+        8896,
+        ("nvidia-gb300",),
+        arch="arm64",
+        roce_profile="vpc-roce-metal",
+        dranet_on_stack_networks=True,
+    ),
 }
 
 # Machine type -> flavour. Only 8-GPU A3/A4 shapes have GPU NICs: a3-highgpu-1g/2g/4g have a single
@@ -152,17 +205,10 @@ MACHINE_FLAVORS: dict[str, GpuDirectFlavor] = {
     "a3-ultragpu-8g": GpuDirectFlavor.RDMA,
     "a4-highgpu-8g": GpuDirectFlavor.RDMA,
     "a4x-highgpu-4g": GpuDirectFlavor.RDMA_A4X,
+    "a4x-maxgpu-4g-metal": GpuDirectFlavor.RDMA_A4X_MAX,
 }
 # Machine types with GPU NICs that this program does not wire, and why (the pool rules say so).
-UNSUPPORTED_MACHINES: dict[str, str] = {
-    "a4x-maxgpu-4g-metal": (
-        "A4X Max (GB300, bare metal) reaches its RDMA NICs through DRANET on networks GKE's "
-        "accelerator network profile does not create: cluster-toolkit's examples/gke-a4x-max-bm "
-        "attaches an IDPF VPC and a RoCE VPC with network profile '<zone>-vpc-roce-metal', labels the "
-        "nodes for the DRANET driver, sets 2 MiB huge pages and installs ASAPD-lite, none of which "
-        "gke-gpu wires yet"
-    ),
-}
+UNSUPPORTED_MACHINES: dict[str, str] = {}
 # Not in Google's NIC table as clearly as A3 High (the reference marks its layout UNVERIFIED).
 UNVERIFIED_MACHINES = frozenset({"a3-edgegpu-8g"})
 
@@ -179,7 +225,9 @@ MAX_GPUDIRECT_PREFIX = 16
 # the networking-dra-driver DaemonSet runs on GPU/TPU nodes with DRANET enabled); cluster-toolkit
 # v1.95.0 modules/compute/gke-node-pool (main.tf: accelerator_network_profile "auto", the node label,
 # Dataplane V2 required; gpu_direct.tf: dranet_min_version; resource-claim-template.yaml.tftpl).
-DRANET_FLAVORS = frozenset({GpuDirectFlavor.RDMA, GpuDirectFlavor.RDMA_A4X})
+DRANET_FLAVORS = frozenset({GpuDirectFlavor.RDMA, GpuDirectFlavor.RDMA_A4X, GpuDirectFlavor.RDMA_A4X_MAX})
+# Flavours whose Pods reach the GPU NICs through DRANET only (multi-networking is not offered there).
+DRANET_ONLY_FLAVORS = frozenset(f for f, spec in FLAVORS.items() if spec.dranet_on_stack_networks)
 DRANET_MIN_VERSION = "1.34.1-gke.1829001"
 DRANET_NETWORK_PROFILE = "auto"
 DRANET_NODE_LABEL = "cloud.google.com/gke-networking-dra-driver"
@@ -194,11 +242,18 @@ def flavor_of(machine_type: str | None) -> GpuDirectFlavor | None:
 
 def max_name_suffix() -> int:
     """The longest `-<suffix>` the VPCs and subnets append to the stack's prefix."""
-    return max(len(f"-{nic.subnet_suffix}") for spec in FLAVORS.values() for nic in spec.nics)
+    return max(
+        len(f"-{nic.subnet_suffix}")
+        for spec in FLAVORS.values()
+        for nic in spec.nics
+        if not nic.provided_subnet
+    )
 
 
 def subnet_range(cidr: str, nic: ExtraNic) -> str:
     """The NIC's subnet: its slot of the GPUDirect range."""
+    if nic.slot is None:
+        raise ValueError(f"{nic.network_name}: its subnet is the network profile's, not a slot")
     network = ipaddress.ip_network(cidr)
     subnets = list(network.subnets(prefixlen_diff=5))
     return str(subnets[nic.slot])

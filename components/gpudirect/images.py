@@ -27,6 +27,9 @@ GIB_PLUGIN = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib:v1.1.
 # gpudirect-rdma/nccl-rdma-installer-a4x.yaml: gIB's arm64 build for A4X's Grace hosts (its own tag
 # line: v1.1.0 at the pinned commit; cluster-toolkit v1.95.0 examples/gke-a4x installs the same).
 GIB_PLUGIN_ARM64 = "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-arm64:v1.1.0"
+# A4X Max's node agent (asapd.py): cluster-toolkit @1047080375af
+# examples/gke-a4x-max-bm/asapd-lite-installer.yaml (tag of its commit 42b5dbb09, 2026-06-07).
+ASAPD_LITE = "us-docker.pkg.dev/gce-ai-infra/asapd-lite/asapd-lite:v0.0.8"
 # nri_device_injector/nri-device-injector.yaml (pinned by digest there)
 NRI_DEVICE_INJECTOR = (
     "gcr.io/gke-release/nri-device-injector"
@@ -45,6 +48,8 @@ NODE_IMAGES_BY_TAG = {
     "TCPXO": (TCPXO_PLUGIN, TCPXO_PRE_INSTALL),
     "RDMA": (GIB_PLUGIN,),
     "RDMA-A4X": (GIB_PLUGIN_ARM64,),
+    # A4X Max: ASAPD-lite (asapd.py) only; gIB is in the workload's own image.
+    "RDMA-A4X-Max": (ASAPD_LITE,),
 }
 
 # -- Host paths on GKE's COS nodes ----------------------------------------------------------------

@@ -16,6 +16,7 @@ from ..network.vpc import flow_log_config
 from .flavors import (
     DEFAULT_GPUDIRECT_CIDR,
     FLAVORS,
+    ROCE_METAL_SUBNET,
     GpuDirectFlavor,
     gpudirect_range_problems,
     max_name_suffix,
@@ -24,8 +25,9 @@ from .flavors import (
 
 # The longest name suffix (`-a4x-gvnic-1`) leaves the prefix this much of Compute Engine's 63 characters.
 MAX_PREFIX = 63 - max_name_suffix()
-# Google's RDMA guide: the RoCE VPC takes the zonal network profile `<zone>-vpc-roce`.
-ROCE_PROFILE = "projects/{project}/global/networkProfiles/{zone}-vpc-roce"
+# Google's RDMA guide: the RoCE VPC takes the zonal network profile `<zone>-vpc-roce` (VMs) or
+# `<zone>-vpc-roce-metal` (bare metal: A4X Max).
+ROCE_PROFILE = "projects/{project}/global/networkProfiles/{zone}-{profile}"
 
 
 class GpuDirectNetworksArgs(TypedDict):
@@ -145,7 +147,7 @@ class GpuDirectNetworks(GkeGpuComponent[_GpuDirectNetworksSpec]):
                 mtu=flavor.mtu,
                 network_profile=(
                     pulumi.Output.from_input(project).apply(
-                        lambda p: ROCE_PROFILE.format(project=p, zone=spec.zone)
+                        lambda p: ROCE_PROFILE.format(project=p, zone=spec.zone, profile=flavor.roce_profile)
                     )
                     if roce
                     else None
@@ -153,30 +155,30 @@ class GpuDirectNetworks(GkeGpuComponent[_GpuDirectNetworksSpec]):
                 description=f"GPUDirect-{flavor.flavor} {'RoCE ' if roce else ''}NICs of {prefix}",
                 opts=child,
             )
-        subnets: list[compute.Subnetwork] = []
+        subnets: dict[str, compute.Subnetwork] = {}
         ranges: list[str] = []
-        for nic in flavor.nics:
+        for nic in flavor.created_subnets:
             ranges.append(subnet_range(spec.cidr, nic))
             roce = nic.device_mode == "RDMA"
-            subnets.append(
-                compute.Subnetwork(
-                    f"{name}-{nic.subnet_suffix}",
-                    name=f"{prefix}-{nic.subnet_suffix}",
-                    project=project,
-                    region=region,
-                    network=vpcs[nic.vpc_suffix].id,
-                    ip_cidr_range=ranges[-1],
-                    # Like the cluster's own subnet; RoCE subnets carry only RDMA (UNVERIFIED whether
-                    # GCP takes either setting there, so neither is set).
-                    private_ip_google_access=None if roce else True,
-                    log_config=None if roce else flow_log_config(spec.flow_log_sampling),
-                    opts=child,
-                )
+            subnets[nic.network_name] = compute.Subnetwork(
+                f"{name}-{nic.subnet_suffix}",
+                name=f"{prefix}-{nic.subnet_suffix}",
+                project=project,
+                region=region,
+                network=vpcs[nic.vpc_suffix].id,
+                ip_cidr_range=ranges[-1],
+                # Like the cluster's own subnet; RoCE subnets carry only RDMA (UNVERIFIED whether
+                # GCP takes either setting there, so neither is set).
+                private_ip_google_access=None if roce else True,
+                log_config=None if roce else flow_log_config(spec.flow_log_sampling),
+                opts=child,
             )
         for suffix, vpc in vpcs.items():
             if flavor.is_roce_vpc(suffix):
                 continue
-            own = [r for nic, r in zip(flavor.nics, ranges, strict=True) if nic.vpc_suffix == suffix]
+            own = [
+                r for nic, r in zip(flavor.created_subnets, ranges, strict=True) if nic.vpc_suffix == suffix
+            ]
             compute.Firewall(
                 f"{name}-{suffix}-internal",
                 name=f"{prefix}-{suffix}-internal",
@@ -195,8 +197,13 @@ class GpuDirectNetworks(GkeGpuComponent[_GpuDirectNetworksSpec]):
 
         self.node_networks = pulumi.Output.all(
             *(
-                pulumi.Output.all(vpcs[nic.vpc_suffix].name, subnet.name)
-                for nic, subnet in zip(flavor.nics, subnets, strict=True)
+                pulumi.Output.all(
+                    vpcs[nic.vpc_suffix].name,
+                    vpcs[nic.vpc_suffix].name.apply(lambda vpc: ROCE_METAL_SUBNET.format(vpc=vpc))
+                    if nic.provided_subnet
+                    else subnets[nic.network_name].name,
+                )
+                for nic in flavor.nics
             )
         ).apply(lambda pairs: [{"network": n, "subnetwork": s} for n, s in pairs])
         self.subnet_ranges = pulumi.Output.from_input(ranges)

@@ -39,6 +39,7 @@ SHM_SIZE = {
     GpuDirectFlavor.TCPXO: "1Gi",
     GpuDirectFlavor.RDMA: "250Gi",
     GpuDirectFlavor.RDMA_A4X: "250Gi",
+    GpuDirectFlavor.RDMA_A4X_MAX: "250Gi",
 }
 PLAIN_TCP_SHM_SIZE = "1Gi"
 RXDM_CONTAINER = {GpuDirectFlavor.TCPX: "tcpx-daemon", GpuDirectFlavor.TCPXO: "tcpxo-daemon"}
@@ -212,7 +213,14 @@ def gpudirect_pod_parts(
     security: dict[str, Any] = dict(_WORKLOAD_SECURITY)
     init_containers: list[dict[str, Any]] = []
     nccl_setup = ""
-    if flavor in (GpuDirectFlavor.RDMA, GpuDirectFlavor.RDMA_A4X):  # gIB, x86 or Arm
+    if flavor is GpuDirectFlavor.RDMA_A4X_MAX:
+        # cluster-toolkit examples/gke-a4x-max-bm/nccl-jobset-example.yaml: gIB in the workload's own
+        # image (Google's nccl-gib-a4x-max-arm64), the driver from the host, IPC_LOCK, 250Gi /dev/shm.
+        volumes = [_host("nccl-nvidia", NVIDIA_HOST_DIR), shm]
+        mounts = [_mount("nccl-nvidia", "/usr/local/nvidia", read_only=True)]
+        env["LD_LIBRARY_PATH"] = f"{NVIDIA_LIB64}:{GIB_DIR}/lib64"
+        security["capabilities"] = {"add": ["IPC_LOCK"]}
+    elif flavor in (GpuDirectFlavor.RDMA, GpuDirectFlavor.RDMA_A4X):  # gIB, x86 or Arm
         volumes = [_host("nccl-nvidia", NVIDIA_HOST_DIR), _host("nccl-gib", GIB_HOST_DIR), shm]
         mounts = [
             _mount("nccl-nvidia", "/usr/local/nvidia", read_only=True),

@@ -40,6 +40,7 @@ from ..core.k8s import (
 from ..core.model import Cidr
 from ..core.validation import ArgsModel
 from ..gpu.pool_args import NodeNetwork, node_network_at
+from .asapd import asapd_lite_daemon_set
 from .flavors import (
     DEFAULT_GPUDIRECT_CIDR,
     FLAVORS,
@@ -242,8 +243,13 @@ def _rules(spec: _GpuDirectSoftwareSpec) -> list[str]:
                 f"of /{MAX_GPUDIRECT_PREFIX} or larger with no host bits set (GpuDirectNetworks' cidr)",
             )
         )
-    expected = len(FLAVORS[GpuDirectFlavor(spec.flavor)].nics)
-    if isinstance(spec.node_networks, list) and len(spec.node_networks) != expected:
+    flavor = FLAVORS[GpuDirectFlavor(spec.flavor)]
+    expected = len(flavor.nics)
+    if flavor.dranet_on_stack_networks and spec.node_networks is not None:
+        problems.append(
+            Problem("node_networks", f"not allowed with {spec.flavor}: Pods claim its NICs through DRANET")
+        )
+    elif isinstance(spec.node_networks, list) and len(spec.node_networks) != expected:
         problems.append(
             Problem(
                 "node_networks",
@@ -330,8 +336,26 @@ class GpuDirectSoftware(GkeGpuComponent[_GpuDirectSoftwareSpec]):
             )
         # Every taint is tolerated already: `spec.tolerations` adds nothing to it.
         tolerations = [k8s.core.v1.TolerationArgs(**t) for t in NODE_TOLERATIONS]  # type: ignore[arg-type]
-        installer = INSTALLERS[flavor]
-        self._gpu_nic_ranges = [subnet_range(spec.gpudirect_cidr, nic) for nic in flavor_spec.nics]
+        self._gpu_nic_ranges = [subnet_range(spec.gpudirect_cidr, nic) for nic in flavor_spec.created_subnets]
+        installer = INSTALLERS.get(flavor)
+        if installer is None:
+            # A4X Max: gIB comes in the workload's image; its nodes run ASAPD-lite (asapd.py).
+            asapd_lite_daemon_set(f"{name}-asapd-lite", flavor_spec, self._node_pools, self._digests, self)
+        else:
+            self._install(name, flavor, installer, tolerations)
+        self.network_names = pulumi.Output.from_input(
+            [nic.network_name for nic in flavor_spec.nics] if networks is not None else []
+        )
+        self.flavor = pulumi.Output.from_input(flavor.value)
+        self.register_outputs({"networkNames": self.network_names, "flavor": self.flavor})
+
+    def _install(
+        self,
+        name: str,
+        flavor: GpuDirectFlavor,
+        installer: _Installer,
+        tolerations: "list[k8s.core.v1.TolerationArgs]",
+    ) -> None:
         self._daemon_set(
             f"{name}-installer",
             installer.daemon_set or installer.name,
@@ -343,11 +367,6 @@ class GpuDirectSoftware(GkeGpuComponent[_GpuDirectSoftwareSpec]):
             self._daemon_set(
                 f"{name}-device-injector", f"nri-device-injector-{flavor.lower()}", flavor, tolerations
             )
-        self.network_names = pulumi.Output.from_input(
-            [nic.network_name for nic in flavor_spec.nics] if networks is not None else []
-        )
-        self.flavor = pulumi.Output.from_input(flavor.value)
-        self.register_outputs({"networkNames": self.network_names, "flavor": self.flavor})
 
     def _daemon_set(
         self,

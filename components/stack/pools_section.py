@@ -87,14 +87,18 @@ class PoolRules(RuleBase):
         """The GPUDirect range (one per stack, every flavour's subnets in it) clear of the cluster's
         ranges, and one zone for every RDMA pool (the stack creates one zonal RoCE VPC)."""
         key = f"{NAMESPACE}:network.gpudirectCidr"
-        if not any(p.multi_network for p in self.config.gpu_pools):
+        # The written pools (one that failed its own checks counts) and the resolved ones (only they
+        # know their machine type, which decides whether a DRANET pool attaches the stack's VPCs).
+        if not any(p.multi_network for p in self.config.gpu_pools) and not any(
+            p.stack_networks for p in pools
+        ):
             # A pool that failed its own checks may be the one with gpudirect: not judged then.
             if network.gpudirect_cidr is not None and not self.broken.any_pool():
                 self.problems.add(
                     key,
                     f"{cut(network.gpudirect_cidr)} would be ignored: no GPU pool has gpudirect: true on "
-                    "multi-networking (GKE's DRANET makes its own networks); remove it or turn GPUDirect "
-                    "on for a pool",
+                    "networks this program creates (multi-networking, or DRANET on A4X Max; elsewhere "
+                    "GKE's DRANET makes its own networks); remove it or turn GPUDirect on for a pool",
                 )
             return network
         cidr = network.gpudirect_cidr or DEFAULT_GPUDIRECT_CIDR
@@ -124,7 +128,7 @@ class PoolRules(RuleBase):
         for i, written in self.indexed_pools():
             pool = resolved.get(written.name)
             flavor = pool.gpudirect_flavor if pool is not None else None
-            if pool is None or flavor is None or not FLAVORS[flavor].roce or not pool.multi_network:
+            if pool is None or flavor is None or not FLAVORS[flavor].roce or not pool.stack_networks:
                 continue
             if len(pool.zones or []) != 1:
                 continue  # reported by the pool's own rules

@@ -40,16 +40,27 @@ def multi_network_flavors(settings: Settings) -> dict[GpuDirectFlavor, list[GpuP
     return {flavor: pools for flavor, pools in flavors.items() if pools}
 
 
+def stack_network_flavors(settings: Settings) -> dict[GpuDirectFlavor, list[GpuPool]]:
+    """`stack_flavors` for the pools whose nodes attach VPCs this program creates: multi-networking
+    pools, and A4X Max's DRANET pools (GKE's accelerator network profile does not serve them)."""
+    flavors = {
+        flavor: [pool for pool in pools if pool.stack_networks]
+        for flavor, pools in stack_flavors(settings).items()
+    }
+    return {flavor: pools for flavor, pools in flavors.items() if pools}
+
+
 def dranet_pools(settings: Settings) -> list[GpuPool]:
     """The pools whose Pods claim their GPU NICs through GKE's managed DRANET."""
     return [pool for pool in settings.gpu_pools if pool.dranet]
 
 
 def gpudirect_networks(settings: Settings) -> dict[GpuDirectFlavor, GpuDirectNetworks]:
-    """One GpuDirectNetworks per flavour on multi-networking: the VPCs every such pool attaches to."""
+    """One GpuDirectNetworks per flavour whose pools attach the stack's VPCs: the VPCs every such pool
+    attaches to."""
     network = settings.network
     declared: dict[GpuDirectFlavor, GpuDirectNetworks] = {}
-    for flavor, pools in multi_network_flavors(settings).items():
+    for flavor, pools in stack_network_flavors(settings).items():
         assert network is not None and network.gpudirect_cidr, "the stack rules resolve the range"
         assert settings.cluster.name is not None, "the cluster rules resolve the name"
         args: GpuDirectNetworksArgs = {
@@ -87,7 +98,8 @@ def gpudirect_software(
             # nodes as they are.
             "node_pools": [pool.name for pool in pools],
         }
-        if flavor in networks:
+        if flavor in networks and any(pool.multi_network for pool in pools):
+            # The Networks Pods name in their annotations (DRANET pools claim their NICs instead).
             args["node_networks"] = networks[flavor].node_networks
         if settings.network is not None and settings.network.gpudirect_cidr:
             args["gpudirect_cidr"] = settings.network.gpudirect_cidr

@@ -48,7 +48,7 @@ def gpu_pools(
                 cluster_name=cluster.cluster_name,
                 node_service_account_email=cluster.node_service_account_email,
                 additional_node_networks=(
-                    networks[flavor].node_networks if flavor is not None and pool.multi_network else None
+                    networks[flavor].node_networks if flavor is not None and pool.stack_networks else None
                 ),
             )
             pools[pool.name] = declare(GpuNodePool, name, args)

@@ -42,12 +42,14 @@ NAMESPACE = "kubernetes:core/v1:Namespace"
 BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
 DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 # Privileged images pinned by tag because no digest could be recorded (docs/security.md, "Images"):
-# GPUDirect's NCCL plugin installers, TCPXO's pre-install step, and the DCGM exporter on GKE.
+# GPUDirect's NCCL plugin installers, A4X Max's ASAPD-lite, TCPXO's pre-install step, and the DCGM
+# exporter on GKE.
 ACCEPTED_BY_TAG = [
     "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev",
     "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev",
     "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib",
     "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-arm64",
+    "us-docker.pkg.dev/gce-ai-infra/asapd-lite/asapd-lite",
     "ubuntu",
     "nvcr.io/nvidia/k8s/dcgm-exporter",
 ]
