@@ -137,7 +137,12 @@ class ClusterJobs:
 
 
 def cluster_jobs(
-    settings: Settings, provider: pulumi.ProviderResource, layer: GpuLayer, prefix: str = ""
+    settings: Settings,
+    provider: pulumi.ProviderResource,
+    layer: GpuLayer,
+    prefix: str = "",
+    *,
+    cluster_queue_metrics: bool = False,
 ) -> ClusterJobs:
     """Declare the samples, Kueue with the teams' queues, the all-reduce tests, the DRANET claim
     templates and the teams' training data of a cluster (a fleet worker's: `prefix`)."""
@@ -157,6 +162,7 @@ def cluster_jobs(
         [*pools.values(), *([samples_component] if samples_component else []), *guards],
         local_queue_namespace=SAMPLES_NAMESPACE if samples_component else None,
         prefix=prefix,
+        cluster_queue_metrics=cluster_queue_metrics,
     )
     samples.update(
         nccl_allreduce_tests(

@@ -142,6 +142,7 @@ def batch_queues(
     *,
     local_queue_namespace: str | None,
     prefix: str = "",
+    cluster_queue_metrics: bool = False,
 ) -> tuple[list[dict[str, Any]], GpuBatchQueues]:
     """Declare Kueue, JobSet and a queue per Standard GPU pool, shared by the teams; return the queues
     as a stack output, and the component (what a queued workload waits for).
@@ -240,6 +241,8 @@ def batch_queues(
         args["dra_device_classes"] = [GPU_DEVICE_CLASS]
     if local_queue_namespace:
         args["local_queue_namespace"] = local_queue_namespace
+    if cluster_queue_metrics:
+        args["cluster_queue_metrics"] = True
     component = declare(
         GpuBatchQueues,
         f"{prefix}batch",

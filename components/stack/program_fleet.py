@@ -91,7 +91,8 @@ def _worker(worker: FleetWorker) -> tuple[pulumi.Output[str], dict[str, Any], Gk
 
     cluster, vpc = gke_cluster(settings, prefix)
     layer = gpu_layer(settings, cluster, prefix)
-    jobs = cluster_jobs(settings, cluster.provider, layer, prefix)
+    # Kueue's ClusterQueue resource metrics feed the fleet dashboard's GPU chart (monitoring/fleet.py).
+    jobs = cluster_jobs(settings, cluster.provider, layer, prefix, cluster_queue_metrics=True)
     assert jobs.queues is not None, "the fleet rules give every worker Kueue"
     monitoring = cluster_monitoring(settings, cluster.provider, prefix)
     grant = declare(

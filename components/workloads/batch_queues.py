@@ -115,6 +115,9 @@ class GpuBatchQueuesArgs(TypedDict):
     """DeviceClasses whose ExactCount claims Kueue counts as `nvidia.com/gpu` quota (the DRA driver's
     `gpu.nvidia.com` where a pool hands out GPUs through DRA): Kueue 0.19.2 never admits a Workload
     claiming an unmapped class. Defaults to none (the chart's default Configuration)."""
+    cluster_queue_metrics: NotRequired[bool]
+    """Kueue reports each ClusterQueue's resource usage and quota (`metrics.enableClusterQueueResources`:
+    a fleet's dashboard charts a worker's GPUs in use from them). Defaults to false."""
 
 
 class _ShareSpec(ArgsModel):
@@ -167,6 +170,7 @@ class _GpuBatchQueuesSpec(ArgsModel):
     local_queue_namespace: K8sName | None = None
     teams: Annotated[list[_TeamSpec], Field(default_factory=list, max_length=MAX_TEAMS)]
     dra_device_classes: Annotated[list[DeviceClassName], Field(max_length=8)] = Field(default_factory=list)
+    cluster_queue_metrics: bool = False
 
     @model_validator(mode="after")
     def _unique_names(self) -> "_GpuBatchQueuesSpec":
@@ -263,8 +267,12 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
                 KUEUE_CHART,
                 KUEUE_VERSION,
                 "kueue-system",
-                chart_values(kueue_configuration(spec.dra_device_classes))
-                if spec.dra_device_classes
+                chart_values(
+                    kueue_configuration(
+                        spec.dra_device_classes, cluster_queue_metrics=spec.cluster_queue_metrics
+                    )
+                )
+                if spec.dra_device_classes or spec.cluster_queue_metrics
                 else None,
             ),
             controller_chart(self, name, "jobset", JOBSET_CHART, JOBSET_VERSION, "jobset-system"),
