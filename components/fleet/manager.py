@@ -15,9 +15,8 @@ from ..core.k8s import app_labels
 from ..core.validation import ArgsModel
 from ..monitoring.kube_state_metrics import MultiKueueStateMetrics
 from ..monitoring.kueue_metrics import KueueMetricsScrape
-from ..workloads.batch_queues import JOBSET_CHART, JOBSET_VERSION, KUEUE_API, KUEUE_CHART, KUEUE_VERSION
+from ..workloads.batch_queues import KUEUE_API, batch_controllers
 from ..workloads.batch_teams import Quota, queue_name, team_queue_name
-from ..workloads.kueue_config import controller_chart
 from ..workloads.kueue_objects import cluster_queue
 from ..workloads.model import NamespaceName, TeamName
 from ..workloads.team_namespaces import declare_namespace, team_labels
@@ -152,28 +151,10 @@ class MultiKueueManager(GkeGpuComponent[_Spec]):
     ) -> None:
         args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        charts = [
-            controller_chart(
-                self,
-                name,
-                "kueue",
-                KUEUE_CHART,
-                KUEUE_VERSION,
-                KUEUE_NAMESPACE,
-                chart_values(spec.dispatcher),
-            ),
-            controller_chart(self, name, "jobset", JOBSET_CHART, JOBSET_VERSION, "jobset-system", None),
-        ]
-        after_charts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=charts))
+        after_charts, after = batch_controllers(self, name, chart_values(spec.dispatcher))
         # What the fleet's dashboard and worker-unreachable alert read on the manager (monitoring/fleet.py).
         KueueMetricsScrape(f"{name}-kueue-metrics", {"namespace": KUEUE_NAMESPACE}, opts=after_charts)
         MultiKueueStateMetrics(f"{name}-multikueue-state-metrics", {}, opts=after_charts)
-
-        def after(*resources: pulumi.Resource) -> pulumi.ResourceOptions:
-            return pulumi.ResourceOptions.merge(
-                after_charts, pulumi.ResourceOptions(depends_on=list(resources))
-            )
 
         clusters: dict[str, pulumi.Resource] = {}
         for worker, given in zip(spec.workers, args["workers"], strict=True):
