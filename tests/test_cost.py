@@ -564,6 +564,9 @@ def test_a_sample_on_dynamic_workload_scheduler_capacity_has_no_on_demand_figure
         assert s["maxPerRun"] == NA and s["nodes"] == 1, capacity
         assert s["reason"] == estimate(doc)["pools"][0]["reasons"]["onDemand"]
         assert "Dynamic Workload Scheduler prices" in s["reason"]
+        # Named as what it is, not as on-demand capacity.
+        table = "\n".join(format_samples(sample_runs(doc)))
+        assert "Dynamic Workload Scheduler (" in table and "on-demand:" not in table, table
 
 
 def test_the_example_stacks_all_reduces_are_found_on_their_pools() -> None:

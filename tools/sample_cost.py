@@ -41,6 +41,13 @@ _LABELS = {ON_DEMAND: "on-demand", SPOT: "Spot"}
 _WRAP = 110
 
 
+
+def _dws(pool: Mapping[str, Any]) -> str | None:
+    """How a pool takes Dynamic Workload Scheduler capacity, None where it does not."""
+    if pool.get("queuedProvisioning"):
+        return "queued provisioning, flex-start" if pool.get("flexStart") else "queued provisioning"
+    return "flex-start" if pool.get("flexStart") else None
+
 def _int(value: Any, default: int) -> int:
     if isinstance(value, bool) or value is None:
         return default
@@ -213,6 +220,7 @@ def _sample(
         accelerator=accelerator,
         gpusPerNode=gpus_per_node,
         spot=spot,
+        **({"dws": _dws(pool)} if _dws(pool) else {}),
         pricing=column,
         nodes=nodes,
         nodeHourly=NA,
@@ -288,7 +296,9 @@ def format_samples(samples: list[Mapping[str, Any]]) -> list[str]:
             price = node if isinstance(node, str) else f"${node:,.2f}/h"
             machine = f"{s.get('machineType') or NA} with {s['gpusPerNode']} x {s['accelerator']}"
             pricing = _LABELS[s["pricing"]]
-            if s.get("spot") and s["pricing"] == ON_DEMAND:
+            if s.get("dws"):
+                pricing = f"Dynamic Workload Scheduler ({s['dws']})"
+            elif s.get("spot") and s["pricing"] == ON_DEMAND:
                 pricing = "Spot, falling back to on-demand (priced on-demand, the most it pays)"
             text += f"pool {s['pool']}, {machine}, {pricing}: {s['nodes']} node(s) at {price}; "
         if isinstance(s.get("maxPerRun"), str):
