@@ -41,12 +41,12 @@ _LABELS = {ON_DEMAND: "on-demand", SPOT: "Spot"}
 _WRAP = 110
 
 
-
 def _dws(pool: Mapping[str, Any]) -> str | None:
     """How a pool takes Dynamic Workload Scheduler capacity, None where it does not."""
     if pool.get("queuedProvisioning"):
         return "queued provisioning, flex-start" if pool.get("flexStart") else "queued provisioning"
     return "flex-start" if pool.get("flexStart") else None
+
 
 def _int(value: Any, default: int) -> int:
     if isinstance(value, bool) or value is None:
