@@ -25,6 +25,7 @@ from .fleet_section import FleetSettings, FleetWorker, most_gpus
 from .program_batch import pool_quota
 from .program_cluster import gke_cluster
 from .program_gpudirect import gpudirect_output
+from .program_jobs import cluster_jobs, cluster_monitoring
 from .program_pools import gpu_layer
 from .settings import Settings
 
@@ -86,9 +87,6 @@ def _worker(worker: FleetWorker) -> tuple[pulumi.Output[str], dict[str, Any], Gk
     secret) and its summary."""
     settings = worker.settings
     prefix = f"{worker.name}-"
-    # Here, not at import: program.py imports this module when a stack has a fleet.
-    from .program import cluster_jobs, cluster_monitoring
-
     cluster, vpc = gke_cluster(settings, prefix)
     layer = gpu_layer(settings, cluster, prefix)
     # Kueue's ClusterQueue resource metrics feed the fleet dashboard's GPU chart (monitoring/fleet.py).
