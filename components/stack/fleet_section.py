@@ -197,6 +197,7 @@ def fleet_settings(
                 *(f"{p.name} (GPUDirect)" for p in resolved.gpu_pools if p.gpudirect_flavor is not None),
                 *(f"{p.name} (an NVL72 rack)" for p in resolved.gpu_pools if is_rack(p.accelerator)),
                 *(f"{p.name} (draGpus)" for p in resolved.gpu_pools if p.dra_gpus),
+                *(f"{p.name} (secondNetwork)" for p in resolved.gpu_pools if p.second_network),
             ],
             "batch.teams": [f"{t.name} (data)" for t in resolved.batch.teams if t.data],
         }

@@ -29,6 +29,7 @@ from .program_cluster import gke_cluster
 from .program_dra import dra_driver
 from .program_gpudirect import (
     dranet_claim_templates,
+    g4_second_network,
     gpudirect_admission,
     gpudirect_networks,
     gpudirect_output,
@@ -88,7 +89,8 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
     networks = gpudirect_networks(settings)
     cluster, vpc = gke_cluster(settings)
     autopilot = settings.cluster.autopilot
-    pools = gpu_pools(settings, cluster, networks)
+    kubernetes = pulumi.ResourceOptions(providers={"kubernetes": cluster.provider})
+    pools = gpu_pools(settings, cluster, networks, second_network=g4_second_network(settings, kubernetes))
     # GKE creates a ladder's node pools itself: it attaches their preloaded disk only for an image the
     # cluster's one allowlist names.
     ladder_images = sorted(
@@ -104,7 +106,6 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
             opts=pulumi.ResourceOptions(provider=cluster.provider),
         )
 
-    kubernetes = pulumi.ResourceOptions(providers={"kubernetes": cluster.provider})
     software = gpudirect_software(settings, networks, kubernetes)
     admission = gpudirect_admission(settings, gpudirect_namespaces(settings), kubernetes)
     # The namespaces the admission policies confine are made only once the policies exist.

@@ -9,15 +9,21 @@ import pulumi
 from ..cluster.gke_cluster import GkeCluster
 from ..gpu.compute_class import GpuComputeClass, compute_class_args
 from ..gpu.node_pool import GpuNodePool, node_pool_args
+from ..gpudirect.g4_network import G4SecondNetwork
 from .declare import declare
+from .program_gpudirect import pool_node_networks
 from .settings import Settings
 
 
 def gpu_pools(
-    settings: Settings, cluster: GkeCluster, networks: dict[Any, Any], prefix: str = ""
+    settings: Settings,
+    cluster: GkeCluster,
+    networks: dict[Any, Any],
+    prefix: str = "",
+    second_network: G4SecondNetwork | None = None,
 ) -> dict[str, pulumi.ComponentResource]:
     """Declare the stack's GPU pools on `cluster`; `prefix` starts their resource names (a fleet
-    worker's)."""
+    worker's); `second_network`: G4's, for the pools with `secondNetwork`."""
     autopilot = settings.cluster.autopilot
     pools: dict[str, pulumi.ComponentResource] = {}
     for pool in settings.gpu_pools:
@@ -40,16 +46,13 @@ def gpu_pools(
             )
         elif not autopilot:
             assert settings.cluster.location is not None, "the cluster rules resolve the location"
-            flavor = pool.gpudirect_flavor
             args = node_pool_args(
                 pool,
                 project=settings.project or "",
                 location=settings.cluster.location,
                 cluster_name=cluster.cluster_name,
                 node_service_account_email=cluster.node_service_account_email,
-                additional_node_networks=(
-                    networks[flavor].node_networks if flavor is not None and pool.stack_networks else None
-                ),
+                additional_node_networks=pool_node_networks(pool, networks, second_network),
             )
             pools[pool.name] = declare(GpuNodePool, name, args)
         elif pool.on_demand_fallback:
