@@ -56,6 +56,8 @@ def test_the_pool_attaches_it_and_the_cluster_turns_multi_networking_on(wired: A
     assert pool["networkConfig"]["additionalNodeNetworkConfigs"] == [
         {"network": "gpu-test-g4-net-1", "subnetwork": "gpu-test-g4-sub-1"}
     ]
+    (summary,) = wired.outputs["gpuPools"]
+    assert summary["secondNetwork"] == {"network": "g4-gvnic-1"}
     cluster = wired.one(CLUSTER).inputs
     assert cluster["enableMultiNetworking"] is True
     assert cluster["datapathProvider"] == "ADVANCED_DATAPATH"
@@ -83,6 +85,7 @@ def test_a_g4_pool_without_the_key_renders_exactly_as_before(plain: Any) -> None
     pool = plain.one(NODE_POOL, "gpu-g4-pool").inputs
     assert "networkConfig" not in pool or not pool["networkConfig"].get("additionalNodeNetworkConfigs")
     assert "enableMultiNetworking" not in plain.one(CLUSTER).inputs
+    assert "secondNetwork" not in plain.outputs["gpuPools"][0]
     assert [r.name for r in plain.of_type(NETWORK)] == ["network-vpc"]
     assert not [r for r in plain.resources if r.type == "gke-gpu:index:G4SecondNetwork"]
 
