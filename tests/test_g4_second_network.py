@@ -176,3 +176,14 @@ def test_the_component_refuses_a_bad_range() -> None:
             },
         )
     assert "1 problem(s)" in str(info.value)
+
+
+def test_a_fleet_worker_refuses_it_rather_than_leaving_it_out() -> None:
+    from tests.test_fleet import errors, fleet_raw
+
+    raw = fleet_raw()
+    worker = raw["fleet"]["workers"][1]
+    worker["gpuPools"].append({**G4, "zones": ["us-central1-b"], "secondNetwork": True})
+    message = errors(raw)
+    expected = "gke-gpu:fleet.workers[1].gpuPools: g4 (secondNetwork): not yet offered in a fleet worker"
+    assert expected in message, message
