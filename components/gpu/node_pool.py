@@ -393,8 +393,9 @@ def _workload_policy(
 def _network_config(
     pool: GpuNodePoolSpec, networks: "pulumi.Input[list[NodeNetwork]] | None"
 ) -> "container.NodePoolNetworkConfigArgs | None":
-    """Multi-networking, and DRANET on A4X Max: the GPU NICs' VPCs and subnets this program creates;
-    DRANET elsewhere: GKE's accelerator network profile `auto`, with which GKE creates them itself."""
+    """Multi-networking, DRANET on A4X Max and G4's second network: the extra NICs' VPCs and subnets
+    this program creates; DRANET elsewhere: GKE's accelerator network profile `auto`, with which GKE
+    creates them itself."""
     if pool.stack_networks or pool.second_network:
         return container.NodePoolNetworkConfigArgs(
             additional_node_network_configs=cast(_NodeNetworkConfigs, node_network_list(networks))
