@@ -156,14 +156,15 @@ def settings(raw: dict[str, Any], *, project: str | None = PROJECT, region: str 
 
 
 @functools.cache
-def _stack_render(stack: str) -> RunResult:
+def _stack_render(stack: str, preview: bool) -> RunResult:
     from tools.offline import run_stack
 
-    return run_stack(stack)
+    return run_stack(stack, preview=preview)
 
 
-def stack_render(stack: str) -> RunResult:
-    """`run_stack(stack)` (a preview of an example stack file), rendered once per test process: the
-    example stacks are rendered by many tests, and a render is deterministic. Each caller gets its own
-    copy. A test that patches the program must call `run_stack` itself."""
-    return copy.deepcopy(_stack_render(stack))
+def stack_render(stack: str, *, preview: bool = True) -> RunResult:
+    """`run_stack(stack, preview=preview)` (an example stack file, as a preview or as an update would
+    declare it), rendered once per test process: the example stacks are rendered by many tests, and
+    a render is deterministic. Each caller gets its own copy. A test that patches the program must
+    call `run_stack` itself."""
+    return copy.deepcopy(_stack_render(stack, preview))

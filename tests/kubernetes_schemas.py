@@ -48,7 +48,12 @@ CRD_SCHEMAS: dict[tuple[str, str], tuple[str, ...]] = {
         "crds-catalog/datalayer.gke.io/gcpdatasource_v1.json",
         "gcpdatasource.datalayer.gke.io_v1.json",
     ),
-    ("monitoring.googleapis.com/v1", "PodMonitoring"): ("podmonitoring.monitoring.googleapis.com_v1.json",),
+    ("monitoring.googleapis.com/v1", "PodMonitoring"): (
+        # Managed Prometheus' CRD as published (GoogleCloudPlatform/prometheus-engine@2ffde4ec,
+        # charts/operator/crds/), then our shape schema.
+        "crds/monitoring.googleapis.com/monitoring.googleapis.com_podmonitorings.yaml",
+        "podmonitoring.monitoring.googleapis.com_v1.json",
+    ),
     ("monitoring.coreos.com/v1", "ServiceMonitor"): ("servicemonitor.monitoring.coreos.com_v1.json",),
     # Published CRD manifests, vendored verbatim (see SOURCES.md): Kueue v0.19.2, JobSet v0.12.0.
     ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"): (

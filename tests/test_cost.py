@@ -367,7 +367,7 @@ def test_no_upper_bound_is_na_with_the_reason() -> None:
     )
     assert r["nowhere"]["pool"] is None
     assert r["nowhere"]["reason"] == "its nodeSelector matches no GPU pool of the stack"
-    assert r["missing"]["reason"] == "no Job or Deployment named missing in the render"
+    assert r["missing"]["reason"] == "no Job, JobSet or Deployment named missing in the render"
 
 
 def test_autopilot_and_a_missing_price_give_no_upper_bound() -> None:
@@ -427,6 +427,158 @@ def test_sample_lines_name_pool_machine_pricing_and_the_most_per_run() -> None:
     assert "demo (Deployment, 1 replicas): pool l4, g2-standard-8 with 1 x nvidia-l4, Spot" in text
     assert "per run n/a: a Deployment runs until it is deleted" in text
     assert format_samples([]) == []
+
+
+def jobset(name, *, selector, gpus=8, nodes=2, deadline=3600, replicas=1, failure_policy=None, **spec):
+    job_spec = {
+        "parallelism": nodes,
+        "completions": nodes,
+        "template": {
+            "spec": {
+                "nodeSelector": selector,
+                "containers": [{"name": "main", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}],
+            }
+        },
+    }
+    if deadline is not None:
+        job_spec["activeDeadlineSeconds"] = deadline
+    spec = {
+        "replicatedJobs": [{"name": "node", "replicas": replicas, "template": {"spec": job_spec}}],
+        **spec,
+    }
+    if failure_policy is not None:
+        spec["failurePolicy"] = failure_policy
+    return {
+        "type": "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet",
+        "name": f"{name}-jobset",
+        "component": False,
+        "inputs": {"kind": "JobSet", "metadata": {"name": name, "namespace": f"gpu-{name}"}, "spec": spec},
+    }
+
+
+def with_allreduce(doc, sample, obj):
+    """A sample named unlike its JobSet, found through its commands (as the all-reduce tests are)."""
+    name = obj["inputs"]["metadata"]["name"]
+    doc["resources"] = [*doc["resources"], obj]
+    selector = f"-l jobset.sigs.k8s.io/jobset-name={name},batch.kubernetes.io/job-completion-index=0"
+    doc["outputs"]["sampleWorkloads"] = {
+        sample: {
+            "logs": f"kubectl logs -n gpu-{name} {selector} -c main",
+            "wait": f"kubectl wait jobset/{name}",
+        }
+    }
+    return doc
+
+
+H100_SELECTOR = {"cloud.google.com/gke-nodepool": "h100"}
+
+
+def h100_pool(**fields):
+    return pool(
+        "h100",
+        accelerator="nvidia-h100-80gb",
+        gpusPerNode=8,
+        machineType="a3-highgpu-8g",
+        spot=True,
+        nodeSelector=H100_SELECTOR,
+        **fields,
+    )
+
+
+def test_a_jobset_costs_its_replicated_jobs_nodes_for_their_deadline() -> None:
+    doc = with_allreduce(
+        document(h100_pool()),
+        "nccl-allreduce-h100",
+        jobset("nccl-h100", selector=H100_SELECTOR, deadline=7200),
+    )
+    s = runs(doc)["nccl-allreduce-h100"]
+    assert (s["kind"], s["pool"], s["pods"], s["gpusPerPod"], s["nodes"], s["pricing"]) == (
+        "JobSet",
+        "h100",
+        2,
+        8,
+        2,
+        "spot",
+    )
+    assert s["deadlineSeconds"] == 7200
+    assert s["maxPerRun"] == pytest.approx(2 * A3_HIGHGPU_8G_SPOT * 2)  # 2 nodes x 2 h
+    lines = " ".join(line.strip() for line in format_samples([s]))
+    assert "nccl-allreduce-h100 (JobSet): pool h100, a3-highgpu-8g with 8 x nvidia-h100-80gb, Spot" in lines
+    assert f"at most ${4 * A3_HIGHGPU_8G_SPOT:,.2f} per run (deadline 2 h)" in lines
+
+
+def test_a_jobsets_restarts_and_order_lengthen_its_run_and_unbounded_ones_have_no_figure() -> None:
+    def sample(obj, *pools):
+        doc = with_allreduce(document(*(pools or (h100_pool(maxNodes=8),))), "test", obj)
+        return runs(doc)["test"]
+
+    restarts = sample(jobset("a", selector=H100_SELECTOR, failure_policy={"maxRestarts": 2}))
+    assert restarts["deadlineSeconds"] == 3 * 3600
+    assert restarts["maxPerRun"] == pytest.approx(2 * A3_HIGHGPU_8G_SPOT * 3)
+    assert any("2 restart(s)" in note for note in restarts["notes"])
+    two = jobset("b", selector=H100_SELECTOR, replicas=2, startupPolicy={"startupPolicyOrder": "InOrder"})
+    two["inputs"]["spec"]["replicatedJobs"].append(
+        {
+            "name": "leader",
+            "replicas": 1,
+            "template": {
+                "spec": {
+                    **jobset("x", selector=H100_SELECTOR, nodes=1, deadline=600)["inputs"]["spec"][
+                        "replicatedJobs"
+                    ][0]["template"]["spec"]
+                }
+            },
+        }
+    )
+    in_order = sample(two)
+    assert (in_order["pods"], in_order["nodes"], in_order["deadlineSeconds"]) == (5, 5, 3600 + 600)
+    any_order = sample(jobset("c", selector=H100_SELECTOR, replicas=3))
+    assert (any_order["pods"], any_order["deadlineSeconds"]) == (6, 3600)
+    ignore = sample(
+        jobset(
+            "d",
+            selector=H100_SELECTOR,
+            failure_policy={"maxRestarts": 1, "rules": [{"action": "RestartJobSetAndIgnoreMaxRestarts"}]},
+        )
+    )
+    assert ignore["maxPerRun"] == NA
+    assert ignore["reason"] == (
+        "the JobSet's failure policy may restart it beyond maxRestarts (RestartJobSetAndIgnoreMaxRestarts)"
+    )
+    forever = sample(jobset("e", selector=H100_SELECTOR, deadline=None))
+    assert forever["maxPerRun"] == NA and forever["nodes"] == 2
+    assert forever["reason"] == "a Job of the JobSet has no activeDeadlineSeconds, so no upper bound"
+    split = jobset("f", selector=H100_SELECTOR)
+    split["inputs"]["spec"]["replicatedJobs"].append(
+        jobset("g", selector=L4_SELECTOR)["inputs"]["spec"]["replicatedJobs"][0]
+    )
+    mixed = sample(split, h100_pool(), l4_pool())
+    assert mixed["maxPerRun"] == NA and mixed["reason"] == "its replicated Jobs select different pools"
+
+
+def test_a_sample_on_dynamic_workload_scheduler_capacity_has_no_on_demand_figure() -> None:
+    # As the pool's own estimate: flex-start and queued nodes bill at DWS prices, not in the table.
+    for capacity in ({"flexStart": True}, {"queuedProvisioning": True}):
+        doc = with_samples(document(l4_pool(**capacity)), job("smi", selector=L4_SELECTOR, deadline=3600))
+        (s,) = sample_runs(doc)
+        assert s["maxPerRun"] == NA and s["nodes"] == 1, capacity
+        assert s["reason"] == estimate(doc)["pools"][0]["reasons"]["onDemand"]
+        assert "Dynamic Workload Scheduler prices" in s["reason"]
+        # Named as what it is, not as on-demand capacity.
+        table = "\n".join(format_samples(sample_runs(doc)))
+        assert "Dynamic Workload Scheduler (" in table and "on-demand:" not in table, table
+
+
+def test_the_example_stacks_all_reduces_are_found_on_their_pools() -> None:
+    for stack, test, pool_name in (
+        ("train", "nccl-allreduce-train", "train"),
+        ("nvl72", "nccl-allreduce-rack", "rack"),
+    ):
+        document_ = to_document(stack_render(stack))
+        (s,) = [s for s in document_["cost"]["samples"] if s["name"] == test]
+        assert (s["kind"], s["pool"]) == ("JobSet", pool_name), s
+        assert s["nodes"] >= 2 and s["gpusPerPod"] > 0 and isinstance(s["deadlineSeconds"], int), s
+        assert "not found" not in "\n".join(document_["cost"]["table"])
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from gke_gpu.monitoring import kube_state_metrics
 from gke_gpu.monitoring.alert_rules import EVALUATION_INTERVAL, RULE_GROUP, prometheus_rules
 from gke_gpu.monitoring.dashboard import valid_unit
 from gke_gpu.monitoring.fleet import (
@@ -203,16 +204,19 @@ def test_a_wrong_metric_name_fails_the_chart_test(promtool: str, tmp_path: Path)
 
 
 def condition(worker: str, *, manager: str = MANAGER) -> str:
-    """kube-state-metrics' gauge of a MultiKueueCluster's Active condition, after Managed Prometheus."""
+    """kube-state-metrics' gauge of a MultiKueueCluster's Active condition, after Managed Prometheus:
+    the target labels of the manager's MultiKueueStateMetrics (its namespace; `job` its PodMonitoring's
+    name, `instance` `<pod>:<port name>`: prometheus-engine pod_config.go), its targetLabels adding
+    none."""
     return series(
         CONDITION_METRIC,
         {
             "project_id": "test-project",
             "location": "us-central1",
             "cluster": manager,
-            "namespace": "kube-state-metrics",
-            "job": "kube-state-metrics",
-            "instance": "kube-state-metrics-5c6d7-q8w2n:http-metrics",
+            "namespace": kube_state_metrics.APP,
+            "job": kube_state_metrics.APP,
+            "instance": f"{kube_state_metrics.APP}-5c6d7-q8w2n:{kube_state_metrics.METRICS_PORT_NAME}",
             "customresource_group": "kueue.x-k8s.io",
             "customresource_kind": "MultiKueueCluster",
             "customresource_version": "v1beta2",

@@ -64,11 +64,10 @@ def test_the_fleet_render_has_the_unreachable_alert_notifying_the_stacks_channel
     channels = STACK_FILE["gke-gpu:monitoring"]["alerts"]["notificationChannels"]
     assert policy["notificationChannels"] == channels
     assert f"MultiKueue worker unreachable from {MANAGER}" in fleet.outputs["monitoring"]["alerts"]
-    # Nothing in the stack reports the alert's series yet: the render says so.
-    (warning,) = [w for w in fleet.warnings if "worker-unreachable" in w]
-    assert "kube-state-metrics" in warning and "declared disabled" in warning
-    # So the policy is declared disabled: enabled, its absent() branch would fire for every worker.
-    assert policy["enabled"] is False
+    # The manager runs the kube-state-metrics that reports the alert's series, so the policy is
+    # enabled, and the render no longer warns that it is not.
+    assert policy["enabled"] is True
+    assert not [w for w in fleet.warnings if "worker-unreachable" in w or "kube-state-metrics" in w]
 
 
 def test_a_stack_without_a_fleet_has_neither() -> None:

@@ -1,6 +1,7 @@
-"""Fleets drawn at random (1 to 4 workers, two teams, pools of two kinds, queues naming workers or not):
-no traceback and no hang, what the stack rules accept the components accept, and no credential the
-workers grant shows in a render."""
+"""Fleets drawn at random (1 to 4 workers, two teams, pools of two kinds, queues naming workers or not;
+workers with what a single-cluster stack takes: GPUDirect pools, `draGpus` pools, teams' training data,
+their own monitoring): no traceback and no hang, what the stack rules accept the components accept, and
+no credential the workers grant shows in a render."""
 
 import json
 from typing import Any
@@ -20,7 +21,7 @@ TEAMS = ["research", "platform"]
 
 
 @st.composite
-def pool(draw: st.DrawFn) -> dict[str, Any]:
+def pool(draw: st.DrawFn, region: str) -> dict[str, Any]:
     entry: dict[str, Any] = draw(
         st.sampled_from(
             [
@@ -33,12 +34,20 @@ def pool(draw: st.DrawFn) -> dict[str, Any]:
     entry.update(
         draw(st.sampled_from([{}, {"flexStart": True}, {"queuedProvisioning": True}, {"spot": True}]))
     )
+    if not draw(st.integers(0, 3)):
+        # Now and then what a single-cluster stack takes: GPUDirect (TCPXO on A3 Mega, in one zone) or
+        # GPUs through DRA (GKE installs no driver there).
+        if entry["name"] == "h100":
+            entry.update(accelerator="nvidia-h100-mega-80gb", gpudirect=True, zones=[f"{region}-a"])
+        else:
+            entry.update(draGpus=True, driverVersion="INSTALLATION_DISABLED")
     return entry
 
 
 @st.composite
 def worker(draw: st.DrawFn) -> dict[str, Any]:
-    pools = draw(st.lists(pool(), min_size=1, max_size=2, unique_by=lambda p: p["name"]))
+    region = draw(REGIONS)
+    pools = draw(st.lists(pool(region), min_size=1, max_size=2, unique_by=lambda p: p["name"]))
     teams = []
     for team in draw(st.lists(st.sampled_from(TEAMS), max_size=2, unique=True)):
         shares = {
@@ -47,13 +56,29 @@ def worker(draw: st.DrawFn) -> dict[str, Any]:
             if draw(st.integers(0, 4))  # mostly a share of every pool
         }
         if shares:
-            teams.append({"name": team, "pools": shares})
-    return {
+            entry: dict[str, Any] = {"name": team, "pools": shares}
+            if not draw(st.integers(0, 3)):
+                entry["data"] = [{"name": "training", "gcs": {"bucket": f"{team}-training-data"}}]
+            teams.append(entry)
+    drawn: dict[str, Any] = {
         "name": "",
-        "region": draw(REGIONS),
+        "region": region,
         "gpuPools": pools,
         "batch": {"kueue": draw(st.sampled_from([True] * 7 + [False])), "teams": teams},
     }
+    if any(p.get("draGpus") for p in pools):
+        # DRA needs GKE 1.34, and GKE's managed DCGM needs GKE's drivers (mostly said, now and then not).
+        drawn["cluster"] = {"minimumVersion": "1.34"}
+        if draw(st.integers(0, 9)):
+            drawn["monitoring"] = {"dcgm": "none", "dashboard": draw(st.booleans())}
+    elif draw(st.booleans()):
+        drawn["monitoring"] = {"dashboard": draw(st.booleans())}
+    if not draw(st.integers(0, 3)):
+        # A sample, or an all-reduce test on a pool it can run on (2 nodes, not queued provisioning).
+        testable = [p["name"] for p in pools if p["maxNodes"] >= 2 and not p.get("queuedProvisioning")]
+        test = {"name": "nccl-allreduce", "pool": testable[0]} if testable else None
+        drawn["workloads"] = [test if test and draw(st.booleans()) else "nvidia-smi"]
+    return drawn
 
 
 @st.composite
@@ -71,6 +96,8 @@ def fleets(draw: st.DrawFn) -> dict[str, Any]:
             "podsCidr": f"10.{base + 4}.0.0/14",
             "servicesCidr": f"10.{base + 8}.0.0/20",
         }
+        if any(p.get("gpudirect") for p in entry["gpuPools"]):
+            entry["network"]["gpudirectCidr"] = "192.168.0.0/16"
     teams = []
     for team in draw(st.lists(st.sampled_from(TEAMS), min_size=1, max_size=2, unique=True)):
         queues = []
@@ -108,6 +135,14 @@ def test_what_the_fleet_rules_accept_the_components_accept(raw: dict[str, Any]) 
             assert all(str(p).startswith("gke-gpu:") for p in refused), refused
             return
         event(f"accepted, {len(raw['fleet']['workers'])} worker(s)")
+        drawn = [p for w in raw["fleet"]["workers"] for p in w["gpuPools"]]
+        for feature in ("gpudirect", "draGpus"):
+            if any(p.get(feature) for p in drawn):
+                event(f"accepted with {feature}")
+        if any(t.get("data") for w in raw["fleet"]["workers"] for t in w["batch"]["teams"]):
+            event("accepted with training data")
+        if any(w.get("workloads") for w in raw["fleet"]["workers"]):
+            event("accepted with workloads")
         assert settings.fleet is not None
         check_components(settings, component_rules=True)  # a ConfigError if a component refuses it
 

@@ -178,12 +178,19 @@ def test_the_component_refuses_a_bad_range() -> None:
     assert "1 problem(s)" in str(info.value)
 
 
-def test_a_fleet_worker_refuses_it_rather_than_leaving_it_out() -> None:
-    from tests.test_fleet import errors, fleet_raw
+def test_a_fleet_worker_declares_it_under_its_own_names() -> None:
+    from tests.test_fleet import fleet_config, fleet_raw
 
     raw = fleet_raw()
     worker = raw["fleet"]["workers"][1]
     worker["gpuPools"].append({**G4, "zones": ["us-central1-b"], "secondNetwork": True})
-    message = errors(raw)
-    expected = "gke-gpu:fleet.workers[1].gpuPools: g4 (secondNetwork): not yet offered in a fleet worker"
-    assert expected in message, message
+    result = render(fleet_config(raw), stack="fleet")
+    vpc = result.one(NETWORK, "us-central-g4-second-network-vpc").inputs
+    assert vpc["name"] == "gpu-fleet-us-central-g4-net-1"
+    pool = result.one(NODE_POOL, "us-central-gpu-g4-pool").inputs
+    assert pool["networkConfig"]["additionalNodeNetworkConfigs"] == [
+        {"network": "gpu-fleet-us-central-g4-net-1", "subnetwork": "gpu-fleet-us-central-g4-sub-1"}
+    ]
+    clusters = {r.inputs["name"]: r.inputs for r in result.of_type(CLUSTER)}
+    assert clusters["gpu-fleet-us-central"]["enableMultiNetworking"] is True
+    assert "enableMultiNetworking" not in clusters["gpu-fleet-us-east"]

@@ -28,13 +28,19 @@ def _module_name(path: Path) -> str:
     return ".".join(("gke_gpu", *parts))
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """The module's syntax tree, parsed once per test process (the walks here only read it)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def _imports(path: Path, *, at_import: bool = False) -> set[str]:
     """The gke_gpu modules (or packages) `path` imports, as absolute names: every import, or with
     `at_import` those that run when the module is imported (not in a function, not for type checkers)."""
     package = _module_name(path).split(".")
     if path.name != "__init__.py":
         package = package[:-1]
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _tree(path)
     found: set[str] = set()
     for node in _run_at_import(tree.body) if at_import else ast.walk(tree):
         if isinstance(node, ast.Call):

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import re
 import subprocess
 import sys
+import tempfile
+from typing import IO
 
 import pytest
 
@@ -23,24 +27,28 @@ from tests.conftest import (
     stack_config,
     stack_render,
 )
+from tests.hang_guard import no_hang
 from tools.offline import run_program
 
 # Google's dashboard types run in a child interpreter: googleapis-common-protos and pulumi.provider
 # (which other test modules import, and pytest-xdist collects every module in every worker) both
 # register google.rpc.Status in protobuf's one default descriptor pool, so one process cannot load
-# both.
+# both. One child per test process parses every dashboard, a JSON document per line (importing the
+# types is ~1 s of CPU, which each of six documents paid in a child of its own).
 PARSE_WITH_GOOGLE_TYPES = """
 import json, sys, warnings
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", FutureWarning)  # google-api-core's Python 3.11 end-of-life notice
     from google.cloud.monitoring_dashboard_v1 import types
 from google.protobuf.json_format import ParseError
-try:
-    board = types.Dashboard.from_json(sys.stdin.read(), ignore_unknown_fields=False)
-except ParseError as exc:
-    print(json.dumps({"error": str(exc)}))
-else:
-    print(json.dumps({"display_name": board.display_name, "tiles": len(board.mosaic_layout.tiles)}))
+for line in sys.stdin:
+    try:
+        board = types.Dashboard.from_json(line, ignore_unknown_fields=False)
+    except ParseError as exc:
+        print(json.dumps({"error": str(exc)}), flush=True)
+    else:
+        answer = {"display_name": board.display_name, "tiles": len(board.mosaic_layout.tiles)}
+        print(json.dumps(answer), flush=True)
 """
 
 CHANNEL = "projects/test-project/notificationChannels/42"
@@ -58,18 +66,45 @@ class ParseError(ValueError):
 def parse_with_google_types(document: dict) -> dict:
     """Google's own dashboard types: an unknown or misspelt field raises ParseError. Returns the
     parsed dashboard's display name and tile count."""
-    child = subprocess.run(
-        [sys.executable, "-c", PARSE_WITH_GOOGLE_TYPES],
-        input=json.dumps(document),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    parsed = json.loads(child.stdout)
+    child, errors = _google_types_child()
+    assert child.stdin is not None and child.stdout is not None
+    with no_hang():
+        child.stdin.write(json.dumps(document) + "\n")
+        child.stdin.flush()
+        answer = child.stdout.readline()
+    if not answer:  # the child is gone: say why
+        _google_types_child.cache_clear()
+        child.wait(timeout=60)
+        errors.seek(0)
+        raise AssertionError(f"the dashboard parser exited {child.returncode}: {errors.read().decode()}")
+    parsed = json.loads(answer)
     if "error" in parsed:
         raise ParseError(parsed["error"])
     return parsed
+
+
+@functools.cache
+def _google_types_child() -> tuple[subprocess.Popen[str], IO[bytes]]:
+    errors = tempfile.TemporaryFile()  # noqa: SIM115 (open as long as the child, closed at exit)
+    child = subprocess.Popen(
+        [sys.executable, "-c", PARSE_WITH_GOOGLE_TYPES],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=errors,
+        text=True,
+    )
+
+    def close() -> None:
+        assert child.stdin is not None
+        child.stdin.close()
+        try:
+            child.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            child.kill()
+        errors.close()
+
+    atexit.register(close)
+    return child, errors
 
 
 # -- DCGM modes -----------------------------------------------------------------------------------

@@ -844,3 +844,19 @@ def test_no_sshd_fails_the_pod(tmp_path: Path) -> None:
     done, _ = run_flow(tmp_path, port, "DEADLINE=$((SECONDS + 1)); start_sshd", rank="0")
     assert done.returncode == 1
     assert f"sshd is not listening on port {port}" in done.stdout
+
+
+DEVICE_OUTPUTS = Path(__file__).parent / "device"
+
+
+@pytest.mark.parametrize("version", ["v2.19.6", "v2.13.13"])
+def test_the_judge_reads_real_all_reduce_perf_output(version: str) -> None:
+    """all_reduce_perf's own table, as nccl-tests printed it on an H100 (tests/device/README.md): the
+    judge takes the largest size's out-of-place busbw (one rank: 0.00) and holds it to the floor."""
+    output = (DEVICE_OUTPUTS / f"all_reduce_perf-{version}-h100.txt").read_text(encoding="utf-8")
+    passed = judge(output, floor="0")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "PASS out-of-place busbw 0.00 GB/s at 268435456 bytes" in passed.stdout
+    failed = judge(output, floor="1")
+    assert failed.returncode == 1
+    assert "FAIL out-of-place busbw 0.00 GB/s at 268435456 bytes is below the floor 1 GB/s" in failed.stdout

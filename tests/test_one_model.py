@@ -4,6 +4,7 @@ one definition per fact: a constant's value is written once in the library, and 
 an enum's values."""
 
 import ast
+import functools
 import inspect
 from collections import defaultdict
 from pathlib import Path
@@ -90,7 +91,9 @@ SAME_VALUE = {
 }
 
 
+@functools.cache
 def _tree(path: Path) -> ast.Module:
+    """The module's syntax tree, parsed once per test process (the tests here only read it)."""
     return ast.parse(path.read_text(encoding="utf-8"))
 
 

@@ -73,11 +73,14 @@ def test_unknown_stack_exits_2(capsys) -> None:
 
 
 def test_command_line_runs_without_cli_or_credentials(tmp_path: Path) -> None:
-    """The real entry point, as a subprocess: exit 2 and one message for a bad stack."""
+    """The real entry point, as a subprocess: exit 2 and one message for a bad stack, before the cloud
+    SDKs are imported (the program refuses the stack file first; `-X importtime` lists every import)."""
     (tmp_path / "Pulumi.broken.yaml").write_text(INVALID_STACK)
     proc = subprocess.run(
         [
             sys.executable,
+            "-X",
+            "importtime",
             str(ROOT / "tools" / "render.py"),
             "--stack",
             "broken",
@@ -92,6 +95,9 @@ def test_command_line_runs_without_cli_or_credentials(tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr
     assert "nvidia-l5" in proc.stderr
     assert "Traceback" not in proc.stderr
+    imported = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines() if "import time:" in line}
+    assert "pulumi" in imported, "the import list is read"
+    assert not imported & {"pulumi_gcp", "pulumi_kubernetes"}
 
 
 def test_diff_marks_replacements(tmp_path: Path, capsys) -> None:

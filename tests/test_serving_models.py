@@ -3,10 +3,13 @@ before anything is declared: GPU memory, tensor-parallel sizes, the context, the
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gke_gpu.core.catalog import load_catalog
 from gke_gpu.core.validation import InvalidArgsError
 from gke_gpu.serving.inference_service import InferenceService
 from gke_gpu.serving.model import ModelServerSettings
@@ -88,9 +91,51 @@ def test_a_70b_model_on_one_l4_is_refused_with_both_sizes_and_what_fits() -> Non
         stack(service("meta-llama/Llama-3.1-70B-Instruct", hfTokenSecret="hf", maxModelLen=8192))
     )
     line = next(line for line in message.splitlines() if "gpusPerReplica" in line)
-    assert "1 nvidia-l4 GPU(s) (24 GB each, 0.92 of it for vLLM: 20.6 GiB)" in line
+    assert (
+        "1 nvidia-l4 GPU(s) (22.03 GiB each as the device reports it, as vLLM logs it (UNVERIFIED); 0.92 of "
+        "it for vLLM: 20.3 GiB)"
+    ) in line
     assert "weights 131.4 GiB + the KV cache of one 8192-token sequence 2.5 GiB" in line
     assert "use 8 nvidia-l4 GPUs" in line
+
+
+def test_gpu_memory_is_counted_as_the_device_reports_it_not_as_sold() -> None:
+    """vLLM's budget is --gpu-memory-utilization of the memory CUDA reports (measured on an H100 80GB:
+    85.0e9 bytes; vLLM logs 22.03 GiB, 23.65e9, on an L4). Counting the sold "80 GB" as 80e9 bytes refused
+    models an H100 holds; counting "24 GB" as 24e9 accepted models an L4 does not."""
+    # 75e9 bytes of weights: over 0.92 x 80e9 = 73.6e9, under 0.92 x 85.0e9 = 78.2e9.
+    h100 = stack(
+        service(
+            "gs://models-bucket/m",
+            pool="h100",
+            gpusPerReplica=1,
+            modelInfo={"parameters": 37_500_000_000, "dtype": "bfloat16"},
+        ),
+        pools=(H100X8,),
+    )
+    assert not [n for n in accepted(h100) if "cannot hold" in n]
+    # 21.9e9 bytes: under 0.92 x 24e9 = 22.08e9, over 0.92 x 23.65e9 = 21.76e9.
+    l4 = stack(service("gs://models-bucket/m", modelInfo={"parameters": 10_950_000_000, "dtype": "bfloat16"}))
+    assert "gke-gpu:serving[0].gpusPerReplica: 1 nvidia-l4 GPU(s) (22.03 GiB each" in config_error(l4)
+
+
+def test_every_device_memory_figure_is_sourced_and_near_what_is_sold() -> None:
+    header = (Path(__file__).parent.parent / "components" / "data" / "accelerators.yaml").read_text()
+    measured = [a for a in load_catalog().accelerators.values() if a.device_memory_bytes is not None]
+    assert {a.name for a in measured} >= {"nvidia-h100-80gb", "nvidia-h200-141gb", "nvidia-l4"}
+    for accelerator in measured:
+        assert f"#   {accelerator.device_memory_source} " in header, accelerator.name
+        assert 0.9 < accelerator.gpu_memory_bytes / (accelerator.memory_gb * 1e9) < 1.1, accelerator.name
+    # The measured figures are what tools/gpu_memory_check.py printed on the GPU (tests/device/README.md).
+    for kind, name in (("h100", "nvidia-h100-80gb"), ("h200", "nvidia-h200-141gb")):
+        record = json.loads((Path(__file__).parent / "device" / f"gpu_memory_check-{kind}.json").read_text())
+        accelerator = load_catalog().accelerator(name)
+        assert accelerator is not None and record["gpuType"] == name
+        assert accelerator.device_memory_source == "DEV"
+        assert accelerator.gpu_memory_bytes == record["totalBytes"]
+    unmeasured = load_catalog().accelerator("nvidia-tesla-t4")
+    assert unmeasured is not None and unmeasured.gpu_memory_bytes == 16 * 10**9
+    assert "16 GB each as sold" in unmeasured.gpu_memory_basis
 
 
 def test_a_model_that_fits_is_accepted_and_gpu_memory_utilization_reaches_vllm() -> None:

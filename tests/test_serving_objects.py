@@ -322,3 +322,27 @@ def test_the_serve_examples_pod_asks_no_more_ephemeral_storage_than_its_node_giv
     asked += _gib(spec["metadata"]["annotations"]["gke-gcsfuse/ephemeral-storage-request"])
     disk_gb = 200  # Pulumi.serve.yaml's l4 pool: g2-standard-8, one GPU, the whole node for one replica
     assert asked <= allocatable_ephemeral_gib(disk_gb / GB_PER_GIB), asked
+
+
+def test_replicas_sharing_a_node_ask_for_its_ephemeral_storage_together_not_each() -> None:
+    """Eight one-GPU replicas on an 8-GPU A3 node: their ephemeral-storage requests (containers and the
+    FUSE cache) fit the node's allocatable together. Before, each container asked for a quarter of the
+    whole node's Local SSD (1,397 GiB) and left its cache no room: three replicas a node at most, five of
+    its eight GPUs stranded."""
+    from gke_gpu.gpu.pool import LOCAL_SSD_GIB
+    from gke_gpu.serving.sizing import allocatable_ephemeral_gib
+    from tests.conftest import STANDARD_CLUSTER, render, stack_config
+
+    h100 = {"name": "h100", "accelerator": "nvidia-h100-80gb", "gpusPerNode": 8, "maxNodes": 1}
+    h100["driverVersion"] = "LATEST"
+    service: dict[str, object] = {"name": "chat", "pool": "h100", "model": "gs://models-bucket/m"}
+    service["replicas"] = {"min": 8, "max": 8}
+    service["modelInfo"] = {"parameters": 8_000_000_000, "dtype": "bfloat16"}
+    result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[h100], serving=[service]))
+    spec = result.one(DEPLOYMENT).inputs["spec"]["template"]
+    containers = spec["spec"]["containers"] + spec["spec"].get("initContainers", [])
+    asked = sum(
+        _gib(c.get("resources", {}).get("requests", {}).get("ephemeral-storage", "0Gi")) for c in containers
+    )
+    asked += _gib(spec["metadata"]["annotations"].get("gke-gcsfuse/ephemeral-storage-request", "0Gi"))
+    assert 8 * asked <= allocatable_ephemeral_gib(16 * LOCAL_SSD_GIB), asked

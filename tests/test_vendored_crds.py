@@ -59,10 +59,34 @@ VENDORED_BLOBS = {
     "crds/resource.nvidia.com/resource.nvidia.com_computedomains.yaml": (
         "0811b3ce2c8e38dad3db6b8df309a43d33a475b9"
     ),
+    # GoogleCloudPlatform/prometheus-engine@2ffde4ec (2026-07-02), charts/operator/crds/.
+    "crds/monitoring.googleapis.com/monitoring.googleapis.com_podmonitorings.yaml": (
+        "60d8711944333275514069f1f9f9c9f65897b1a8"
+    ),
 }
 GKE_NETWORKING = "networking.gke.io/v1"
 GATEWAY = "gateway.networking.k8s.io/v1"
 VALID: dict[str, dict[str, Any]] = {
+    "PodMonitoring": {
+        "apiVersion": "monitoring.googleapis.com/v1",
+        "kind": "PodMonitoring",
+        "metadata": {"name": "kueue", "namespace": "kueue-system"},
+        "spec": {
+            "selector": {"matchLabels": {"app.kubernetes.io/name": "kueue"}},
+            "endpoints": [
+                {
+                    "port": "metrics",
+                    "interval": "30s",
+                    "scheme": "https",
+                    "authorization": {
+                        "type": "Bearer",
+                        "credentials": {"secret": {"name": "t", "key": "token"}},
+                    },
+                    "tls": {"insecureSkipVerify": True},
+                }
+            ],
+        },
+    },
     "ComputeDomain": {
         "apiVersion": "resource.nvidia.com/v1beta1",
         "kind": "ComputeDomain",
@@ -355,6 +379,10 @@ INVALID = [
     ("Gateway", _set("spec.listeners", []), "should be non-empty"),
     ("HTTPRoute", _set("spec.rules.0.backendRefs.0.kind", "Inference Pool"), "does not match"),
     ("HTTPRoute", _set("spec.rules.0.timeout", "300s"), "'timeout' was unexpected"),
+    ("PodMonitoring", _set("spec.endpoints.0.scheme", "HTTPS"), "is not one of"),
+    ("PodMonitoring", _drop("spec.endpoints.0.interval"), "'interval' is a required property"),
+    ("PodMonitoring", _set("spec.endpoints.0.tls.insecureSkipVerify", "yes"), "is not of type"),
+    ("PodMonitoring", _set("spec.endpoints.0.authorization.type", "Basic"), "basic_auth"),
     ("ComputeDomain", _drop("spec.channel"), "'channel' is a required property"),
     ("ComputeDomain", _set("spec.numNodes", -1), "is less than the minimum"),
     ("ComputeDomain", _set("spec.channel.allocationMode", "Many"), "is not one of"),

@@ -41,7 +41,7 @@ from tools.prices import (
     _times,
     _unique,
     load_prices,
-    node_price,
+    pool_node_price,
 )
 
 FORMAT = "gke-gpu-cost/v1"
@@ -89,16 +89,7 @@ def _pool_estimate(
         if max_nodes is None:
             reasons["atMax"] = "the pool has no maxNodes"
 
-    price = node_price(table, region, machine, accelerator, gpus_per_node)
-    if pool.get("flexStart") or pool.get("queuedProvisioning"):
-        # Dynamic Workload Scheduler capacity (flex-start, queued provisioning) has its own
-        # (discounted) prices, which the table does not carry.
-        how = "queued-provisioning nodes" if pool.get("queuedProvisioning") else "flex-start VMs"
-        price.hourly[ON_DEMAND] = None
-        price.reasons[ON_DEMAND] = (
-            f"{how} are billed at Dynamic Workload Scheduler prices, which the price table does not "
-            "have (cloud.google.com/products/dws/pricing)"
-        )
+    price = pool_node_price(table, region, pool, machine)
     ladder = pool.get("capacityLadder")
     if ladder:
         expected = SPOT if ladder[0] == SPOT else ON_DEMAND

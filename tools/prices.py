@@ -178,3 +178,22 @@ def node_price(table: PriceTable, region: str, machine: str | None, accelerator:
         else:
             result.hourly[column] = _hourly(total)
     return result
+
+
+def pool_node_price(
+    table: PriceTable, region: str, pool: Mapping[str, Any], machine: str | None
+) -> NodePrice:
+    """A node's price in a pool of the render (`outputs.gpuPools`): `node_price`, less the on-demand
+    column where Dynamic Workload Scheduler capacity (flex-start, queued provisioning) bills at its
+    own (discounted) prices, which the table does not carry."""
+    price = node_price(
+        table, region, machine, str(pool.get("accelerator")), int(pool.get("gpusPerNode") or 0)
+    )
+    if pool.get("flexStart") or pool.get("queuedProvisioning"):
+        how = "queued-provisioning nodes" if pool.get("queuedProvisioning") else "flex-start VMs"
+        price.hourly[ON_DEMAND] = None
+        price.reasons[ON_DEMAND] = (
+            f"{how} are billed at Dynamic Workload Scheduler prices, which the price table does not "
+            "have (cloud.google.com/products/dws/pricing)"
+        )
+    return price

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 if __package__ in (None, ""):
@@ -34,7 +35,6 @@ if __package__ in (None, ""):
 
 try:
     from gke_gpu.stack.stack_file import StackFileError
-    from tools import plan
     from tools.offline import ROOT, run_stack, stacks
 except ModuleNotFoundError as exc:  # not the project's virtualenv: say how to get it, no traceback
     from tools.venv_guard import exit_without_venv
@@ -65,6 +65,14 @@ def policy_report(document: dict[str, Any]) -> dict[str, Any]:
     return check_policies.report(document)
 
 
+def _plan() -> ModuleType:
+    """tools.plan, imported once a render needs it: it loads the GPU pool's module and with it the
+    cloud SDKs (seconds), which a stack file the program refuses never needs."""
+    from tools import plan
+
+    return plan
+
+
 def _error(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return EXIT_INVALID
@@ -86,15 +94,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--diff", type=Path, metavar="OLD.json", help="compare with an earlier --json render")
     args = parser.parse_args(argv)
 
+    old = None
     try:
-        if args.out is not None:
-            plan.check_out_dir(args.out)
-        old = plan.load_document(args.diff) if args.diff is not None else None
+        if args.out is not None or args.diff is not None:
+            plan = _plan()
+            if args.out is not None:
+                plan.check_out_dir(args.out)
+            old = plan.load_document(args.diff) if args.diff is not None else None
         result = run_stack(args.stack, directory=args.stack_dir)
     except FileNotFoundError as exc:
         return _error(f"{exc}; stacks: {', '.join(stacks(args.stack_dir)) or 'none'}")
-    except (StackFileError, plan.OutDirError, plan.NotARenderError) as exc:
+    except StackFileError as exc:
         return _error(str(exc))
+    except ValueError as exc:  # --out or --diff (OutDirError, NotARenderError)
+        if isinstance(exc, (_plan().OutDirError, _plan().NotARenderError)):
+            return _error(str(exc))
+        raise
     error = result.error
     if error is not None:
         from gke_gpu.core.validation import InvalidArgsError
@@ -106,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             return _error(f"stack {args.stack}: {error}")
         raise error
 
+    plan = _plan()
     document = plan.to_document(result)
     document["policy"] = policy_report(document)
     if args.diff is not None or args.json:

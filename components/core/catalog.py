@@ -115,9 +115,27 @@ class Accelerator:
     numa_aligned_default: bool = False
     # Machine types Compute Engine sells with a fraction of one GPU (name -> fraction), refused here.
     fractional_machine_types: dict[str, str] = field(default_factory=dict)
+    # GPU memory as the device reports it to CUDA (vLLM's budget is a share of it), where measured or
+    # logged, and the data file's source key for it; None elsewhere (the sold figure, memory_gb, stands in).
+    device_memory_bytes: int | None = None
+    device_memory_source: str = ""
     # Where the zones came from (a key of the data file's sources) and the date they were read there.
     zones_source: str = ""
     zones_read: str = ""
+
+    @property
+    def gpu_memory_bytes(self) -> int:
+        """One GPU's memory as CUDA reports it where known, else the sold figure read as GB (1e9 bytes),
+        which is off by a few percent either way (accelerators.yaml, deviceMemoryBytes)."""
+        return self.device_memory_bytes or int(self.memory_gb * 1e9)
+
+    @property
+    def gpu_memory_basis(self) -> str:
+        """How gpu_memory_bytes was found, for a message."""
+        if self.device_memory_bytes is None:
+            return f"{self.memory_gb} GB each as sold; the device's own figure is not known here"
+        how = "measured" if self.device_memory_source == "DEV" else "as vLLM logs it (UNVERIFIED)"
+        return f"{self.device_memory_bytes / 2**30:.2f} GiB each as the device reports it, {how}"
 
     @property
     def zone_data(self) -> str:
@@ -290,6 +308,8 @@ def _parse(raw: dict[str, Any]) -> Catalog:
             fractional_machine_types={
                 str(k): str(v) for k, v in (spec.get("fractionalMachineTypes") or {}).items()
             },
+            device_memory_bytes=int(spec["deviceMemoryBytes"]) if spec.get("deviceMemoryBytes") else None,
+            device_memory_source=str(spec.get("deviceMemorySource", "")),
             zones_source=str((spec.get("source") or {}).get("zones", "")),
             zones_read=str((spec.get("source") or {}).get("read", "")),
         )

@@ -45,6 +45,12 @@ PYTHON = "python:3.13.9-slim-bookworm"
 # (UNVERIFIED).
 EPP = "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0"
 
+# kube-state-metrics, for the MultiKueue fleet's custom resource state metrics on the manager
+# (monitoring/kube_state_metrics.py): v2.20.0 (kubernetes/kube-state-metrics tag, commit 4ffeda2e,
+# examples/standard/deployment.yaml runs this reference). Its digest could not be read from here
+# (UNVERIFIED).
+KUBE_STATE_METRICS = "registry.k8s.io/kube-state-metrics/kube-state-metrics:v2.20.0"
+
 BLACKWELL_ACCELERATORS = frozenset({"nvidia-b200", "nvidia-gb200", "nvidia-rtx-pro-6000"})
 
 

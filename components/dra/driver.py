@@ -25,7 +25,7 @@ import pulumi_kubernetes as k8s
 from pydantic import Field
 
 from ..core.arg_types import K8sName, LabelValue
-from ..core.common import NODEPOOL_LABEL, Problems
+from ..core.common import NODEPOOL_LABEL, Problems, cut
 from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.k8s import (
     GKE_DRIVER_HOST_DIR,
@@ -38,6 +38,7 @@ from ..core.k8s import (
 from ..core.validation import ArgsModel
 from ..gpu.scheduling import ACCELERATOR_LABEL
 from .claims import RESOURCE_API
+from .driver_installer import InstallerVariant, installer_daemon_set, installer_name
 
 DRA_DRIVER_CHART = "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu"
 DRA_DRIVER_VERSION = "0.4.0"
@@ -71,6 +72,14 @@ class NvidiaDraDriverArgs(TypedDict):
     tolerations: NotRequired[list[Toleration]]
     """Tolerations for the pools' taints (the GPU taint among them), for the kubelet plugin.
     Defaults to the GPU taint only."""
+    driver_installer_pools: NotRequired[list[str]]
+    """Of `node_pools`, those (COS, x86) where the component installs the NVIDIA driver itself, GKE
+    installing none on a DRA pool: Google's COS installer DaemonSet (container-engine-accelerators,
+    `daemonset-preloaded-latest.yaml`: COS's latest driver) in kube-system, on these pools only.
+    Defaults to none (install the driver yourself)."""
+    driver_installer_a4x_pools: NotRequired[list[str]]
+    """Of `node_pools`, the A4X (GB200) ones where it does the same with Google's A4X manifest
+    (`daemonset-preloaded-latest-a4x.yaml`). Defaults to none."""
 
 
 class _DriverSpec(ArgsModel):
@@ -84,6 +93,8 @@ class _DriverSpec(ArgsModel):
         ],
         max_length=32,
     )
+    driver_installer_pools: list[K8sName] = Field(default_factory=list, max_length=64)
+    driver_installer_a4x_pools: list[K8sName] = Field(default_factory=list, max_length=64)
 
 
 def driver_rules(spec: _DriverSpec) -> list[str]:
@@ -101,6 +112,19 @@ def driver_rules(spec: _DriverSpec) -> list[str]:
         problems.add("accelerators", "lists an accelerator twice; list each once")
     for j, toleration in enumerate(spec.tolerations):
         problems.items += toleration_problems(f"tolerations[{j}]", toleration)
+    installed: set[str] = set()
+    for key in ("driver_installer_pools", "driver_installer_a4x_pools"):
+        pools = getattr(spec, key)
+        for pool in pools:
+            if pool not in spec.node_pools:
+                problems.add(
+                    key,
+                    f"{cut(pool)} is not one of node_pools: the installer is for the DRA-GPU pools, on "
+                    "which GKE installs no driver; list it in node_pools or remove it here",
+                )
+            elif pool in installed:
+                problems.add(key, f"{cut(pool)} is listed twice (or in both installer lists); list it once")
+            installed.add(pool)
     return problems.items
 
 
@@ -211,6 +235,18 @@ class NvidiaDraDriver(GkeGpuComponent[_DriverSpec]):
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[namespace]),
         )
+        for variant, pools in (
+            (InstallerVariant.COS, spec.driver_installer_pools),
+            (InstallerVariant.COS_A4X, spec.driver_installer_a4x_pools),
+        ):
+            if pools:
+                metadata, daemon_set = installer_daemon_set(variant, list(pools))
+                k8s.apps.v1.DaemonSet(
+                    f"{name}-{installer_name(variant)}",
+                    metadata=metadata,
+                    spec=daemon_set,
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
         self.values = chart_values(spec)
         self.chart = k8s.helm.v4.Chart(
             f"{name}-chart",

@@ -1,6 +1,7 @@
 """The manager's Kueue Configuration: the chart's own default (charts/kueue/values.yaml,
 managerConfig.controllerManagerConfigYaml, kubernetes-sigs/kueue tag v0.19.2, commit 8eab6877), with the
-`multiKueue` block the fleet sets (apis/config/v1beta2/configuration_types.go at the same tag)."""
+`multiKueue` block the fleet sets and the ClusterQueue resource metrics its dashboard reads
+(apis/config/v1beta2/configuration_types.go at the same tag)."""
 
 from typing import Any
 
@@ -22,7 +23,7 @@ def manager_configuration(dispatcher: str) -> dict[str, Any]:
     multikueue: dict[str, Any] = {"dispatcherName": DISPATCHERS[dispatcher]}
     if dispatcher == "incremental":
         multikueue["incrementalDispatcherConfig"] = {"stepSize": 1}
-    return kueue_configuration(multikueue=multikueue)
+    return kueue_configuration(multikueue=multikueue, cluster_queue_metrics=True)
 
 
 def chart_values(dispatcher: str) -> dict[str, Any]:

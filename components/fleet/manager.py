@@ -13,9 +13,10 @@ from ..core.common import Problems, cut, listing
 from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.k8s import app_labels
 from ..core.validation import ArgsModel
-from ..workloads.batch_queues import JOBSET_CHART, JOBSET_VERSION, KUEUE_API, KUEUE_CHART, KUEUE_VERSION
+from ..monitoring.kube_state_metrics import MultiKueueStateMetrics
+from ..monitoring.kueue_metrics import KueueMetricsScrape
+from ..workloads.batch_queues import KUEUE_API, batch_controllers
 from ..workloads.batch_teams import Quota, queue_name, team_queue_name
-from ..workloads.kueue_config import controller_chart
 from ..workloads.kueue_objects import cluster_queue
 from ..workloads.model import NamespaceName, TeamName
 from ..workloads.team_namespaces import declare_namespace, team_labels
@@ -124,12 +125,14 @@ def _manager_rules(spec: _Spec) -> list[str]:
 
 
 class MultiKueueManager(GkeGpuComponent[_Spec]):
-    """On the manager cluster: Kueue (its Configuration with the fleet's dispatcher) and JobSet from
-    their pinned charts; per worker a Secret with its kubeconfig and a MultiKueueCluster; per team
-    queue a MultiKueueConfig listing its workers in order, an AdmissionCheck (controller
-    `kueue.x-k8s.io/multikueue`), a ClusterQueue `gpu-<pool>-<team>` in the cohort `gpu-<pool>`
-    carrying the check with the workers' summed quota, and the LocalQueue `gpu-<pool>` in the team's
-    namespace."""
+    """On the manager cluster: Kueue (its Configuration with the fleet's dispatcher and its
+    ClusterQueue resource metrics) and JobSet from their pinned charts, Kueue's metrics scraped by
+    Managed Prometheus (KueueMetricsScrape) and kube-state-metrics reporting each MultiKueueCluster's
+    conditions (MultiKueueStateMetrics); per worker a Secret with its kubeconfig and a
+    MultiKueueCluster; per team queue a MultiKueueConfig listing its workers in order, an
+    AdmissionCheck (controller `kueue.x-k8s.io/multikueue`), a ClusterQueue `gpu-<pool>-<team>` in
+    the cohort `gpu-<pool>` carrying the check with the workers' summed quota, and the LocalQueue
+    `gpu-<pool>` in the team's namespace."""
 
     worker_names: pulumi.Output[list[str]]
     """The workers, in the fleet's order (the monitoring's per-worker panels take them)."""
@@ -148,25 +151,10 @@ class MultiKueueManager(GkeGpuComponent[_Spec]):
     ) -> None:
         args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        charts = [
-            controller_chart(
-                self,
-                name,
-                "kueue",
-                KUEUE_CHART,
-                KUEUE_VERSION,
-                KUEUE_NAMESPACE,
-                chart_values(spec.dispatcher),
-            ),
-            controller_chart(self, name, "jobset", JOBSET_CHART, JOBSET_VERSION, "jobset-system", None),
-        ]
-        after_charts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=charts))
-
-        def after(*resources: pulumi.Resource) -> pulumi.ResourceOptions:
-            return pulumi.ResourceOptions.merge(
-                after_charts, pulumi.ResourceOptions(depends_on=list(resources))
-            )
+        after_charts, after = batch_controllers(self, name, chart_values(spec.dispatcher))
+        # What the fleet's dashboard and worker-unreachable alert read on the manager (monitoring/fleet.py).
+        KueueMetricsScrape(f"{name}-kueue-metrics", {"namespace": KUEUE_NAMESPACE}, opts=after_charts)
+        MultiKueueStateMetrics(f"{name}-multikueue-state-metrics", {}, opts=after_charts)
 
         clusters: dict[str, pulumi.Resource] = {}
         for worker, given in zip(spec.workers, args["workers"], strict=True):

@@ -48,9 +48,9 @@ class FleetTeamConfig(StackModel):
 
 
 class FleetWorkerConfig(StackModel):
-    """A GPU worker: a whole gke-gpu cluster in its region. `cluster`, `network`, `gpuPools` and
-    `batch` take the keys of the stack file's sections of those names and are checked by the same
-    rules, as if they were a stack file of their own."""
+    """A GPU worker: a whole gke-gpu cluster in its region. `cluster`, `network`, `gpuPools`, `batch`,
+    `monitoring` and `workloads` take the keys of the stack file's sections of those names and are
+    checked by the same rules, as if they were a stack file of their own."""
 
     model_config = example(
         name="us-east",
@@ -66,6 +66,10 @@ class FleetWorkerConfig(StackModel):
     network: dict[str, Any] | None = None
     gpu_pools: Annotated[list[dict[str, Any]], Field(min_length=1, max_length=20)]
     batch: Annotated[dict[str, Any], Field(default_factory=dict)]
+    # The worker's GPU monitoring (DCGM, its dashboard, its GPU alerts); unset as for a stack file.
+    monitoring: dict[str, Any] | None = None
+    # Samples and all-reduce tests on the worker's pools, queued by its own Kueue.
+    workloads: list[Any] | None = None
 
 
 class FleetConfig(StackModel):

@@ -1,4 +1,5 @@
-"""What the MultiKueue manager may do on a worker, and the kubeconfig it does it with.
+"""What the MultiKueue manager may do on a worker, and the kubeconfig it does it with (and the
+worker's Kueue metrics scraped, for the fleet's dashboard).
 
 Kueue v0.19.2 takes a worker's credentials as a kubeconfig in a Secret of the manager's
 `kueue-system` (key `kubeconfig`), and refuses one that runs an exec plugin, an auth provider, a token
@@ -19,6 +20,7 @@ from ..core.arg_types import K8sName
 from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.k8s import app_labels
 from ..core.validation import ArgsModel, Deferrable
+from ..monitoring.kueue_metrics import KueueMetricsScrape
 
 KUEUE_NAMESPACE = "kueue-system"
 ACCOUNT = "multikueue"
@@ -85,7 +87,8 @@ def _token(data: Any) -> str:
 class MultiKueueWorkerAccess(GkeGpuComponent[_Spec]):
     """On a worker: the ServiceAccount `multikueue` in kueue-system, a ClusterRole with the least
     Kueue's docs list for the kinds dispatched, its binding, and a token Secret for the account; the
-    manager's kubeconfig for the worker, a Pulumi secret."""
+    manager's kubeconfig for the worker, a Pulumi secret. And the worker's Kueue metrics scraped by
+    Managed Prometheus (KueueMetricsScrape), for the fleet's dashboard."""
 
     kubeconfig: pulumi.Output[str]
     """The kubeconfig the manager's Kueue uses for this worker (a secret)."""
@@ -141,6 +144,8 @@ class MultiKueueWorkerAccess(GkeGpuComponent[_Spec]):
                 child, pulumi.ResourceOptions(depends_on=[account], additional_secret_outputs=["data"])
             ),
         )
+        # The worker's Kueue metrics, which the fleet's dashboard charts per worker.
+        KueueMetricsScrape(f"{name}-kueue-metrics", {"namespace": KUEUE_NAMESPACE}, opts=child)
         self.kubeconfig = pulumi.Output.secret(
             pulumi.Output.all(args["endpoint"], args["ca_certificate"], token.data).apply(
                 lambda values: kubeconfig(spec.worker, values[0], values[1], _token(values[2]))

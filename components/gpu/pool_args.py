@@ -211,8 +211,9 @@ class GpuNodePoolArgs(TypedDict):
     dra_gpus: NotRequired[bool]
     """GPUs handed to Pods by NVIDIA's DRA driver (ResourceClaims of the DeviceClass gpu.nvidia.com)
     instead of GKE's device plugin: the nodes are labelled to turn the plugin off. Needs GKE 1.34,
-    driver_version INSTALLATION_DISABLED (install the driver yourself), and an NvidiaDraDriver with
-    gpus; not with sharing or MIG. Defaults to false."""
+    driver_version INSTALLATION_DISABLED (GKE installs no driver there: NvidiaDraDriver's
+    driver_installer_pools does, or install it yourself), and an NvidiaDraDriver with gpus; not with
+    sharing or MIG. Defaults to false."""
     local_ssd_count: NotRequired[int]
     """Local SSDs as ephemeral storage. Defaults to the machine's bundled SSDs, or none."""
     disk_size_gb: NotRequired[int]

@@ -76,8 +76,10 @@ class GpuMonitoringArgs(TypedDict):
     """The cluster is a MultiKueue manager over these workers (1 to 16): a second dashboard, of the
     fleet (per worker its workloads admitted and pending and the GPUs they use; the manager's
     dispatches to each and whether it reaches each), and with `alerts` a policy that fires when a
-    worker has not been reachable for 10 minutes (monitoring/fleet.py). Needs a dashboard or alerts.
-    Defaults to none."""
+    worker has not been reachable for 10 minutes (monitoring/fleet.py). The charts read Kueue's
+    metrics (KueueMetricsScrape in every cluster), the alert kube-state-metrics' (MultiKueueStateMetrics
+    on the manager; without it the alert fires for every worker): a fleet stack declares both. Needs a
+    dashboard or alerts. Defaults to none."""
 
 
 # A cluster name as the queries filter on it (a non-empty label value).
@@ -255,10 +257,10 @@ class GpuMonitoring(GkeGpuComponent[_GpuMonitoringSpec]):
                         f"{name}-fleet-worker-unreachable",
                         project=project,
                         **{field: unreachable.apply(itemgetter(field)) for field in POLICY_FIELDS},
-                        # Declared disabled: its series comes only from a kube-state-metrics on the
-                        # manager that this program does not deploy; enabled without it, the policy's
-                        # absent() branch would fire for every worker (docs/fleet-monitoring.md).
-                        enabled=False,
+                        # Its series comes from the kube-state-metrics the fleet's manager runs
+                        # (MultiKueueStateMetrics); without it, its absent() branch fires for every
+                        # worker: an unwatched fleet is an alarm too (docs/fleet-monitoring.md).
+                        enabled=True,
                         opts=child,
                     )
                 )

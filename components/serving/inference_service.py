@@ -1,7 +1,7 @@
 """InferenceService: a vLLM model server on a GPU pool, its weights read from Cloud Storage (or Hugging
 Face), behind a Service that only its namespace and the listed clients reach, scraped by GMP."""
 
-from typing import Any, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -17,6 +17,7 @@ from ..core.k8s import (
     toleration_args,
     toleration_problems,
 )
+from ..dra.claims import gpu_claim_template_name, gpu_claim_template_spec
 from .autoscaler import horizontal_pod_autoscaler
 from .deployment import deployment
 from .hyperdisk_ml import (
@@ -30,7 +31,7 @@ from .leader_worker_set import leader_worker_set, serving_selector
 from .model import service_namespace
 from .model_rules import check_model
 from .rollout import needs_disruption_budget, pod_disruption_budget
-from .rules import check_model_server, check_replica_nodes, weights_source
+from .rules import DRA_DUTY_CYCLE_UNKNOWN, check_model_server, check_replica_nodes, weights_source
 from .server_parts import (
     CONTAINER,
     HOME,
@@ -39,6 +40,8 @@ from .server_parts import (
     VLLM_USER,
     WEIGHTS_DIR,
     egress_policies,
+    gpu_claims,
+    gpu_resources,
     network_policy,
     pod_annotations,
     server_labels,
@@ -178,6 +181,11 @@ class InferenceServiceArgs(TypedDict):
     zones: NotRequired[list[str]]
     """With `weights.via` hyperdiskMl: the zones of the pool's nodes; a Hyperdisk ML volume is made
     in each (they are zonal)."""
+    dra_gpus: NotRequired[bool]
+    """The pool hands its GPUs out through NVIDIA's DRA driver (a GpuNodePool with dra_gpus): each Pod
+    claims its GPUs through a ResourceClaimTemplate of the DeviceClass gpu.nvidia.com in the service's
+    namespace instead of an nvidia.com/gpu limit (needs an NvidiaDraDriver with gpus). Not with
+    scale_on gpu. Defaults to false."""
 
 
 def _rules(spec: InferenceServiceSpec) -> list[str]:
@@ -207,6 +215,8 @@ def _rules(spec: InferenceServiceSpec) -> list[str]:
         problems.add("duty_cycle_target", "only allowed with max_replicas and scale_on gpu (its target)")
     if spec.scale_on is not None and spec.max_replicas is None:
         problems.add("scale_on", "only allowed with max_replicas (what the autoscaler scales on)")
+    if spec.scale_on == "gpu" and spec.dra_gpus:
+        problems.add("scale_on", f"gpu is not allowed with dra_gpus: {DRA_DUTY_CYCLE_UNKNOWN}; use queue")
     if spec.weights_cache_gib and weights_source(spec.model) != "gcs":
         problems.add(
             "weights_cache_gib",
@@ -238,7 +248,8 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
     (port 8000, the OpenAI API) admits only its namespace, `client_namespaces` and GMP's scraper
     (NetworkPolicy); a PodMonitoring scrapes vLLM's /metrics. Rolling updates replace one replica at a
     time, or with `surge` a new replica first; a PodDisruptionBudget lets a drain take one Pod at a time
-    from a service that may run two or more replicas."""
+    from a service that may run two or more replicas. On a DRA-GPU pool (`dra_gpus`) each Pod claims its
+    GPUs through a ResourceClaimTemplate in the namespace instead of an nvidia.com/gpu limit."""
 
     service_url: pulumi.Output[str]
     """The in-cluster URL of the OpenAI-compatible API: http://<name>.serve-<name>.svc:8000."""
@@ -300,6 +311,16 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
         after_ksa = pulumi.ResourceOptions(parent=self, depends_on=[ns, ksa, *grants])
         # No ignoreChanges on spec.replicas: it would keep sending the count from the state (rollout.py).
         workload = after_ksa
+        if spec.dra_gpus:  # the template each Pod's claim is made from, before the Pods
+            template = k8s.resource.v1.ResourceClaimTemplate(
+                f"{name}-gpu-claim",
+                metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=gpu_claim_template_name(spec.gpus_per_pod), namespace=namespace, labels=labels
+                ),
+                spec=cast(Any, gpu_claim_template_spec(spec.gpus_per_pod)),
+                opts=in_namespace,
+            )
+            workload = pulumi.ResourceOptions(parent=self, depends_on=[ns, ksa, *grants, template])
         # One node a replica: a Deployment; several: a LeaderWorkerSet, a group of Pods a replica.
         build = leader_worker_set if spec.nodes_per_replica > 1 else deployment
         build(
@@ -403,8 +424,9 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
             "memory": f"{spec.memory_gib}Gi",
             # The home emptyDir and /tmp: the kubelet evicts a Pod whose emptyDirs outgrow this.
             "ephemeral-storage": f"{spec.disk_gib + 1}Gi",
-            "nvidia.com/gpu": str(spec.gpus_per_pod),
+            **gpu_resources(spec),
         }
+        pod_claims, container_claims = gpu_claims(spec)
         return k8s.core.v1.PodSpecArgs(
             service_account_name=KSA,
             node_selector=dict(spec.node_selector),
@@ -421,6 +443,7 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
             # token from the kubelet's CSI request, not from the Pod (gcs-fuse-csi-driver
             # pkg/cloud_provider/auth/token_sources.go).
             automount_service_account_token=False,
+            resource_claims=pod_claims,
             containers=[
                 k8s.core.v1.ContainerArgs(
                     name=CONTAINER,
@@ -428,7 +451,9 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
                     args=vllm_args(spec),
                     env=env,
                     ports=[k8s.core.v1.ContainerPortArgs(name="http", container_port=PORT)],
-                    resources=k8s.core.v1.ResourceRequirementsArgs(limits=resources, requests=resources),
+                    resources=k8s.core.v1.ResourceRequirementsArgs(
+                        limits=resources, requests=resources, claims=container_claims
+                    ),
                     startup_probe=k8s.core.v1.ProbeArgs(
                         http_get=probe,
                         period_seconds=STARTUP_PERIOD_S,

@@ -167,25 +167,27 @@ def _check_tensor_parallel(facts: ModelFacts, tp: int, names: KeyNames, problems
 
 
 def fits_gpus(
-    facts: ModelFacts, max_model_len: int | None, utilization: float, gpus: int, gpu_gb: float
+    facts: ModelFacts, max_model_len: int | None, utilization: float, gpus: int, gpu_bytes: int
 ) -> tuple[int, int, int] | None:
     """(weights, KV cache of one sequence at the context, what vLLM may use) in bytes, when the first two
     exceed the third: vLLM stops at start (no memory left for the KV cache, or a KV cache that cannot hold
-    one sequence of max_model_len). None when they fit or the weights are not known. Activations and CUDA
-    graphs are not counted: what this refuses cannot work, what it accepts may still not."""
+    one sequence of max_model_len). None when they fit or the weights are not known. What vLLM may use is
+    its own `requested_memory`: the device's total memory as CUDA reports it (`gpu_bytes`, per GPU) times
+    --gpu-memory-utilization. Activations and CUDA graphs are not counted: what this refuses cannot work,
+    what it accepts may still not."""
     weights = facts.weights_bytes
     if weights is None:
         return None
     context = max_model_len or facts.max_context
     per_token = facts.kv_bytes_per_token
     kv = per_token * context if per_token is not None and context is not None else 0
-    usable = int(gpus * gpu_gb * 1e9 * utilization)
+    usable = int(gpus * gpu_bytes * utilization)
     return (weights, kv, usable) if weights + kv > usable else None
 
 
-def smallest_gpu_count(need: int, gpu_gb: float, utilization: float, counts: list[int]) -> int | None:
+def smallest_gpu_count(need: int, gpu_bytes: int, utilization: float, counts: list[int]) -> int | None:
     """The fewest GPUs, among `counts`, whose usable memory holds `need` bytes."""
-    return next((n for n in sorted(counts) if n * gpu_gb * 1e9 * utilization >= need), None)
+    return next((n for n in sorted(counts) if n * gpu_bytes * utilization >= need), None)
 
 
 __all__ = ["DTYPE_BYTES", "GPU_MEMORY_UTILIZATION", "check_model", "fits_gpus", "tensor_parallel_sizes"]

@@ -136,3 +136,11 @@ def check_replica_nodes(
             f"nodes (vLLM's tensor parallel within each, pipeline parallel across them); use {below} or "
             f"{above}",
         )
+
+
+# GKE's per-container duty cycle (the autoscaler's `scale_on: gpu`) is documented for GPUs its device
+# plugin allocates; no GKE page says it reports one for a GPU a DRA claim gives a container.
+DRA_DUTY_CYCLE_UNKNOWN = (
+    "no GKE page says it reports a container's GPU duty cycle for GPUs a DRA claim gives it, and without "
+    "one the autoscaler never scales (docs/serving.md, 'DRA GPU pools')"
+)

@@ -17,6 +17,7 @@ from ..core.egress import (
     public_https_egress_rule,
 )
 from ..core.k8s import app_labels, image_version, selector_labels
+from ..dra.claims import GPU_CLAIM, container_claim, gpu_claim_template_name, pod_claim
 from .hyperdisk_ml import claim_volume, uses_hyperdisk_ml
 from .rules import gcs_location, weights_source
 from .sizing import file_cache_max_mb
@@ -32,6 +33,29 @@ CONTAINER = "vllm"
 VLLM_USER, VLLM_GROUP = 2000, 0
 HOME = "/home/vllm"
 WEIGHTS_DIR = "/models"
+
+
+def gpu_resources(spec: InferenceServiceSpec) -> dict[str, str]:
+    """The container's GPU limit from GKE's device plugin; none on a DRA pool (a claim instead)."""
+    return {} if spec.dra_gpus else {"nvidia.com/gpu": str(spec.gpus_per_pod)}
+
+
+def gpu_claims(
+    spec: InferenceServiceSpec,
+) -> tuple[list[k8s.core.v1.PodResourceClaimArgs] | None, list[k8s.core.v1.ResourceClaimArgs] | None]:
+    """On a DRA pool: the Pod's claim of its GPUs, made per Pod from the namespace's template of
+    `gpus_per_pod` GPUs (dra/claims.py), and the vLLM container's use of it; else none."""
+    if not spec.dra_gpus:
+        return None, None
+    claim = pod_claim(GPU_CLAIM, gpu_claim_template_name(spec.gpus_per_pod))
+    return (
+        [
+            k8s.core.v1.PodResourceClaimArgs(
+                name=claim["name"], resource_claim_template_name=claim["resourceClaimTemplateName"]
+            )
+        ],
+        [k8s.core.v1.ResourceClaimArgs(**container_claim(GPU_CLAIM))],
+    )
 
 
 def server_labels(name: str) -> dict[str, str]:

@@ -40,6 +40,7 @@ class InferenceServiceSpec(ModelServerSettings, _Place):
     weights_cache_gib: int = Field(0, ge=0, le=100_000)
     weights_cache_medium: Literal["memory", "disk"] = "memory"
     image: matching(IMAGE_REFERENCE, IMAGE_MEANING, max_length=512) | None = None  # type: ignore[valid-type]
+    dra_gpus: bool = False
 
     @property
     def gpus_per_pod(self) -> int:

@@ -69,14 +69,23 @@ def container_size(pool: GpuPool, gpus: int) -> dict[str, int]:
     """CPU, memory, /dev/shm and disk of a replica taking `gpus` of a node: half the node's CPU and 55%
     of its memory in the GPUs' proportion (what a GPU node's allocatable leaves after GKE's
     reservations and the node's DaemonSets; at least 1 core and 4 GiB); shm a quarter of the memory,
-    at most 16; disk a quarter of the boot disk (the image and the node need the rest). Without a
+    at most 16; disk a quarter of the replica's share of the node's ephemeral storage (the image and the
+    node need the rest). Without a
     machine type (an Autopilot profile's default), 4 cores and 24 GiB, which Autopilot raises to its
     minimums."""
-    disk = download_disk_gib(pool.node_ephemeral_storage_gib)
     node = node_share(pool, gpus)
     if node is None:
-        return {"cpu": 4, "memory_gib": 24, "shm_gib": 4, "disk_gib": disk}
+        return {
+            "cpu": 4,
+            "memory_gib": 24,
+            "shm_gib": 4,
+            "disk_gib": download_disk_gib(pool.node_ephemeral_storage_gib),
+        }
     machine, share = node
+    # The disk is an ephemeral-storage request: in the replica's GPU share of the node, so that the
+    # node's replicas fit it together (a quarter of the whole node each kept 8 one-GPU replicas of an
+    # A3 node to 3).
+    disk = download_disk_gib(int(pool.node_ephemeral_storage_gib * share))
     cpu = max(1, int(machine.vcpus * share * 0.5))
     memory = max(4, int(machine.memory_gb * share * CONTAINER_MEMORY_SHARE))
     return {"cpu": cpu, "memory_gib": memory, "shm_gib": max(1, min(16, memory // 4)), "disk_gib": disk}

@@ -261,14 +261,6 @@ def parse_settings(
         raise ConfigError(_with_credentials(problems, credentials))
     if fleet is not None:
         settings = dataclasses.replace(settings, fleet=fleet)
-        if settings.monitoring.alerts.enabled:
-            resolver.warnings.append(
-                f"{NAMESPACE}:monitoring.alerts: the fleet's worker-unreachable alert reads a series only "
-                "kube-state-metrics reports (MULTIKUEUE_CLUSTER_STATE), which this stack does not deploy "
-                "on the manager, so the policy is declared disabled (enabled, it would fire for every "
-                "worker after 10 minutes); enable it once kube-state-metrics runs there "
-                "(docs/fleet-monitoring.md)"
-            )
     return settings, [redact(warning) for warning in resolver.warnings]
 
 

@@ -5,15 +5,17 @@ manager present, with the same namespace, on every worker it dispatches to. Noth
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from ..core.common import NAMESPACE, ConfigError, Problem, Problems, cut, listing
-from ..dra.claims import is_rack
+from ..core.image_digests import DIGEST, digest_problems
 from ..fleet.model import FleetConfig, FleetWorkerConfig
 from ..workloads.batch_teams import queue_name, team_queue_name
+from .images_section import DIGESTS_KEY, pinnable_images
 from .settings import Settings
 
 FLEET_KEY = f"{NAMESPACE}:fleet"
@@ -76,6 +78,10 @@ def _worker_raw(worker: FleetWorkerConfig, manager_name: str) -> dict[str, Any]:
     }
     if worker.network is not None:
         raw["network"] = worker.network
+    if worker.monitoring is not None:
+        raw["monitoring"] = worker.monitoring
+    if worker.workloads is not None:
+        raw["workloads"] = worker.workloads
     return raw
 
 
@@ -108,11 +114,17 @@ def check_manager(settings: Settings, problems: Problems) -> None:
             "true is not allowed with gke-gpu:fleet: the fleet installs the manager's Kueue itself; teams "
             "go in gke-gpu:fleet.teams",
         )
-    if settings.workloads or settings.serving:
+    if settings.workloads:
         problems.add(
-            f"{NAMESPACE}:workloads" if settings.workloads else f"{NAMESPACE}:serving",
-            "not allowed on the fleet's manager (it has no GPUs); jobs reach the workers through the "
-            "teams' queues",
+            f"{NAMESPACE}:workloads",
+            "not allowed on the fleet's manager (it has no GPUs); samples and all-reduce tests go in "
+            "gke-gpu:fleet.workers[].workloads, jobs reach the workers through the teams' queues",
+        )
+    if settings.serving:
+        problems.add(
+            f"{NAMESPACE}:serving",
+            "not allowed on the fleet's manager (it has no GPUs) nor in a worker; serve from a "
+            "single-cluster stack",
         )
 
 
@@ -133,6 +145,8 @@ def fleet_settings(
         check_manager(manager, problems)
         manager_name = manager.cluster.name or manager_name
     workers: dict[str, FleetWorker] = {}
+    clusters: list[Settings] = []
+    unresolved = False
     seen_clusters: dict[str, tuple[str, str | None]] = (
         {manager.cluster.name or "": ("the manager", manager.cluster.location)} if manager else {}
     )
@@ -163,7 +177,12 @@ def fleet_settings(
             )
         except ConfigError as exc:
             problems.items += [_moved(p, key) for p in exc.problems]
+            unresolved = True
             continue
+        if manager is not None:
+            # gke-gpu:images pins the fleet's images: each component takes the digests of its own.
+            resolved = dataclasses.replace(resolved, image_digests=dict(manager.image_digests))
+        clusters.append(resolved)
         # By name alone: Managed Prometheus labels each series with its cluster's name only, and the
         # fleet's charts and alert tell the clusters apart by it (monitoring/fleet.py).
         name, location = resolved.cluster.name or "", resolved.cluster.location
@@ -190,25 +209,9 @@ def fleet_settings(
             continue
         if worker.batch.get("kueue") is not True:
             continue
-        # What a worker's program does not declare yet (stack/program_fleet.py builds its cluster, pools
-        # and queues only): refused rather than accepted and silently left out.
-        unoffered = {
-            "gpuPools": [
-                *(f"{p.name} (GPUDirect)" for p in resolved.gpu_pools if p.gpudirect_flavor is not None),
-                *(f"{p.name} (an NVL72 rack)" for p in resolved.gpu_pools if is_rack(p.accelerator)),
-                *(f"{p.name} (draGpus)" for p in resolved.gpu_pools if p.dra_gpus),
-                *(f"{p.name} (secondNetwork)" for p in resolved.gpu_pools if p.second_network),
-            ],
-            "batch.teams": [f"{t.name} (data)" for t in resolved.batch.teams if t.data],
-        }
-        for where, names in unoffered.items():
-            if names:
-                problems.add(
-                    f"{key}.{where}", f"{listing(names)}: not yet offered in a fleet worker (docs/fleet.md)"
-                )
-        if any(unoffered.values()):
-            continue
         workers[worker.name] = FleetWorker(worker.name, resolved)
+    if manager is not None and manager.image_digests and not unresolved:
+        _check_digests(manager, clusters, problems)
     queues = _team_queues(fleet, workers, {w.name for w in fleet.workers}, problems)
     if problems.items:
         raise ConfigError(problems.items)
@@ -283,6 +286,19 @@ def most_gpus(worker: FleetWorker, team: str, pool_name: str) -> int:
     share = next(t for t in worker.settings.batch.teams if t.name == team).pools[pool_name]
     whole = (pool.max_nodes or 0) * pool.schedulable_gpus_per_node
     return whole if share.borrow is None else min(whole, share.gpus + share.borrow)
+
+
+def _check_digests(manager: Settings, workers: list[Settings], problems: Problems) -> None:
+    """Each name in `gke-gpu:images.digests` is an image the manager or a worker runs privileged or as
+    root by tag (the stack's own rule, over the whole fleet; its digests' form was checked there)."""
+    rendered = [
+        image
+        for cluster in (manager, *workers)
+        for image in pinnable_images(cluster.gpu_pools, cluster.monitoring, cluster.device_plugin is not None)
+    ]
+    well_formed = {name: digest for name, digest in manager.image_digests.items() if DIGEST.fullmatch(digest)}
+    for problem in digest_problems(DIGESTS_KEY, well_formed, rendered):
+        problems.add(problem.path, problem.reason)
 
 
 _RANGES = (("subnet_cidr", "subnetCidr"), ("pods_cidr", "podsCidr"), ("services_cidr", "servicesCidr"))

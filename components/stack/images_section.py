@@ -44,6 +44,10 @@ class ImageRules(RuleBase):
         if self.broken.any_pool() or {"gpuPools", "monitoring", "devicePlugin"} & self.broken.sections:
             # What the stack renders is not known: the names are checked once those sections pass.
             rendered = None
+        elif self.config.fleet is not None:
+            # A fleet's workers run them too: stack/fleet_section.py checks the names against the
+            # manager's images and every worker's.
+            rendered = None
         else:
             rendered = pinnable_images(pools, monitoring, device_plugin)
         for problem in digest_problems(DIGESTS_KEY, digests, rendered):

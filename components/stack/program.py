@@ -6,6 +6,7 @@ the offline render and the tests call it the same way, through `__main__.py`, un
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, cast
 
 import pulumi
@@ -24,18 +25,10 @@ from ..workloads.samples_args import GpuTarget, SampleKind, SampleWorkload, Targ
 from .config import ConfigError, GpuPool, Settings
 from .declare import Checked, checking_only, declare, declaring_checked
 from .pool_outputs import pool_summary
-from .program_batch import batch_queues, gpudirect_namespaces, nccl_allreduce_tests, training_data
+from .program_batch import batch_queues, nccl_allreduce_tests, training_data
 from .program_cluster import gke_cluster
-from .program_dra import dra_driver
-from .program_gpudirect import (
-    dranet_claim_templates,
-    g4_second_network,
-    gpudirect_admission,
-    gpudirect_networks,
-    gpudirect_output,
-    gpudirect_software,
-)
-from .program_pools import gpu_pools
+from .program_gpudirect import dranet_claim_templates, gpudirect_output
+from .program_pools import GpuLayer, gpu_layer
 from .program_serving import serving
 
 SAMPLES_NAMESPACE = "gpu-samples"
@@ -86,57 +79,18 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
             return build(settings)
     if settings.cluster.mode == "existing":
         return _build_existing(settings)
-    networks = gpudirect_networks(settings)
     cluster, vpc = gke_cluster(settings)
     autopilot = settings.cluster.autopilot
-    kubernetes = pulumi.ResourceOptions(providers={"kubernetes": cluster.provider})
-    pools = gpu_pools(settings, cluster, networks, second_network=g4_second_network(settings, kubernetes))
-    # GKE creates a ladder's node pools itself: it attaches their preloaded disk only for an image the
-    # cluster's one allowlist names.
-    ladder_images = sorted(
-        {p.image_cache.disk_image for p in settings.gpu_pools if p.capacity_ladder and p.image_cache}
-    )
-    if ladder_images and not autopilot:
-        from ..gpu.image_cache_allowlist import ImageCacheAllowlist
-
-        declare(
-            ImageCacheAllowlist,
-            "image-cache",
-            {"disk_images": ladder_images},
-            opts=pulumi.ResourceOptions(provider=cluster.provider),
-        )
-
-    software = gpudirect_software(settings, networks, kubernetes)
-    admission = gpudirect_admission(settings, gpudirect_namespaces(settings), kubernetes)
-    # The namespaces the admission policies confine are made only once the policies exist.
-    guards = [admission] if admission is not None else []
-    monitoring = _monitoring(settings, kubernetes)
-    driver = dra_driver(settings, cluster.provider, list(pools.values()))
-    targets = {pool.name: gpu_target(pool, autopilot=autopilot) for pool in settings.gpu_pools}
-    samples, samples_component = _samples(
-        settings, targets, cluster.provider, [*pools.values(), *([driver] if driver else [])]
-    )
-    batch: list[dict[str, Any]] = []
-    data: dict[str, Any] = {}
-    if settings.batch.kueue:
-        batch, queues = batch_queues(
-            settings,
-            cluster.provider,
-            [*pools.values(), *([samples_component] if samples_component else []), *guards],
-            local_queue_namespace=SAMPLES_NAMESPACE if samples_component else None,
-        )
-        samples.update(
-            nccl_allreduce_tests(
-                settings, cluster.provider, [queues, *software, *guards, *([driver] if driver else [])]
-            )
-        )
-        dranet_claim_templates(settings, cluster.provider, [queues])
-        data = training_data(settings, cluster.provider, [queues])
+    layer = gpu_layer(settings, cluster)
+    pools = layer.pools
+    monitoring = _monitoring(settings, pulumi.ResourceOptions(providers={"kubernetes": cluster.provider}))
+    jobs = cluster_jobs(settings, cluster.provider, layer)
+    samples, batch, data = jobs.samples, jobs.batch, jobs.data
     served = serving(
         settings,
         settings.cluster.name or "",
         cluster.provider,
-        list(pools.values()),
+        [*pools.values(), *([layer.driver] if layer.driver else [])],
         # A gateway's load balancer takes its proxies from the VPC's proxy-only subnet.
         network=[vpc] if vpc is not None else [],
         node_service_account=None if autopilot else cluster.node_service_account_email,
@@ -165,14 +119,73 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
         "checks": _checks(settings),
         **({"batchQueues": batch} if settings.batch.kueue else {}),
         **({"trainingData": data} if data else {}),
-        **({"gpudirect": gpudirect_output(settings)} if software else {}),
+        **({"gpudirect": gpudirect_output(settings)} if layer.software else {}),
         **({"serving": served} if served else {}),
         **fleet,
     }
 
 
+@dataclass(frozen=True)
+class ClusterJobs:
+    """What a cluster runs on its GPU pools, as stack outputs (`sampleWorkloads`, `batchQueues`,
+    `trainingData`), and its Kueue component (None without `batch.kueue`)."""
+
+    samples: dict[str, Any]
+    batch: list[dict[str, Any]]
+    data: dict[str, Any]
+    queues: pulumi.Resource | None
+
+
+def cluster_jobs(
+    settings: Settings,
+    provider: pulumi.ProviderResource,
+    layer: GpuLayer,
+    prefix: str = "",
+    *,
+    cluster_queue_metrics: bool = False,
+) -> ClusterJobs:
+    """Declare the samples, Kueue with the teams' queues, the all-reduce tests, the DRANET claim
+    templates and the teams' training data of a cluster (a fleet worker's: `prefix`)."""
+    pools, software, driver = layer.pools, layer.software, layer.driver
+    # The namespaces the admission policies confine are made only once the policies exist.
+    guards = layer.guards
+    autopilot = settings.cluster.autopilot
+    targets = {pool.name: gpu_target(pool, autopilot=autopilot) for pool in settings.gpu_pools}
+    samples, samples_component = _samples(
+        settings, targets, provider, [*pools.values(), *([driver] if driver else [])], prefix
+    )
+    if not settings.batch.kueue:
+        return ClusterJobs(samples, [], {}, None)
+    batch, queues = batch_queues(
+        settings,
+        provider,
+        [*pools.values(), *([samples_component] if samples_component else []), *guards],
+        local_queue_namespace=SAMPLES_NAMESPACE if samples_component else None,
+        prefix=prefix,
+        cluster_queue_metrics=cluster_queue_metrics,
+    )
+    samples.update(
+        nccl_allreduce_tests(
+            settings, provider, [queues, *software, *guards, *([driver] if driver else [])], prefix
+        )
+    )
+    dranet_claim_templates(settings, provider, [queues], prefix)
+    data = training_data(settings, provider, [queues], prefix)
+    return ClusterJobs(samples, batch, data, queues)
+
+
+def cluster_monitoring(settings: Settings, provider: pulumi.ProviderResource, prefix: str) -> dict[str, Any]:
+    """A fleet worker's GPU monitoring, as `build` declares a cluster's (its resource names prefixed);
+    returns its summary."""
+    kubernetes = pulumi.ResourceOptions(providers={"kubernetes": provider})
+    return _monitoring_summary(settings, _monitoring(settings, kubernetes, prefix=prefix))
+
+
 def _monitoring(
-    settings: Settings, kubernetes: pulumi.ResourceOptions, exporter: DcgmExporterSettings | None = None
+    settings: Settings,
+    kubernetes: pulumi.ResourceOptions,
+    exporter: DcgmExporterSettings | None = None,
+    prefix: str = "",
 ) -> GpuMonitoring | None:
     """The monitoring component; `exporter` says where the exporter runs (default: the GKE pools)."""
     m = settings.monitoring
@@ -218,7 +231,7 @@ def _monitoring(
         if settings.serving:
             alerts["serving_queue_backlog"] = m.alerts.serving_queue_backlog
         args["alerts"] = alerts
-    return declare(GpuMonitoring, "monitoring", args, opts=kubernetes)
+    return declare(GpuMonitoring, f"{prefix}monitoring", args, opts=kubernetes)
 
 
 def _union(groups: Any) -> list[Toleration]:
@@ -232,6 +245,7 @@ def _samples(
     targets: dict[str, GpuTarget],
     provider: pulumi.ProviderResource,
     depends_on: list[pulumi.Resource],
+    prefix: str = "",
 ) -> tuple[dict[str, dict[str, str]], pulumi.Resource | None]:
     """Declare the opted-in samples; return, per sample, how to wait for it and read its log (and
     the component, whose namespace the batch queues' LocalQueues use)."""
@@ -250,7 +264,7 @@ def _samples(
         workloads.append(workload)
     samples = declare(
         SampleWorkloads,
-        "samples",
+        f"{prefix}samples",
         {"workloads": workloads, "namespace": SAMPLES_NAMESPACE},
         # The GPU pools, ComputeClasses or device plugin first, so no sample waits on nothing.
         opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),

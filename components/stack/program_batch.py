@@ -75,7 +75,10 @@ def team_data_drivers(settings: Settings) -> tuple[bool, bool]:
 
 
 def training_data(
-    settings: Settings, provider: pulumi.ProviderResource, depends_on: list[pulumi.Resource]
+    settings: Settings,
+    provider: pulumi.ProviderResource,
+    depends_on: list[pulumi.Resource],
+    prefix: str = "",
 ) -> dict[str, Any]:
     """Declare each team's training data (after its namespace: `depends_on`); return, per team, its
     claims and the service account its jobs use (stack output `trainingData`)."""
@@ -100,7 +103,7 @@ def training_data(
         }
         declare(
             TrainingData,
-            f"data-{team.name}",
+            f"{prefix}data-{team.name}",
             args,
             opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
         )
@@ -139,6 +142,7 @@ def batch_queues(
     *,
     local_queue_namespace: str | None,
     prefix: str = "",
+    cluster_queue_metrics: bool = False,
 ) -> tuple[list[dict[str, Any]], GpuBatchQueues]:
     """Declare Kueue, JobSet and a queue per Standard GPU pool, shared by the teams; return the queues
     as a stack output, and the component (what a queued workload waits for).
@@ -237,6 +241,8 @@ def batch_queues(
         args["dra_device_classes"] = [GPU_DEVICE_CLASS]
     if local_queue_namespace:
         args["local_queue_namespace"] = local_queue_namespace
+    if cluster_queue_metrics:
+        args["cluster_queue_metrics"] = True
     component = declare(
         GpuBatchQueues,
         f"{prefix}batch",
@@ -270,6 +276,7 @@ def nccl_allreduce_tests(
     settings: Settings,
     provider: pulumi.ProviderResource,
     depends_on: list[pulumi.Resource],
+    prefix: str = "",
 ) -> dict[str, Any]:
     """The `nccl-allreduce` workloads, each a NcclAllReduce on its pool, queued in the pool's
     ClusterQueue; returns, per test, how to wait for it and read its result (stack output
@@ -313,7 +320,7 @@ def nccl_allreduce_tests(
                 args["gpudirect_networking"] = "dranet"
         test = declare(
             NcclAllReduce,
-            f"nccl-{pool.name}",
+            f"{prefix}nccl-{pool.name}",
             args,
             # After Kueue, JobSet and the pool's ClusterQueue (the CRDs and the webhook) and, with
             # GPUDirect, the flavour's Networks and NCCL plugin.

@@ -1,5 +1,5 @@
 """NVIDIA's DRA driver, once per cluster that has a GB200/GB300 rack (ComputeDomains) or a pool with
-DRA GPUs (GPU allocation)."""
+DRA GPUs (GPU allocation, and the NVIDIA driver GKE does not install on those pools)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pulumi
 from ..core.k8s import Toleration
 from ..dra.claims import ARM64_TOLERATION, is_rack
 from ..dra.driver import NvidiaDraDriver, NvidiaDraDriverArgs
+from ..dra.driver_installer import InstallerVariant, installer_variant
 from ..gpu.scheduling import tolerations, union_tolerations
 from .config import Settings
 from .declare import declare
@@ -22,7 +23,10 @@ def needs_dra_driver(settings: Settings) -> bool:
 
 
 def dra_driver(
-    settings: Settings, provider: pulumi.ProviderResource, depends_on: list[pulumi.Resource]
+    settings: Settings,
+    provider: pulumi.ProviderResource,
+    depends_on: list[pulumi.Resource],
+    prefix: str = "",
 ) -> NvidiaDraDriver | None:
     if not needs_dra_driver(settings):
         return None
@@ -42,11 +46,21 @@ def dra_driver(
     }
     if dra_pools:
         args["node_pools"] = [p.name for p in dra_pools]
+        # GKE installs no driver on a DRA pool: Google's COS installer does, on those pools only
+        # (dra/driver_installer.py; none is published for GB300).
+        variants = {p.name: installer_variant(p.accelerator) for p in dra_pools}
+        for key, variant in (
+            ("driver_installer_pools", InstallerVariant.COS),
+            ("driver_installer_a4x_pools", InstallerVariant.COS_A4X),
+        ):
+            pools = [name for name, v in variants.items() if v is variant]
+            if pools:
+                args[key] = pools  # type: ignore[literal-required]
     if racks:
         args["accelerators"] = racks
     return declare(
         NvidiaDraDriver,
-        "dra-driver",
+        f"{prefix}dra-driver",
         args,
         opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
     )

@@ -22,9 +22,10 @@ from ..network.vpc import GkeNetwork
 from ..workloads.batch_teams import Quota
 from .declare import declare
 from .fleet_section import FleetSettings, FleetWorker, most_gpus
-from .program_batch import batch_queues, pool_quota
+from .program_batch import pool_quota
 from .program_cluster import gke_cluster
-from .program_pools import gpu_pools
+from .program_gpudirect import gpudirect_output
+from .program_pools import gpu_layer
 from .settings import Settings
 
 
@@ -78,15 +79,22 @@ def _network(settings: Settings, vpc: GkeNetwork | None) -> pulumi.Input[str] | 
 
 
 def _worker(worker: FleetWorker) -> tuple[pulumi.Output[str], dict[str, Any], GkeNetwork | None]:
-    """A worker: its VPC, cluster, GPU pools, Kueue with the teams' queues, and what the manager may do
-    there; returns the manager's kubeconfig for it (a secret) and its summary."""
+    """A worker, as a single-cluster stack of its settings declares it (stack/program.py), its resource
+    names prefixed by its name, on its own Kubernetes provider: its VPC, cluster, GPU pools and what they
+    need (GPUDirect, the DRA driver), Kueue with the teams' queues, their DRANET claim templates and
+    training data; and what the manager may do there. Returns the manager's kubeconfig for it (a
+    secret) and its summary."""
     settings = worker.settings
     prefix = f"{worker.name}-"
+    # Here, not at import: program.py imports this module when a stack has a fleet.
+    from .program import cluster_jobs, cluster_monitoring
+
     cluster, vpc = gke_cluster(settings, prefix)
-    pools = gpu_pools(settings, cluster, {}, prefix)
-    queues, component = batch_queues(
-        settings, cluster.provider, list(pools.values()), local_queue_namespace=None, prefix=prefix
-    )
+    layer = gpu_layer(settings, cluster, prefix)
+    # Kueue's ClusterQueue resource metrics feed the fleet dashboard's GPU chart (monitoring/fleet.py).
+    jobs = cluster_jobs(settings, cluster.provider, layer, prefix, cluster_queue_metrics=True)
+    assert jobs.queues is not None, "the fleet rules give every worker Kueue"
+    monitoring = cluster_monitoring(settings, cluster.provider, prefix)
     grant = declare(
         MultiKueueWorkerAccess,
         f"{prefix}multikueue",
@@ -96,7 +104,7 @@ def _worker(worker: FleetWorker) -> tuple[pulumi.Output[str], dict[str, Any], Gk
             "ca_certificate": cluster.ca_certificate,
         },
         # In kueue-system, which the worker's Kueue chart creates.
-        opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[component]),
+        opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[jobs.queues]),
     )
     summary = {
         "name": worker.name,
@@ -104,7 +112,11 @@ def _worker(worker: FleetWorker) -> tuple[pulumi.Output[str], dict[str, Any], Gk
         "cluster": settings.cluster.name,
         "location": settings.cluster.location,
         "gpuPools": [pool_row(p) for p in settings.gpu_pools],
-        "batchQueues": queues,
+        "batchQueues": jobs.batch,
+        "monitoring": monitoring,
+        **({"sampleWorkloads": jobs.samples} if jobs.samples else {}),
+        **({"trainingData": jobs.data} if jobs.data else {}),
+        **({"gpudirect": gpudirect_output(settings)} if layer.software else {}),
     }
     return grant.kubeconfig, summary, vpc
 

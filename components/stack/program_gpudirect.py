@@ -56,9 +56,9 @@ def dranet_pools(settings: Settings) -> list[GpuPool]:
     return [pool for pool in settings.gpu_pools if pool.dranet]
 
 
-def gpudirect_networks(settings: Settings) -> dict[GpuDirectFlavor, GpuDirectNetworks]:
+def gpudirect_networks(settings: Settings, prefix: str = "") -> dict[GpuDirectFlavor, GpuDirectNetworks]:
     """One GpuDirectNetworks per flavour whose pools attach the stack's VPCs: the VPCs every such pool
-    attaches to."""
+    attaches to; `prefix` starts their resource names (a fleet worker's)."""
     network = settings.network
     declared: dict[GpuDirectFlavor, GpuDirectNetworks] = {}
     for flavor, pools in stack_network_flavors(settings).items():
@@ -80,13 +80,16 @@ def gpudirect_networks(settings: Settings) -> dict[GpuDirectFlavor, GpuDirectNet
         if FLAVORS[flavor].roce:
             # The stack rules put every RDMA pool in one zone.
             args["zone"] = (pools[0].zones or [""])[0]
-        declared[flavor] = declare(GpuDirectNetworks, f"gpudirect-{flavor.lower()}", args)
+        declared[flavor] = declare(GpuDirectNetworks, f"{prefix}gpudirect-{flavor.lower()}", args)
     return declared
 
 
-def g4_second_network(settings: Settings, kubernetes: pulumi.ResourceOptions) -> G4SecondNetwork | None:
+def g4_second_network(
+    settings: Settings, kubernetes: pulumi.ResourceOptions, prefix: str = ""
+) -> G4SecondNetwork | None:
     """G4's second network (gpudirect/g4_network.py), once per cluster with a `secondNetwork` pool:
-    its VPC, subnet and firewall rule, and its Network in the cluster (`kubernetes`)."""
+    its VPC, subnet and firewall rule, and its Network in the cluster (`kubernetes`); `prefix` starts
+    its resource name (a fleet worker's)."""
     if not any(pool.second_network for pool in settings.gpu_pools):
         return None
     network = settings.network
@@ -103,7 +106,7 @@ def g4_second_network(settings: Settings, kubernetes: pulumi.ResourceOptions) ->
         args["cluster_ranges"] = [
             r for r in (network.subnet_cidr, network.pods_cidr, network.services_cidr) if r
         ]
-    return declare(G4SecondNetwork, "g4-second-network", args, opts=kubernetes)
+    return declare(G4SecondNetwork, f"{prefix}g4-second-network", args, opts=kubernetes)
 
 
 def pool_node_networks(pool: GpuPool, networks: dict[Any, Any], second: G4SecondNetwork | None) -> Any:
@@ -120,6 +123,7 @@ def gpudirect_software(
     settings: Settings,
     networks: dict[GpuDirectFlavor, GpuDirectNetworks],
     kubernetes: pulumi.ResourceOptions,
+    prefix: str = "",
 ) -> list[GpuDirectSoftware]:
     """Per flavour, its Networks (multi-networking pools only) and node software in the cluster (the
     installers tolerate every taint, as Google's manifests; DRANET pools need gIB too)."""
@@ -139,7 +143,7 @@ def gpudirect_software(
         if digests := digests_for(settings.image_digests, NODE_IMAGES_BY_TAG[flavor]):
             args["image_digests"] = digests
         declared.append(
-            declare(GpuDirectSoftware, f"gpudirect-{flavor.lower()}-software", args, opts=kubernetes)
+            declare(GpuDirectSoftware, f"{prefix}gpudirect-{flavor.lower()}-software", args, opts=kubernetes)
         )
     return declared
 
@@ -148,6 +152,7 @@ def gpudirect_admission(
     settings: Settings,
     confined: tuple[list[str], list[str]],
     kubernetes: pulumi.ResourceOptions,
+    prefix: str = "",
 ) -> GpuDirectAdmission | None:
     """The admission policies that confine GPUDirect's privilege (gpudirect/admission.py), once per
     cluster with GPUDirect pools; `confined`: the namespaces they bind and those where the device
@@ -161,7 +166,7 @@ def gpudirect_admission(
         "namespaces": namespaces,
         "device_namespaces": device_namespaces,
     }
-    return declare(GpuDirectAdmission, "gpudirect-admission", args, opts=kubernetes)
+    return declare(GpuDirectAdmission, f"{prefix}gpudirect-admission", args, opts=kubernetes)
 
 
 def gpudirect_output(settings: Settings) -> dict[str, Any]:
@@ -194,7 +199,10 @@ def pool_gpudirect_summary(pool: GpuPool) -> dict[str, Any] | None:
 
 
 def dranet_claim_templates(
-    settings: Settings, provider: pulumi.ProviderResource, depends_on: list[pulumi.Resource]
+    settings: Settings,
+    provider: pulumi.ProviderResource,
+    depends_on: list[pulumi.Resource],
+    prefix: str = "",
 ) -> DranetClaimTemplates | None:
     """The ResourceClaimTemplate `default-rdma` in each team's GPUDirect namespace whose pools include
     a DRANET pool (the all-reduce declares its own): where the teams' JobSets on those pools claim the
@@ -210,7 +218,7 @@ def dranet_claim_templates(
         return None
     return declare(
         DranetClaimTemplates,
-        "gpudirect-dranet",
+        f"{prefix}gpudirect-dranet",
         {"namespaces": namespaces},
         opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
     )

@@ -148,6 +148,9 @@ def serving(
             args["model_info"] = service.model_info.model_dump(exclude_none=True)  # type: ignore[typeddict-item]
         if nodes > 1:
             args["gpus_per_node"] = service.gpus_per_replica // nodes
+        if pool.dra_gpus:
+            # GKE's device plugin is off there: the Pods claim their GPUs (stack/program_dra.py).
+            args["dra_gpus"] = True
         component = declare(
             InferenceService,
             f"serve-{service.name}",

@@ -15,13 +15,13 @@ from ..serving.model_rules import (
     GIB,
     GPU_MEMORY_UTILIZATION,
     check_model,
-    download_disk_gib,
     fits_gpus,
     gib,
     smallest_gpu_count,
     tensor_parallel_sizes,
 )
 from ..serving.rules import (
+    DRA_DUTY_CYCLE_UNKNOWN,
     POPULATOR_MIN_VERSION,
     STANDARD_MIN_VERSION,
     check_hyperdisk_ml_machine,
@@ -29,7 +29,13 @@ from ..serving.rules import (
     check_replica_nodes,
     weights_source,
 )
-from ..serving.sizing import describe_rollout, surge_services, weights_bytes_of, weights_cache
+from ..serving.sizing import (
+    container_size,
+    describe_rollout,
+    surge_services,
+    weights_bytes_of,
+    weights_cache,
+)
 from .schema import RuleBase
 
 KEY = f"{NAMESPACE}:serving"
@@ -194,13 +200,21 @@ class ServingRules(RuleBase):
                 "it reports a duty cycle for a MIG partition's container, and without one the autoscaler "
                 "never scales (docs/serving.md, 'Scaling on GPU duty cycle'); use queue (the default)",
             )
+        if pool.dra_gpus and service.scale_on == "gpu":
+            self.problems.add(
+                names.at("scale_on"),
+                f"gpu is not allowed on pool {pool.name}, a draGpus pool: {DRA_DUTY_CYCLE_UNKNOWN}; "
+                "use queue (the default)",
+            )
         if pool.accelerator in CUDA13_UNSUPPORTED:
             self.problems.add(
                 names.at("pool"),
                 f"{cut(pool.name)} has {pool.accelerator} GPUs (Volta or older); the pinned vLLM image is a "
                 "CUDA 13 build, which supports compute capability 7.5 (Turing) and newer",
             )
-        elif pool.driver_version != "LATEST":
+        elif pool.driver_version != "LATEST" and not pool.dra_gpus:
+            # A DRA pool's driver is the one the stack's installer DaemonSet puts there: COS's latest,
+            # as LATEST (dra/driver_installer.py).
             self.problems.add(
                 names.at("pool"),
                 f"{cut(pool.name)} runs driverVersion {pool.driver_version}; the pinned vLLM image is a CUDA "
@@ -255,17 +269,19 @@ class ServingRules(RuleBase):
         """What knowing the model decides on this pool: the tensor-parallel size on its nodes, the boot
         disk a Hugging Face model is downloaded to, the GPUs' memory; a size that strands GPUs."""
         gpus, per_node = service.gpus_per_replica, pool.gpus_per_node
-        disk = download_disk_gib(pool.node_ephemeral_storage_gib)
+        disk = container_size(pool, gpus)["disk_gib"]
         weights = weights_bytes(service)
-        need = 4 * math.ceil(weights / GIB) + 4 if weights else 0
+        share = gpus / per_node if per_node and gpus < per_node else 1
+        need = math.ceil((4 * math.ceil(weights / GIB) + 4) / share) if weights else 0
+        of = f"a quarter of the replica's {gpus}/{per_node} share" if share < 1 else "a quarter"
         if pool.local_ssd_count:
             fix = (
-                f" (a quarter of pool {pool.name}'s {pool.local_ssd_count} Local SSDs, which hold its "
+                f" ({of} of pool {pool.name}'s {pool.local_ssd_count} Local SSDs, which hold its "
                 f"ephemeral storage): give it Local SSDs for at least {need} GiB"
             )
         else:
             fix = (
-                f" (a quarter of pool {pool.name}'s {pool.disk_size_gb} GB boot disk): raise its diskSizeGb "
+                f" ({of} of pool {pool.name}'s {pool.disk_size_gb} GB boot disk): raise its diskSizeGb "
                 f"to at least {need}"
             )
         tp = min(gpus, per_node or gpus)
@@ -293,7 +309,7 @@ class ServingRules(RuleBase):
         if accelerator is None:
             return
         utilization = service.gpu_memory_utilization or GPU_MEMORY_UTILIZATION
-        short = fits_gpus(facts, service.max_model_len, utilization, gpus, accelerator.memory_gb)
+        short = fits_gpus(facts, service.max_model_len, utilization, gpus, accelerator.gpu_memory_bytes)
         if short is None:
             return
         weights_size, kv, usable = short
@@ -301,12 +317,12 @@ class ServingRules(RuleBase):
             {n for n in (1, 2, 4, 8) if facts.attention_heads is None or n in tensor_parallel_sizes(facts, 8)}
             | {8 * k for k in range(2, 9)}
         )
-        count = smallest_gpu_count(weights_size + kv, accelerator.memory_gb, utilization, sizes)
+        count = smallest_gpu_count(weights_size + kv, accelerator.gpu_memory_bytes, utilization, sizes)
         bigger = [
             a.name
             for a in self.catalog.accelerators.values()
-            if a.memory_gb > accelerator.memory_gb
-            and not fits_gpus(facts, service.max_model_len, utilization, gpus, a.memory_gb)
+            if a.gpu_memory_bytes > accelerator.gpu_memory_bytes
+            and not fits_gpus(facts, service.max_model_len, utilization, gpus, a.gpu_memory_bytes)
         ]
         context = service.max_model_len or facts.max_context
         kv_text = f" + the KV cache of one {context}-token sequence {gib(kv)}" if kv else ""
@@ -314,7 +330,7 @@ class ServingRules(RuleBase):
         other = f", or {gpus} GPU(s) of {listing(bigger)}" if bigger else ""
         self.problems.add(
             names.at("gpus_per_replica"),
-            f"{gpus} {accelerator.name} GPU(s) ({accelerator.memory_gb} GB each, {utilization:g} of it for "
+            f"{gpus} {accelerator.name} GPU(s) ({accelerator.gpu_memory_basis}; {utilization:g} of it for "
             f"vLLM: {gib(usable)}) cannot hold {facts.name}: weights {gib(weights_size)}{kv_text}; use "
             f"{more}{other}{', or a shorter maxModelLen' if kv else ''}",
         )

@@ -53,6 +53,26 @@ KUEUE_API = "kueue.x-k8s.io/v1beta2"
 QUEUED_PROVISIONING_CLASS = "queued-provisioning.gke.io"
 
 
+def batch_controllers(
+    parent: pulumi.Resource, name: str, kueue_values: dict[str, Any] | None
+) -> tuple[pulumi.ResourceOptions, Callable[..., pulumi.ResourceOptions]]:
+    """Kueue (with these chart values) and JobSet from their pinned charts, children of `parent`.
+    Returns the options of an object that needs their CRDs and Kueue's webhook, and `after(*r)`:
+    those options, also after the given resources (Kueue's order on create, and its reverse on
+    delete: a ClusterQueue after its flavor and admission check, a LocalQueue after its
+    ClusterQueue and namespace)."""
+    charts = [
+        controller_chart(parent, name, "kueue", KUEUE_CHART, KUEUE_VERSION, "kueue-system", kueue_values),
+        controller_chart(parent, name, "jobset", JOBSET_CHART, JOBSET_VERSION, "jobset-system"),
+    ]
+    after_charts = pulumi.ResourceOptions(parent=parent, depends_on=charts)
+
+    def after(*resources: pulumi.Resource) -> pulumi.ResourceOptions:
+        return pulumi.ResourceOptions.merge(after_charts, pulumi.ResourceOptions(depends_on=list(resources)))
+
+    return after_charts, after
+
+
 class ProvisioningRetry(TypedDict):
     """Kueue's retries of a failed ProvisioningRequest (ProvisioningRequestConfig retryStrategy)."""
 
@@ -115,6 +135,9 @@ class GpuBatchQueuesArgs(TypedDict):
     """DeviceClasses whose ExactCount claims Kueue counts as `nvidia.com/gpu` quota (the DRA driver's
     `gpu.nvidia.com` where a pool hands out GPUs through DRA): Kueue 0.19.2 never admits a Workload
     claiming an unmapped class. Defaults to none (the chart's default Configuration)."""
+    cluster_queue_metrics: NotRequired[bool]
+    """Kueue reports each ClusterQueue's resource usage and quota (`metrics.enableClusterQueueResources`:
+    a fleet's dashboard charts a worker's GPUs in use from them). Defaults to false."""
 
 
 class _ShareSpec(ArgsModel):
@@ -167,6 +190,7 @@ class _GpuBatchQueuesSpec(ArgsModel):
     local_queue_namespace: K8sName | None = None
     teams: Annotated[list[_TeamSpec], Field(default_factory=list, max_length=MAX_TEAMS)]
     dra_device_classes: Annotated[list[DeviceClassName], Field(max_length=8)] = Field(default_factory=list)
+    cluster_queue_metrics: bool = False
 
     @model_validator(mode="after")
     def _unique_names(self) -> "_GpuBatchQueuesSpec":
@@ -254,30 +278,15 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
     ) -> None:
         args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        charts = [
-            controller_chart(
-                self,
-                name,
-                "kueue",
-                KUEUE_CHART,
-                KUEUE_VERSION,
-                "kueue-system",
-                chart_values(kueue_configuration(spec.dra_device_classes))
-                if spec.dra_device_classes
-                else None,
-            ),
-            controller_chart(self, name, "jobset", JOBSET_CHART, JOBSET_VERSION, "jobset-system"),
-        ]
-        # The objects need the charts' CRDs and Kueue's webhook.
-        after_charts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=charts))
-
-        def after(*resources: pulumi.Resource) -> pulumi.ResourceOptions:
-            # Kueue's order on create (and its reverse on delete): a ClusterQueue after its flavor
-            # and admission check, a LocalQueue after its ClusterQueue and namespace.
-            return pulumi.ResourceOptions.merge(
-                after_charts, pulumi.ResourceOptions(depends_on=list(resources))
+        after_charts, after = batch_controllers(
+            self,
+            name,
+            chart_values(
+                kueue_configuration(spec.dra_device_classes, cluster_queue_metrics=spec.cluster_queue_metrics)
             )
+            if spec.dra_device_classes or spec.cluster_queue_metrics
+            else None,
+        )
 
         topology = None
         if any(q.topology for q in spec.queues):

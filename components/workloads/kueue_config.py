@@ -2,7 +2,8 @@
 `managerConfig.controllerManagerConfigYaml` takes it: the chart's own default (charts/kueue/values.yaml,
 kubernetes-sigs/kueue tag v0.19.2, commit 8eab6877), and what this program adds to it
 (apis/config/v1beta2/configuration_types.go at the same tag): the DeviceClasses Kueue counts as a
-resource (DRA GPUs), and MultiKueue's block on a fleet's manager."""
+resource (DRA GPUs), MultiKueue's block on a fleet's manager, and the ClusterQueue resource metrics a
+fleet's dashboard reads."""
 
 from typing import Any
 
@@ -37,11 +38,16 @@ DRA_GPU_RESOURCE = GPU_RESOURCE
 
 
 def kueue_configuration(
-    dra_device_classes: list[str] | None = None, multikueue: dict[str, Any] | None = None
+    dra_device_classes: list[str] | None = None,
+    multikueue: dict[str, Any] | None = None,
+    *,
+    cluster_queue_metrics: bool = False,
 ) -> dict[str, Any]:
     """The chart's default Configuration, with `resources.deviceClassMappings` for DRA GPU claims
-    (Kueue charts `exactly.count` of each ExactCount request: site/.../dynamic_resource_allocation.md)
-    and MultiKueue's block where given."""
+    (Kueue charts `exactly.count` of each ExactCount request: site/.../dynamic_resource_allocation.md),
+    MultiKueue's block where given, and with `cluster_queue_metrics` the ClusterQueue resource usage
+    and quota metrics (`metrics.enableClusterQueueResources`, ControllerMetrics in
+    configuration_types.go; the chart's default leaves it commented out)."""
     configuration: dict[str, Any] = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -62,6 +68,8 @@ def kueue_configuration(
         "clientConnection": {"qps": 300, "burst": 500},
         "integrations": {"frameworks": list(FRAMEWORKS)},
     }
+    if cluster_queue_metrics:
+        configuration["metrics"]["enableClusterQueueResources"] = True
     if dra_device_classes:
         configuration["resources"] = {
             "deviceClassMappings": [

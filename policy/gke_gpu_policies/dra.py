@@ -43,6 +43,7 @@ NO_DEVICE_PLUGIN_LABEL = "gke-no-default-nvidia-gpu-device-plugin"
 RACK_ACCELERATORS = ("nvidia-gb200", "nvidia-gb300")
 _COMPUTE_DOMAIN = re.compile(r"kubernetes:resource\.nvidia\.com/[^:]+:ComputeDomain")
 _JOBSET = re.compile(r"kubernetes:jobset\.x-k8s\.io/[^:]+:JobSet")
+_LWS = re.compile(r"kubernetes:leaderworkerset\.x-k8s\.io/[^:]+:LeaderWorkerSet")
 _POD_SPEC = {
     ("core", "Pod"): ("spec",),
     ("batch", "Job"): ("spec", "template", "spec"),
@@ -83,6 +84,12 @@ def _pod_specs(r: PolicyResource) -> Iterator[tuple[str, Any, int | None]]:
             if isinstance(replicas, int) and isinstance(parallelism, int):
                 pods = replicas * parallelism
             yield f" replicatedJobs[{index}]", get(spec, "template", "spec"), pods
+        return
+    if _LWS.fullmatch(r.resource_type):
+        # A model server whose replica spans nodes: the leader's Pod and the workers' (lws v1).
+        group = get(r.props, "spec", "leaderWorkerTemplate")
+        for role in ("leaderTemplate", "workerTemplate"):
+            yield f" {role}", get(group, role, "spec"), None
         return
     key = group_kind(r.resource_type)
     if key in _POD_SPEC:

@@ -43,7 +43,8 @@ BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyB
 DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 # Privileged images pinned by tag because no digest could be recorded (docs/security.md, "Images"):
 # GPUDirect's NCCL plugin installers, A4X Max's ASAPD-lite, TCPXO's pre-install step, and the DCGM
-# exporter on GKE.
+# exporter on GKE; and GKE's driver installer on DRA pools, an image GKE preloads on COS nodes and Google's
+# manifest names by tag only, never pulled (imagePullPolicy Never: dra/driver_installer.py).
 ACCEPTED_BY_TAG = [
     "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev",
     "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev",
@@ -52,6 +53,7 @@ ACCEPTED_BY_TAG = [
     "us-docker.pkg.dev/gce-ai-infra/asapd-lite/asapd-lite",
     "ubuntu",
     "nvcr.io/nvidia/k8s/dcgm-exporter",
+    "cos-nvidia-installer",
 ]
 DIGEST_SCHEMA = PolicyConfigSchema(
     properties={

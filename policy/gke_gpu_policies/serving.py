@@ -93,18 +93,36 @@ def _gpu_limit_problem(ask: GpuContainer) -> str | None:
 _GPU_LIMIT_FIX = (
     f"a model server needs whole GPUs of its own: set resources.limits[{GPU_RESOURCE}] to the GPUs it "
     "uses (1 or more; requests, if given, the same), or the device plugin gives it none and the "
-    "scheduler may place it where no GPU is free"
+    "scheduler may place it where no GPU is free; on a DRA-GPU pool, claim them instead (the Pod's "
+    "resourceClaims, the container's resources.claims)"
 )
+
+
+def _claims_devices(container: Any, pod: Any) -> Any:
+    """The container uses a claim the Pod makes (`resources.claims` naming a `resourceClaims` entry):
+    on a DRA-GPU pool its GPUs come that way, not as a limit (the DRA policies check which pool)."""
+    used = items(get(container, "resources", "claims"))
+    made = items(get(pod, "resourceClaims"))
+    if used is UNKNOWN or made is UNKNOWN:
+        return UNKNOWN
+    names = {get(c, "name") for c in made or []}
+    return any(get(c, "name") in names for c in used or [])
 
 
 def validate_serving_gpu_limit(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     """A model server's container has an integer nvidia.com/gpu limit of at least 1, and requests, if
-    set, equal to it (with only the label to go by: at least one container does)."""
+    set, equal to it (with only the label to go by: at least one container does); or, asking for no
+    nvidia.com/gpu, uses a device claim of its Pod (DRA)."""
     for server in server_pods(args.resource_type, args.name, args.props):
         if server.servers is UNKNOWN:
             continue
         if server.servers:
-            problems = [_gpu_limit_problem(gpu_ask(c, label)) for label, c in server.servers]
+            problems = [
+                None
+                if gpu_ask(c, label).asks is False and _claims_devices(c, server.pod) is not False
+                else _gpu_limit_problem(gpu_ask(c, label))
+                for label, c in server.servers
+            ]
         else:
             containers = items(get(server.pod, "containers")) or []
             asks = [gpu_ask(c, container_label("containers", i, c)) for i, c in enumerate(containers)]

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from policy.gke_gpu_policies import rules
+from tests.conftest import stack_render
 from tools import check_policies, plan
-from tools.offline import run_stack, stacks
+from tools.offline import stacks
 
 SAMPLE_JOB = "samples-nvidia-smi-l4-serving"
 
@@ -22,7 +23,7 @@ def renders() -> dict[tuple[str, bool], dict[str, Any]]:
     documents = {}
     for stack in stacks():
         for preview in (True, False):
-            result = run_stack(stack, preview=preview)
+            result = stack_render(stack, preview=preview)
             assert result.error is None, result.error
             documents[stack, preview] = plan.to_document(result)
     return documents

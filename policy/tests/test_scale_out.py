@@ -349,10 +349,10 @@ def test_a_batch_stack_missing_a_flavor_fails(batch_document: dict[str, Any]) ->
 @pytest.fixture(scope="module")
 def train_document() -> dict[str, Any]:
     """The train stack (Pulumi.train.yaml): a GPUDirect-TCPXO pool, queued through Kueue."""
+    from tests.conftest import stack_render
     from tools import plan
-    from tools.offline import run_stack
 
-    result = run_stack("train", preview=True)
+    result = stack_render("train")
     assert result.error is None, result.error
     return plan.to_document(result)
 

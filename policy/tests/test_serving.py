@@ -309,6 +309,18 @@ def test_each_template_of_a_leader_worker_set_is_judged() -> None:
     )
 
 
+def test_a_server_that_claims_its_gpus_through_dra_complies_and_a_dangling_claim_does_not() -> None:
+    dra = {"limits": {"cpu": "4"}, "requests": {"cpu": "4"}, "claims": [{"name": "gpus"}]}
+    pod = server_pod(**{"containers.0.resources": dra})
+    pod["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": "gpu"}]
+    validate(deployment(pod))
+    assert gpu_limit(DEPLOYMENT, deployment(pod)) == []
+    assert gpu_limit(LWS, leader_worker_set(pod, pod)) == []
+    # A container claim the Pod does not make gives it nothing: no GPU, as before.
+    del pod["resourceClaims"]
+    one(gpu_limit(DEPLOYMENT, deployment(pod)), "serving-gpu-limit", "has no nvidia.com/gpu limit")
+
+
 def test_with_only_the_label_one_container_with_gpus_is_enough() -> None:
     pod = server_pod(**{"containers.0.image": "acme/llm-server:1"})
     pod["containers"].append({"name": "metrics", "image": "acme/exporter:1"})
