@@ -61,6 +61,13 @@ class LadderRules(PoolRuleBase):
                 "the extra GPU NICs (it has no field for additional node networks), so GKE's node pools "
                 "for it would lack GPUDirect; use separate pools for the rungs",
             )
+        if pool.second_network:
+            self.problems.add(
+                self.at(path, "second_network"),
+                f"true is not allowed with {self.key('capacity_ladder')}: a ComputeClass cannot attach "
+                "additional node networks, so GKE's node pools for it would lack the second NIC; use a "
+                "node pool",
+            )
         self._check_ladder_steps(pool, path, accelerator, steps)
         if pool.image_cache is not None:
             self.note(

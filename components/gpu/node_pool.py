@@ -102,12 +102,22 @@ def _node_network_problems(pool: GpuNodePoolSpec) -> list[str]:
     """A GPUDirect pool attaches exactly its flavour's extra NICs; a pool without GPUDirect none."""
     networks = pool.additional_node_networks
     flavor = pool.gpudirect_flavor
+    if pool.second_network:
+        if networks is None or (isinstance(networks, list) and len(networks) != 1):
+            given = "missing" if networks is None else f"{len(networks)} given"
+            return [
+                Problem(
+                    "additional_node_networks",
+                    f"{given}; second_network: true needs exactly one: G4SecondNetwork's node_networks",
+                )
+            ]
+        return []
     if not pool.stack_networks:
         if networks is not None:
             why = (
                 "GKE's DRANET creates the networks of a gpudirect_networking: dranet pool"
                 if pool.dranet
-                else "only allowed with gpudirect: true (the GPUDirect NICs)"
+                else "only allowed with gpudirect: true (the GPUDirect NICs) or second_network: true"
             )
             return [Problem("additional_node_networks", why)]
         return []
@@ -383,9 +393,10 @@ def _workload_policy(
 def _network_config(
     pool: GpuNodePoolSpec, networks: "pulumi.Input[list[NodeNetwork]] | None"
 ) -> "container.NodePoolNetworkConfigArgs | None":
-    """Multi-networking, and DRANET on A4X Max: the GPU NICs' VPCs and subnets this program creates;
-    DRANET elsewhere: GKE's accelerator network profile `auto`, with which GKE creates them itself."""
-    if pool.stack_networks:
+    """Multi-networking, DRANET on A4X Max and G4's second network: the extra NICs' VPCs and subnets
+    this program creates; DRANET elsewhere: GKE's accelerator network profile `auto`, with which GKE
+    creates them itself."""
+    if pool.stack_networks or pool.second_network:
         return container.NodePoolNetworkConfigArgs(
             additional_node_network_configs=cast(_NodeNetworkConfigs, node_network_list(networks))
         )

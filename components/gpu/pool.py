@@ -151,6 +151,10 @@ class GpuPool(StackModel):
     # NUMA-aligned kubelet (CPU manager static, topology manager restricted, memory manager Static);
     # None: the GPU's default (on for G4), resolved by the pool rules.
     numa_aligned: bool | None = None
+    # G4 only: a second gVNIC NIC on the stack's own VPC (gpudirect/g4_network.py), as cluster-toolkit's
+    # G4 blueprint attaches it. Off by default: a pool's additionalNodeNetworkConfigs are ForceNew, so
+    # turning it on (or defaulting it on) replaces the pool and its nodes.
+    second_network: bool = False
     # Standard only: a custom ComputeClass (gpu/capacity_ladder.py) that tries each step in order, on
     # node pools GKE creates itself, instead of one node pool with one way to get capacity.
     capacity_ladder: list[enum_values(CapacityStep)] | None = Field(None, min_length=1, max_length=4)  # type: ignore[valid-type]

@@ -186,6 +186,12 @@ class GpuNodePoolArgs(TypedDict):
     """NUMA-aligned kubelet settings: CPU manager `static`, topology manager `restricted`, memory
     manager `Static` (Guaranteed Pods get CPUs, memory and GPUs of one NUMA node). Defaults to true on
     G4 (nvidia-rtx-pro-6000), false elsewhere."""
+    second_network: NotRequired[bool]
+    """G4 (nvidia-rtx-pro-6000) only, Standard, GKE 1.32.11-gke.1174000+: a second gVNIC NIC per node,
+    on a VPC of its own, as cluster-toolkit's G4 blueprint attaches it; needs
+    `additional_node_networks` (G4SecondNetwork's `node_networks`) and a cluster with multi-networking.
+    What the NIC carries is UNVERIFIED. Turning it on for an existing pool replaces the pool (its node
+    networks are fixed at creation). Defaults to false."""
     gpudirect: NotRequired[bool]
     """GPUDirect networking in the machine's own flavour: TCPX (a3-highgpu-8g, a3-edgegpu-8g), TCPXO
     (a3-megagpu-8g), RDMA (a3-ultragpu-8g, a4-highgpu-8g), RDMA-A4X (a4x-highgpu-4g) or RDMA-A4X-Max

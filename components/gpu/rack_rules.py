@@ -17,6 +17,11 @@ from .rule_base import PoolRuleBase
 # from Kubernetes 1.32 (kubernetes.io "Control Memory Management Policies on a Node"). The GKE
 # version that first takes GKE's memoryManager field is UNVERIFIED; this is the floor it cannot be under.
 NUMA_ALIGNED_MIN_VERSION = "1.32"
+# The accelerator whose pools may attach G4's second network (gpudirect/g4_network.py), and the GKE
+# version it needs: cluster-toolkit examples/gke-g4/README.md @1047080375, "The required GKE version for
+# G4 support is >= 1.32.11-gke.1174000".
+G4_ACCELERATOR = "nvidia-rtx-pro-6000"
+G4_MIN_VERSION = "1.32.11-gke.1174000"
 
 
 class RackRules(PoolRuleBase):
@@ -93,3 +98,17 @@ class RackRules(PoolRuleBase):
                 NUMA_ALIGNED_MIN_VERSION,
             )
         return aligned
+
+    def _check_second_network(self, pool: GpuPool, path: str, accelerator: Accelerator) -> None:
+        """G4's second network: on G4 pools only, at a GKE version that runs G4."""
+        if not pool.second_network:
+            return
+        key = self.at(path, "second_network")
+        if accelerator.name != G4_ACCELERATOR:
+            self.problems.add(
+                key,
+                f"true is not allowed on {accelerator.name}: it attaches G4's second network "
+                f"(cluster-toolkit's examples/gke-g4); allowed on {G4_ACCELERATOR} pools only",
+            )
+            return
+        self.version_gate(path, key, f"{self.key('second_network')} (a G4 node pool)", G4_MIN_VERSION)

@@ -171,6 +171,8 @@ class GpuPoolRules(MachineRules, PlacementRules, GpuDirectRules, LadderRules, Ra
             "workload_policy": "a workload policy is a Standard node pool's placement policy",
             "numa_aligned": "Autopilot owns its nodes' kubelet settings; this program sets them on Standard "
             "node pools only",
+            "second_network": "Autopilot owns its nodes' networks; this program attaches G4's second "
+            "network to Standard node pools only",
         }
         for key, why in standard_only.items():
             if key in pool.model_fields_set:
@@ -269,6 +271,7 @@ class GpuPoolRules(MachineRules, PlacementRules, GpuDirectRules, LadderRules, Ra
                 )
         self._check_capacity_options(pool, path, machine, zones)
         self._check_rack(pool, path, accelerator, machine, zones)
+        self._check_second_network(pool, path, accelerator)
         self._check_gpudirect(pool, path, machine, zones)
         if pool.image_cache is not None:
             self.version_gate(

@@ -73,6 +73,7 @@ _STACK_KEYS_BY_NAME = {
     "ImageCacheAllowlist": f"{NAMESPACE}:gpuPools",
     "GpuDirectAdmission": f"{NAMESPACE}:gpuPools",
     "DranetClaimTemplates": f"{NAMESPACE}:gpuPools",
+    "G4SecondNetwork": f"{NAMESPACE}:gpuPools",
     "InferenceService": f"{NAMESPACE}:serving",
     "CustomMetricsAdapter": f"{NAMESPACE}:serving",
     "HyperdiskMlTransferClass": f"{NAMESPACE}:serving",
@@ -88,7 +89,7 @@ _STACK_KEYS_BY_NAME = {
 # The components whose section's rules the stack layer ran (the ones they share with it): only
 # their args' model is checked in a render, not their rules again (see the module's docstring).
 _SECTION_RULES_RAN = {GkeCluster, GkeNetwork, GpuMonitoring, GpuDirectNetworks, GpuBatchQueues}
-_SECTION_RULES_RAN_BY_NAME = {"InferenceService"}
+_SECTION_RULES_RAN_BY_NAME = {"InferenceService", "G4SecondNetwork"}
 # Set under checking_only(component_rules=True): every component's full check (the fuzz tests).
 _COMPONENT_RULES: ContextVar[bool] = ContextVar("component_rules", default=False)
 # What the program reads from a component besides its outputs, while only checking.

@@ -4,6 +4,7 @@ from typing import Any
 
 from ..gpu.pool import GpuPool
 from ..gpu.scheduling import gpus_per_pod, node_selector, tolerations
+from ..gpudirect.g4_network import G4_NIC
 from .program_gpudirect import pool_gpudirect_summary
 
 
@@ -52,4 +53,7 @@ def pool_summary(pool: GpuPool, *, autopilot: bool) -> dict[str, Any]:
     gpudirect = pool_gpudirect_summary(pool)
     if gpudirect:
         summary["gpudirect"] = gpudirect
+    if pool.second_network:
+        # The Kubernetes Network of G4's second NIC, for a Pod that names it (none of ours does).
+        summary["secondNetwork"] = {"network": G4_NIC.network_name}
     return summary

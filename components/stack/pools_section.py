@@ -89,7 +89,7 @@ class PoolRules(RuleBase):
         key = f"{NAMESPACE}:network.gpudirectCidr"
         # The written pools (one that failed its own checks counts) and the resolved ones (only they
         # know their machine type, which decides whether a DRANET pool attaches the stack's VPCs).
-        if not any(p.multi_network for p in self.config.gpu_pools) and not any(
+        if not any(p.multi_network or p.second_network for p in self.config.gpu_pools) and not any(
             p.stack_networks for p in pools
         ):
             # A pool that failed its own checks may be the one with gpudirect: not judged then.

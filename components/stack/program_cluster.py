@@ -96,7 +96,7 @@ def gke_cluster(settings: Settings, prefix: str = "") -> tuple[GkeCluster, GkeNe
     if not cluster.autopilot:
         # Standard only: the config refuses both on Autopilot.
         args["intranode_visibility"] = cluster.intranode_visibility
-        if multi_network_flavors(settings):
+        if multi_network_flavors(settings) or any(p.second_network for p in settings.gpu_pools):
             args["multi_networking"] = True
         if needs_gcs_fuse(settings) or bucket_volumes:
             args["gcs_fuse_csi_driver"] = True

@@ -11,6 +11,7 @@ from ..gpudirect.admission import GpuDirectAdmission, GpuDirectAdmissionArgs
 from ..gpudirect.admission_cel import flavors_with_injector
 from ..gpudirect.dranet import DranetClaimTemplates, dranet_pod_parts
 from ..gpudirect.flavors import DRANET_CLAIM_TEMPLATE, FLAVORS, GpuDirectFlavor
+from ..gpudirect.g4_network import G4SecondNetwork, G4SecondNetworkArgs
 from ..gpudirect.images import NODE_IMAGES_BY_TAG
 from ..gpudirect.networks import GpuDirectNetworks, GpuDirectNetworksArgs
 from ..gpudirect.pod_parts import gpudirect_pod_parts
@@ -81,6 +82,41 @@ def gpudirect_networks(settings: Settings, prefix: str = "") -> dict[GpuDirectFl
             args["zone"] = (pools[0].zones or [""])[0]
         declared[flavor] = declare(GpuDirectNetworks, f"{prefix}gpudirect-{flavor.lower()}", args)
     return declared
+
+
+def g4_second_network(
+    settings: Settings, kubernetes: pulumi.ResourceOptions, prefix: str = ""
+) -> G4SecondNetwork | None:
+    """G4's second network (gpudirect/g4_network.py), once per cluster with a `secondNetwork` pool:
+    its VPC, subnet and firewall rule, and its Network in the cluster (`kubernetes`); `prefix` starts
+    its resource name (a fleet worker's)."""
+    if not any(pool.second_network for pool in settings.gpu_pools):
+        return None
+    network = settings.network
+    assert network is not None and network.gpudirect_cidr, "the stack rules resolve the range"
+    assert settings.cluster.name is not None, "the cluster rules resolve the name"
+    args: G4SecondNetworkArgs = {
+        "project": settings.project or "",
+        "region": settings.region or "",
+        "name_prefix": settings.cluster.name,
+        "cidr": network.gpudirect_cidr,
+    }
+    if not network.existing:
+        args["flow_log_sampling"] = network.flow_log_sampling or 0
+        args["cluster_ranges"] = [
+            r for r in (network.subnet_cidr, network.pods_cidr, network.services_cidr) if r
+        ]
+    return declare(G4SecondNetwork, f"{prefix}g4-second-network", args, opts=kubernetes)
+
+
+def pool_node_networks(pool: GpuPool, networks: dict[Any, Any], second: G4SecondNetwork | None) -> Any:
+    """The additional node networks a pool attaches: its GPUDirect flavour's, G4's second, or None."""
+    flavor = pool.gpudirect_flavor
+    if flavor is not None and pool.stack_networks:
+        return networks[flavor].node_networks
+    if pool.second_network and second is not None:
+        return second.node_networks
+    return None
 
 
 def gpudirect_software(

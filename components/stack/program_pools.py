@@ -11,10 +11,17 @@ import pulumi
 from ..cluster.gke_cluster import GkeCluster
 from ..gpu.compute_class import GpuComputeClass, compute_class_args
 from ..gpu.node_pool import GpuNodePool, node_pool_args
+from ..gpudirect.g4_network import G4SecondNetwork
 from .declare import declare
 from .program_batch import gpudirect_namespaces
 from .program_dra import dra_driver
-from .program_gpudirect import gpudirect_admission, gpudirect_networks, gpudirect_software
+from .program_gpudirect import (
+    g4_second_network,
+    gpudirect_admission,
+    gpudirect_networks,
+    gpudirect_software,
+    pool_node_networks,
+)
 from .settings import Settings
 
 
@@ -35,12 +42,15 @@ class GpuLayer:
 
 
 def gpu_layer(settings: Settings, cluster: GkeCluster, prefix: str = "") -> GpuLayer:
-    """Declare the cluster's GPU pools and what they need: GPUDirect's VPCs (before the pools that
-    attach to them), the image-cache allowlist of its capacity ladders, GPUDirect's software and
-    admission policies, and the DRA driver of its racks and `draGpus` pools. `prefix` starts every
-    resource name (a fleet worker's); every Kubernetes object goes through the cluster's provider."""
+    """Declare the cluster's GPU pools and what they need: GPUDirect's VPCs and G4's second network
+    (before the pools that attach to them), the image-cache allowlist of its capacity ladders,
+    GPUDirect's software and admission policies, and the DRA driver of its racks and `draGpus` pools.
+    `prefix` starts every resource name (a fleet worker's); every Kubernetes object goes through the
+    cluster's provider."""
     networks = gpudirect_networks(settings, prefix)
-    pools = gpu_pools(settings, cluster, networks, prefix)
+    kubernetes = pulumi.ResourceOptions(providers={"kubernetes": cluster.provider})
+    second_network = g4_second_network(settings, kubernetes, prefix)
+    pools = gpu_pools(settings, cluster, networks, prefix, second_network)
     # GKE creates a ladder's node pools itself: it attaches their preloaded disk only for an image the
     # cluster's one allowlist names.
     ladder_images = sorted(
@@ -55,7 +65,6 @@ def gpu_layer(settings: Settings, cluster: GkeCluster, prefix: str = "") -> GpuL
             {"disk_images": ladder_images},
             opts=pulumi.ResourceOptions(provider=cluster.provider),
         )
-    kubernetes = pulumi.ResourceOptions(providers={"kubernetes": cluster.provider})
     software = gpudirect_software(settings, networks, kubernetes, prefix)
     admission = gpudirect_admission(settings, gpudirect_namespaces(settings), kubernetes, prefix)
     driver = dra_driver(settings, cluster.provider, list(pools.values()), prefix)
@@ -63,10 +72,14 @@ def gpu_layer(settings: Settings, cluster: GkeCluster, prefix: str = "") -> GpuL
 
 
 def gpu_pools(
-    settings: Settings, cluster: GkeCluster, networks: dict[Any, Any], prefix: str = ""
+    settings: Settings,
+    cluster: GkeCluster,
+    networks: dict[Any, Any],
+    prefix: str = "",
+    second_network: G4SecondNetwork | None = None,
 ) -> dict[str, pulumi.ComponentResource]:
     """Declare the stack's GPU pools on `cluster`; `prefix` starts their resource names (a fleet
-    worker's)."""
+    worker's); `second_network`: G4's, for the pools with `secondNetwork`."""
     autopilot = settings.cluster.autopilot
     pools: dict[str, pulumi.ComponentResource] = {}
     for pool in settings.gpu_pools:
@@ -89,16 +102,13 @@ def gpu_pools(
             )
         elif not autopilot:
             assert settings.cluster.location is not None, "the cluster rules resolve the location"
-            flavor = pool.gpudirect_flavor
             args = node_pool_args(
                 pool,
                 project=settings.project or "",
                 location=settings.cluster.location,
                 cluster_name=cluster.cluster_name,
                 node_service_account_email=cluster.node_service_account_email,
-                additional_node_networks=(
-                    networks[flavor].node_networks if flavor is not None and pool.stack_networks else None
-                ),
+                additional_node_networks=pool_node_networks(pool, networks, second_network),
             )
             pools[pool.name] = declare(GpuNodePool, name, args)
         elif pool.on_demand_fallback:
