@@ -17,7 +17,6 @@ no Network, and neither do the Pods this program declares.
 from typing import Annotated, Any, NotRequired, TypedDict
 
 import pulumi
-import pulumi_kubernetes as k8s
 from pulumi_gcp import compute
 from pydantic import Field
 
@@ -152,31 +151,14 @@ class G4SecondNetwork(GkeGpuComponent[_G4SecondNetworkSpec]):
             description="Traffic between the cluster's G4 nodes on their second NIC, from this VPC only",
             opts=child,
         )
-        from .software import NETWORK_API  # the GPUDirect Networks' API, imported only where used
+        from .software import device_network  # the GPUDirect Networks' module, imported only where used
 
-        labels = app_labels("g4-second-network", component="network")
-        params = k8s.apiextensions.CustomResource(
-            f"{name}-params",
-            api_version=NETWORK_API,
-            kind="GKENetworkParamSet",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=G4_NIC.network_name, labels=labels),
-            spec={"vpc": vpc.name, "vpcSubnet": subnet.name, "deviceMode": G4_NIC.device_mode},
-            opts=child,
-        )
-        k8s.apiextensions.CustomResource(
-            f"{name}-network",
-            api_version=NETWORK_API,
-            kind="Network",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=G4_NIC.network_name, labels=labels),
-            spec={
-                "type": "Device",
-                "parametersRef": {
-                    "group": "networking.gke.io",
-                    "kind": "GKENetworkParamSet",
-                    "name": G4_NIC.network_name,
-                },
-            },
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[params]),
+        device_network(
+            self,
+            name,
+            G4_NIC.network_name,
+            {"vpc": vpc.name, "vpcSubnet": subnet.name, "deviceMode": G4_NIC.device_mode},
+            app_labels("g4-second-network", component="network"),
         )
         self.node_networks = pulumi.Output.all(vpc.name, subnet.name).apply(
             lambda names: [{"network": names[0], "subnetwork": names[1]}]

@@ -74,6 +74,41 @@ NETWORK_API = "networking.gke.io/v1"
 NODE_TOLERATIONS: tuple[dict[str, str], ...] = ({"operator": "Exists"},)
 
 
+def device_network(
+    parent: pulumi.Resource,
+    resource_name: str,
+    network_name: str,
+    params: dict[str, Any],
+    labels: dict[str, str],
+) -> None:
+    """A GKE Network of type Device and its GKENetworkParamSet (`params`: vpc, vpcSubnet, deviceMode), as
+    GKE's multi-network docs and cluster-toolkit's gke-cluster module write them; the Network after its
+    parameters."""
+    created = k8s.apiextensions.CustomResource(
+        f"{resource_name}-params",
+        api_version=NETWORK_API,
+        kind="GKENetworkParamSet",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=network_name, labels=labels),
+        spec=params,
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+    k8s.apiextensions.CustomResource(
+        f"{resource_name}-network",
+        api_version=NETWORK_API,
+        kind="Network",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=network_name, labels=labels),
+        spec={
+            "type": "Device",
+            "parametersRef": {
+                "group": "networking.gke.io",
+                "kind": "GKENetworkParamSet",
+                "name": network_name,
+            },
+        },
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[created]),
+    )
+
+
 @dataclass(frozen=True)
 class _HostDir:
     name: str
@@ -301,38 +336,21 @@ class GpuDirectSoftware(GkeGpuComponent[_GpuDirectSoftwareSpec]):
         self._digests = spec.image_digests
         flavor = GpuDirectFlavor(spec.flavor)
         flavor_spec = FLAVORS[flavor]
-        child = pulumi.ResourceOptions(parent=self)
         labels = app_labels(f"gpudirect-{flavor.lower()}", component="network")
         networks = args.get("node_networks")
         nics = flavor_spec.nics if networks is not None else ()
         for index, nic in enumerate(nics):
             assert networks is not None
-            params = k8s.apiextensions.CustomResource(
-                f"{name}-{nic.network_name}-params",
-                api_version=NETWORK_API,
-                kind="GKENetworkParamSet",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=nic.network_name, labels=labels),
-                spec={
+            device_network(
+                self,
+                f"{name}-{nic.network_name}",
+                nic.network_name,
+                {
                     "vpc": node_network_at(networks, index, "network"),
                     "vpcSubnet": node_network_at(networks, index, "subnetwork"),
                     "deviceMode": nic.device_mode,
                 },
-                opts=child,
-            )
-            k8s.apiextensions.CustomResource(
-                f"{name}-{nic.network_name}-network",
-                api_version=NETWORK_API,
-                kind="Network",
-                metadata=k8s.meta.v1.ObjectMetaArgs(name=nic.network_name, labels=labels),
-                spec={
-                    "type": "Device",
-                    "parametersRef": {
-                        "group": "networking.gke.io",
-                        "kind": "GKENetworkParamSet",
-                        "name": nic.network_name,
-                    },
-                },
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[params]),
+                labels,
             )
         # Every taint is tolerated already: `spec.tolerations` adds nothing to it.
         tolerations = [k8s.core.v1.TolerationArgs(**t) for t in NODE_TOLERATIONS]  # type: ignore[arg-type]
