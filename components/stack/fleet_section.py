@@ -38,6 +38,9 @@ class FleetQueue:
     namespace: str
     pool: str
     workers: tuple[str, ...]
+    # The pool is a GPUDirect pool on a worker it dispatches to: the manager also queues from the
+    # team's GPUDirect namespace, where those workers run its GPUDirect Pods.
+    gpudirect: bool = False
 
     @property
     def local_queue(self) -> str:
@@ -260,6 +263,17 @@ def _team_queues(
                     if problem:
                         problems.add(wkey, problem)
                     chosen.append(name)
+            found = {w: p for w in chosen if (p := _pool_of(workers[w], queue.pool)) is not None}
+            claiming = [w for w, p in found.items() if p.dra_gpus]
+            if claiming:
+                problems.add(
+                    f"{qkey}.pool",
+                    f"{cut(queue.pool)} is a draGpus pool on worker(s) {listing(claiming)}; a fleet team "
+                    "queue cannot use it: MultiKueue dispatches the Job, not its ResourceClaimTemplate, "
+                    "and the manager's Kueue maps no DeviceClass to nvidia.com/gpu, so a job claiming "
+                    "gpu.nvidia.com is never admitted there; queue on a pool without draGpus, or submit "
+                    "to the worker's own queue",
+                )
             reachable = [
                 w
                 for w in chosen
@@ -275,7 +289,8 @@ def _team_queues(
                     f"team {team.name} can hold no GPU of pool {cut(queue.pool)} on any of its workers (a "
                     "share of 0 and borrow: 0 on each): the queue could never admit a job",
                 )
-            queues.append(FleetQueue(team.name, team.namespace_name, queue.pool, tuple(chosen)))
+            gpudirect = any(p.gpudirect_flavor is not None for p in found.values())
+            queues.append(FleetQueue(team.name, team.namespace_name, queue.pool, tuple(chosen), gpudirect))
     return queues
 
 
@@ -332,6 +347,11 @@ def _check_peerable(manager: Settings, worker: Settings, key: str, problems: Pro
 
 def _shown(value: Any) -> str:
     return "unset" if value is None else cut(str(value))
+
+
+def _pool_of(worker: FleetWorker, pool: str) -> Any:
+    """The worker's pool of that name, None where it has none."""
+    return next((p for p in worker.settings.gpu_pools if p.name == pool), None)
 
 
 def _share(worker: FleetWorker, team: str, pool: str) -> bool:
