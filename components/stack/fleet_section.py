@@ -20,6 +20,8 @@ from .settings import Settings
 
 FLEET_KEY = f"{NAMESPACE}:fleet"
 _SECTION = re.compile(rf"^{NAMESPACE}:(?=[a-zA-Z])")
+# A key a worker's problem names in its reason (`gke-gpu:monitoring.dcgm`): the worker's own.
+_KEY_IN_REASON = re.compile(rf"(?<![\w.:/-]){NAMESPACE}:(?=[a-zA-Z])")
 
 
 @dataclass(frozen=True)
@@ -93,9 +95,9 @@ def _moved(problem: str, key: str) -> str:
     path = getattr(problem, "path", None)
     reason = getattr(problem, "reason", None)
     if path is None or reason is None:
-        return _SECTION.sub(f"{key}.", problem).replace("gcp:region", f"{key}.region")
+        return _KEY_IN_REASON.sub(f"{key}.", problem).replace("gcp:region", f"{key}.region")
     path = f"{key}.region" if path == "gcp:region" else _SECTION.sub(f"{key}.", path)
-    return Problem(path, reason)
+    return Problem(path, _KEY_IN_REASON.sub(f"{key}.", reason))
 
 
 def check_manager(settings: Settings, problems: Problems) -> None:
