@@ -11,7 +11,7 @@ from pydantic import Field
 from ..core.arg_types import K8sName
 from ..core.common import Problems, cut, listing
 from ..core.component import NO_ARGS, GkeGpuComponent
-from ..core.k8s import app_labels
+from ..core.k8s import app_labels, pod_security_labels
 from ..core.validation import ArgsModel
 from ..monitoring.kube_state_metrics import MultiKueueStateMetrics
 from ..monitoring.kueue_metrics import KueueMetricsScrape
@@ -19,7 +19,12 @@ from ..workloads.batch_queues import KUEUE_API, batch_controllers
 from ..workloads.batch_teams import Quota, queue_name, team_queue_name
 from ..workloads.kueue_objects import cluster_queue
 from ..workloads.model import NamespaceName, TeamName
-from ..workloads.team_namespaces import declare_namespace, team_labels
+from ..workloads.team_namespaces import (
+    GPUDIRECT_TEAM_LABEL,
+    declare_namespace,
+    gpudirect_namespace,
+    team_labels,
+)
 from .kueue_config import chart_values
 from .model import MAX_WORKERS, WorkerName
 from .worker_access import KUEUE_NAMESPACE
@@ -56,6 +61,10 @@ class ManagerQueue(TypedDict):
     borrowing_limit: NotRequired[ManagerQuota]
     """The most it may borrow from the cohort's idle quota: the sum of what it may borrow on those
     workers. Defaults to no limit."""
+    gpudirect: NotRequired[bool]
+    """The pool is a GPUDirect pool on its workers, whose GPUDirect Pods run in `gpudirect-<team>`: the
+    manager has that namespace too, with the LocalQueue `gpu-<pool>`, and the ClusterQueue admits both
+    (MultiKueue creates the job in the namespace it was submitted from). Defaults to false."""
 
 
 class MultiKueueManagerArgs(TypedDict):
@@ -87,10 +96,16 @@ class _QueueSpec(ArgsModel):
     workers: Annotated[list[WorkerName], Field(min_length=1, max_length=MAX_WORKERS)]
     quota: _QuotaSpec
     borrowing_limit: _QuotaSpec | None = None
+    gpudirect: bool = False
 
     @property
     def name(self) -> str:
         return self.pool
+
+    @property
+    def namespaces(self) -> list[str]:
+        """Where its LocalQueues are: the team's namespace and, on a GPUDirect pool, its GPUDirect one."""
+        return [self.namespace, *([gpudirect_namespace(self.team)] if self.gpudirect else [])]
 
     @property
     def check(self) -> str:
@@ -186,6 +201,14 @@ class MultiKueueManager(GkeGpuComponent[_Spec]):
                 namespaces[queue.namespace] = declare_namespace(
                     self, f"{name}-team-{queue.team}-namespace", queue.namespace, labels
                 )
+            gpudirect = gpudirect_namespace(queue.team)
+            if queue.gpudirect and gpudirect not in namespaces:
+                namespaces[gpudirect] = declare_namespace(
+                    self,
+                    f"{name}-team-{queue.team}-gpudirect-namespace",
+                    gpudirect,
+                    _manager_gpudirect_labels(gpudirect, queue.team),
+                )
         flavors: dict[str, pulumi.Resource] = {}
         cluster_queues: list[str] = []
         for queue in spec.queues:
@@ -229,7 +252,7 @@ class MultiKueueManager(GkeGpuComponent[_Spec]):
                     # As on the workers: a team borrows the others' idle quota of the pool, and
                     # reclaims its own.
                     in_cohort=True,
-                    namespaces=[queue.namespace],
+                    namespaces=queue.namespaces,
                     borrowing_limit=queue.borrowing_limit.as_quota() if queue.borrowing_limit else None,
                 ),
                 after(flavors[flavor_id], check),
@@ -243,6 +266,16 @@ class MultiKueueManager(GkeGpuComponent[_Spec]):
                 after(cq, *namespaces[queue.namespace]),
                 namespace=queue.namespace,
             )
+            if queue.gpudirect:
+                gpudirect = gpudirect_namespace(queue.team)
+                self._object(
+                    f"{prefix}-gpudirect-local-queue",
+                    "LocalQueue",
+                    flavor_id,
+                    {"clusterQueue": queue_id},
+                    after(cq, *namespaces[gpudirect]),
+                    namespace=gpudirect,
+                )
         self.worker_names = pulumi.Output.from_input([w.name for w in spec.workers])
         self.cluster_queue_names = pulumi.Output.from_input(cluster_queues)
         self.register_outputs(
@@ -269,6 +302,19 @@ class MultiKueueManager(GkeGpuComponent[_Spec]):
             spec=spec,
             opts=opts,
         )
+
+
+def _manager_gpudirect_labels(namespace: str, team: str) -> dict[str, str]:
+    """A team's GPUDirect namespace on the manager, named and labelled as on its workers but enforcing
+    Pod Security `baseline`: the manager runs none of its Pods (MultiKueue runs the job on a worker),
+    and has no admission policy `gke-gpu-gpudirect-pods` to confine a `privileged` namespace.
+    Enforcement applies to Pods only, so a GPUDirect Job is still accepted there; warn and audit stay
+    at `privileged` so that submitting one does not warn about Pods that never run on the manager."""
+    return {
+        **app_labels(namespace, component="gpu-team-gpudirect"),
+        GPUDIRECT_TEAM_LABEL: team,
+        **pod_security_labels("baseline", "privileged"),
+    }
 
 
 class _Flavorless:

@@ -49,7 +49,8 @@ class DraRules(PoolRuleBase):
             self.problems.add(
                 self.at(path, "driver_version"),
                 f"{pool.driver_version} is not allowed with {self.key('dra_gpus')}: GKE does not install "
-                f"the GPU driver on a DRA pool ({SET_UP_DRA}); set 'INSTALLATION_DISABLED' and install "
-                "the driver with GKE's driver installer DaemonSet",
+                f"the GPU driver on a DRA pool ({SET_UP_DRA}); set 'INSTALLATION_DISABLED': the stack "
+                "then installs it with Google's driver installer DaemonSet (none is published for GB300: "
+                "there, install the driver yourself)",
             )
         self.version_gate(path, key, self.key("dra_gpus"), DRA_GPUS_MIN_VERSION)

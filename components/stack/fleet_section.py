@@ -20,6 +20,8 @@ from .settings import Settings
 
 FLEET_KEY = f"{NAMESPACE}:fleet"
 _SECTION = re.compile(rf"^{NAMESPACE}:(?=[a-zA-Z])")
+# A key a worker's problem names in its reason (`gke-gpu:monitoring.dcgm`): the worker's own.
+_KEY_IN_REASON = re.compile(rf"(?<![\w.:/-]){NAMESPACE}:(?=[a-zA-Z])")
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,9 @@ class FleetQueue:
     namespace: str
     pool: str
     workers: tuple[str, ...]
+    # The pool is a GPUDirect pool on a worker it dispatches to: the manager also queues from the
+    # team's GPUDirect namespace, where those workers run its GPUDirect Pods.
+    gpudirect: bool = False
 
     @property
     def local_queue(self) -> str:
@@ -90,9 +95,9 @@ def _moved(problem: str, key: str) -> str:
     path = getattr(problem, "path", None)
     reason = getattr(problem, "reason", None)
     if path is None or reason is None:
-        return _SECTION.sub(f"{key}.", problem).replace("gcp:region", f"{key}.region")
+        return _KEY_IN_REASON.sub(f"{key}.", problem).replace("gcp:region", f"{key}.region")
     path = f"{key}.region" if path == "gcp:region" else _SECTION.sub(f"{key}.", path)
-    return Problem(path, reason)
+    return Problem(path, _KEY_IN_REASON.sub(f"{key}.", reason))
 
 
 def check_manager(settings: Settings, problems: Problems) -> None:
@@ -260,6 +265,17 @@ def _team_queues(
                     if problem:
                         problems.add(wkey, problem)
                     chosen.append(name)
+            found = {w: p for w in chosen if (p := _pool_of(workers[w], queue.pool)) is not None}
+            claiming = [w for w, p in found.items() if p.dra_gpus]
+            if claiming:
+                problems.add(
+                    f"{qkey}.pool",
+                    f"{cut(queue.pool)} is a draGpus pool on worker(s) {listing(claiming)}; a fleet team "
+                    "queue cannot use it: MultiKueue dispatches the Job, not its ResourceClaimTemplate, "
+                    "and the manager's Kueue maps no DeviceClass to nvidia.com/gpu, so a job claiming "
+                    "gpu.nvidia.com is never admitted there; queue on a pool without draGpus, or submit "
+                    "to the worker's own queue",
+                )
             reachable = [
                 w
                 for w in chosen
@@ -275,7 +291,8 @@ def _team_queues(
                     f"team {team.name} can hold no GPU of pool {cut(queue.pool)} on any of its workers (a "
                     "share of 0 and borrow: 0 on each): the queue could never admit a job",
                 )
-            queues.append(FleetQueue(team.name, team.namespace_name, queue.pool, tuple(chosen)))
+            gpudirect = any(p.gpudirect_flavor is not None for p in found.values())
+            queues.append(FleetQueue(team.name, team.namespace_name, queue.pool, tuple(chosen), gpudirect))
     return queues
 
 
@@ -332,6 +349,11 @@ def _check_peerable(manager: Settings, worker: Settings, key: str, problems: Pro
 
 def _shown(value: Any) -> str:
     return "unset" if value is None else cut(str(value))
+
+
+def _pool_of(worker: FleetWorker, pool: str) -> Any:
+    """The worker's pool of that name, None where it has none."""
+    return next((p for p in worker.settings.gpu_pools if p.name == pool), None)
 
 
 def _share(worker: FleetWorker, team: str, pool: str) -> bool:

@@ -20,6 +20,7 @@ from ..fleet.peering import FleetPeering
 from ..fleet.worker_access import MultiKueueWorkerAccess
 from ..network.vpc import GkeNetwork
 from ..workloads.batch_teams import Quota
+from ..workloads.team_namespaces import gpudirect_namespace
 from .declare import declare
 from .fleet_section import FleetSettings, FleetWorker, most_gpus
 from .program_batch import pool_quota
@@ -183,6 +184,8 @@ def manager_queues(fleet_settings: FleetSettings) -> list[ManagerQueue]:
         limits = [limit for _, limit in parts]
         if all(limit is not None for limit in limits):
             entry["borrowing_limit"] = _as_args(_sum([limit for limit in limits if limit is not None]))
+        if queue.gpudirect:
+            entry["gpudirect"] = True
         queues.append(entry)
     return queues
 
@@ -213,6 +216,12 @@ def fleet_summary(settings: Settings) -> list[dict[str, Any]]:
             {
                 "team": queue.team,
                 "localQueue": f"{queue.namespace}/{queue.local_queue}",
+                # Where its GPUDirect jobs are submitted (the workers run their Pods there).
+                **(
+                    {"gpudirectLocalQueue": f"{gpudirect_namespace(queue.team)}/{queue.local_queue}"}
+                    if queue.gpudirect
+                    else {}
+                ),
                 "clusterQueue": queue.cluster_queue,
                 "admissionCheck": queue.check,
                 "gpus": quota["quota"]["gpus"],

@@ -50,10 +50,17 @@ class WorkloadRules(RuleBase):
                 )
             for i, pool in self.indexed_pools():
                 if pool.driver_version == "INSTALLATION_DISABLED" and not cluster.autopilot:
+                    managed = f"{prefix}.dcgm managed{'' if m.dcgm else ' (the default)'}"
+                    # A draGpus pool must keep INSTALLATION_DISABLED (gpu/dra_rules.py): only DCGM can change.
+                    fix = (
+                        f"set {prefix}.dcgm: none (or exporter); draGpus needs 'INSTALLATION_DISABLED'"
+                        if pool.dra_gpus
+                        else f"use DEFAULT or LATEST, or {prefix}.dcgm: exporter or none"
+                    )
                     self.problems.add(
                         f"{NAMESPACE}:gpuPools[{i}].driverVersion",
-                        "'INSTALLATION_DISABLED' is not allowed with monitoring.dcgm managed: GKE's "
-                        "DCGM needs GKE-installed drivers; use DEFAULT or LATEST, or dcgm: exporter",
+                        f"'INSTALLATION_DISABLED' is not allowed with {managed}: GKE's DCGM needs "
+                        f"GKE-installed drivers; {fix}",
                     )
         if dcgm == "exporter" and cluster.mode == "existing" and cluster.flavor == "gke":
             self.problems.add(
