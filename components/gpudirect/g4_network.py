@@ -151,7 +151,7 @@ class G4SecondNetwork(GkeGpuComponent[_G4SecondNetworkSpec]):
             description="Traffic between the cluster's G4 nodes on their second NIC, from this VPC only",
             opts=child,
         )
-        from .software import device_network  # the GPUDirect Networks' module, imported only where used
+        from .node_parts import device_network
 
         device_network(
             self,

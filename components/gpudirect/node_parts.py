@@ -1,6 +1,10 @@
 """The Pod parts GPUDirect's node software DaemonSets share (gpudirect/software.py): resources and the
-node affinity that keeps them on the flavour's nodes."""
+node affinity that keeps them on the flavour's nodes; and the Device Networks a node's extra NICs are
+offered to Pods through (GPUDirect's, G4's second network)."""
 
+from typing import Any
+
+import pulumi
 import pulumi_kubernetes as k8s
 
 from ..core.common import NODEPOOL_LABEL
@@ -38,4 +42,42 @@ def node_affinity(flavor: FlavorSpec, pools: list[str] | None) -> "k8s.core.v1.A
                 node_selector_terms=[k8s.core.v1.NodeSelectorTermArgs(match_expressions=expressions)]
             )
         )
+    )
+
+
+NETWORK_API = "networking.gke.io/v1"
+
+
+def device_network(
+    parent: pulumi.Resource,
+    resource_name: str,
+    network_name: str,
+    params: dict[str, Any],
+    labels: dict[str, str],
+) -> None:
+    """A GKE Network of type Device and its GKENetworkParamSet (`params`: vpc, vpcSubnet, deviceMode), as
+    GKE's multi-network docs and cluster-toolkit's gke-cluster module write them; the Network after its
+    parameters."""
+    created = k8s.apiextensions.CustomResource(
+        f"{resource_name}-params",
+        api_version=NETWORK_API,
+        kind="GKENetworkParamSet",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=network_name, labels=labels),
+        spec=params,
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+    k8s.apiextensions.CustomResource(
+        f"{resource_name}-network",
+        api_version=NETWORK_API,
+        kind="Network",
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=network_name, labels=labels),
+        spec={
+            "type": "Device",
+            "parametersRef": {
+                "group": "networking.gke.io",
+                "kind": "GKENetworkParamSet",
+                "name": network_name,
+            },
+        },
+        opts=pulumi.ResourceOptions(parent=parent, depends_on=[created]),
     )

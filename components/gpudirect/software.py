@@ -61,10 +61,9 @@ from .images import (
     TCPXO_PLUGIN,
     TCPXO_PRE_INSTALL,
 )
-from .node_parts import node_affinity, resources
+from .node_parts import device_network, node_affinity, resources
 
 NAMESPACE = "kube-system"
-NETWORK_API = "networking.gke.io/v1"
 # Every taint, as Google's manifests tolerate it (each of the four names `tolerations: - operator:
 # "Exists"`): node software that skips a node because GKE added a taint the list did not name (a new
 # capacity option, a repair or upgrade taint) leaves that node without its NCCL plugin, and the job
@@ -72,41 +71,6 @@ NETWORK_API = "networking.gke.io/v1"
 # tests/test_gpudirect_upstream.py compares this, the images and the host paths with the vendored
 # manifests.
 NODE_TOLERATIONS: tuple[dict[str, str], ...] = ({"operator": "Exists"},)
-
-
-def device_network(
-    parent: pulumi.Resource,
-    resource_name: str,
-    network_name: str,
-    params: dict[str, Any],
-    labels: dict[str, str],
-) -> None:
-    """A GKE Network of type Device and its GKENetworkParamSet (`params`: vpc, vpcSubnet, deviceMode), as
-    GKE's multi-network docs and cluster-toolkit's gke-cluster module write them; the Network after its
-    parameters."""
-    created = k8s.apiextensions.CustomResource(
-        f"{resource_name}-params",
-        api_version=NETWORK_API,
-        kind="GKENetworkParamSet",
-        metadata=k8s.meta.v1.ObjectMetaArgs(name=network_name, labels=labels),
-        spec=params,
-        opts=pulumi.ResourceOptions(parent=parent),
-    )
-    k8s.apiextensions.CustomResource(
-        f"{resource_name}-network",
-        api_version=NETWORK_API,
-        kind="Network",
-        metadata=k8s.meta.v1.ObjectMetaArgs(name=network_name, labels=labels),
-        spec={
-            "type": "Device",
-            "parametersRef": {
-                "group": "networking.gke.io",
-                "kind": "GKENetworkParamSet",
-                "name": network_name,
-            },
-        },
-        opts=pulumi.ResourceOptions(parent=parent, depends_on=[created]),
-    )
 
 
 @dataclass(frozen=True)
