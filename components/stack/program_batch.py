@@ -198,6 +198,8 @@ def batch_queues(
                 else {}
             ),
             "topology": pool.name in topology,
+            # A rack's Pods claim a ComputeDomain channel, which Kueue admits only if counted.
+            "compute_domain_channels": is_rack(pool.accelerator),
             # A shared pool's own queue admits only these (and the samples'): the all-reduce's.
             "namespaces": [nccl_namespace(pool.name)] if pool.name in nccl_pools(settings) else [],
             "shares": [

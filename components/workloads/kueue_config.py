@@ -13,6 +13,7 @@ import yaml
 
 from ..core.common import GPU_RESOURCE
 from ..core.k8s import app_labels, pod_security_labels
+from ..dra.claims import CHANNEL_DEVICE_CLASS
 
 # The chart's integrations at v0.19.2.
 FRAMEWORKS = [
@@ -35,6 +36,11 @@ FRAMEWORKS = [
 # configuration"); KueueDRAIntegration is Beta and on (pkg/features/kube_features.go). UNVERIFIED on a
 # cluster that Kueue accepts a mapping to a name that is also an extended resource.
 DRA_GPU_RESOURCE = GPU_RESOURCE
+# The quota resource a ComputeDomain's IMEX channel claims are counted as (one per Pod: the channel
+# template asks for one device, dra/claims.py). Kueue 0.19.2 charges an ExactCount request `count`
+# units of its mapping's name (pkg/dra/claims.go:99-101,227) and a ClusterQueue that does not cover
+# that name admits nothing asking for it (pkg/scheduler/flavorassigner/flavorassigner.go:1069-1071).
+CHANNEL_RESOURCE = "resource.nvidia.com/compute-domain-channel"
 
 
 def kueue_configuration(
@@ -42,9 +48,11 @@ def kueue_configuration(
     multikueue: dict[str, Any] | None = None,
     *,
     cluster_queue_metrics: bool = False,
+    compute_domain_channels: bool = False,
 ) -> dict[str, Any]:
     """The chart's default Configuration, with `resources.deviceClassMappings` for DRA GPU claims
     (Kueue charts `exactly.count` of each ExactCount request: site/.../dynamic_resource_allocation.md),
+    with `compute_domain_channels` the ComputeDomain channel class counted as `CHANNEL_RESOURCE`,
     MultiKueue's block where given, and with `cluster_queue_metrics` the ClusterQueue resource usage
     and quota metrics (`metrics.enableClusterQueueResources`, ControllerMetrics in
     configuration_types.go; the chart's default leaves it commented out)."""
@@ -70,15 +78,31 @@ def kueue_configuration(
     }
     if cluster_queue_metrics:
         configuration["metrics"]["enableClusterQueueResources"] = True
+    mappings = []
     if dra_device_classes:
-        configuration["resources"] = {
-            "deviceClassMappings": [
-                {"name": DRA_GPU_RESOURCE, "deviceClassNames": sorted(dra_device_classes)}
-            ]
-        }
+        mappings.append({"name": DRA_GPU_RESOURCE, "deviceClassNames": sorted(dra_device_classes)})
+    if compute_domain_channels:
+        mappings.append({"name": CHANNEL_RESOURCE, "deviceClassNames": [CHANNEL_DEVICE_CLASS]})
+    if mappings:
+        configuration["resources"] = {"deviceClassMappings": mappings}
     if multikueue is not None:
         configuration["multiKueue"] = multikueue
     return configuration
+
+
+def kueue_values(
+    dra_device_classes: list[str], cluster_queue_metrics: bool, compute_domain_channels: bool
+) -> dict[str, Any] | None:
+    """The Kueue chart's values for a cluster's queues; None (the chart's default) when nothing is added."""
+    if not (dra_device_classes or cluster_queue_metrics or compute_domain_channels):
+        return None
+    return chart_values(
+        kueue_configuration(
+            dra_device_classes,
+            cluster_queue_metrics=cluster_queue_metrics,
+            compute_domain_channels=compute_domain_channels,
+        )
+    )
 
 
 def chart_values(configuration: dict[str, Any]) -> dict[str, Any]:

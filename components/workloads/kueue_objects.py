@@ -6,6 +6,7 @@ from typing import Protocol
 from ..core.common import GPU_RESOURCE
 from ..core.k8s import TolerationSpec, toleration_args
 from .batch_teams import TOPOLOGY_NAME, Quota, queue_name
+from .kueue_config import CHANNEL_RESOURCE
 
 # The label Kubernetes puts on every namespace: its name.
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -43,14 +44,21 @@ def cluster_queue(
     in_cohort: bool,
     namespaces: list[str] | None = None,
     borrowing_limit: Quota | None = None,
+    channels: bool = False,
 ) -> dict[str, object]:
     """A ClusterQueue of the pool's flavor with `quota`. In the pool's cohort it may borrow idle quota
     (up to `borrowing_limit`) and reclaims its own by preempting borrowers; a team's admits only its
-    namespace."""
+    namespace. With `channels` (a rack's pool) it also covers ComputeDomain channel claims, one per
+    GPU of the quota: every Pod that claims a channel takes at least one GPU."""
     nominal = quota.as_resources()
     limits = borrowing_limit.as_resources() if borrowing_limit else {}
+    covered = (*COVERED_RESOURCES, *((CHANNEL_RESOURCE,) if channels else ()))
+    if channels:
+        nominal[CHANNEL_RESOURCE] = quota.gpus
+        if borrowing_limit:
+            limits[CHANNEL_RESOURCE] = borrowing_limit.gpus
     resources = []
-    for resource in COVERED_RESOURCES:
+    for resource in covered:
         entry: dict[str, object] = {"name": resource, "nominalQuota": nominal[resource]}
         if resource in limits:
             entry["borrowingLimit"] = limits[resource]
@@ -58,7 +66,7 @@ def cluster_queue(
     cluster_queue: dict[str, object] = {
         "resourceGroups": [
             {
-                "coveredResources": list(COVERED_RESOURCES),
+                "coveredResources": list(covered),
                 "flavors": [{"name": queue_name(queue.name), "resources": resources}],
             }
         ],

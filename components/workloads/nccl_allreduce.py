@@ -227,7 +227,8 @@ class NcclAllReduce(GkeGpuComponent[NcclAllReduceSpec]):
             metadata=k8s.meta.v1.ObjectMetaArgs(
                 name=jobset,
                 namespace=spec.namespace,
-                labels={**labels, QUEUE_LABEL: jobset},
+                # Unqueued on DRANET: Kueue 0.19.2 admits no claim of allocationMode All (default-rdma's).
+                labels={**labels, **({} if spec.dranet else {QUEUE_LABEL: jobset})},
                 annotations=annotations,
             ),
             spec=jobset_spec(spec, jobset, parts, pod_spec, labels),
