@@ -8,25 +8,19 @@ from __future__ import annotations
 
 from typing import Any
 
-import pulumi
-import pulumi_kubernetes as k8s
 import yaml
 
-from gke_gpu.core.validation import InvalidArgsError
 from gke_gpu.dra.claims import CHANNEL_DEVICE_CLASS, channel_template_name
 from gke_gpu.stack.config import parse_settings
-from gke_gpu.workloads.kueue_config import CHANNEL_RESOURCE
-from gke_gpu.workloads.nccl_allreduce import NcclAllReduce
+from gke_gpu.workloads.kueue_config import CHANNEL_RESOURCE, RDMA_NIC_RESOURCE
 from tests.conftest import (
     PROJECT,
     REGION,
     STANDARD_CLUSTER,
-    config_error,
     render,
     stack_config,
     stack_render,
 )
-from tools.offline import run_program
 
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 RCT = "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
@@ -154,7 +148,7 @@ def test_a_pool_that_is_no_rack_keeps_kueues_default_configuration() -> None:
     assert CHANNEL_RESOURCE not in queue.inputs["spec"]["resourceGroups"][0]["coveredResources"]
 
 
-def test_the_all_reduce_on_a_dranet_pool_is_not_sent_through_kueue() -> None:
+def test_the_all_reduce_on_a_dranet_pool_claims_its_nics_by_count_and_is_admissible() -> None:
     result = render(
         stack_config(
             cluster={**STANDARD_CLUSTER, "minimumVersion": DRANET_VERSION},
@@ -164,55 +158,36 @@ def test_the_all_reduce_on_a_dranet_pool_is_not_sent_through_kueue() -> None:
         )
     )
     (jobset,) = result.of_type(JOBSET)
-    assert QUEUE_LABEL not in jobset.inputs["metadata"]["labels"]
+    assert QUEUE_LABEL in jobset.inputs["metadata"]["labels"]
     pod = jobset.inputs["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
-    # It still lands on the pool by itself: Kueue's flavor no longer adds the pool's selector.
-    assert pod["nodeSelector"]["cloud.google.com/gke-nodepool"] == "ultra"
+    (claim,) = pod["resourceClaims"]
+    assert claim["resourceClaimTemplateName"] == "rdma-8"
+    (request,) = claimed_requests(result, "gpu-nccl-ultra", "rdma-8")
+    assert request == {"deviceClassName": "mrdma.google.com", "allocationMode": "ExactCount", "count": 8}
+    mappings = kueue_configuration(result)["resources"]["deviceClassMappings"]
+    assert {"name": RDMA_NIC_RESOURCE, "deviceClassNames": ["mrdma.google.com"]} in mappings
+    (queue,) = result.of_type(CLUSTER_QUEUE)
+    resources = queue.inputs["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
+    quota = {q["name"]: q["nominalQuota"] for q in resources}
+    # 2 nodes x 8 NICs, as 2 nodes x 8 GPUs.
+    assert quota[RDMA_NIC_RESOURCE] == quota["nvidia.com/gpu"] == 16
     assert inadmissible(result) == []
 
 
-def test_dranet_on_a_queued_provisioning_pool_with_kueue_is_refused_by_key() -> None:
-    queued = {**ULTRA, "queuedProvisioning": True}
-    message = config_error(
-        {
-            "cluster": {**STANDARD_CLUSTER, "minimumVersion": DRANET_VERSION},
-            "gpuPools": [queued],
-            "batch": {"kueue": True},
-        }
+def test_a_teams_share_of_a_pool_gets_its_part_of_the_dra_quota() -> None:
+    result = render(
+        stack_config(
+            cluster={**STANDARD_CLUSTER, "minimumVersion": DRANET_VERSION},
+            gpuPools=[ULTRA],
+            batch={"kueue": True, "teams": [{"name": "ml", "pools": {"ultra": {"gpus": 8}}}]},
+        )
     )
-    key = "gke-gpu:gpuPools[0].gpudirectNetworking"
-    assert f"{key}: dranet is not allowed on 'ultra' with queuedProvisioning" in message
-    assert "allocationMode All" in message
-
-
-def test_the_all_reduce_component_refuses_dranet_on_a_queued_pool() -> None:
-    args = {
-        "pool": "ultra",
-        "node_selector": {"cloud.google.com/gke-nodepool": "ultra"},
-        "tolerations": [],
-        "machine_type": "a3-ultragpu-8g",
-        "accelerator": "nvidia-h200-141gb",
-        "gpus_per_node": 8,
-        "nodes": 2,
-        "gpudirect": "RDMA",
-        "gpudirect_networking": "dranet",
-        "cluster_queue": "gpu-ultra",
-        "queued": True,
-    }
-    messages: list[str] = []
-
-    def program() -> None:
-        provider = k8s.Provider("k8s", kubeconfig="apiVersion: v1")
-        try:
-            NcclAllReduce("nccl", args, opts=pulumi.ResourceOptions(provider=provider))  # type: ignore[arg-type]
-        except InvalidArgsError as exc:
-            messages.append(str(exc))
-
-    result = run_program({}, program=program)
-    assert result.error is None, result.error
-    assert [r.type for r in result.resources] == ["pulumi:providers:kubernetes"]
-    (message,) = messages
-    assert "gpudirect_networking: 'dranet' is not allowed with queued" in message
+    queues = {r.inputs["metadata"]["name"]: r.inputs["spec"] for r in result.of_type(CLUSTER_QUEUE)}
+    for name in ("gpu-ultra", "gpu-ultra-ml"):
+        resources = queues[name]["resourceGroups"][0]["flavors"][0]["resources"]
+        quota = {q["name"]: q for q in resources}
+        assert quota[RDMA_NIC_RESOURCE]["nominalQuota"] == quota["nvidia.com/gpu"]["nominalQuota"] == 8
+        assert quota[RDMA_NIC_RESOURCE].get("borrowingLimit") == quota["nvidia.com/gpu"].get("borrowingLimit")
 
 
 def test_a_gb300_dra_pool_warns_that_its_driver_is_the_users() -> None:

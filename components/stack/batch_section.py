@@ -64,25 +64,7 @@ class BatchRules(RuleBase):
             )
         self._topology(batch, by_name)
         self._provisioning_retry(batch, pools)
-        self._dranet_queued(pools)
         return batch
-
-    def _dranet_queued(self, pools: tuple[GpuPool, ...]) -> None:
-        """A queued-provisioning pool's Pods get nodes only through Kueue's ProvisioningRequest, and
-        Kueue 0.19.2 admits no Workload whose claim asks for `allocationMode: All` (pkg/dra/claims.go:93-98),
-        which DRANET's `default-rdma` does (gpudirect/dranet.py)."""
-        resolved = {p.name: p for p in pools}
-        for i, written in self.indexed_pools():
-            pool = resolved.get(written.name)
-            if pool is None or not (pool.dranet and pool.queued_provisioning):
-                continue
-            self.problems.add(
-                f"{NAMESPACE}:gpuPools[{i}].gpudirectNetworking",
-                f"dranet is not allowed on {cut(pool.name)} with queuedProvisioning and batch.kueue: the "
-                "pool's nodes come only through Kueue, and Kueue 0.19.2 admits no Pod whose claim asks "
-                "for allocationMode All (DRANET's default-rdma); allowed: multiNetwork, or no "
-                "queuedProvisioning",
-            )
 
     def _provisioning_retry(self, batch: BatchConfig, pools: tuple[GpuPool, ...]) -> None:
         """Kueue's retries of a failed ProvisioningRequest: for queued-provisioning pools only."""

@@ -291,10 +291,9 @@ class NcclAllReduceArgs(TypedDict):
     sockets on the Pod network."""
     gpudirect_networking: NotRequired[str]
     """With gpudirect: 'multiNetwork' (the Networks' Pod annotations) or 'dranet' (the pool is on GKE's
-    DRANET: the Pods claim the RDMA NICs through the ResourceClaimTemplate `default-rdma`, which the
-    component declares in its namespace; that claim asks for allocationMode All, which Kueue 0.19.2
-    never admits, so on DRANET the JobSet is not queued, and 'dranet' is refused with `queued`).
-    Defaults to 'multiNetwork'."""
+    DRANET: the Pods claim the node's RDMA NICs through the ResourceClaimTemplate `rdma-<n>` (ExactCount
+    n, the flavour's NIC count, which Kueue 0.19.2 can count where `default-rdma`'s All it refuses),
+    declared in its namespace). Defaults to 'multiNetwork'."""
     cluster_queue: str
     """The Kueue ClusterQueue of the pool; the component makes a LocalQueue pointing at it."""
     namespace: NotRequired[str]
@@ -433,13 +432,6 @@ def nccl_rules(spec: NcclAllReduceSpec) -> list[str]:
             "gpudirect_networking",
             f"'dranet' is not allowed with gpudirect {spec.gpudirect}: DRANET claims RDMA NICs; allowed "
             "with: " + listing(sorted(DRANET_FLAVORS)),
-        )
-    elif spec.dranet and spec.queued:
-        problems.add(
-            "gpudirect_networking",
-            "'dranet' is not allowed with queued: a queued pool's nodes come only through Kueue, which "
-            "(0.19.2) admits no claim with allocationMode All, as DRANET's default-rdma is; allowed: "
-            "multiNetwork",
         )
     for j, toleration in enumerate(spec.tolerations):
         problems.items += toleration_problems(f"tolerations[{j}]", toleration)
