@@ -137,9 +137,8 @@ def test_the_all_reduce_on_a_dranet_pool_claims_the_nics_instead_of_annotating_t
     )
     pod = _jobset_pod(result)
     assert not any(k.startswith("networking.gke.io/") for k in pod["metadata"].get("annotations", {}))
-    assert pod["spec"]["resourceClaims"] == [
-        {"name": "rdma-nics", "resourceClaimTemplateName": "default-rdma"}
-    ]
+    # By count (ExactCount 8), which Kueue admits: tests/test_kueue_dra.py.
+    assert pod["spec"]["resourceClaims"] == [{"name": "rdma-nics", "resourceClaimTemplateName": "rdma-8"}]
     (main,) = pod["spec"]["containers"]
     assert main["resources"]["claims"] == [{"name": "rdma-nics"}]
     assert main["resources"]["limits"]["nvidia.com/gpu"] == "8"
@@ -148,7 +147,7 @@ def test_the_all_reduce_on_a_dranet_pool_claims_the_nics_instead_of_annotating_t
         (r.inputs["metadata"]["namespace"], r.inputs["metadata"]["name"]) for r in result.of_type(RCT)
     }
     # The all-reduce's own namespace, and the default team's GPUDirect namespace.
-    assert templates == {("gpu-nccl-ultra", "default-rdma"), ("gpudirect-default", "default-rdma")}
+    assert templates == {("gpu-nccl-ultra", "rdma-8"), ("gpudirect-default", "default-rdma")}
     for obj in kubernetes_objects(to_document(result)):
         if obj["kind"] == "ResourceClaimTemplate":
             validate(obj)

@@ -30,11 +30,20 @@ GPU_DEVICE_CLASS = "gpu.nvidia.com"
 # The Pod-level claim names the workloads use (a Pod's resourceClaims[].name, a container's
 # resources.claims[].name).
 CHANNEL_CLAIM = "compute-domain-channel"
+# The DeviceClass of the channel template the driver's controller makes for a ComputeDomain: one
+# request `channel`, `exactly.deviceClassName` this class, no allocation mode (so the API's default,
+# ExactCount of 1): templates/compute-domain-workload-claim-template.tmpl.yaml and
+# cmd/compute-domain-controller/resourceclaimtemplate.go:388 at v0.4.0; the chart creates the class
+# (templates/deviceclass-compute-domain-default-channel.yaml).
+CHANNEL_DEVICE_CLASS = "compute-domain-default-channel.nvidia.com"
 GPU_CLAIM = "gpus"
 # The GKE accelerators sold as NVL72 racks (A4X: GB200; A4X Max: GB300), whose multi-node jobs reach
 # the other VMs' GPUs over NVLink only through a ComputeDomain (IMEX). The rack pool model of issue 28
 # item 1 will say this per pool; until then the accelerator does.
 RACK_ACCELERATORS = frozenset({"nvidia-gb200", "nvidia-gb300"})
+# The accelerators of DRA pools for which Google publishes no driver installer DaemonSet (A4X Max:
+# none at container-engine-accelerators@992db812; dra/driver_installer.py): the user installs the driver.
+NO_INSTALLER_ACCELERATORS = frozenset({"nvidia-gb300"})
 # GKE taints Arm nodes kubernetes.io/arch=arm64:NoSchedule; cluster-toolkit's A4X NCCL test and its DRA
 # driver values tolerate it (examples/gke-a4x/nccl-jobset-example.yaml, modules/management/kubectl-apply).
 ARM64_TOLERATION = {

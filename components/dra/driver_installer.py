@@ -42,6 +42,7 @@ from ..gpu.scheduling import DRIVER_LABEL as DRIVER_VERSION_LABEL
 
 # The same pause image as Google's GPUDirect installers pin.
 from ..gpudirect.images import PAUSE as PAUSE_IMAGE
+from .claims import NO_INSTALLER_ACCELERATORS
 
 INSTALLER_COMMIT = "992db81257553607f1477945f1b3219632991829"
 # The installer image GKE preloads on COS GPU nodes (never pulled), and upstream's pinned images.
@@ -76,7 +77,6 @@ class InstallerVariant(StrEnum):
 
 # The accelerators whose pools take the A4X manifest; GB300 (A4X Max, bare metal) has none upstream.
 A4X_ACCELERATORS = frozenset({"nvidia-gb200"})
-NO_INSTALLER_ACCELERATORS = frozenset({"nvidia-gb300"})
 
 
 def installer_name(variant: InstallerVariant) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..cluster.model import ClusterConfig
 from ..core.common import NAMESPACE, cut
-from ..dra.claims import is_rack
+from ..dra.claims import NO_INSTALLER_ACCELERATORS, is_rack
 from ..gpu.pool import GpuPool
 from ..gpu.rules import GpuPoolRules
 from ..gpudirect.flavors import DEFAULT_GPUDIRECT_CIDR, FLAVORS, gpudirect_range_problems
@@ -58,6 +58,7 @@ class PoolRules(RuleBase):
             else:
                 self.broken.pools.add(pool.name)
         self._one_dra_driver(resolved)
+        self._no_driver_installer(resolved)
         if cluster.mode == "standard" and cluster.system_pool:
             reserved = {"system", "default-pool"}
             for i, pool in self.indexed_pools():
@@ -81,6 +82,20 @@ class PoolRules(RuleBase):
                 f"required on {cut(pool.name)} ({pool.accelerator}) beside a pool with draGpus: the "
                 "cluster's one DRA driver, which the rack's ComputeDomains need, then allocates GPUs on "
                 "every node it runs on, and must not share a node with GKE's device plugin",
+            )
+
+    def _no_driver_installer(self, pools: list[GpuPool]) -> None:
+        """A DRA pool's driver comes from Google's installer DaemonSet (dra/driver_installer.py), which
+        Google publishes for no GB300 node: the user installs it there."""
+        resolved = {p.name: p for p in pools}
+        for i, written in self.indexed_pools():
+            pool = resolved.get(written.name)
+            if pool is None or not pool.dra_gpus or pool.accelerator not in NO_INSTALLER_ACCELERATORS:
+                continue
+            self.warnings.append(
+                f"{NAMESPACE}:gpuPools[{i}].draGpus: {cut(pool.name)} ({pool.accelerator}) gets no NVIDIA "
+                "driver: GKE installs none on a DRA pool, and Google publishes no driver installer "
+                "DaemonSet for GB300; install the driver on its nodes yourself before its Pods claim GPUs"
             )
 
     def _gpudirect(self, network: NetworkConfig, pools: tuple[GpuPool, ...]) -> NetworkConfig:

@@ -20,9 +20,11 @@ from ..workloads.batch_teams import (
     team_queue_name,
     topology_default,
 )
+from ..workloads.kueue_config import CHANNEL_RESOURCE, RDMA_NIC_RESOURCE
 from ..workloads.model import TeamConfig, TeamShare
 from ..workloads.nccl_allreduce import NcclAllReduce
 from ..workloads.nccl_allreduce_args import NcclAllReduceArgs
+from ..workloads.nccl_allreduce_network import rdma_nic_count
 from ..workloads.team_namespaces import gpudirect_namespace
 from ..workloads.training_data import DATA_SERVICE_ACCOUNT, DataVolume, TrainingData, TrainingDataArgs
 from .declare import declare
@@ -198,6 +200,8 @@ def batch_queues(
                 else {}
             ),
             "topology": pool.name in topology,
+            # DRA claims Kueue admits only if counted: a rack's ComputeDomain channel, DRANET's NICs.
+            "dra_quota_per_gpu": dra_quota_per_gpu(pool),
             # A shared pool's own queue admits only these (and the samples'): the all-reduce's.
             "namespaces": [nccl_namespace(pool.name)] if pool.name in nccl_pools(settings) else [],
             "shares": [
@@ -250,6 +254,14 @@ def batch_queues(
         opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
     )
     return summary, component
+
+
+def dra_quota_per_gpu(pool: GpuPool) -> dict[str, int]:
+    """What a pool's Pods claim through DRA besides GPUs, per GPU (workloads/kueue_config.py)."""
+    quota = {CHANNEL_RESOURCE: 1} if is_rack(pool.accelerator) else {}
+    if pool.dranet and pool.gpudirect_flavor is not None and pool.gpus_per_node:
+        quota[RDMA_NIC_RESOURCE] = -(-rdma_nic_count(pool.gpudirect_flavor) // pool.gpus_per_node)
+    return quota
 
 
 def _team_summary(

@@ -27,7 +27,7 @@ from .batch_teams import (
     retry_problem,
     team_queue_name,
 )
-from .kueue_config import chart_values, controller_chart, kueue_configuration
+from .kueue_config import DraQuotaPerGpu, controller_chart, kueue_values
 from .kueue_objects import cluster_queue, flavor
 from .model import MAX_TEAMS, NamespaceName, TeamName
 from .team_namespaces import (
@@ -115,6 +115,8 @@ class BatchQueue(TypedDict):
     topology: NotRequired[bool]
     """Place a job's Pods by GKE's topology node labels: the flavor points at the Topology
     `gke-default`. Defaults to false."""
+    dra_quota_per_gpu: NotRequired[dict[str, int]]
+    """DRA claims Kueue counts (kueue_config.py's DRA_QUOTA_CLASSES), each at this many per GPU of quota."""
     namespaces: NotRequired[list[str]]
     """With `shares`: the namespaces besides `local_queue_namespace` whose LocalQueues may use the
     pool's own ClusterQueue (e.g. the all-reduce's). Without shares any namespace may. Defaults to
@@ -164,6 +166,7 @@ class _QueueSpec(ArgsModel):
     provisioning_retry: _RetrySpec | None = None
     shares: Annotated[list[_ShareSpec], Field(default_factory=list, max_length=MAX_TEAMS)]
     topology: bool = False
+    dra_quota_per_gpu: Annotated[DraQuotaPerGpu, Field(default_factory=dict)]
     namespaces: Annotated[list[NamespaceName], Field(default_factory=list, max_length=100)]
 
     @property
@@ -278,15 +281,9 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
     ) -> None:
         args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
-        after_charts, after = batch_controllers(
-            self,
-            name,
-            chart_values(
-                kueue_configuration(spec.dra_device_classes, cluster_queue_metrics=spec.cluster_queue_metrics)
-            )
-            if spec.dra_device_classes or spec.cluster_queue_metrics
-            else None,
-        )
+        dra_quota = sorted({r for q in spec.queues for r in q.dra_quota_per_gpu})
+        values = kueue_values(spec.dra_device_classes, spec.cluster_queue_metrics, dra_quota)
+        after_charts, after = batch_controllers(self, name, values)
 
         topology = None
         if any(q.topology for q in spec.queues):
@@ -327,6 +324,7 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
                     in_cohort=bool(queue.shares),
                     # Shared by teams: only the listed namespaces, so no team bypasses its own queue.
                     namespaces=_own_namespaces(queue, spec.local_queue_namespace) if queue.shares else None,
+                    per_gpu=queue.dra_quota_per_gpu,
                 ),
                 after(*needed),
             )
@@ -357,6 +355,7 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
                         borrowing_limit=None
                         if share.borrowing_limit is None
                         else queue.quota.part(share.borrowing_limit),
+                        per_gpu=queue.dra_quota_per_gpu,
                     ),
                     after(*needed),
                 )

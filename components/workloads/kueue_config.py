@@ -5,14 +5,18 @@ kubernetes-sigs/kueue tag v0.19.2, commit 8eab6877), and what this program adds 
 resource (DRA GPUs), MultiKueue's block on a fleet's manager, and the ClusterQueue resource metrics a
 fleet's dashboard reads."""
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
 
 import pulumi
 import pulumi_kubernetes as k8s
 import yaml
+from pydantic import Field
 
 from ..core.common import GPU_RESOURCE
 from ..core.k8s import app_labels, pod_security_labels
+from ..dra.claims import CHANNEL_DEVICE_CLASS
+from ..gpudirect.flavors import DRANET_DEVICE_CLASS
 
 # The chart's integrations at v0.19.2.
 FRAMEWORKS = [
@@ -35,6 +39,18 @@ FRAMEWORKS = [
 # configuration"); KueueDRAIntegration is Beta and on (pkg/features/kube_features.go). UNVERIFIED on a
 # cluster that Kueue accepts a mapping to a name that is also an extended resource.
 DRA_GPU_RESOURCE = GPU_RESOURCE
+# Quota resources for the other DRA claims the program's queued workloads make, each with the one
+# DeviceClass it counts. Kueue 0.19.2 charges an ExactCount request `count` units of its class's
+# mapped name, per Pod (pkg/dra/claims.go:99-101,227; pkg/workload/workload.go:679-697), and a
+# ClusterQueue that does not cover that name admits nothing asking for it
+# (pkg/scheduler/flavorassigner/flavorassigner.go:1069-1071). A ComputeDomain's IMEX channel: one a
+# Pod (dra/claims.py). DRANET's RDMA NICs: the node's count, claimed ExactCount (workloads/
+# nccl_allreduce_network.py), since Kueue refuses DRANET's `default-rdma` (All, claims.go:93-98).
+CHANNEL_RESOURCE = "resource.nvidia.com/compute-domain-channel"
+RDMA_NIC_RESOURCE = "networking.gke.io/mrdma-nic"
+DRA_QUOTA_CLASSES = {CHANNEL_RESOURCE: CHANNEL_DEVICE_CLASS, RDMA_NIC_RESOURCE: DRANET_DEVICE_CLASS}
+DraQuotaResource = Literal["resource.nvidia.com/compute-domain-channel", "networking.gke.io/mrdma-nic"]
+DraQuotaPerGpu = dict[DraQuotaResource, Annotated[int, Field(ge=1, le=64)]]
 
 
 def kueue_configuration(
@@ -42,9 +58,11 @@ def kueue_configuration(
     multikueue: dict[str, Any] | None = None,
     *,
     cluster_queue_metrics: bool = False,
+    dra_quota: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The chart's default Configuration, with `resources.deviceClassMappings` for DRA GPU claims
     (Kueue charts `exactly.count` of each ExactCount request: site/.../dynamic_resource_allocation.md),
+    each of `dra_quota` (names of DRA_QUOTA_CLASSES) mapped to its DeviceClass,
     MultiKueue's block where given, and with `cluster_queue_metrics` the ClusterQueue resource usage
     and quota metrics (`metrics.enableClusterQueueResources`, ControllerMetrics in
     configuration_types.go; the chart's default leaves it commented out)."""
@@ -70,15 +88,29 @@ def kueue_configuration(
     }
     if cluster_queue_metrics:
         configuration["metrics"]["enableClusterQueueResources"] = True
+    mappings = []
     if dra_device_classes:
-        configuration["resources"] = {
-            "deviceClassMappings": [
-                {"name": DRA_GPU_RESOURCE, "deviceClassNames": sorted(dra_device_classes)}
-            ]
-        }
+        mappings.append({"name": DRA_GPU_RESOURCE, "deviceClassNames": sorted(dra_device_classes)})
+    for resource in sorted(dra_quota or []):
+        mappings.append({"name": resource, "deviceClassNames": [DRA_QUOTA_CLASSES[resource]]})
+    if mappings:
+        configuration["resources"] = {"deviceClassMappings": mappings}
     if multikueue is not None:
         configuration["multiKueue"] = multikueue
     return configuration
+
+
+def kueue_values(
+    dra_device_classes: list[str], cluster_queue_metrics: bool, dra_quota: Sequence[str]
+) -> dict[str, Any] | None:
+    """The Kueue chart's values for a cluster's queues; None (the chart's default) when nothing is added."""
+    if not (dra_device_classes or cluster_queue_metrics or dra_quota):
+        return None
+    return chart_values(
+        kueue_configuration(
+            dra_device_classes, cluster_queue_metrics=cluster_queue_metrics, dra_quota=dra_quota
+        )
+    )
 
 
 def chart_values(configuration: dict[str, Any]) -> dict[str, Any]:

@@ -1,11 +1,13 @@
 """The Kueue objects of one GPU pool's queue: its ResourceFlavor and ClusterQueues (v1beta2, checked
 against the CRDs vendored from the pinned Kueue in tests/schemas/crds/)."""
 
+from collections.abc import Mapping
 from typing import Protocol
 
 from ..core.common import GPU_RESOURCE
 from ..core.k8s import TolerationSpec, toleration_args
 from .batch_teams import TOPOLOGY_NAME, Quota, queue_name
+from .kueue_config import DraQuotaResource
 
 # The label Kubernetes puts on every namespace: its name.
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -43,22 +45,29 @@ def cluster_queue(
     in_cohort: bool,
     namespaces: list[str] | None = None,
     borrowing_limit: Quota | None = None,
+    per_gpu: Mapping[DraQuotaResource, int] | None = None,
 ) -> dict[str, object]:
     """A ClusterQueue of the pool's flavor with `quota`. In the pool's cohort it may borrow idle quota
     (up to `borrowing_limit`) and reclaims its own by preempting borrowers; a team's admits only its
-    namespace."""
+    namespace. `per_gpu` (DRA claims Kueue counts, kueue_config.py's DRA_QUOTA_CLASSES) it also covers,
+    at that many for each GPU of the quota (every Pod that claims them takes GPUs too)."""
     nominal = quota.as_resources()
     limits = borrowing_limit.as_resources() if borrowing_limit else {}
+    covered: tuple[str, ...] = (*COVERED_RESOURCES, *sorted(per_gpu or {}))
+    for resource, count in (per_gpu or {}).items():
+        nominal[resource] = quota.gpus * count
+        if borrowing_limit:
+            limits[resource] = borrowing_limit.gpus * count
     resources = []
-    for resource in COVERED_RESOURCES:
-        entry: dict[str, object] = {"name": resource, "nominalQuota": nominal[resource]}
-        if resource in limits:
-            entry["borrowingLimit"] = limits[resource]
+    for name in covered:
+        entry: dict[str, object] = {"name": name, "nominalQuota": nominal[name]}
+        if name in limits:
+            entry["borrowingLimit"] = limits[name]
         resources.append(entry)
     cluster_queue: dict[str, object] = {
         "resourceGroups": [
             {
-                "coveredResources": list(COVERED_RESOURCES),
+                "coveredResources": list(covered),
                 "flavors": [{"name": queue_name(queue.name), "resources": resources}],
             }
         ],

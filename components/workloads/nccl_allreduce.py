@@ -35,7 +35,7 @@ from ..dra.claims import (
     pod_claim,
 )
 from ..gpu.scheduling import QUEUED_TAINT_KEY, QUEUED_TOLERATION
-from ..gpudirect.dranet import DranetClaimTemplates, dranet_pod_parts
+from ..gpudirect.dranet import dranet_pod_parts
 from ..gpudirect.pod_parts import gpudirect_pod_parts, plain_tcp_pod_parts
 from .batch_queues import KUEUE_API
 from .batch_teams import PREFERRED_TOPOLOGY_ANNOTATION, PREFERRED_TOPOLOGY_LEVEL
@@ -55,7 +55,7 @@ from .nccl_allreduce_args import (
     settings_env,
     size_text,
 )
-from .nccl_allreduce_network import network_policy_spec
+from .nccl_allreduce_network import by_count, network_policy_spec, rdma_claim_template
 
 SCRIPT = (SCRIPTS_DIR / "nccl_allreduce.sh").read_text(encoding="utf-8")
 SCRIPT_FILE = "nccl_allreduce.sh"
@@ -154,9 +154,9 @@ class NcclAllReduce(GkeGpuComponent[NcclAllReduceSpec]):
             opts=child,
         )
         in_namespace = pulumi.ResourceOptions(parent=self, depends_on=[self.namespace_object])
-        if spec.dranet:
-            # The template the Pods' claims are made from, in the test's own namespace.
-            DranetClaimTemplates(f"{name}-dranet", {"namespaces": [spec.namespace]}, opts=in_namespace)
+        if spec.dranet and spec.gpudirect:
+            # The NICs by count: Kueue admits no claim of default-rdma's All (nccl_allreduce_network.py).
+            rdma_claim_template(f"{name}-rdma-claim", spec.namespace, labels, spec.gpudirect, in_namespace)
         self.gpu_claim_template: k8s.resource.v1.ResourceClaimTemplate | None = None
         if spec.dra_gpus:
             # On a DRA pool each Pod's GPUs are a claim made from this template (dra/claims.py).
@@ -260,7 +260,7 @@ class NcclAllReduce(GkeGpuComponent[NcclAllReduceSpec]):
 def pod_parts(spec: NcclAllReduceSpec) -> dict[str, Any]:
     """The flavour's Pod pieces (gpudirect/pod_parts.py), or the plain-TCP ones."""
     if spec.gpudirect and spec.dranet:
-        return dranet_pod_parts(spec.gpudirect, container=CONTAINER)
+        return by_count(dranet_pod_parts(spec.gpudirect, container=CONTAINER), spec.gpudirect)
     if spec.gpudirect:
         return gpudirect_pod_parts(spec.gpudirect, container=CONTAINER)
     return plain_tcp_pod_parts()

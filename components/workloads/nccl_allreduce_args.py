@@ -291,8 +291,9 @@ class NcclAllReduceArgs(TypedDict):
     sockets on the Pod network."""
     gpudirect_networking: NotRequired[str]
     """With gpudirect: 'multiNetwork' (the Networks' Pod annotations) or 'dranet' (the pool is on GKE's
-    DRANET: the Pods claim the RDMA NICs through the ResourceClaimTemplate `default-rdma`, which the
-    component declares in its namespace). Defaults to 'multiNetwork'."""
+    DRANET: the Pods claim the node's RDMA NICs through the ResourceClaimTemplate `rdma-<n>` (ExactCount
+    n, the flavour's NIC count, which Kueue 0.19.2 can count where `default-rdma`'s All it refuses),
+    declared in its namespace). Defaults to 'multiNetwork'."""
     cluster_queue: str
     """The Kueue ClusterQueue of the pool; the component makes a LocalQueue pointing at it."""
     namespace: NotRequired[str]
