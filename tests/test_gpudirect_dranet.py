@@ -147,7 +147,11 @@ def test_the_all_reduce_on_a_dranet_pool_claims_the_nics_instead_of_annotating_t
         (r.inputs["metadata"]["namespace"], r.inputs["metadata"]["name"]) for r in result.of_type(RCT)
     }
     # The all-reduce's own namespace, and the default team's GPUDirect namespace.
-    assert templates == {("gpu-nccl-ultra", "rdma-8"), ("gpudirect-default", "default-rdma")}
+    assert templates == {
+        ("gpu-nccl-ultra", "rdma-8"),
+        ("gpudirect-default", "default-rdma"),
+        ("gpudirect-default", "rdma-8"),  # what a queued job claims: Kueue admits no `All`
+    }
     for obj in kubernetes_objects(to_document(result)):
         if obj["kind"] == "ResourceClaimTemplate":
             validate(obj)
@@ -163,7 +167,7 @@ def test_teams_get_the_template_only_where_their_pools_are_on_dranet() -> None:
         ],
     }
     result = render(stack_config(**keys(ULTRA, multi, batch=batch)))
-    namespaces = sorted(r.inputs["metadata"]["namespace"] for r in result.of_type(RCT))
+    namespaces = sorted({r.inputs["metadata"]["namespace"] for r in result.of_type(RCT)})
     assert namespaces == ["gpudirect-research"]
 
 
@@ -266,6 +270,12 @@ def test_the_components_refuse_dranet_args_by_name() -> None:
     with pytest.raises(InvalidArgsError) as info:
         DranetClaimTemplates.check_args("d", {"namespaces": ["a", "a"]})
     assert info.value.problems == ["namespaces[1]: a is listed twice"]
+    with pytest.raises(InvalidArgsError) as info:
+        DranetClaimTemplates.check_args("d", {"namespaces": ["a"], "nic_counts": [8, 4, 8]})
+    assert info.value.problems == ["nic_counts[2]: 8 is listed twice"]
+    with pytest.raises(InvalidArgsError) as info:
+        DranetClaimTemplates.check_args("d", {"namespaces": ["a"], "nic_counts": [0]})
+    assert any(p.startswith("nic_counts[0]") for p in info.value.problems), info.value.problems
     base = {
         "pool": "mega",
         "machine_type": "a3-megagpu-8g",

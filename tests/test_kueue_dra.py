@@ -211,3 +211,24 @@ def test_a_gb300_dra_pool_warns_that_its_driver_is_the_users() -> None:
     gb200 = {**rack_max, "accelerator": "nvidia-gb200", "zones": ["us-central1-a"]}
     _, warnings = parse_settings({**raw, "gpuPools": [gb200]}, project=PROJECT, region=REGION, stack="test")
     assert not [w for w in warnings if "draGpus:" in w]
+
+
+def test_a_teams_gpudirect_namespace_has_a_template_kueue_admits() -> None:
+    """A team's queued job on a DRANET pool claims the node's NICs by count: its GPUDirect namespace gets
+    `rdma-8` (ExactCount 8, the class mapped, the team's ClusterQueue covering it) beside `default-rdma`
+    (allocation mode All, which Kueue 0.19.2 never admits: pkg/dra/claims.go:93-98)."""
+    result = render(
+        stack_config(
+            cluster={**STANDARD_CLUSTER, "minimumVersion": DRANET_VERSION},
+            gpuPools=[ULTRA],
+            batch={"kueue": True, "teams": [{"name": "ml", "pools": {"ultra": {"gpus": 8}}}]},
+        )
+    )
+    (request,) = claimed_requests(result, "gpudirect-ml", "rdma-8")
+    assert request == {"deviceClassName": "mrdma.google.com", "allocationMode": "ExactCount", "count": 8}
+    mappings = kueue_configuration(result)["resources"]["deviceClassMappings"]
+    assert any(
+        "mrdma.google.com" in m["deviceClassNames"] and m["name"] == RDMA_NIC_RESOURCE for m in mappings
+    )
+    (default,) = claimed_requests(result, "gpudirect-ml", "default-rdma")
+    assert default["allocationMode"] == "All"

@@ -22,7 +22,7 @@ Sources:
   as cluster-toolkit does, so one template serves 8-NIC A3 Ultra/A4 and 4-NIC A4X nodes alike).
 """
 
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -57,6 +57,14 @@ def claim_template_spec() -> dict[str, Any]:
             }
         }
     }
+
+
+def counted_claim_template_spec(count: int) -> dict[str, Any]:
+    """A ResourceClaimTemplate's `spec` for `count` MRDMA NICs (ExactCount): what Kueue admits, where
+    `default-rdma`'s allocation mode `All` is refused by Kueue 0.19.2 (pkg/dra/claims.go:93-98) and the
+    count is what Kueue charges as `networking.gke.io/mrdma-nic` (workloads/kueue_config.py)."""
+    exactly = {"deviceClassName": DRANET_DEVICE_CLASS, "allocationMode": "ExactCount", "count": count}
+    return {"spec": {"devices": {"requests": [{"name": REQUEST, "exactly": exactly}]}}}
 
 
 def _claim_template_args() -> "k8s.resource.v1.ResourceClaimTemplateSpecArgs":
@@ -100,10 +108,15 @@ class DranetClaimTemplatesArgs(TypedDict):
     namespaces: list[str]
     """The namespaces (existing, or declared before this component) whose Pods claim the NICs: each
     gets the ResourceClaimTemplate `default-rdma`."""
+    nic_counts: NotRequired[list[int]]
+    """NIC counts n for which each namespace also gets the template `rdma-<n>` (ExactCount n): the one
+    a job queued by Kueue claims, since Kueue admits no claim of `default-rdma` (allocation mode All).
+    The stack gives its DRANET pools' NIC counts (8 on A3 Ultra, A4 and A4X Max, 4 on A4X)."""
 
 
 class _Spec(ArgsModel):
     namespaces: Annotated[list[K8sName], Field(min_length=1, max_length=MAX_NAMESPACES)]
+    nic_counts: Annotated[list[Annotated[int, Field(ge=1, le=16)]], Field(default_factory=list, max_length=4)]
 
 
 def _rules(spec: _Spec) -> list[str]:
@@ -113,6 +126,9 @@ def _rules(spec: _Spec) -> list[str]:
         if namespace in seen:
             problems.append(Problem(f"namespaces[{i}]", f"{namespace} is listed twice"))
         seen.add(namespace)
+    for i, count in enumerate(spec.nic_counts):
+        if spec.nic_counts.index(count) != i:
+            problems.append(Problem(f"nic_counts[{i}]", f"{count} is listed twice"))
     return problems
 
 
@@ -124,7 +140,7 @@ class DranetClaimTemplates(GkeGpuComponent[_Spec]):
     gets a ResourceClaim of its own, made from the template, for the node it is scheduled on."""
 
     template_names: pulumi.Output[list[str]]
-    """`<namespace>/default-rdma` per namespace."""
+    """`<namespace>/default-rdma` and `<namespace>/rdma-<n>` per namespace."""
 
     _args_model = _Spec
     _args_rules = staticmethod(_rules)
@@ -150,7 +166,20 @@ class DranetClaimTemplates(GkeGpuComponent[_Spec]):
                 spec=_claim_template_args(),
                 opts=pulumi.ResourceOptions(parent=self),
             )
+            for count in spec.nic_counts:
+                k8s.resource.v1.ResourceClaimTemplate(
+                    f"{name}-{namespace}-rdma-{count}",
+                    metadata=k8s.meta.v1.ObjectMetaArgs(
+                        name=f"rdma-{count}", namespace=namespace, labels=labels
+                    ),
+                    spec=cast(Any, counted_claim_template_spec(count)),
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
         self.template_names = pulumi.Output.from_input(
-            [f"{namespace}/{DRANET_CLAIM_TEMPLATE}" for namespace in spec.namespaces]
+            [
+                f"{namespace}/{template}"
+                for namespace in spec.namespaces
+                for template in (DRANET_CLAIM_TEMPLATE, *(f"rdma-{n}" for n in spec.nic_counts))
+            ]
         )
         self.register_outputs({"templateNames": self.template_names})

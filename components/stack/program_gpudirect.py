@@ -17,6 +17,7 @@ from ..gpudirect.networks import GpuDirectNetworks, GpuDirectNetworksArgs
 from ..gpudirect.pod_parts import gpudirect_pod_parts
 from ..gpudirect.software import GpuDirectSoftware, GpuDirectSoftwareArgs
 from ..workloads.batch_teams import DEFAULT_TEAM
+from ..workloads.nccl_allreduce_network import rdma_nic_count
 from ..workloads.team_namespaces import gpudirect_namespace
 from .declare import declare
 from .settings import Settings
@@ -216,9 +217,16 @@ def dranet_claim_templates(
     namespaces = [gpudirect_namespace(name) for name, pools in teams if pools & dranet]
     if not namespaces:
         return None
+    counts = sorted(
+        {
+            rdma_nic_count(GpuDirectFlavor(p.gpudirect_flavor))
+            for p in dranet_pools(settings)
+            if p.gpudirect_flavor
+        }
+    )
     return declare(
         DranetClaimTemplates,
         f"{prefix}gpudirect-dranet",
-        {"namespaces": namespaces},
+        {"namespaces": namespaces, "nic_counts": counts},
         opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
     )
