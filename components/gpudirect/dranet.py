@@ -33,13 +33,18 @@ from ..core.common import Problem
 from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.k8s import app_labels
 from ..core.validation import ArgsModel
-from .flavors import DRANET_CLAIM_TEMPLATE, DRANET_DEVICE_CLASS, DRANET_FLAVORS, GpuDirectFlavor
+from .flavors import (
+    DRANET_CLAIM_TEMPLATE,
+    DRANET_DEVICE_CLASS,
+    DRANET_FLAVORS,
+    DRANET_REQUEST,
+    GpuDirectFlavor,
+    counted_claim_template_spec,
+)
 from .pod_parts import gpudirect_pod_parts
 
 # The name a Pod gives its claim (spec.resourceClaims[].name, container resources.claims[].name).
 POD_CLAIM = "rdma-nics"
-# The template's one request, as cluster-toolkit names it.
-REQUEST = "req-mrdma"
 MAX_NAMESPACES = 64
 
 
@@ -50,21 +55,13 @@ def claim_template_spec() -> dict[str, Any]:
             "devices": {
                 "requests": [
                     {
-                        "name": REQUEST,
+                        "name": DRANET_REQUEST,
                         "exactly": {"deviceClassName": DRANET_DEVICE_CLASS, "allocationMode": "All"},
                     }
                 ]
             }
         }
     }
-
-
-def counted_claim_template_spec(count: int) -> dict[str, Any]:
-    """A ResourceClaimTemplate's `spec` for `count` MRDMA NICs (ExactCount): what Kueue admits, where
-    `default-rdma`'s allocation mode `All` is refused by Kueue 0.19.2 (pkg/dra/claims.go:93-98) and the
-    count is what Kueue charges as `networking.gke.io/mrdma-nic` (workloads/kueue_config.py)."""
-    exactly = {"deviceClassName": DRANET_DEVICE_CLASS, "allocationMode": "ExactCount", "count": count}
-    return {"spec": {"devices": {"requests": [{"name": REQUEST, "exactly": exactly}]}}}
 
 
 def _claim_template_args() -> "k8s.resource.v1.ResourceClaimTemplateSpecArgs":

@@ -13,6 +13,7 @@ ForceNew, and a pool's additional networks are too).
 import ipaddress
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from ..core.common import Problems, cut
 
@@ -234,6 +235,8 @@ DRANET_NODE_LABEL = "cloud.google.com/gke-networking-dra-driver"
 DRANET_DEVICE_CLASS = "mrdma.google.com"
 # cluster-toolkit's name for the claim template, applied in the namespace of the Pods that use it.
 DRANET_CLAIM_TEMPLATE = "default-rdma"
+# The templates' one request, as cluster-toolkit names it.
+DRANET_REQUEST = "req-mrdma"
 
 
 def flavor_of(machine_type: str | None) -> GpuDirectFlavor | None:
@@ -297,3 +300,11 @@ def gpudirect_range_problems(cidr: str, cluster_ranges: list[tuple[str, str]], k
                 "addresses",
             )
     return problems.items
+
+
+def counted_claim_template_spec(count: int) -> dict[str, Any]:
+    """A ResourceClaimTemplate's `spec` for `count` MRDMA NICs (ExactCount): what Kueue admits, where
+    `default-rdma`'s allocation mode `All` is refused by Kueue 0.19.2 (pkg/dra/claims.go:93-98) and the
+    count is what Kueue charges as `networking.gke.io/mrdma-nic` (workloads/kueue_config.py)."""
+    exactly = {"deviceClassName": DRANET_DEVICE_CLASS, "allocationMode": "ExactCount", "count": count}
+    return {"spec": {"devices": {"requests": [{"name": DRANET_REQUEST, "exactly": exactly}]}}}

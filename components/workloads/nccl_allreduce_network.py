@@ -7,7 +7,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from ..core.egress import dns_egress_rule
-from ..gpudirect.flavors import DRANET_DEVICE_CLASS, FLAVORS, GpuDirectFlavor
+from ..gpudirect.flavors import FLAVORS, GpuDirectFlavor, counted_claim_template_spec
 
 
 def network_policy_spec(peers: dict[str, str]) -> "k8s.networking.v1.NetworkPolicySpecArgs":
@@ -52,14 +52,9 @@ def rdma_template_name(flavor: GpuDirectFlavor) -> str:
 
 def rdma_claim_template_spec(flavor: GpuDirectFlavor) -> dict[str, Any]:
     """A ResourceClaimTemplate's `spec` for every MRDMA NIC of the node by count (ExactCount), not
-    `default-rdma`'s allocationMode All, which Kueue 0.19.2 never admits (pkg/dra/claims.go:93-98); the
-    count Kueue charges as `networking.gke.io/mrdma-nic` (workloads/kueue_config.py)."""
-    exactly = {
-        "deviceClassName": DRANET_DEVICE_CLASS,
-        "allocationMode": "ExactCount",
-        "count": rdma_nic_count(flavor),
-    }
-    return {"spec": {"devices": {"requests": [{"name": "req-mrdma", "exactly": exactly}]}}}
+    `default-rdma`'s allocationMode All, which Kueue 0.19.2 never admits (pkg/dra/claims.go:93-98): the
+    teams' `rdma-<n>` (gpudirect/dranet.py) have the same."""
+    return counted_claim_template_spec(rdma_nic_count(flavor))
 
 
 def rdma_claim_template(
