@@ -31,6 +31,16 @@ REGION = "us-central1"
 STANDARD_CLUSTER = {"mode": "standard", "name": "gpu-test"}
 AUTOPILOT_CLUSTER = {"mode": "autopilot", "name": "gpu-test"}
 L4_POOL = {"name": "l4", "accelerator": "nvidia-l4", "maxNodes": 2}
+# An L4 pool whose GPUs the DRA driver hands out (GKE 1.34+; GKE installs no driver there).
+DRA_L4_POOL = {
+    "name": "l4",
+    "accelerator": "nvidia-l4",
+    "gpusPerNode": 1,
+    "maxNodes": 2,
+    "zones": ["us-central1-a"],
+    "draGpus": True,
+    "driverVersion": "INSTALLATION_DISABLED",
+}
 
 
 # Garbage collection, tuned for this suite (no test reads or depends on when it runs). Importing the

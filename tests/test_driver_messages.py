@@ -4,18 +4,9 @@ is what must change; in a fleet the keys it names are the worker's own."""
 
 from typing import Any
 
-from tests.conftest import config_error
+from tests.conftest import DRA_L4_POOL, config_error
 from tests.test_fleet import errors, fleet_raw
 
-DRA_POOL = {
-    "name": "l4",
-    "accelerator": "nvidia-l4",
-    "gpusPerNode": 1,
-    "maxNodes": 2,
-    "zones": ["us-central1-a"],
-    "draGpus": True,
-    "driverVersion": "INSTALLATION_DISABLED",
-}
 CLUSTER = {"mode": "standard", "location": "us-central1-a", "minimumVersion": "1.34"}
 
 
@@ -26,7 +17,7 @@ def _problem(message: str, key: str) -> str:
 
 def test_a_dra_pool_under_managed_dcgm_is_told_to_change_dcgm_not_the_driver() -> None:
     line = _problem(
-        config_error({"cluster": CLUSTER, "gpuPools": [DRA_POOL]}), "gke-gpu:gpuPools[0].driverVersion"
+        config_error({"cluster": CLUSTER, "gpuPools": [DRA_L4_POOL]}), "gke-gpu:gpuPools[0].driverVersion"
     )
     assert "with gke-gpu:monitoring.dcgm managed (the default)" in line
     assert "set gke-gpu:monitoring.dcgm: none (or exporter)" in line
@@ -35,7 +26,7 @@ def test_a_dra_pool_under_managed_dcgm_is_told_to_change_dcgm_not_the_driver() -
     from gke_gpu.stack.config import parse_settings
 
     parse_settings(
-        {"cluster": CLUSTER, "gpuPools": [DRA_POOL], "monitoring": {"dcgm": "none"}},
+        {"cluster": CLUSTER, "gpuPools": [DRA_L4_POOL], "monitoring": {"dcgm": "none"}},
         project="test-project",
         region="us-central1",
         stack="test",
@@ -43,7 +34,7 @@ def test_a_dra_pool_under_managed_dcgm_is_told_to_change_dcgm_not_the_driver() -
 
 
 def test_a_pool_without_dra_may_still_take_a_gke_installed_driver() -> None:
-    pool = {k: v for k, v in DRA_POOL.items() if k != "draGpus"}
+    pool = {k: v for k, v in DRA_L4_POOL.items() if k != "draGpus"}
     line = _problem(
         config_error({"cluster": CLUSTER, "gpuPools": [pool], "monitoring": {"dcgm": "managed"}}),
         "gke-gpu:gpuPools[0].driverVersion",
@@ -57,7 +48,7 @@ def test_a_dra_pool_with_a_gke_driver_is_told_the_stack_installs_it() -> None:
         config_error(
             {
                 "cluster": CLUSTER,
-                "gpuPools": [{**DRA_POOL, "driverVersion": "LATEST"}],
+                "gpuPools": [{**DRA_L4_POOL, "driverVersion": "LATEST"}],
                 "monitoring": {"dcgm": "none"},
             }
         ),
@@ -71,7 +62,7 @@ def test_in_a_fleet_the_dcgm_key_is_the_workers() -> None:
     raw: dict[str, Any] = fleet_raw()
     central = raw["fleet"]["workers"][1]
     central["cluster"]["minimumVersion"] = "1.34"
-    central["gpuPools"].append(DRA_POOL)
+    central["gpuPools"].append(dict(DRA_L4_POOL))
     line = _problem(errors(raw), "gke-gpu:fleet.workers[1].gpuPools[1].driverVersion")
     assert "with gke-gpu:fleet.workers[1].monitoring.dcgm managed (the default)" in line
     assert "set gke-gpu:fleet.workers[1].monitoring.dcgm: none (or exporter)" in line

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import render
+from tests.conftest import DRA_L4_POOL, render
 from tests.kubernetes_schemas import validate
 from tests.test_fleet import KUEUE, errors, fleet_config, fleet_raw, provider_of
 from tools.offline import RunResult
@@ -96,17 +96,7 @@ def test_a_team_queue_on_a_dra_pool_is_refused_by_key_and_why() -> None:
     raw = fleet_raw()
     central = raw["fleet"]["workers"][1]
     central["cluster"]["minimumVersion"] = "1.34"
-    central["gpuPools"].append(
-        {
-            "name": "l4",
-            "accelerator": "nvidia-l4",
-            "gpusPerNode": 1,
-            "maxNodes": 2,
-            "zones": ["us-central1-a"],
-            "draGpus": True,
-            "driverVersion": "INSTALLATION_DISABLED",
-        }
-    )
+    central["gpuPools"].append(dict(DRA_L4_POOL))
     central["monitoring"] = {"dcgm": "none", "dashboard": False}
     central["batch"]["teams"][0]["pools"]["l4"] = {"gpus": 2}
     # The worker's own queue on its DRA pool is fine; the fleet's queue on it is not.

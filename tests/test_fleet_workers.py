@@ -13,7 +13,7 @@ from gke_gpu.core.image_digests import repository
 from gke_gpu.gpu.node_pool import workload_policy_name
 from gke_gpu.gpudirect.images import TCPX_PLUGIN, TCPXO_PLUGIN
 from gke_gpu.workloads.training_data import data_service_account_id
-from tests.conftest import render
+from tests.conftest import DRA_L4_POOL, render
 from tests.test_fleet import errors, fleet_config, fleet_raw, provider_of
 from tools.offline import RunResult
 
@@ -32,17 +32,7 @@ def _full_fleet() -> dict[str, Any]:
     east["workloads"] = [{"name": "nccl-allreduce", "pool": "h100", "nodes": 2}]
     central["workloads"] = ["nvidia-smi"]
     central["cluster"]["minimumVersion"] = "1.34"
-    central["gpuPools"].append(
-        {
-            "name": "l4",
-            "accelerator": "nvidia-l4",
-            "gpusPerNode": 1,
-            "maxNodes": 2,
-            "zones": ["us-central1-a"],
-            "draGpus": True,
-            "driverVersion": "INSTALLATION_DISABLED",
-        }
-    )
+    central["gpuPools"].append(dict(DRA_L4_POOL))
     # GKE's managed DCGM needs GKE-installed drivers, which a DRA pool does not have.
     central["monitoring"] = {"dcgm": "none", "dashboard": False}
     central["batch"]["teams"][0]["data"] = [{"name": "training", "gcs": {"bucket": "research-training-data"}}]

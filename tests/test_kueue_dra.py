@@ -21,22 +21,13 @@ from tests.conftest import (
     stack_config,
     stack_render,
 )
+from tests.test_gpudirect_dranet import DRANET_VERSION, ULTRA
 
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 RCT = "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
 CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
 LOCAL_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-DRANET_VERSION = "1.34.1-gke.1829001"
-ULTRA = {
-    "name": "ultra",
-    "accelerator": "nvidia-h200-141gb",
-    "gpusPerNode": 8,
-    "maxNodes": 2,
-    "zones": ["us-central1-b"],
-    "gpudirect": True,
-    "gpudirectNetworking": "dranet",
-}
 RACK = {
     "name": "rack",
     "accelerator": "nvidia-gb200",
