@@ -129,7 +129,7 @@ def test_no_load_test_unless_asked() -> None:
 
 def test_every_gpu_that_can_serve_has_floors_and_mig_partitions_scale_them() -> None:
     from gke_gpu.core.catalog import load_catalog
-    from gke_gpu.stack.serving_section import CUDA13_UNSUPPORTED
+    from gke_gpu.serving.pool_rules import CUDA13_UNSUPPORTED
 
     servable = set(load_catalog().accelerators) - CUDA13_UNSUPPORTED
     assert servable == set(FLOORS)

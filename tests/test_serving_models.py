@@ -11,10 +11,10 @@ import pytest
 
 from gke_gpu.core.catalog import load_catalog
 from gke_gpu.core.validation import InvalidArgsError
+from gke_gpu.serving.fit import tensor_parallel_sizes
 from gke_gpu.serving.inference_service import InferenceService
 from gke_gpu.serving.model import ModelServerSettings
 from gke_gpu.serving.model_catalog import catalogue, catalogued, weights_bytes
-from gke_gpu.serving.model_rules import tensor_parallel_sizes
 from gke_gpu.stack.config import parse_settings
 from tests.conftest import L4_POOL, STANDARD_CLUSTER, config_error, render, stack_config
 
@@ -73,8 +73,10 @@ def test_every_catalogue_entry_is_whole_and_sourced() -> None:
             assert facts.attention_heads % facts.kv_heads == 0, facts.name
     # Computed from config.json's shapes: the published 8.03B, in bfloat16.
     assert catalogued("META-LLAMA/llama-3.1-8b-instruct").weights_bytes == 8_030_261_248 * 2  # type: ignore[union-attr]
-    # An unverified figure is unknown, never used: Llama 3.3's config.json was not read.
-    assert catalogued("meta-llama/Llama-3.3-70B-Instruct").weights_bytes is None  # type: ignore[union-attr]
+    # Llama 3.3 70B has 3.1 70B's shapes (Meta's own arch_args: tests/test_serving_catalogue.py).
+    assert catalogued("meta-llama/Llama-3.3-70B-Instruct").weights_bytes == 70_553_706_496 * 2  # type: ignore[union-attr]
+    # An unverified figure is unknown, never used: Llama 4's config.json was not read.
+    assert catalogued("meta-llama/Llama-4-Scout-17B-16E-Instruct").layers is None  # type: ignore[union-attr]
 
 
 def test_weights_bytes_comes_from_the_catalogue_or_model_info() -> None:
@@ -221,7 +223,8 @@ def test_an_unknown_model_is_not_guessed() -> None:
     notes = accepted(stack(service("someone/some-model")))
     assert notes == [
         "note: gke-gpu:serving[0].model: 'someone/some-model' is not in the model catalogue and has no "
-        "modelInfo: its size, heads and context are not checked"
+        "modelInfo: its size, heads and context are not checked (state modelInfo with its config.json's "
+        "figures, or the catalogued model it is a copy of)"
     ]
 
 

@@ -93,7 +93,9 @@ def test_two_replicas_get_a_disruption_budget_of_one() -> None:
     result = serve({**L4, "maxNodes": 4}, {**CHAT, "replicas": {"min": 2, "max": 3}})
     budget = result.one(PDB).inputs
     validate(budget)
-    assert budget["spec"]["maxUnavailable"] == 1
+    assert budget["spec"]["maxUnavailable"] == 1 and "minAvailable" not in budget["spec"]
+    # A replica that is not Ready (loading, crashing) never holds a drain (Kubernetes' advice).
+    assert budget["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
     assert (
         budget["spec"]["selector"]["matchLabels"]
         == result.one(DEPLOYMENT).inputs["spec"]["selector"]["matchLabels"]
@@ -101,8 +103,27 @@ def test_two_replicas_get_a_disruption_budget_of_one() -> None:
     assert budget["metadata"]["namespace"] == "serve-chat"
 
 
-def test_one_replica_gets_no_budget_that_would_block_a_drain() -> None:
-    assert serve(L4, CHAT).of_type(PDB) == []
+def test_a_drain_never_takes_the_last_replica_of_a_service_that_may_run_one() -> None:
+    """A service whose autoscaler may leave one replica keeps it while it is the only one that serves
+    (minAvailable 1): a drain takes it once a second replica is Ready, not before."""
+    for replicas in ({"min": 1, "max": 2}, {"min": 1, "max": 1}):
+        budget = serve(L4, {**CHAT, "replicas": replicas}).one(PDB).inputs
+        validate(budget)
+        assert budget["spec"]["minAvailable"] == 1 and "maxUnavailable" not in budget["spec"]
+        assert budget["spec"]["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
+
+
+def test_the_budget_keeps_a_whole_group_of_a_replica_over_nodes() -> None:
+    from gke_gpu.serving.rollout import disruption_budget
+    from gke_gpu.serving.service_spec import InferenceServiceSpec
+
+    base = {"model": "gs://b/m", "node_selector": {"k": "v"}, "tolerations": [], "project": "p-12345"}
+    group = InferenceServiceSpec.model_validate(
+        {**base, "name": "big", "cluster_name": "c", "gpus_per_replica": 16, "gpus_per_node": 8}, by_name=True
+    )
+    assert disruption_budget(group) == {"unhealthyPodEvictionPolicy": "AlwaysAllow", "minAvailable": 2}
+    two = group.model_copy(update={"replicas": 2})
+    assert disruption_budget(two) == {"unhealthyPodEvictionPolicy": "AlwaysAllow", "maxUnavailable": 1}
 
 
 def test_a_single_replica_on_spot_only_capacity_is_warned_with_the_fix() -> None:
@@ -150,11 +171,10 @@ def test_weights_larger_than_the_cache_a_pod_can_hold_are_refused_with_both_size
     assert "localSsdCount" in cache.problem and "hyperdiskMl" in cache.problem
 
 
-def test_the_stack_refuses_weights_larger_than_the_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gke_gpu.stack import serving_section
-
-    monkeypatch.setattr(serving_section, "weights_bytes_of", lambda service: 140 * GIB)
-    message = config_error({"cluster": STANDARD_CLUSTER, "gpuPools": [L4], "serving": [CHAT]})
+def test_the_stack_refuses_weights_larger_than_the_cache() -> None:
+    # 70 Gi parameters in 16 bits: 140 GiB of weights.
+    large = {**CHAT, "modelInfo": {"parameters": 70 * GIB, "dtype": "bfloat16"}}
+    message = config_error({"cluster": STANDARD_CLUSTER, "gpuPools": [L4], "serving": [large]})
     assert "gke-gpu:serving[0].model: the model's weights (140.0 GiB, a 155 GiB file cache" in message
 
 

@@ -1,4 +1,4 @@
-"""Measures, on one real GPU, the memory the serving fit check (serving/model_rules.py `fits_gpus`) uses.
+"""Measures, on one real GPU, the memory the serving fit check (serving/fit.py `replica_need`) uses.
 
 vLLM sizes its budget from the device: at start it takes `torch.cuda.mem_get_info()`'s total, multiplies it
 by --gpu-memory-utilization (`requested_memory`), and stops if less than that is free; weights and the KV

@@ -72,6 +72,8 @@ class GkeGpuComponent(pulumi.ComponentResource, Generic[SpecT]):
     _args_model: ClassVar[type[BaseModel]]
     # A staticmethod, so typed: a type checker binds a class attribute typed Callable as a method.
     _args_rules: ClassVar[staticmethod[[Any], list[str]] | None] = None
+    # What args that pass the rules leave for the user to check (logged as warnings on the component).
+    _args_notes: ClassVar[staticmethod[[Any], list[str]] | None] = None
     _args_by_name: ClassVar[bool] = False
     # The TypedDict callers write; set where the model accepts more keys than the args do.
     _args_type: ClassVar[type | None] = None
@@ -81,7 +83,8 @@ class GkeGpuComponent(pulumi.ComponentResource, Generic[SpecT]):
     @classmethod
     def _check(cls, name: str, args: Mapping[str, Any]) -> tuple[SpecT, list[str]]:
         """The checked args and the notes for the user (a subclass with its own check overrides this)."""
-        return cls._validate(name, args, rules=True), []
+        spec = cls._validate(name, args, rules=True)
+        return spec, cls._args_notes(spec) if cls._args_notes else []
 
     @classmethod
     def _validate(cls, name: str, args: Mapping[str, Any], *, rules: bool) -> SpecT:

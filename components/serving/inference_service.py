@@ -7,7 +7,6 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from ..core import images
-from ..core.common import KeyNames, Problems
 from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.k8s import (
     Toleration,
@@ -15,23 +14,15 @@ from ..core.k8s import (
     pod_security_labels,
     restricted_container_security_context,
     toleration_args,
-    toleration_problems,
 )
 from ..dra.claims import gpu_claim_template_name, gpu_claim_template_spec
 from .autoscaler import horizontal_pod_autoscaler
 from .deployment import deployment
-from .hyperdisk_ml import (
-    TRANSFER_KSA,
-    TRANSFER_TIMEOUT_S,
-    check_volume_args,
-    declare_volume,
-    uses_hyperdisk_ml,
-)
+from .hyperdisk_ml import TRANSFER_KSA, TRANSFER_TIMEOUT_S, declare_volume, uses_hyperdisk_ml
 from .leader_worker_set import leader_worker_set, serving_selector
 from .model import service_namespace
-from .model_rules import check_model
-from .rollout import needs_disruption_budget, pod_disruption_budget
-from .rules import DRA_DUTY_CYCLE_UNKNOWN, check_model_server, check_replica_nodes, weights_source
+from .rollout import pod_disruption_budget
+from .rules import weights_source
 from .server_parts import (
     CONTAINER,
     HOME,
@@ -48,6 +39,7 @@ from .server_parts import (
     vllm_args,
     weights_volumes,
 )
+from .service_rules import service_notes, service_rules
 from .service_spec import InferenceServiceSpec
 from .weights_reader import declare_weights_reader
 
@@ -85,7 +77,7 @@ class ModelInfoArgs(TypedDict):
     parameters: NotRequired[int]
     """The weights' element count."""
     dtype: NotRequired[str]
-    """The weights' dtype: bfloat16, float16, float32, fp8, int8 or int4."""
+    """The weights' dtype: bfloat16, float16, float32 (served in 16 bits), fp8, int8, mxfp4 or int4."""
     attention_heads: NotRequired[int]
     """num_attention_heads: a tensor-parallel size must divide it."""
     kv_heads: NotRequired[int]
@@ -110,6 +102,10 @@ class InferenceServiceArgs(TypedDict):
     """The GPU pool's node selector (the stack output `gpuPools` has it)."""
     tolerations: list[Toleration]
     """The GPU pool's tolerations."""
+    accelerator: NotRequired[str]
+    """The replicas' GPU type (`nvidia-l4`, `nvidia-h100-80gb`, ...), for the checks of the model against
+    the GPUs' memory. Defaults to the node selector's `cloud.google.com/gke-accelerator`; where neither
+    names it (a ComputeClass selector), the GPUs' memory is not checked, and a warning says so."""
     project: str
     """The cluster's GCP project: its Workload Identity pool is `<project>.svc.id.goog`."""
     cluster_name: str
@@ -188,50 +184,6 @@ class InferenceServiceArgs(TypedDict):
     scale_on gpu. Defaults to false."""
 
 
-def _rules(spec: InferenceServiceSpec) -> list[str]:
-    problems = Problems()
-    check_model_server(spec, KeyNames(camel=False), problems)
-    if weights_source(spec.model):
-        check_model(
-            spec,
-            spec.gpus_per_pod,
-            KeyNames(camel=False),
-            problems,
-            download_gib=spec.disk_gib,
-            download_fix=" (disk_gib): raise disk_gib",
-        )
-    if spec.gpus_per_node is not None:
-        per_node = f"gpus_per_node {spec.gpus_per_node}"
-        check_replica_nodes(
-            spec.gpus_per_replica, spec.gpus_per_node, per_node, KeyNames(camel=False), problems
-        )
-    for i, toleration in enumerate(spec.tolerations):
-        problems.items += toleration_problems(f"tolerations[{i}]", toleration)
-    if spec.max_replicas is not None and spec.max_replicas < spec.replicas:
-        problems.add("max_replicas", f"{spec.max_replicas} is less than replicas {spec.replicas}")
-    if "queue_target" in spec.model_fields_set and (spec.max_replicas is None or spec.scale_on == "gpu"):
-        problems.add("queue_target", "only allowed with max_replicas and scale_on queue (its target)")
-    if "duty_cycle_target" in spec.model_fields_set and (spec.max_replicas is None or spec.scale_on != "gpu"):
-        problems.add("duty_cycle_target", "only allowed with max_replicas and scale_on gpu (its target)")
-    if spec.scale_on is not None and spec.max_replicas is None:
-        problems.add("scale_on", "only allowed with max_replicas (what the autoscaler scales on)")
-    if spec.scale_on == "gpu" and spec.dra_gpus:
-        problems.add("scale_on", f"gpu is not allowed with dra_gpus: {DRA_DUTY_CYCLE_UNKNOWN}; use queue")
-    if spec.weights_cache_gib and weights_source(spec.model) != "gcs":
-        problems.add(
-            "weights_cache_gib",
-            f"{spec.weights_cache_gib} is only allowed with a gs:// model (a Cloud Storage FUSE file cache)",
-        )
-    if "weights_cache_medium" in spec.model_fields_set and not spec.weights_cache_gib:
-        problems.add("weights_cache_medium", "only allowed with weights_cache_gib above 0")
-    check_volume_args(spec, problems)
-    if spec.shm_gib >= spec.memory_gib:
-        problems.add(
-            "shm_gib", f"{spec.shm_gib} is not less than memory_gib {spec.memory_gib} (it counts in it)"
-        )
-    return problems.items
-
-
 class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
     """A vLLM model server (`vllm/vllm-openai`, pinned) on a GPU pool, in its own namespace
     `serve-<name>`: a Deployment, or a LeaderWorkerSet when a replica spans nodes (`gpus_per_node`).
@@ -247,8 +199,8 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
     waits for the model to load; readiness and liveness use vLLM's /health. A ClusterIP Service
     (port 8000, the OpenAI API) admits only its namespace, `client_namespaces` and GMP's scraper
     (NetworkPolicy); a PodMonitoring scrapes vLLM's /metrics. Rolling updates replace one replica at a
-    time, or with `surge` a new replica first; a PodDisruptionBudget lets a drain take one Pod at a time
-    from a service that may run two or more replicas. On a DRA-GPU pool (`dra_gpus`) each Pod claims its
+    time, or with `surge` a new replica first; a PodDisruptionBudget never lets a drain take the last
+    replica that serves (rollout.disruption_budget). On a DRA-GPU pool (`dra_gpus`) each Pod claims its
     GPUs through a ResourceClaimTemplate in the namespace instead of an nvidia.com/gpu limit."""
 
     service_url: pulumi.Output[str]
@@ -257,7 +209,8 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
     """The service's namespace, `serve-<name>`."""
 
     _args_model = InferenceServiceSpec
-    _args_rules = staticmethod(_rules)
+    _args_rules = staticmethod(service_rules)
+    _args_notes = staticmethod(service_notes)
     _args_by_name = True
     _args_type = InferenceServiceArgs
     _args_name_default = True
@@ -336,8 +289,7 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
         )
         if spec.max_replicas is not None:
             horizontal_pod_autoscaler(name, spec, namespace, labels, in_namespace)
-        if needs_disruption_budget(spec):
-            pod_disruption_budget(name, spec, namespace, labels, in_namespace)
+        pod_disruption_budget(name, spec, namespace, labels, in_namespace)
         k8s.core.v1.Service(
             f"{name}-service",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=spec.name, namespace=namespace, labels=labels),

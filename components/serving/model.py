@@ -75,7 +75,7 @@ class ModelInfo(StackModel):
     # A catalogued Hugging Face id whose figures apply (the model's files copied into a bucket).
     catalog: Annotated[str, Field(min_length=3, max_length=193)] | None = None
     parameters: int | None = Field(None, ge=1_000_000, le=100_000_000_000_000)
-    dtype: Literal["bfloat16", "float16", "float32", "fp8", "int8", "int4"] | None = None
+    dtype: Literal["bfloat16", "float16", "float32", "fp8", "int8", "mxfp4", "int4"] | None = None
     # config.json's num_attention_heads and num_key_value_heads (the latter defaults to the former).
     attention_heads: int | None = Field(None, ge=1, le=4096)
     kv_heads: int | None = Field(None, ge=1, le=4096)

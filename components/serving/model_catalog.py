@@ -1,18 +1,60 @@
-"""What the serving rules know of a model: its size, dtype, attention heads and context, from the package's
-catalogue (components/data/models.yaml: figures from each model's config.json or card) or from the entry's
-own `model_info`. A figure that is not known is None, and the check it feeds is skipped with a note."""
+"""What the serving rules know of a model: its size, dtypes, heads, KV cache layout, experts and context,
+from the package's catalogue (components/data/models.yaml: figures from each model's config.json, card or
+maker's code) or from the entry's own `model_info`. A figure that is not known is None: the checks it
+alone decides are skipped, and the render says which keys would let them run (serving/fit.py).
+
+Every figure is a lower bound of what vLLM needs (a card's rounded figure is recorded as the least value
+it rounds from), so that a refusal built on them is always right."""
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from ..core.data import DATA_DIR, load_yaml
 from .model import ModelInfo, ModelServerSettings
 
-# Bytes a weight takes in each dtype the catalogue and `model_info.dtype` name.
-DTYPE_BYTES = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
-_FIELDS = ("parameters", "dtype", "attentionHeads", "kvHeads", "layers", "headDim", "maxContext", "gated")
+# Bytes vLLM holds a weight in, by the dtype the catalogue and `model_info.dtype` name. vLLM's --dtype
+# auto keeps a 16-bit checkpoint's dtype and casts a float32 one down to 16 bits (vllm 0.33.0
+# config/model.py `_resolve_auto_dtype`: "Downcast for float32 models"); MXFP4 is 4-bit values and one
+# 8-bit scale a block of 32 (openai/gpt-oss README, "Precision format").
+DTYPE_BYTES = {
+    "float32": 2.0,
+    "bfloat16": 2.0,
+    "float16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "mxfp4": 4.25 / 8,
+    "int4": 0.5,
+}
+UNQUANTIZED = frozenset({"float32", "bfloat16", "float16"})
+# The fewest bytes a weight takes in any dtype `model_info` may state: the lower bound of a model whose
+# dtype is not known.
+LEAST_WEIGHT_BYTES = min(DTYPE_BYTES.values())
+# The KV cache's bytes an element: vLLM's --kv-cache-dtype auto is the model's dtype, a 16-bit float
+# under --dtype auto (above), unless the checkpoint's quantization_config names a KV cache scheme
+# (vllm 0.33.0 utils/torch_utils.py `resolve_kv_cache_dtype_string`), fp8 at the least. So 2 for an
+# unquantized model, and at least 1 for a quantized one or one whose dtype is not known.
+KV_BYTES_UNQUANTIZED, KV_BYTES_LEAST = 2, 1
+
+AttentionType = Literal["full", "sliding", "chunked", "mla"]
+
+
+@dataclass(frozen=True)
+class Attention:
+    """The layout of a model's KV cache (serving/kv_cache.py)."""
+
+    type: AttentionType = "full"
+    window: int | None = None
+    """sliding: the tokens a sliding layer keeps; chunked: the chunk."""
+    full_every: int | None = None
+    """sliding: every `full_every`-th layer keeps every token (2: alternating; 6: five sliding, one full);
+    None: every layer slides."""
+    kv_lora_rank: int | None = None
+    """mla: the latent's width."""
+    rope_head_dim: int | None = None
+    """mla: the rotary part of a key, cached beside the latent."""
 
 
 @dataclass(frozen=True)
@@ -29,45 +71,85 @@ class ModelFacts:
     max_context: int | None = None
     gated: bool | None = None
     source: str = ""
+    active_parameters: int | None = None
+    experts: int | None = None
+    experts_per_token: int | None = None
+    shared_experts: int | None = None
+    stated_weights_bytes: int | None = None
+    kv_dtype: str | None = None
+    attention: Attention = field(default_factory=Attention)
 
     @property
     def weights_bytes(self) -> int | None:
-        """The weights' size in bytes: parameters times the dtype's bytes."""
+        """The weights' size in bytes (parameters times the dtype's bytes, or the size the catalogue
+        states for a checkpoint mixing dtypes); None where the dtype is not known."""
+        if self.stated_weights_bytes is not None:
+            return self.stated_weights_bytes
         if self.parameters is None or self.dtype is None:
             return None
         return int(self.parameters * DTYPE_BYTES[self.dtype])
 
     @property
-    def kv_bytes_per_token(self) -> int | None:
-        """The KV cache one token takes over all layers (keys and values, in the weights' dtype: vLLM's
-        --kv-cache-dtype auto)."""
-        if None in (self.layers, self.kv_heads, self.head_dim, self.dtype):
-            return None
-        assert self.layers and self.kv_heads and self.head_dim and self.dtype
-        return int(2 * self.layers * self.kv_heads * self.head_dim * DTYPE_BYTES[self.dtype])
+    def least_weights_bytes(self) -> int | None:
+        """What the weights take at the least: their size, or with the dtype not known the parameters at
+        the fewest bytes any dtype gives (4 bits): parameters alone decide whether the weights fit."""
+        if self.weights_bytes is not None:
+            return self.weights_bytes
+        return None if self.parameters is None else int(self.parameters * LEAST_WEIGHT_BYTES)
+
+    @property
+    def kv_element_bytes(self) -> int:
+        """Bytes a KV cache element takes at the least (KV_BYTES_UNQUANTIZED, above)."""
+        if self.kv_dtype is not None:
+            return int(DTYPE_BYTES[self.kv_dtype])
+        return KV_BYTES_UNQUANTIZED if self.dtype in UNQUANTIZED else KV_BYTES_LEAST
+
+    @property
+    def kv_head_count(self) -> int | None:
+        """KV heads (a model without grouped-query attention has as many as attention heads)."""
+        return self.kv_heads if self.kv_heads is not None else self.attention_heads
+
+
+_FIELDS = {
+    "parameters": "parameters",
+    "dtype": "dtype",
+    "attentionHeads": "attention_heads",
+    "kvHeads": "kv_heads",
+    "layers": "layers",
+    "headDim": "head_dim",
+    "maxContext": "max_context",
+    "gated": "gated",
+    "activeParameters": "active_parameters",
+    "experts": "experts",
+    "expertsPerToken": "experts_per_token",
+    "sharedExperts": "shared_experts",
+    "weightsBytes": "stated_weights_bytes",
+    "kvDtype": "kv_dtype",
+}
+_ATTENTION_FIELDS = {
+    "type": "type",
+    "window": "window",
+    "fullEvery": "full_every",
+    "kvLoraRank": "kv_lora_rank",
+    "ropeHeadDim": "rope_head_dim",
+}
+
+
+def _facts(name: str, entry: dict[str, Any]) -> ModelFacts:
+    unverified = set(entry.get("unverified", ()))
+    known = {attr: entry.get(key) for key, attr in _FIELDS.items() if key not in unverified}
+    layout = entry.get("attention", {})
+    attention = Attention(**{attr: layout[key] for key, attr in _ATTENTION_FIELDS.items() if key in layout})
+    # The KV heads of a model without grouped-query attention default to its attention heads only where
+    # model_info states them (declared()); the catalogue names both, or neither is known.
+    return ModelFacts(name=name, source=entry["source"], attention=attention, **known)
 
 
 @functools.cache
 def catalogue() -> dict[str, ModelFacts]:
     """The catalogue by lowercase Hugging Face id (Hugging Face resolves ids case-insensitively)."""
     entries = load_yaml(DATA_DIR / "models.yaml")["models"]
-    found = {}
-    for name, entry in entries.items():
-        unverified = set(entry.get("unverified", ()))
-        known = {f: (None if f in unverified else entry.get(f)) for f in _FIELDS}
-        found[name.lower()] = ModelFacts(
-            name=name,
-            parameters=known["parameters"],
-            dtype=known["dtype"],
-            attention_heads=known["attentionHeads"],
-            kv_heads=known["kvHeads"],
-            layers=known["layers"],
-            head_dim=known["headDim"],
-            max_context=known["maxContext"],
-            gated=known["gated"],
-            source=entry["source"],
-        )
-    return found
+    return {name.lower(): _facts(name, entry) for name, entry in entries.items()}
 
 
 def catalogued(name: str) -> ModelFacts | None:

@@ -50,10 +50,27 @@ def rollout_plan(spec: InferenceServiceSpec) -> RolloutPlan:
     return RolloutPlan(max_surge=0, max_unavailable=1, outage=spec.replicas < 2)
 
 
-def needs_disruption_budget(spec: InferenceServiceSpec) -> bool:
-    """A budget for a service that may run two or more replicas: with one, `maxUnavailable: 1`
-    protects nothing, and a budget that forbids evicting it would block every node drain."""
-    return max(spec.replicas, spec.max_replicas or 0) >= 2
+def disruption_budget(spec: InferenceServiceSpec) -> dict[str, int | str]:
+    """What a voluntary disruption (a node drain: GKE's node upgrades, the cluster autoscaler, `kubectl
+    drain`) may take of the service's Pods, so that it never takes the last replica that serves:
+
+    - a service that runs two or more replicas at the least: `maxUnavailable: 1`, one Pod at a time (the
+      eviction API allows one only while every expected Pod but it is healthy, so the last is never
+      taken);
+    - a service that may run one: `minAvailable`: one replica's Pods (a LeaderWorkerSet's replica is a
+      group of Pods), so its last replica stays until another serves (the autoscaler's second replica,
+      or one `kubectl rollout restart` starts first where the pool has surge room).
+
+    `unhealthyPodEvictionPolicy: AlwaysAllow`: a Pod that is not Ready (a replacement still loading, a
+    crashing server) may always be evicted, so a broken replica never holds a drain for ever (Kubernetes'
+    advice, "Specifying a Disruption Budget"). The trade-off of a single replica is in docs/serving.md,
+    "Disruptions": a drain waits for it (GKE's node upgrades up to an hour, then evict it anyway)."""
+    budget: dict[str, int | str] = {"unhealthyPodEvictionPolicy": "AlwaysAllow"}
+    if spec.replicas >= 2:
+        budget["maxUnavailable"] = 1
+    else:
+        budget["minAvailable"] = spec.nodes_per_replica
+    return budget
 
 
 def pod_disruption_budget(
@@ -63,13 +80,15 @@ def pod_disruption_budget(
     labels: dict[str, str],
     opts: pulumi.ResourceOptions,
 ) -> k8s.policy.v1.PodDisruptionBudget:
-    """At most one of the service's Pods evicted at a time by a drain (GKE's node upgrades respect it
-    for up to an hour), so the other replicas keep serving."""
+    """The service's budget (disruption_budget), over its Pods (every Pod of a LeaderWorkerSet's groups)."""
+    budget = disruption_budget(spec)
     return k8s.policy.v1.PodDisruptionBudget(
         f"{name}-disruption-budget",
         metadata=k8s.meta.v1.ObjectMetaArgs(name=spec.name, namespace=namespace, labels=labels),
         spec=k8s.policy.v1.PodDisruptionBudgetSpecArgs(
-            max_unavailable=1,
+            max_unavailable=budget.get("maxUnavailable"),
+            min_available=budget.get("minAvailable"),
+            unhealthy_pod_eviction_policy=str(budget["unhealthyPodEvictionPolicy"]),
             selector=k8s.meta.v1.LabelSelectorArgs(match_labels=selector_labels(labels)),
         ),
         opts=opts,

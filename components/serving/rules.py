@@ -48,7 +48,7 @@ def gcs_location(model: str) -> tuple[str, str]:
 
 def check_model_server(settings: ModelServerSettings, names: KeyNames, problems: Problems) -> None:
     """The model's form and what it needs: a bucket's model no token (a gated Hugging Face model's token:
-    model_rules.check_model); a bucket path without `..`."""
+    fit.check_model); a bucket path without `..`."""
     source = weights_source(settings.model)
     if settings.model.startswith("gs://"):
         bucket = settings.model.removeprefix("gs://").split("/", 1)[0]

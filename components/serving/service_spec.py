@@ -24,6 +24,9 @@ class _Place(ArgsModel):
     project: ProjectId
     cluster_name: K8sName
     zones: Annotated[list[ZoneName], Field(min_length=1, max_length=26)] | None = None  # type: ignore[valid-type]
+    # The replicas' GPU (an accelerator type: nvidia-l4, nvidia-h100-80gb, ...); default: the node
+    # selector's cloud.google.com/gke-accelerator (service_rules.service_replica).
+    accelerator: Annotated[str, Field(min_length=1, max_length=100)] | None = None
 
 
 class InferenceServiceSpec(ModelServerSettings, _Place):

@@ -15,7 +15,6 @@ from ..core.catalog import MachineType, load_catalog
 from ..gpu.pool import LOCAL_SSD_GIB, GpuPool
 from .model import ServingConfig
 from .model_catalog import weights_bytes
-from .model_rules import download_disk_gib
 
 GIB = 1024**3
 # Compute Engine sizes disks in GB (10^9 bytes); a Local SSD is 375 GB, 349 GiB (gpu.pool.LOCAL_SSD_GIB).
@@ -46,6 +45,14 @@ MEMORY_CACHE_SHARE = 0.15
 # size UNVERIFIED), the node's logs and the OS another quarter; the file cache at most half.
 CONTAINER_DISK_SHARE = 0.25
 DISK_CACHE_SHARE = 0.5
+
+
+def download_disk_gib(ephemeral_gib: int) -> int:
+    """The disk a replica may write on its node (a Hugging Face model's download, caches): a quarter of
+    the node's ephemeral storage (GpuPool.node_ephemeral_storage_gib: its Local SSDs where the pool puts
+    ephemeral storage on them, else its boot disk), at least 20 GiB (the image and the node need the
+    rest)."""
+    return max(20, ephemeral_gib // 4)
 
 
 def allocatable_ephemeral_gib(capacity_gib: float) -> float:

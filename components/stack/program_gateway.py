@@ -1,6 +1,6 @@
 """The stack's Inference Gateway for a service with `gateway: true` (imported only by stacks that have
-one): an InferenceGateway in the service's namespace, and how to reach it (stack output
-`serving.<name>.gateway`)."""
+one): an InferenceGateway in the service's namespace, as the service's plan gives it (serving/plan.py),
+and how to reach it (stack output `serving.<name>.gateway`)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ from typing import Any
 
 import pulumi
 
-from ..serving.gateway import EPP_CHART, EPP_VERSION, GATEWAY_CLASS, InferenceGateway, epp_name
-from ..serving.model import ServingConfig
+from ..serving.gateway import InferenceGateway
+from ..serving.plan import ServicePlan
 from .declare import declare
-from .program_serving import nodes_per_replica
 from .settings import Settings
 
 
@@ -26,40 +25,16 @@ def proxy_only_cidr(settings: Settings) -> str:
 
 def gateway(
     settings: Settings,
-    service: ServingConfig,
+    plan: ServicePlan,
     provider: pulumi.ProviderResource,
     depends_on: list[pulumi.Resource],
 ) -> dict[str, Any]:
     """Declare the service's gateway (after the service and the VPC); return its summary."""
-    namespace = service.namespace
     cidr = proxy_only_cidr(settings)
-    pool = next(p for p in settings.gpu_pools if p.name == service.pool)
     declare(
         InferenceGateway,
-        f"gateway-{service.name}",
-        {
-            "service": service.name,
-            "proxy_only_cidr": cidr,
-            # A replica over several nodes is a LeaderWorkerSet: the pool takes its leaders only.
-            **({"leaders_only": True} if nodes_per_replica(service, pool) > 1 else {}),
-        },
+        f"gateway-{plan.service.name}",
+        plan.gateway_args(cidr),
         opts=pulumi.ResourceOptions(providers={"kubernetes": provider}, depends_on=depends_on),
     )
-    address = (
-        f"kubectl get gateway -n {namespace} {service.name} -o jsonpath='{{.status.addresses[0].value}}'"
-    )
-    request = f'{{"model": "{service.name}", "prompt": "The capital of France is", "max_tokens": 16}}'
-    return {
-        "name": service.name,
-        "class": f"{GATEWAY_CLASS} (regional internal Application Load Balancer: reachable from the VPC "
-        f"in {settings.region})",
-        "inferencePool": service.name,
-        "endpointPicker": f"{epp_name(service.name)} ({EPP_CHART} {EPP_VERSION})",
-        "proxyOnlyCidr": cidr,
-        "commands": {
-            "status": f"kubectl get gateway,httproute,inferencepool -n {namespace}",
-            "address": address,
-            "ask": f"ADDRESS=$({address}); curl -s http://$ADDRESS/v1/completions -H "
-            f"'Content-Type: application/json' -d '{request}'  # from a VM or Pod in the VPC",
-        },
-    }
+    return plan.gateway_summary(settings.region, cidr)
