@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from ..gpu.pool import GpuPool
 from ..gpu.scheduling import node_selector, tolerations
@@ -19,7 +19,7 @@ from .inference_service import ROLLOUT_TIMEOUT_S, InferenceServiceArgs
 from .leader_worker_set import group_name
 from .load_floors import REFERENCE_LEVELS, default_floors
 from .load_test import JOB, ServingLoadTestArgs
-from .model import ServingConfig
+from .model import ModelServerSettings, ServingConfig
 from .pool_rules import nodes_per_replica
 from .rules import gcs_location, weights_source
 from .server_parts import CONTAINER, PORT
@@ -195,17 +195,17 @@ def plan_service(
     for a rollout's surge replica, sizing.surge_services)."""
     nodes = nodes_per_replica(service, pool)
     per_pod = service.gpus_per_replica // nodes
-    args: InferenceServiceArgs = {
+    # The settings the section and the component share (ModelServerSettings), by their snake_case names:
+    # each is written once, in the shared model.
+    shared = service.model_dump(include=set(ModelServerSettings.model_fields), exclude_none=True)
+    args = cast(InferenceServiceArgs, shared)
+    args |= {
         "name": service.name,
-        "model": service.model,
-        "server": service.server,
-        "gpus_per_replica": service.gpus_per_replica,
         "replicas": service.replicas.min,
         "node_selector": node_selector(pool, autopilot=autopilot),
         "tolerations": tolerations(pool, autopilot=autopilot),  # type: ignore[typeddict-item]
         "project": project,
         "cluster_name": cluster_name,
-        "client_namespaces": list(service.client_namespaces),
         "image": image,
     }
     size = container_size(pool, per_pod)
@@ -214,7 +214,6 @@ def plan_service(
     # A Pod's file cache: one node's share of a replica that spans nodes.
     cache = weights_cache(pool, per_pod, weights_bytes_of(service))
     if service.weights.via == "hyperdiskMl":
-        args["weights"] = service.weights.model_dump(exclude_none=True)  # type: ignore[typeddict-item]
         args["zones"] = list(pool.zones or ())
     elif weights_source(service.model) == "gcs" and cache.size_gib:
         args["weights_cache_gib"], args["weights_cache_medium"] = cache.size_gib, cache.medium
@@ -222,14 +221,6 @@ def plan_service(
         args["surge"] = True
     if service.replicas.max > service.replicas.min:
         args["max_replicas"] = service.replicas.max
-        if service.scale_on is not None:
-            args["scale_on"] = service.scale_on
-    # The settings the section and the component share (ModelServerSettings), by their snake_case names.
-    for key in ("hf_token_secret", "max_model_len", "gpu_memory_utilization"):
-        if getattr(service, key) is not None:
-            args[key] = getattr(service, key)
-    if service.model_info is not None:
-        args["model_info"] = service.model_info.model_dump(exclude_none=True)  # type: ignore[typeddict-item]
     if nodes > 1:
         args["gpus_per_node"] = per_pod
     if pool.dra_gpus:
