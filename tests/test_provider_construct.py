@@ -214,6 +214,8 @@ CASES: dict[str, Case] = {
             f"{NAME}-default-deny-egress": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
             f"{NAME}-server-egress": "kubernetes:networking.k8s.io/v1:NetworkPolicy",
             f"{NAME}-pod-monitoring": "kubernetes:monitoring.googleapis.com/v1:PodMonitoring",
+            # Every service keeps its last replica through a drain (serving/rollout.py).
+            f"{NAME}-disruption-budget": "kubernetes:policy/v1:PodDisruptionBudget",
             f"{NAME}-weights-reader": "gcp:serviceaccount/account:Account",
             f"{NAME}-weights-viewer": "gcp:storage/bucketIAMMember:BucketIAMMember",
             f"{NAME}-workload-identity": "gcp:serviceaccount/iAMMember:IAMMember",

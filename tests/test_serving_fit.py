@@ -171,8 +171,8 @@ def test_bad_input_is_refused_from_both_sides(
 
 def test_a_sliding_window_model_is_judged_by_its_window_not_refused_by_full_context() -> None:
     """Gemma 3 27B at its full 128K context on one H100: counting every layer at full context (62 x
-    131072 tokens x 8 KiB = 62 GiB) refused it; vLLM keeps the 52 sliding layers' window only, 11.2 GiB
-    in all, beside 50.3 GiB of weights: it fits."""
+    131072 tokens x 8 KiB = 62 GiB) refused it; vLLM keeps the 52 sliding layers' window and the tokens
+    in flight only, 13.7 GiB in all, beside 50.3 GiB of weights, within the H100's 72.8: it fits."""
     gemma = service(
         "google/gemma-3-27b-it", pool="h100", hfTokenSecret="hf", maxModelLen=131072, gpusPerReplica=1
     )

@@ -187,6 +187,11 @@ class InferenceServiceArgs(TypedDict):
 class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
     """A vLLM model server (`vllm/vllm-openai`, pinned) on a GPU pool, in its own namespace
     `serve-<name>`: a Deployment, or a LeaderWorkerSet when a replica spans nodes (`gpus_per_node`).
+    Before it declares anything it refuses, as a stack file's `serving` entry is refused, a model that
+    cannot start on its replica: a gated model without `hf_token_secret`, a tensor-parallel size vLLM
+    refuses, a `max_model_len` over the model's context, weights larger than `disk_gib`, and weights plus
+    one sequence's KV cache larger than the GPUs' memory (the GPU `accelerator` names, else the node
+    selector's `cloud.google.com/gke-accelerator`); what it cannot check it logs as a warning.
 
     Weights: a gs:// model is mounted read-only from its bucket through GKE's Cloud Storage FUSE CSI
     driver (the cluster must have it: GkeCluster's `gcs_fuse_csi_driver`), read as the service's own
