@@ -15,18 +15,11 @@ from gke_gpu.core.validation import InvalidArgsError
 from gke_gpu.serving.inference_service import InferenceService
 from gke_gpu.serving.service_rules import service_notes
 from gke_gpu.serving.service_spec import InferenceServiceSpec
-from gke_gpu.stack.config import parse_settings
-from tests.conftest import STANDARD_CLUSTER, config_error
+from tests.conftest import config_error
+from tests.test_serving_models import H100X8, service, stack
+from tests.test_serving_models import accepted as warnings_of
 from tools.offline import run_program
 
-L4 = {"name": "l4", "accelerator": "nvidia-l4", "gpusPerNode": 1, "maxNodes": 2, "driverVersion": "LATEST"}
-H100X8 = {
-    "name": "h100",
-    "accelerator": "nvidia-h100-80gb",
-    "gpusPerNode": 8,
-    "maxNodes": 2,
-    "driverVersion": "LATEST",
-}
 L4_SELECTOR = {"cloud.google.com/gke-accelerator": "nvidia-l4", "cloud.google.com/gke-nodepool": "l4"}
 # Llama 3.3 70B: the catalogue's figures for it were unverified, and so unused, before issue 35.
 ARGS = {
@@ -39,19 +32,6 @@ ARGS = {
     # Enough disk for the download: only the GPUs' memory is short.
     "disk_gib": 400,
 }
-
-
-def stack(*services: dict[str, Any], pools: tuple[dict[str, Any], ...] = (L4,)) -> dict[str, Any]:
-    return {"cluster": STANDARD_CLUSTER, "gpuPools": list(pools), "serving": list(services)}
-
-
-def service(model: str, pool: str = "l4", **keys: Any) -> dict[str, Any]:
-    return {"name": "chat", "pool": pool, "model": model, **keys}
-
-
-def warnings_of(raw: dict[str, Any]) -> list[str]:
-    _, warnings = parse_settings(raw, project="test-project", region="us-central1", stack="test")
-    return warnings
 
 
 def declare_alone(args: dict[str, Any]):
