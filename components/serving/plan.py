@@ -203,6 +203,8 @@ def plan_service(
         "name": service.name,
         "replicas": service.replicas.min,
         "node_selector": node_selector(pool, autopilot=autopilot),
+        # The GPU, for the fit rules, where the selector does not name it (a ComputeClass's).
+        "accelerator": pool.accelerator,
         "tolerations": tolerations(pool, autopilot=autopilot),  # type: ignore[typeddict-item]
         "project": project,
         "cluster_name": cluster_name,
