@@ -259,7 +259,8 @@ def format_tree(document: dict[str, Any]) -> str:
 
 def format_header(document: dict[str, Any]) -> list[str]:
     """What must not scroll away: the program's warnings, then the policy pack's verdict."""
-    lines = [f"warning: {warning}" for warning in document.get("warnings") or []]
+    # Each message carries the one prefix of its kind ("note: ", "warning: "), as the engine prints it.
+    lines = list(document.get("warnings") or [])
     policy = document.get("policy")
     if isinstance(policy, dict):
         if not policy.get("checked") and policy.get("optional"):
