@@ -161,7 +161,9 @@ class GpuDirectRules(PoolRuleBase):
     def _known_good(self, flavor: GpuDirectFlavor) -> bool:
         """The stack's minimum version is at least the one cluster-toolkit runs this flavour on."""
         known = UNGATED_KNOWN_GOOD.get(flavor)
-        return known is not None and self.cluster_version is not None and satisfies(self.cluster_version, known)
+        return (
+            known is not None and self.cluster_version is not None and satisfies(self.cluster_version, known)
+        )
 
     def _check_dranet(self, pool: GpuPool, path: str, machine: MachineType, flavor: GpuDirectFlavor) -> None:
         """GKE's managed DRANET claims MRDMA NICs (DeviceClass mrdma.google.com) and needs GKE

@@ -264,7 +264,9 @@ def _checks(settings: Settings) -> dict[str, str]:
         selector = "cloud.google.com/gke-accelerator"
         if dra:
             selector = f"'{selector},cloud.google.com/gke-nodepool notin ({','.join(dra)})'"
-        checks["allocatableGpus"] = f"kubectl get nodes -l {selector} -o custom-columns={ALLOCATABLE_GPUS_COLUMNS}"
+        checks["allocatableGpus"] = (
+            f"kubectl get nodes -l {selector} -o custom-columns={ALLOCATABLE_GPUS_COLUMNS}"
+        )
         checks["devicePluginPods"] = GKE_DEVICE_PLUGIN_PODS
     if dra:
         checks["draResourceSlices"] = (

@@ -581,7 +581,9 @@ def test_shielded_nodes_off_is_accepted_only_on_a_bare_metal_cluster() -> None:
 
     assert BARE_METAL_LABEL == PROGRAMS_LABEL
     off = standard_cluster(enableShieldedNodes=False)
-    one(check(rules.validate_node_shielded, CLUSTER, off), rules.NODE_SHIELDED, "enableShieldedNodes is false")
+    one(
+        check(rules.validate_node_shielded, CLUSTER, off), rules.NODE_SHIELDED, "enableShieldedNodes is false"
+    )
     labelled = set_path(off, ("resourceLabels", BARE_METAL_LABEL), "true")
     assert check(rules.validate_node_shielded, CLUSTER, labelled) == []
 
