@@ -129,9 +129,9 @@ def test_preview_roles_are_read_only_and_up_roles_grant_the_writes() -> None:
         ]
         assert not writes, (role, writes[:5])
     for type_, perms in TYPE_PERMISSIONS.items():
-        grants, left = least_roles(perms.up, UP_ROLES)
+        _, left = least_roles(perms.up, UP_ROLES)
         assert left == [], (type_, left)
-        grants, left = least_roles(perms.preview, PREVIEW_ROLES)
+        _, left = least_roles(perms.preview, PREVIEW_ROLES)
         assert left == [], (type_, left)
 
 

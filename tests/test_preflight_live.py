@@ -21,7 +21,7 @@ from tests.conftest import stack_render
 from tools import preflight as live
 from tools.plan import to_document
 
-TOKEN = "ya29.test-token"  # noqa: S105 (a stand-in the adapter checks arrives as the bearer token)
+TOKEN = "ya29.test-token"
 
 
 class FakeGoogle(requests.adapters.BaseAdapter):
@@ -185,8 +185,8 @@ def test_a_missing_bucket_permission_names_the_bucket(serve: dict[str, Any]) -> 
         line.startswith("bucket example-gpu-serve-models: the caller lacks 2") for line in report.missing
     )
     assert (
-        "gcloud storage buckets add-iam-policy-binding gs://example-gpu-serve-models --member=user:me@example.com "
-        "--role=roles/storage.legacyBucketOwner" in report.commands
+        "gcloud storage buckets add-iam-policy-binding gs://example-gpu-serve-models "
+        "--member=user:me@example.com --role=roles/storage.legacyBucketOwner" in report.commands
     )
 
 
@@ -199,8 +199,8 @@ def test_insufficient_quota(serve: dict[str, Any]) -> None:
     report = live.check(serve, _session(FakeGoogle(**given)))
     assert report.exit_code() == live.EXIT_MISSING
     assert any(
-        "us-central1: NVIDIA_L4_GPUS: the pools may ask 2, but the limit is 2 and 1 is in use; request at least 3"
-        in line
+        "us-central1: NVIDIA_L4_GPUS: the pools may ask 2, but the limit is 2 and 1 is in use; "
+        "request at least 3" in line
         for line in report.missing
     )
     assert any(

@@ -235,9 +235,10 @@ def _quotas(session: Session, project: str, quotas: list[dict[str, Any]], report
         where = f"{project} {q['region']}: {q['metric']}"
         found = limits[q["region"]].get(q["metric"])
         if found is None:
+            scope = "project" if q["region"] == "global" else "region"
             report.unchecked.append(
-                f"{where}: not in Compute Engine's quota list for the {'project' if q['region'] == 'global' else 'region'} "
-                f"(newer GPU metrics are not always listed there): see {console}"
+                f"{where}: not in Compute Engine's quota list for the {scope} (newer GPU metrics are "
+                f"not always listed there): see {console}"
             )
             continue
         limit, usage = found

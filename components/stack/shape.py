@@ -7,7 +7,6 @@ that the second pass skips the rules that would read it (instead of judging defa
 from __future__ import annotations
 
 import difflib
-
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
