@@ -192,6 +192,7 @@ def check_project(session: Session, entry: dict[str, Any], *, mode: str, member:
             member,
             report,
             target=f"storage buckets add-iam-policy-binding gs://{bucket['bucket']}",
+            project_target=f"projects add-iam-policy-binding {project}",
         )
     if mode == "up":
         _quotas(session, project, entry.get("quotas") or [], report)
@@ -206,7 +207,10 @@ def _permissions(
     report: Report,
     *,
     target: str,
+    project_target: str | None = None,
 ) -> None:
+    from gke_gpu.project.roles import bucket_grantable
+
     lacking = [p for p in needed if p not in held]
     if not lacking:
         report.ok.append(f"{where}: the caller holds all {len(needed)} permissions")
@@ -217,7 +221,10 @@ def _permissions(
         + (" ..." if len(lacking) > 8 else "")
         + f" (granted by {', '.join(roles)})"
     )
-    report.commands += [f"gcloud {target} --member={member} --role={role}" for role in roles]
+    for role in roles:
+        # A bucket's own policy takes Cloud Storage's roles only; another is granted on the project.
+        on = target if project_target is None or bucket_grantable(role) else project_target
+        report.commands.append(f"gcloud {on} --member={member} --role={role}")
 
 
 def _quotas(session: Session, project: str, quotas: list[dict[str, Any]], report: Report) -> None:

@@ -17,7 +17,7 @@ API_TITLES: dict[str, str] = {
     "monitoring.googleapis.com": "Cloud Monitoring API",
     "artifactregistry.googleapis.com": "Artifact Registry API",
     "storage.googleapis.com": "Cloud Storage API",
-    "containerfilesystem.googleapis.com": "Container File System API (image streaming)",
+    "containerfilesystem.googleapis.com": "Container File System API",
     "binaryauthorization.googleapis.com": "Binary Authorization API",
     "cloudkms.googleapis.com": "Cloud Key Management Service (KMS) API",
     "serviceusage.googleapis.com": "Service Usage API",

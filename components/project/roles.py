@@ -51,6 +51,12 @@ PREVIEW_ROLES: tuple[str, ...] = (
 )
 
 
+def bucket_grantable(role: str) -> bool:
+    """A role a bucket's own IAM policy takes (Cloud Storage's roles); any other is granted on the
+    project, where it covers the bucket too."""
+    return role.startswith("roles/storage.")
+
+
 @dataclass(frozen=True)
 class Role:
     name: str
