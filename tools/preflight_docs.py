@@ -21,8 +21,8 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gke_gpu.project.roles import bucket_grantable  # noqa: E402
-from tools.offline import ROOT, run_stack, stacks  # noqa: E402
+from gke_gpu.project.roles import bucket_grantable
+from tools.offline import ROOT, run_stack, stacks
 
 DOCS = (ROOT / "README.md", ROOT / "docs" / "ci.md")
 PROJECT_IAM = "gcp:projects/iAMMember:IAMMember"
@@ -60,7 +60,7 @@ def _apis(documents: dict[str, dict[str, Any]]) -> dict[str, tuple[str, list[str
     for stack, document in documents.items():
         for project in document["preflight"]["projects"]:
             for api in project["apis"]:
-                title, why, which = found.setdefault(api["api"], (api["title"], [], []))
+                _, why, which = found.setdefault(api["api"], (api["title"], [], []))
                 why += [w for w in api["for"] if w not in why]
                 if stack not in which:
                     which.append(stack)
@@ -183,7 +183,8 @@ def ci_roles(documents: dict[str, dict[str, Any]]) -> str:
         '    gcloud projects add-iam-policy-binding "$p" --member="serviceAccount:$DEPLOY_SA" --role="$role"',
         "  done",
         "  for role in " + " ".join(project_preview) + "; do",
-        '    gcloud projects add-iam-policy-binding "$p" --member="serviceAccount:$PREVIEW_SA" --role="$role"',
+        '    gcloud projects add-iam-policy-binding "$p" --member="serviceAccount:$PREVIEW_SA" '
+        '--role="$role"',
         "  done",
         "done",
         "# A serving stack's model bucket (gke-gpu:serving[].weights): the program grants its reader on it.",
