@@ -212,13 +212,20 @@ def _computed_outputs(args: pulumi.runtime.MockResourceArgs) -> dict[str, Any]:
     return {}
 
 
+# The kind of each message the program logs, as the engine prints it: its one prefix.
+_KINDS = {logging.INFO: "note: ", logging.WARNING: "warning: ", logging.ERROR: "error: "}
+
+
 class _LogCapture(logging.Handler):
+    """The program's messages, each with the prefix of its kind: notes (info) and warnings."""
+
     def __init__(self) -> None:
-        super().__init__(level=logging.WARNING)
+        super().__init__(level=logging.INFO)
         self.messages: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
+        kind = _KINDS.get(record.levelno, "warning: " if record.levelno > logging.INFO else "note: ")
+        self.messages.append(kind + record.getMessage())
 
 
 # --------------------------------------------------------------------------------------------------
@@ -288,6 +295,7 @@ def run_program(
     capture = _LogCapture()
     logger = logging.getLogger(f"gke-gpu.offline.{id(result)}")
     logger.addHandler(capture)
+    logger.setLevel(logging.INFO)  # notes are info: the root logger's WARNING would drop them
     logger.propagate = False
     mocks = _RecordingMocks(preview)
     monitor = _RecordingMonitor(mocks)
@@ -357,5 +365,5 @@ def run_stack(stack: str, *, preview: bool = True, directory: Path = ROOT) -> Ru
     loaded = _load(stack, directory)
     result = run_program(loaded.config, stack=stack, preview=preview, secret_keys=loaded.secret_keys)
     # What the file holds that an offline run cannot use (an ESC environment) comes first.
-    result.warnings[:0] = loaded.notes
+    result.warnings[:0] = [f"warning: {note}" for note in loaded.notes]
     return result

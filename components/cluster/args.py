@@ -172,6 +172,12 @@ class GkeClusterArgs(TypedDict):
     """GKE's Gateway API controller on its standard channel (`CHANNEL_STANDARD`), which serves
     Gateways and HTTPRoutes (InferenceGateway's). An in-place update. Defaults to false (left unset:
     GKE's own default)."""
+    shielded_nodes: NotRequired[bool]
+    """Standard only: Shielded GKE Nodes (`enableShieldedNodes`). False only for a cluster that runs
+    bare-metal nodes (A4X Max, `a4x-maxgpu-4g-metal`), as cluster-toolkit's `examples/gke-a4x-max-bm`
+    turns it off; the cluster then carries the label `gke-gpu-bare-metal-nodes: "true"`, which the
+    policy pack's `node-shielded-vm` reads. Node pools keep Shielded VM's secure boot and integrity
+    monitoring either way. Defaults to true."""
 
 
 def _gcp_label_text(value: str, *, key: bool) -> str:
@@ -219,6 +225,7 @@ class GkeClusterSpec(GkeClusterSettings, _GkeClusterPlace):
     gcs_fuse_csi_driver: bool = False
     lustre_csi_driver: bool = False
     gateway_api: bool = False
+    shielded_nodes: bool = True
 
 
 def cluster_rules(spec: GkeClusterSpec) -> list[str]:
@@ -249,6 +256,12 @@ def cluster_rules(spec: GkeClusterSpec) -> list[str]:
             "lustre_csi_driver",
             f"true needs minimum_version {LUSTRE_CSI_MIN_VERSION} or later (GKE's Managed Lustre CSI "
             f"driver); minimum_version is {spec.minimum_version}",
+        )
+    if spec.autopilot and not spec.shielded_nodes:
+        problems.add(
+            "shielded_nodes",
+            "false is not allowed with autopilot: true (Autopilot nodes are always Shielded; only a "
+            "Standard cluster of bare-metal nodes turns it off)",
         )
     if spec.autopilot and ZONE_PATTERN.fullmatch(spec.location):
         problems.add("location", f"{spec.location!r} is a zone; Autopilot clusters are regional")

@@ -19,7 +19,21 @@ from .model import SystemPoolConfig
 CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 # Google's least-privilege role for node service accounts: write logs and metrics, read
 # monitoring config, nothing else (no Compute or Storage admin as the default compute account has).
-NODE_SERVICE_ACCOUNT_ROLES = ("roles/container.defaultNodeServiceAccount",)
+# And serviceusage.serviceUsageConsumer, which image streaming needs (on in every GPU pool and every
+# Autopilot cluster): GKE's "Use Image streaming" page, Requirements: "If the GKE nodes in the cluster
+# don't use the default service account, you must make sure that the custom service account has the
+# Service Usage Consumer (roles/serviceusage.serviceUsageConsumer) IAM role in the project that hosts
+# the container image" (the images of the serving mirror are in the stack's project);
+# roles/container.defaultNodeServiceAccount lacks serviceusage.services.use (its definition, vendored in
+# components/data/iam_roles.json). terraform-google-kubernetes-engine grants it for the same reason
+# (issue #2251, PR #2262; autogen/main/sa.tf.tmpl at bb176b21, for Autopilot or enable_gcfs).
+NODE_SERVICE_ACCOUNT_ROLES = (
+    "roles/container.defaultNodeServiceAccount",
+    "roles/serviceusage.serviceUsageConsumer",
+)
+# The cluster label that says its Shielded GKE Nodes are off for bare-metal nodes (shielded_nodes);
+# the policy pack's node-shielded-vm accepts the setting on a cluster that carries it.
+BARE_METAL_LABEL = "gke-gpu-bare-metal-nodes"
 
 
 # The provider's inputs as the helpers below build them, keyed by the resource's keyword arguments, so
@@ -269,7 +283,8 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
             if spec.hpa_profile
             else None,
             "deletion_protection": spec.deletion_protection,
-            "resource_labels": dict(spec.resource_labels),
+            "resource_labels": dict(spec.resource_labels)
+            | ({BARE_METAL_LABEL: "true"} if not spec.shielded_nodes else {}),
             # Declared either way, so turning it off again really sends DISABLED. An in-place update.
             "binary_authorization": container.ClusterBinaryAuthorizationArgs(
                 evaluation_mode="PROJECT_SINGLETON_POLICY_ENFORCE"
@@ -298,7 +313,9 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
             {
                 "remove_default_node_pool": True,
                 "initial_node_count": 1,
-                "enable_shielded_nodes": True,
+                # Off only for bare-metal nodes (A4X Max), as cluster-toolkit's examples/gke-a4x-max-bm
+                # (cluster/args.py, shielded_nodes). Changing it is an in-place update of the cluster.
+                "enable_shielded_nodes": spec.shielded_nodes,
                 # Dataplane V2 (eBPF): enforces Kubernetes NetworkPolicy and logs network policy
                 # decisions; Autopilot always has it. Only settable at creation (ForceNew).
                 "datapath_provider": "ADVANCED_DATAPATH",

@@ -38,6 +38,7 @@ from ..core.common import (
 )
 from ..core.credentials import credentials_in, redact
 from ..core.messages import format_path
+from ..core.validation import log_message
 from ..gpu.device_plugin_config import DevicePluginConfig
 from ..gpu.pool import GPU_TAINT, GpuPool, ReservationConfig, SharingConfig, TaintConfig
 from ..monitoring.model import AlertsConfig, MonitoringConfig
@@ -356,5 +357,5 @@ def load_settings() -> Settings:
         {k: v for k, v in config.items() if v is not None}, stack=pulumi.get_stack(), secret_keys=secret_keys
     )
     for warning in warnings:
-        pulumi.log.warn(warning)
+        log_message(warning)
     return settings

@@ -8,6 +8,7 @@ import pulumi
 
 from ..cluster.args import GkeClusterArgs, HpaProfile, KubeconfigEndpoint, Maintenance, ReleaseChannel
 from ..cluster.gke_cluster import GkeCluster
+from ..gpu.bare_metal import is_bare_metal
 from ..network.vpc import GkeNetwork
 from .declare import declare
 from .program_batch import team_data_drivers
@@ -96,6 +97,8 @@ def gke_cluster(settings: Settings, prefix: str = "") -> tuple[GkeCluster, GkeNe
     if not cluster.autopilot:
         # Standard only: the config refuses both on Autopilot.
         args["intranode_visibility"] = cluster.intranode_visibility
+        if any(is_bare_metal(p.machine_type) for p in settings.gpu_pools):
+            args["shielded_nodes"] = False
         if multi_network_flavors(settings) or any(p.second_network for p in settings.gpu_pools):
             args["multi_networking"] = True
         if needs_gcs_fuse(settings) or bucket_volumes:

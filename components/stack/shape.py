@@ -6,6 +6,7 @@ that the second pass skips the rules that would read it (instead of judging defa
 
 from __future__ import annotations
 
+import difflib
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -63,11 +64,17 @@ def validate_shape(raw: Mapping[str, Any]) -> Shape:
     broken = Broken()
     valid: dict[str, Any] = {}
     for key in sorted(set(raw) - set(TOP_LEVEL_KEYS)):
+        meant = _near_miss(str(key), raw)
+        if meant is not None:
+            # What the user meant is absent, not empty: the rules reading it must not judge it empty.
+            broken.sections.add(meant)
         problems.append(
-            f"{NAMESPACE}:{cut_key(str(key))}: unknown key; allowed keys: "
+            f"{NAMESPACE}:{cut_key(str(key))}: unknown key; "
+            + (f"did you mean {NAMESPACE}:{meant}? " if meant is not None else "")
+            + "allowed keys: "
             + ", ".join(f"{NAMESPACE}:{k}" for k in TOP_LEVEL_KEYS)
         )
-    if raw.get("cluster") is None:
+    if raw.get("cluster") is None and "cluster" not in broken.sections:
         problems.append(
             f"{NAMESPACE}:cluster: required; at least `{NAMESPACE}:cluster: {{mode: autopilot}}` "
             "(autopilot, standard or existing)"
@@ -96,6 +103,17 @@ def validate_shape(raw: Mapping[str, Any]) -> Shape:
     if "cluster" in broken.sections:
         return Shape(None, problems, broken)
     return Shape(StackConfig.model_validate(valid), problems, broken)
+
+
+def _near_miss(key: str, raw: Mapping[str, Any]) -> str | None:
+    """The top-level key `key` is a misspelling of, when that key is not in the stack file itself
+    (`gpuPool` for `gpuPools`, `Cluster` for `cluster`)."""
+    absent = [k for k in TOP_LEVEL_KEYS if k not in raw]
+    folded = {k.lower(): k for k in absent}
+    if key.lower() in folded:
+        return folded[key.lower()]
+    close = difflib.get_close_matches(key, absent, n=1, cutoff=0.8)
+    return close[0] if close else None
 
 
 def _salvage_cluster(value: Any, broken: Broken) -> dict[str, Any] | None:
