@@ -186,4 +186,4 @@ def test_the_render_prints_the_preflight() -> None:
     text = format_tree(_document("serve"))
     assert "preflight: what each project must offer before `pulumi up`" in text
     assert "gcloud services enable artifactregistry.googleapis.com" in text
-    assert "quota us-central1: NVIDIA_L4_GPUS up to 2" in text
+    assert "quota us-central1: NVIDIA_L4_GPUS up to 3" in text

@@ -136,7 +136,7 @@ def test_everything_present(serve: dict[str, Any]) -> None:
     assert report.missing == [] and report.unchecked == [] and report.commands == []
     assert report.exit_code() == live.EXIT_OK
     assert any("API artifactregistry.googleapis.com enabled" in line for line in report.ok)
-    assert any("NVIDIA_L4_GPUS: 2 fit (limit 8, usage 0)" in line for line in report.ok)
+    assert any("NVIDIA_L4_GPUS: 3 fit (limit 8, usage 0)" in line for line in report.ok)
     hosts = {urlsplit(c.url or "").netloc for c in adapter.calls}
     assert hosts == {
         "serviceusage.googleapis.com",
@@ -199,12 +199,12 @@ def test_insufficient_quota(serve: dict[str, Any]) -> None:
     report = live.check(serve, _session(FakeGoogle(**given)))
     assert report.exit_code() == live.EXIT_MISSING
     assert any(
-        "us-central1: NVIDIA_L4_GPUS: the pools may ask 2, but the limit is 2 and 1 is in use; "
-        "request at least 3" in line
+        "us-central1: NVIDIA_L4_GPUS: the pools may ask 3, but the limit is 2 and 1 is in use; "
+        "request at least 4" in line
         for line in report.missing
     )
     assert any(
-        "global: GPUS_ALL_REGIONS: the pools may ask 2, but the limit is 0" in line for line in report.missing
+        "global: GPUS_ALL_REGIONS: the pools may ask 3, but the limit is 0" in line for line in report.missing
     )
 
 
