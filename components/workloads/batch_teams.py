@@ -73,6 +73,11 @@ class BatchTeam(TypedDict):
     egress: NotRequired[list[TeamEgress]]
     """More egress for the team's Pods, in both its namespaces: each denies egress but to GKE's DNS,
     their own Pods and the metadata server (`default-deny-egress`). Defaults to none."""
+    members: NotRequired[list[str]]
+    """Who may run and watch the team's jobs, each `group:<email>` or `user:<email>`: a RoleBinding
+    `gke-gpu-team-members` in each of the team's namespaces to the ClusterRole `gke-gpu-team-member`
+    (team_access.py), which cannot edit Namespaces, NetworkPolicies or RBAC. A group needs Google Groups
+    for RBAC on the cluster (GkeCluster's `rbac_security_group`). Defaults to none (no RoleBinding)."""
 
 
 class TeamShare(TypedDict):
