@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from gke_gpu.core.validation import InvalidArgsError
+from gke_gpu.gpu.scheduling import ACCELERATOR_LABEL
 from gke_gpu.gpudirect.admission import GpuDirectAdmission
 from gke_gpu.gpudirect.admission_cel import DEVICE_POLICY, POD_POLICY, SIDECAR_EXEC_POLICY
 from gke_gpu.gpudirect.admission_networks import NETWORK_POLICY
-from gke_gpu.gpu.scheduling import ACCELERATOR_LABEL
 from gke_gpu.gpudirect.flavors import FLAVORS, GpuDirectFlavor
 from gke_gpu.gpudirect.pod_parts import gpudirect_pod_parts
 from tests.admission_eval import Verdict, evaluate
@@ -276,7 +276,10 @@ def test_every_container_list_and_security_context_is_checked(train: RunResult) 
             "containers": [{"name": "a", "image": "x"}],
         },
     }
-    assert "seccomp profiles other than RuntimeDefault and Localhost are not allowed" in verdict(train, POD_POLICY, pod, "research").denied
+    assert (
+        "seccomp profiles other than RuntimeDefault and Localhost are not allowed"
+        in verdict(train, POD_POLICY, pod, "research").denied
+    )
     plain = {"metadata": {}, "spec": {"containers": [{"name": "a", "image": "x"}]}}
     assert verdict(train, POD_POLICY, plain, "research").admitted
 
