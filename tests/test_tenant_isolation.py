@@ -142,7 +142,7 @@ def test_the_pinned_image_alone_is_not_the_sidecar(train: RunResult) -> None:
     pod["spec"]["initContainers"].remove(sidecar)
     sidecar.pop("restartPolicy")
     pod["spec"]["containers"].append(sidecar)
-    assert sidecar["image"] == TCPXO_RXDM
+    assert sidecar["image"].startswith(f"{TCPXO_RXDM}@sha256:")
     assert not verdict(train, DEVICE_POLICY, pod, NCCL).admitted
     result = verdict(train, POD_POLICY, pod, NCCL)
     assert any("a container named like the GPUDirect sidecar" in m for m in result.denied)
