@@ -83,6 +83,9 @@ class StackFile:
     config: dict[str, str]
     secret_keys: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # The top-level `secretsprovider` (stack/secrets_provider.py checks it) and its line.
+    secrets_provider: str | None = None
+    secrets_provider_line: int | None = None
 
 
 def cut(value: Any, limit: int = _SHOWN) -> str:
@@ -440,9 +443,24 @@ def parse_stack_text(text: str, name: str) -> StackFile:
         notes.append(
             f"{name}: `environment` (Pulumi ESC) is not read offline: its config is not in this render"
         )
+    provider: tuple[str | None, int | None] = (None, None)
+    if "secretsprovider" in root.value:
+        line, node = root.value["secretsprovider"]
+        if node.kind != "scalar" or node.tag != f"{_TAG}str":
+            raise StackFileError.at(
+                name, line, "secretsprovider is not a string (e.g. gcpkms://projects/...)"
+            )
+        provider = (str(node.value), line)
+    result = _config(root, name, notes)
+    result.secrets_provider, result.secrets_provider_line = provider
+    return result
+
+
+def _config(root: _Node, name: str, notes: list[str]) -> StackFile:
+    """The `config:` of a stack file's root map."""
     if "config" not in root.value:
         return StackFile({}, notes=notes)
-    line, config = root.value["config"]
+    _, config = root.value["config"]
     if config.kind == "scalar" and config.tag == f"{_TAG}null":
         return StackFile({}, notes=notes)
     if config.kind != "map":
