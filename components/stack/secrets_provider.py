@@ -28,21 +28,32 @@ _KEY = re.compile(
 EXAMPLE = "gcpkms://projects/<ci-project>/locations/global/keyRings/gke-gpu/cryptoKeys/<stack>"
 
 
-def _provider_of(path: Path) -> StackFile | None:
-    """Another stack file's settings, or None where it cannot be read (its own render reports that)."""
+def secrets_provider(loaded: StackFile, name: str) -> tuple[str | None, int | None]:
+    """A stack file's `secretsprovider` and its line ((None, None) without one); raises StackFileError
+    when it is not a string."""
+    if "secretsprovider" not in loaded.top_level:
+        return None, None
+    line, node = loaded.top_level["secretsprovider"]
+    if node.kind != "scalar" or node.tag != "tag:yaml.org,2002:str":
+        raise StackFileError.at(name, line, "secretsprovider is not a string (e.g. gcpkms://projects/...)")
+    return str(node.value), line
+
+
+def _provider_of(path: Path) -> str | None:
+    """Another stack file's provider, or None where it cannot be read (its own render reports that)."""
     try:
-        return load_stack_file(path)
+        return secrets_provider(load_stack_file(path), path.name)[0]
     except (StackFileError, OSError):
         return None
 
 
 def check_secrets_provider(stack: str, loaded: StackFile, directory: Path) -> None:
     """Raise StackFileError (naming the file and line) where `loaded`, the stack file of `stack` in
-    `directory`, has a secrets provider that shares or misnames a Cloud KMS key."""
-    provider = loaded.secrets_provider
+    `directory`, has a secrets provider that is not a string, or shares or misnames a Cloud KMS key."""
+    name = f"Pulumi.{stack}.yaml"
+    provider, line = secrets_provider(loaded, name)
     if provider is None or not provider.startswith(GCPKMS):
         return
-    name, line = f"Pulumi.{stack}.yaml", loaded.secrets_provider_line
     if not _KEY.fullmatch(provider):
         raise StackFileError.at(
             name, line, f"secretsprovider: {cut(provider)} is not a Cloud KMS key; e.g. {EXAMPLE}"
@@ -51,8 +62,7 @@ def check_secrets_provider(stack: str, loaded: StackFile, directory: Path) -> No
         other = path.name[len("Pulumi.") : -len(".yaml")]
         if other == stack:
             continue
-        found = _provider_of(path)
-        if found is not None and found.secrets_provider == provider:
+        if _provider_of(path) == provider:
             raise StackFileError.at(
                 name,
                 line,

@@ -83,9 +83,7 @@ class StackFile:
     config: dict[str, str]
     secret_keys: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    # The top-level `secretsprovider` (stack/secrets_provider.py checks it) and its line.
-    secrets_provider: str | None = None
-    secrets_provider_line: int | None = None
+    top_level: dict[str, Any] = field(default_factory=dict)  # (line, node) per top-level key
 
 
 def cut(value: Any, limit: int = _SHOWN) -> str:
@@ -443,33 +441,16 @@ def parse_stack_text(text: str, name: str) -> StackFile:
         notes.append(
             f"{name}: `environment` (Pulumi ESC) is not read offline: its config is not in this render"
         )
-    provider: tuple[str | None, int | None] = (None, None)
-    if "secretsprovider" in root.value:
-        line, node = root.value["secretsprovider"]
-        if node.kind != "scalar" or node.tag != f"{_TAG}str":
-            raise StackFileError.at(
-                name, line, "secretsprovider is not a string (e.g. gcpkms://projects/...)"
-            )
-        provider = (str(node.value), line)
-    result = _config(root, name, notes)
-    result.secrets_provider, result.secrets_provider_line = provider
-    return result
-
-
-def _config(root: _Node, name: str, notes: list[str]) -> StackFile:
-    """The `config:` of a stack file's root map."""
-    if "config" not in root.value:
-        return StackFile({}, notes=notes)
-    _, config = root.value["config"]
-    if config.kind == "scalar" and config.tag == f"{_TAG}null":
-        return StackFile({}, notes=notes)
+    result = StackFile({}, notes=notes, top_level=dict(root.value))
+    config = root.value.get("config", (None, None))[1]
+    if config is None or (config.kind == "scalar" and config.tag == f"{_TAG}null"):
+        return result
     if config.kind != "map":
         shape = "a list" if config.kind == "seq" else f"the scalar {cut(config.value)}"
         raise StackFileError.at(
             name, config.line, f"config is {shape}; it must be a map of `namespace:key: value`"
         )
     converter = _Converter(name)
-    result = StackFile({}, notes=notes)
     for key, (key_line, node) in config.value.items():
         namespace, colon, rest = key.partition(":")
         if not colon or not namespace.strip() or not rest.strip():
