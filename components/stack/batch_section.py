@@ -13,11 +13,11 @@ from ..workloads.batch_teams import (
     check_shares,
     check_team_names,
     egress_problems,
+    member_problems,
     retry_problem,
     topology_problem,
 )
 from ..workloads.model import BatchConfig
-from ..workloads.team_access import member_problems
 from ..workloads.training_data_rules import check_volumes
 from .schema import RuleBase
 

@@ -23,6 +23,7 @@ from .batch_teams import (
     check_shares,
     check_team_names,
     egress_problems,
+    member_problems,
     queue_name,
     retry_problem,
     team_queue_name,
@@ -30,7 +31,7 @@ from .batch_teams import (
 from .kueue_config import DraQuotaPerGpu, controller_chart, kueue_values
 from .kueue_objects import cluster_queue, flavor
 from .model import MAX_TEAMS, NamespaceName, TeamName
-from .team_access import declare_team_role, member_problems
+from .team_access import declare_team_role
 from .team_namespaces import TEAM_LABEL, TeamSpec, declare_team
 
 # Pinned upstream charts (../shared/reference/gke-gpu-scale-out.md, section 4): the real deploy

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NotRequired, TypedDict
 
-from ..core.common import GPU_RESOURCE, KeyNames, Problems, cut, network_of
+from ..core.common import GPU_RESOURCE, KeyNames, Problem, Problems, cut, network_of
 from ..gpu.pool import GpuPool
 from .egress_args import TeamEgress
 from .model import MAX_TEAM_NAME
@@ -344,3 +344,15 @@ def retry_problem(base_seconds: int, max_seconds: int, names: KeyNames) -> str |
             "backoff cannot be shorter than the first"
         )
     return None
+
+
+def member_problems(members: Sequence[str], key: str) -> list[Problem]:
+    """A team member (`group:<email>` or `user:<email>`, team_access.py) listed twice, each under
+    `<key>[i]`; the shape of each is the model's."""
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for i, member in enumerate(members):
+        if member in seen:
+            problems.append(Problem(f"{key}[{i}]", f"{cut(member)} is listed twice"))
+        seen.add(member)
+    return problems

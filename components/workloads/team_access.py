@@ -34,7 +34,6 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from ..core.common import Problem, cut
 from ..core.k8s import app_labels
 
 TEAM_ROLE = "gke-gpu-team-member"
@@ -61,17 +60,6 @@ def subject(member: str) -> dict[str, str]:
     """A RoleBinding subject of `group:<email>` or `user:<email>`."""
     kind, _, email = member.partition(":")
     return {"kind": "Group" if kind == "group" else "User", "name": email, "apiGroup": RBAC_GROUP}
-
-
-def member_problems(members: Sequence[str], key: str) -> list[Problem]:
-    """A member listed twice (each under `<key>[i]`); the shape of each is the model's."""
-    problems: list[Problem] = []
-    seen: set[str] = set()
-    for i, member in enumerate(members):
-        if member in seen:
-            problems.append(Problem(f"{key}[{i}]", f"{cut(member)} is listed twice"))
-        seen.add(member)
-    return problems
 
 
 def declare_team_role(parent: pulumi.Resource, name: str) -> k8s.rbac.v1.ClusterRole:
