@@ -43,14 +43,14 @@ def network_policy(allowed: dict[str, list[str]]) -> dict[str, Any]:
             "name needs one)",
         }
     ]
-    for namespaces, networks in groups.items():
+    for allowed_in, networks in groups.items():
         names = sorted(networks)
         validations.append(
             {
                 "expression": f"{cel(names)}.all(n, !variables.interfaces.contains('\"' + n + '\"')) || "
-                f"request.namespace in {cel(list(namespaces))}",
+                f"request.namespace in {cel(list(allowed_in))}",
                 "message": f"the GPU networks {', '.join(names)} may be attached ({INTERFACES_ANNOTATION}) "
-                f"only in {', '.join(namespaces) or 'no namespace'}: the namespaces of the teams with quota "
+                f"only in {', '.join(allowed_in) or 'no namespace'}: the namespaces of the teams with quota "
                 "on their pools",
             }
         )

@@ -207,7 +207,8 @@ def batch_queues(
                 {"cidr": e.cidr, "excluding": e.excluding, "ports": e.ports, "protocol": e.protocol}
                 for e in team.egress
             ],
-            **({"members": list(team.members)} if team.members else {}),
+            # Empty: no RoleBinding (GpuBatchQueues binds only listed members).
+            "members": list(team.members),
         }
         for team in batch.teams
     ] or [

@@ -66,8 +66,8 @@ class EgressSpec(ArgsModel):
 class TeamSpec(ArgsModel):
     """A `BatchTeam` (batch_teams.py), validated."""
 
-    name: TeamName  # type: ignore[valid-type]
-    namespace: NamespaceName  # type: ignore[valid-type]
+    name: TeamName
+    namespace: NamespaceName
     create_namespace: bool = True
     pod_security: TeamPodSecurity = "baseline"
     gpudirect: bool = False
