@@ -90,6 +90,17 @@ def test_every_pod_the_program_renders_is_admitted_by_every_policy_it_renders(st
     assert checked, f"{stack}: no Pod template found"
 
 
+def test_the_serving_pods_pass_the_cluster_wide_policies_of_a_gpudirect_cluster(train: RunResult) -> None:
+    """The serve stack's model servers, load tests and gateway Pods, were they on train's cluster: the
+    policies bound to every namespace (device annotations, GPU networks) still admit them."""
+    serve = stack_render("serve")
+    checked = 0
+    for name, namespace, pod in pod_templates(serve):
+        assert not refused(train, pod, namespace), (name, namespace, refused(train, pod, namespace))
+        checked += 1
+    assert checked
+
+
 def test_the_gpudirect_stacks_render_the_network_policies() -> None:
     """train's TCPXO pool attaches its NICs by multi-networking, nvl72's pools claim theirs (DRANET)."""
     for stack, policy in (("train", NETWORK_POLICY), ("nvl72", NIC_CLAIM_POLICY)):
