@@ -30,6 +30,8 @@ import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import settings as pulumi_settings
 
+from gke_gpu.stack.secrets_provider import check_secrets_provider
+
 # Re-exported: the render's marker for a secure value, which the policy pack knows too.
 from gke_gpu.stack.stack_file import SECRET_NOT_DECRYPTED as SECRET_NOT_DECRYPTED
 from gke_gpu.stack.stack_file import StackFile, load_stack_file
@@ -251,7 +253,11 @@ def _load(stack: str, directory: Path) -> StackFile:
     path = stack_file(stack, directory)
     if not path.exists():
         raise FileNotFoundError(f"no stack file {path.name} in {directory}")
-    return load_stack_file(path)
+    loaded = load_stack_file(path)
+    # One Cloud KMS key per stack (a preview of one stack must not decrypt another's): checked where
+    # the stack files are read, before the render (and, in CI, before any preview: docs/ci.md).
+    check_secrets_provider(stack, loaded, directory)
+    return loaded
 
 
 def _engine_string(value: Any) -> str:

@@ -145,6 +145,10 @@ class GkeClusterArgs(TypedDict):
     """Encrypt Secrets at the application layer with this Cloud KMS key
     (`projects/<p>/locations/<l>/keyRings/<r>/cryptoKeys/<k>`, in the cluster's location; GKE's service
     agent needs roles/cloudkms.cryptoKeyEncrypterDecrypter on it). Defaults to none."""
+    rbac_security_group: NotRequired[str]
+    """Google Groups for RBAC: `gke-security-groups@<your domain>`, whose nested Google Groups the
+    cluster's RoleBindings may then name as `Group` subjects (authenticatorGroupsConfig.securityGroup;
+    GKE "Configure Google Groups for RBAC"). Defaults to none (a Group subject names no Google group)."""
     deletion_protection: NotRequired[bool]
     """GKE refuses to delete the cluster while on. Defaults to true."""
     system_pool: NotRequired[SystemPool]

@@ -1,6 +1,7 @@
 """CIS GKE hardening of the cluster that is not about who reaches the control plane (gke_cluster.py
-`control_plane_access`): the kubelet's read-only port, application-layer secrets encryption, and the
-DNS endpoint's external access. Each is a field of GkeClusterSettings (model.py), with its reason.
+`control_plane_access`): the kubelet's read-only port, application-layer secrets encryption, the
+DNS endpoint's external access, and Google Groups for RBAC. Each is a field of GkeClusterSettings
+(model.py), with its reason.
 
 Sources: CIS GKE Benchmark 3.2.4 ("Ensure that the --read-only-port is disabled"; GKE's hardening
 guide, "Disable the kubelet read-only port"); GKE's "Disable the kubelet read-only port" page
@@ -10,7 +11,10 @@ in Cloud KMS"; GKE's "Encrypt secrets at the application layer"); GKE's "About c
 access" (the DNS-based endpoint, `allowExternalTraffic`). Field names: pulumi_gcp 10.2.0
 container/_inputs.py (ClusterNodePoolDefaultsNodeConfigDefaultsArgs, ClusterNodePoolAutoConfigArgs,
 ClusterNodePoolAutoConfigNodeKubeletConfigArgs, NodePoolNodeConfigKubeletConfigArgs,
-ClusterDatabaseEncryptionArgs).
+ClusterDatabaseEncryptionArgs, ClusterAuthenticatorGroupsConfigArgs: "The name of the RBAC security
+group for use with Google security groups in Kubernetes RBAC. Group name must be in format
+gke-security-groups@yourdomain.com"); GKE's "Configure Google Groups for RBAC" (the group must be named
+gke-security-groups in your domain, with the team groups nested in it, read 2026-12).
 """
 
 from typing import TYPE_CHECKING, TypedDict
@@ -30,6 +34,7 @@ class ClusterHardening(TypedDict, total=False):
     node_pool_defaults: container.ClusterNodePoolDefaultsArgs
     node_pool_auto_config: container.ClusterNodePoolAutoConfigArgs
     database_encryption: container.ClusterDatabaseEncryptionArgs
+    authenticator_groups_config: container.ClusterAuthenticatorGroupsConfigArgs
 
 
 def node_kubelet_config() -> container.NodePoolNodeConfigKubeletConfigArgs:
@@ -61,5 +66,10 @@ def cluster_hardening(spec: "GkeClusterSpec") -> ClusterHardening:
         # use it (roles/cloudkms.cryptoKeyEncrypterDecrypter); the program does not grant that.
         hardening["database_encryption"] = container.ClusterDatabaseEncryptionArgs(
             state="ENCRYPTED", key_name=spec.secrets_encryption_key
+        )
+    if spec.rbac_security_group:
+        # Updated in place (not ForceNew: tests/schemas/provider_force_new.json).
+        hardening["authenticator_groups_config"] = container.ClusterAuthenticatorGroupsConfigArgs(
+            security_group=spec.rbac_security_group
         )
     return hardening

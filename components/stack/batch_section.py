@@ -13,6 +13,7 @@ from ..workloads.batch_teams import (
     check_shares,
     check_team_names,
     egress_problems,
+    member_problems,
     retry_problem,
     topology_problem,
 )
@@ -28,6 +29,7 @@ class BatchRules(RuleBase):
         """Kueue's queues are sized from this stack's Standard GPU pools (maxNodes x their GPUs); teams
         share them, and the chosen pools place a job's Pods by topology."""
         batch = self.config.batch
+        self._members(cluster, batch)
         if not batch.kueue:
             for field in ("teams", "topology", "provisioning_retry"):
                 if field in batch.model_fields_set:
@@ -65,6 +67,34 @@ class BatchRules(RuleBase):
         self._topology(batch, by_name)
         self._provisioning_retry(batch, pools)
         return batch
+
+    def _members(self, cluster: ClusterConfig, batch: BatchConfig) -> None:
+        """Team members get RoleBindings on the stack's own GKE cluster only; a Google group is a
+        Group subject only with Google Groups for RBAC on it (workloads/team_access.py)."""
+        security_group = f"{NAMESPACE}:cluster.rbacSecurityGroup"
+        for i, team in enumerate(batch.teams):
+            key = f"{KEY}.teams[{i}].members"
+            if not team.members:
+                continue
+            if cluster.mode == "existing":
+                self.problems.add(
+                    key,
+                    "is not allowed with cluster.mode existing: RBAC on a cluster the program does not "
+                    "create is that cluster's (which name a Google account or group has there, and Google "
+                    "Groups for RBAC, are its settings); bind the role gke-gpu-team-member yourself",
+                )
+                continue
+            groups = [j for j, m in enumerate(team.members) if m.startswith("group:")]
+            broken = "cluster" in self.broken.sections or "rbacSecurityGroup" in self.broken.cluster_keys
+            if groups and cluster.rbac_security_group is None and not broken:
+                self.problems.add(
+                    f"{key}[{groups[0]}]",
+                    f"{cut(team.members[groups[0]])} is a Google group, which the cluster's RBAC sees only "
+                    f"with Google Groups for RBAC: set {security_group} to gke-security-groups@<your "
+                    "domain> (a group of that name, with the team's groups nested in it)",
+                )
+            for problem in member_problems(team.members, key):
+                self.problems.add(problem.path, problem.reason)
 
     def _provisioning_retry(self, batch: BatchConfig, pools: tuple[GpuPool, ...]) -> None:
         """Kueue's retries of a failed ProvisioningRequest: for queued-provisioning pools only."""

@@ -290,6 +290,7 @@ class ClusterRules(RuleBase):
             "maintenance",
             "dns_endpoint_external",
             "secrets_encryption_key",
+            "rbac_security_group",
             "hpa_profile",
             "auto_monitoring",
         )

@@ -22,6 +22,7 @@ from ..monitoring.dcgm_exporter_args import DcgmExporterSettings, DcgmFlavor, Sc
 from ..workloads.samples_args import GpuTarget, TargetSharing
 from .config import ConfigError, Settings
 from .declare import Checked, checking_only, declare, declaring_checked
+from .images_section import privileged_images_by_tag
 from .pool_outputs import pool_summary
 from .program_cluster import gke_cluster
 from .program_dra import needs_dra_driver
@@ -126,6 +127,14 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
         **({"batchQueues": batch} if settings.batch.kueue else {}),
         **({"trainingData": data} if data else {}),
         **({"gpudirect": gpudirect_output(settings)} if layer.software else {}),
+        # Node software run privileged or as root by a tag, not a digest (docs/security.md, "Images").
+        "privilegedImagesByTag": privileged_images_by_tag(
+            settings.gpu_pools,
+            settings.monitoring,
+            settings.device_plugin is not None,
+            settings.image_digests,
+            needs_dra_driver(settings),
+        ),
         **({"serving": served} if served else {}),
         **fleet,
     }
@@ -245,6 +254,13 @@ def _build_existing(settings: Settings) -> dict[str, Any]:
         "monitoring": monitoring_summary(settings, monitoring),
         "sampleWorkloads": samples,
         "checks": checks,
+        "privilegedImagesByTag": privileged_images_by_tag(
+            settings.gpu_pools,
+            settings.monitoring,
+            settings.device_plugin is not None,
+            settings.image_digests,
+            False,
+        ),
     }
 
 

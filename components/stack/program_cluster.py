@@ -85,6 +85,8 @@ def gke_cluster(settings: Settings, prefix: str = "") -> tuple[GkeCluster, GkeNe
         args["control_plane_global_access"] = True
     if cluster.secrets_encryption_key:
         args["secrets_encryption_key"] = cluster.secrets_encryption_key
+    if cluster.rbac_security_group:
+        args["rbac_security_group"] = cluster.rbac_security_group
     if needs_gateway_api(settings):
         args["gateway_api"] = True
     if hpa_profile := stack_hpa_profile(settings):

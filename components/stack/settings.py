@@ -42,3 +42,16 @@ class Settings:
     fleet: "FleetSettings | None" = None
     # Image name (no tag) -> digest, for the images run privileged or as root (gke-gpu:images.digests).
     image_digests: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AdmissionScope:
+    """Where the admission policies of the stack's GPU layer admit what (stack/program_batch.py
+    `admission_scope`, for GpuDirectAdmission): the namespaces the Pod policy confines, those of them
+    where the device annotations are allowed, each GPU Network's namespaces, and the namespaces whose
+    claims may request DRANET's NICs (None: no DRANET pool)."""
+
+    namespaces: list[str]
+    device_namespaces: list[str]
+    networks: dict[str, list[str]]
+    nic_claims: list[str] | None

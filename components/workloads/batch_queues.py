@@ -23,6 +23,7 @@ from .batch_teams import (
     check_shares,
     check_team_names,
     egress_problems,
+    member_problems,
     queue_name,
     retry_problem,
     team_queue_name,
@@ -30,16 +31,8 @@ from .batch_teams import (
 from .kueue_config import DraQuotaPerGpu, controller_chart, kueue_values
 from .kueue_objects import cluster_queue, flavor
 from .model import MAX_TEAMS, NamespaceName, TeamName
-from .team_namespaces import (
-    MAX_EGRESS_ENTRIES,
-    TEAM_LABEL,
-    EgressSpec,
-    TeamPodSecurity,
-    declare_namespace,
-    gpudirect_labels,
-    gpudirect_namespace,
-    team_labels,
-)
+from .team_access import declare_team_role
+from .team_namespaces import TEAM_LABEL, TeamSpec, declare_team
 
 # Pinned upstream charts (../shared/reference/gke-gpu-scale-out.md, section 4): the real deploy
 # installs upstream's own manifests, CRDs included. Offline the charts cannot be expanded; the
@@ -174,24 +167,10 @@ class _QueueSpec(ArgsModel):
         return Quota(self.gpus, self.cpus, self.memory_gib, self.ephemeral_storage_gib)
 
 
-class _TeamSpec(ArgsModel):
-    name: TeamName
-    namespace: NamespaceName
-    create_namespace: bool = True
-    pod_security: TeamPodSecurity = "baseline"
-    gpudirect: bool = False
-    egress: Annotated[list[EgressSpec], Field(default_factory=list, max_length=MAX_EGRESS_ENTRIES)]
-
-    @property
-    def namespaces(self) -> list[str]:
-        """Where its LocalQueues are: its namespace and, on a GPUDirect pool, its GPUDirect one."""
-        return [self.namespace, *([gpudirect_namespace(self.name)] if self.gpudirect else [])]
-
-
 class _GpuBatchQueuesSpec(ArgsModel):
     queues: Annotated[list[_QueueSpec], Field(min_length=1, max_length=100)]
     local_queue_namespace: K8sName | None = None
-    teams: Annotated[list[_TeamSpec], Field(default_factory=list, max_length=MAX_TEAMS)]
+    teams: Annotated[list[TeamSpec], Field(default_factory=list, max_length=MAX_TEAMS)]
     dra_device_classes: Annotated[list[DeviceClassName], Field(max_length=8)] = Field(default_factory=list)
     cluster_queue_metrics: bool = False
 
@@ -220,6 +199,7 @@ def _queue_rules(spec: _GpuBatchQueuesSpec) -> list[str]:
     for i, team in enumerate(spec.teams):
         egress = [(e.cidr, e.excluding, e.ports) for e in team.egress]
         egress_problems(egress, f"teams[{i}].egress", problems)
+        problems.items += member_problems(team.members, f"teams[{i}].members")
     teams = {t.name for t in spec.teams}
     entries: list[ShareEntry] = []
     for i, queue in enumerate(spec.queues):
@@ -294,7 +274,8 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
                 {"levels": [{"nodeLabel": label} for label in TOPOLOGY_LEVELS]},
                 after_charts,
             )
-        team_namespaces = {t.name: self._team_namespace(name, t) for t in spec.teams}
+        role = declare_team_role(self, name) if any(t.members for t in spec.teams) else None
+        team_namespaces = {t.name: declare_team(self, name, t, role) for t in spec.teams}
         cluster_queues: list[str] = []
         local_queues: list[str] = []
         team_local_queues: list[str] = []
@@ -444,22 +425,6 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
         }
         return self._object(f"{prefix}-admission-check", "AdmissionCheck", check, admission, after(config))
 
-    def _team_namespace(self, name: str, team: _TeamSpec) -> list[pulumi.Resource]:
-        """The team's namespaces (its own when created; its GPUDirect one) and NetworkPolicies that
-        admit only their own Pods: what its LocalQueues wait for (team_namespaces.py)."""
-        created: list[pulumi.Resource] = []
-        egress = [e.as_egress() for e in team.egress]
-        if team.create_namespace:
-            labels = team_labels(team.namespace, team.name, team.pod_security)
-            resource = f"{name}-team-{team.name}-namespace"
-            created += declare_namespace(self, resource, team.namespace, labels, egress)
-        if team.gpudirect:
-            namespace = gpudirect_namespace(team.name)
-            labels = gpudirect_labels(namespace, team.name)
-            resource = f"{name}-team-{team.name}-gpudirect-namespace"
-            created += declare_namespace(self, resource, namespace, labels, egress)
-        return created
-
     def _object(
         self,
         resource_name: str,
@@ -487,7 +452,7 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
         )
 
 
-def _local_queue_resource(prefix: str, team: _TeamSpec, namespace: str) -> str:
+def _local_queue_resource(prefix: str, team: TeamSpec, namespace: str) -> str:
     """A team LocalQueue's resource name (the GPUDirect namespace's with its own suffix)."""
     suffix = "-gpudirect" if namespace != team.namespace else ""
     return f"{prefix}/{team.name}{suffix}-local-queue"

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NotRequired, TypedDict
 
-from ..core.common import GPU_RESOURCE, KeyNames, Problems, cut, network_of
+from ..core.common import GPU_RESOURCE, KeyNames, Problem, Problems, cut, network_of
 from ..gpu.pool import GpuPool
 from .egress_args import TeamEgress
 from .model import MAX_TEAM_NAME
@@ -73,6 +73,11 @@ class BatchTeam(TypedDict):
     egress: NotRequired[list[TeamEgress]]
     """More egress for the team's Pods, in both its namespaces: each denies egress but to GKE's DNS,
     their own Pods and the metadata server (`default-deny-egress`). Defaults to none."""
+    members: NotRequired[list[str]]
+    """Who may run and watch the team's jobs, each `group:<email>` or `user:<email>`: a RoleBinding
+    `gke-gpu-team-members` in each of the team's namespaces to the ClusterRole `gke-gpu-team-member`
+    (team_access.py), which cannot edit Namespaces, NetworkPolicies or RBAC. A group needs Google Groups
+    for RBAC on the cluster (GkeCluster's `rbac_security_group`). Defaults to none (no RoleBinding)."""
 
 
 class TeamShare(TypedDict):
@@ -339,3 +344,15 @@ def retry_problem(base_seconds: int, max_seconds: int, names: KeyNames) -> str |
             "backoff cannot be shorter than the first"
         )
     return None
+
+
+def member_problems(members: Sequence[str], key: str) -> list[Problem]:
+    """A team member (`group:<email>` or `user:<email>`, team_access.py) listed twice, each under
+    `<key>[i]`; the shape of each is the model's."""
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for i, member in enumerate(members):
+        if member in seen:
+            problems.append(Problem(f"{key}[{i}]", f"{cut(member)} is listed twice"))
+        seen.add(member)
+    return problems
