@@ -71,6 +71,7 @@ class ClusterInputs(ControlPlaneAccess, ClusterHardening, total=False):
     enable_multi_networking: bool | None
     addons_config: container.ClusterAddonsConfigArgs | None
     gateway_api_config: container.ClusterGatewayApiConfigArgs | None
+    fleet: container.ClusterFleetArgs | None
     workload_identity_config: container.ClusterWorkloadIdentityConfigArgs
     node_config: container.ClusterNodeConfigArgs
 
@@ -121,6 +122,9 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
     """A kubeconfig (secret) that authenticates with gke-gcloud-auth-plugin; no credential inside."""
     node_service_account_email: pulumi.Output[str]
     """The email of the nodes' dedicated service account."""
+    fleet_membership: pulumi.Output[str]
+    """With `fleet_project`: the cluster's fleet Membership
+    (`//gkehub.googleapis.com/projects/<p>/locations/<l>/memberships/<id>`); empty otherwise."""
 
     _args_model = GkeClusterSpec
     _args_rules = staticmethod(cluster_rules)
@@ -180,6 +184,9 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
         self.dns_endpoint = self.cluster.control_plane_endpoints_config.apply(_dns_endpoint)
         self.ca_certificate = self.cluster.master_auth.cluster_ca_certificate
         self.node_service_account_email = self.node_service_account.email
+        self.fleet_membership = self.cluster.fleet.apply(
+            lambda fleet: (fleet.membership or "") if fleet else ""
+        )
         if spec.kubeconfig_endpoint == "dns":
             kubeconfig = pulumi.Output.all(self.cluster.name, self.dns_endpoint).apply(
                 lambda values: render_kubeconfig(
@@ -226,6 +233,7 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
                 "caCertificate": self.ca_certificate,
                 "kubeconfig": self.kubeconfig,
                 "nodeServiceAccountEmail": self.node_service_account_email,
+                "fleetMembership": self.fleet_membership,
             }
         )
 
@@ -281,6 +289,8 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
             "gateway_api_config": container.ClusterGatewayApiConfigArgs(channel="CHANNEL_STANDARD")
             if spec.gateway_api
             else None,
+            # Born in the fleet (GKE "Fleet membership"); unset when off, so no diff for other clusters.
+            "fleet": container.ClusterFleetArgs(project=spec.fleet_project) if spec.fleet_project else None,
         }
         if spec.autopilot:
             # Autopilot always runs Workload Identity and Shielded nodes; it only needs to know

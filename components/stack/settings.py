@@ -6,18 +6,16 @@ machine type and zones, the DCGM source, a workload's pool): one set of types, n
 """
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from ..cluster.model import ClusterConfig
+from ..fleet.plan import FleetPlan
+from ..fleet.rules import ResolvedWorker
 from ..gpu.device_plugin_config import DevicePluginConfig
 from ..gpu.pool import GpuPool
 from ..monitoring.model import MonitoringConfig
 from ..network.model import NetworkConfig
 from ..serving.model import ServingConfig
 from ..workloads.model import BatchConfig, WorkloadConfig
-
-if TYPE_CHECKING:
-    from .fleet_section import FleetSettings
 
 
 @dataclass(frozen=True)
@@ -42,3 +40,32 @@ class Settings:
     fleet: "FleetSettings | None" = None
     # Image name (no tag) -> digest, for the images run privileged or as root (gke-gpu:images.digests).
     image_digests: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FleetWorker:
+    """A fleet worker, resolved: the settings of its cluster (a whole gke-gpu stack, checked by a
+    single-cluster stack's rules under its key) and what the fleet's rules read of it."""
+
+    settings: Settings
+    resolved: ResolvedWorker
+
+    @property
+    def name(self) -> str:
+        return self.resolved.name
+
+
+@dataclass(frozen=True)
+class FleetSettings:
+    """The fleet whose manager the stack's cluster is: its workers and the plan between them."""
+
+    workers: tuple[FleetWorker, ...]
+    plan: FleetPlan
+
+    @property
+    def worker_names(self) -> list[str]:
+        return [w.name for w in self.workers]
+
+    @property
+    def dispatcher(self) -> str:
+        return self.plan.dispatcher
