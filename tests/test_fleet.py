@@ -20,6 +20,7 @@ from gke_gpu.stack.config import parse_settings
 from tests.conftest import config_error, render
 from tests.kubernetes_schemas import cel_outcome, validate
 from tools.offline import MOCK_TOKEN_PREFIX, RunResult, run_stack
+from tools.prices import load_prices
 
 ROOT = Path(__file__).resolve().parent.parent
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2"
@@ -699,3 +700,28 @@ def test_parse_resolves_every_worker_as_a_cluster_of_its_own() -> None:
         ("us-east", "gpu-fleet-us-east", "us-east4"),
         ("us-central", "gpu-fleet-us-central", "us-central1"),
     ]
+
+
+def test_the_cost_table_prices_every_workers_gpu_pools_and_clusters() -> None:
+    from tools.cost import estimate
+    from tools.plan import to_document
+
+    raw = fleet_raw()
+    # Spot on us-central (a price the table has), with the readiness timeout such a pool needs.
+    central = raw["fleet"]["workers"][1]
+    for key in ("flexStart", "queuedProvisioning"):
+        central["gpuPools"][0].pop(key)
+    central["gpuPools"][0]["spot"] = True
+    central["podsReadyTimeoutMinutes"] = 30
+    cost = estimate(to_document(render(fleet_config(raw))))
+    assert cost["error"] is None
+    pools = {p["name"]: p for p in cost["pools"]}
+    assert set(pools) == {"us-east/h100", "us-central/h100"}
+    spot = pools["us-central/h100"]
+    assert spot["expected"] == "spot" and spot["gpusAtMax"] == 16
+    # Priced in the worker's region, not the manager's.
+    node = load_prices().regions["us-central1"]["a3-highgpu-8g"].spot
+    assert spot["hourly"]["atMax"]["spot"] == pytest.approx(2 * node)
+    # One management fee per cluster: the manager and its two workers.
+    assert cost["managementFee"]["hourly"] == pytest.approx(0.30)
+    assert any("us-central in us-central1" in note for note in cost["notes"])
