@@ -37,7 +37,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_gcp import projects, serviceaccount
 
-from .worker_access import KUEUE_NAMESPACE
+from ..workloads.training_data import GCP_SERVICE_ACCOUNT_ANNOTATION
+from .model import KUEUE_NAMESPACE
 
 # The access provider GKE's ClusterProfile sync names in each ClusterProfile's status: the name Google's
 # sample gives Kueue's provider (G@ controller-manager-config.yaml:31). UNVERIFIED in GKE's own pages.
@@ -56,7 +57,6 @@ HUB_LABELS = {
 GATEWAY_ROLES = ("roles/gkehub.gatewayEditor", "roles/container.clusterViewer")
 # A fleet Membership's name, as the provider reports a cluster's (pulumi_gcp 10.2.0 ClusterFleet.membership).
 MEMBERSHIP = r"^//gkehub\.googleapis\.com/projects/[^/]+/locations/[a-z0-9-]+/memberships/[a-z0-9-]+$"
-WORKLOAD_IDENTITY_ANNOTATION = "iam.gke.io/gcp-service-account"
 
 
 def access_configuration() -> dict[str, Any]:
@@ -150,7 +150,7 @@ def declare_fleet_access(
         metadata=k8s.meta.v1.ObjectMetaPatchArgs(
             name=controller,
             namespace=KUEUE_NAMESPACE,
-            annotations={WORKLOAD_IDENTITY_ANNOTATION: account.email},
+            annotations={GCP_SERVICE_ACCOUNT_ANNOTATION: account.email},
         ),
         opts=pulumi.ResourceOptions.merge(after_charts, pulumi.ResourceOptions(depends_on=grants)),
     )

@@ -11,6 +11,8 @@ from ..core.model import StackModel, example
 from ..serving.model import IMAGE_MEANING, IMAGE_REFERENCE
 from ..workloads.model import MAX_TEAMS, NamespaceName, TeamName
 
+# Kueue's namespace on every cluster of the fleet (its chart's release namespace).
+KUEUE_NAMESPACE = "kueue-system"
 # MultiKueueConfig.spec.clusters holds 1 to 20 names (Kueue v0.19.2's CRD).
 MAX_WORKERS = 20
 # A worker's name is its MultiKueueCluster's and part of its cluster's and Secret's names.

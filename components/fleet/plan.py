@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..core.catalog import Catalog, load_catalog
-from ..workloads.batch_teams import Quota, pool_quota
-from ..workloads.team_namespaces import gpudirect_namespace
-from .manager import ManagerQueue, ManagerQuota
+from ..workloads.batch_teams import Quota, gpudirect_namespace, pool_quota
+from .manager_args import ManagerQueue, ManagerQuota
 from .model import FleetConfig
 from .rules import FleetQueue, ResolvedWorker, capacity, most_gpus
 

@@ -31,8 +31,8 @@ from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.k8s import app_labels
 from ..core.validation import ArgsModel, Deferrable
 from ..workloads.model import NamespaceName
+from .model import KUEUE_NAMESPACE
 
-KUEUE_NAMESPACE = "kueue-system"
 ACCOUNT = "multikueue"
 _READ = ["get", "list", "watch"]
 # create-multikueue-kubeconfig.sh's ClusterRole (Kueue v0.19.2), the job kinds a fleet dispatches only:

@@ -10,11 +10,13 @@ from typing import Any
 import pulumi
 
 from ..cluster.gke_cluster import GkeCluster
-from ..fleet.manager import ManagerWorker, MultiKueueManager, MultiKueueManagerArgs
+from ..fleet.manager import MultiKueueManager
 from ..fleet.manager_access import HUB_LABELS
+from ..fleet.manager_args import ManagerWorker, MultiKueueManagerArgs
+from ..fleet.model import KUEUE_NAMESPACE
 from ..fleet.peering import FleetPeering
 from ..fleet.plan import follow_commands, manager_queues, team_rows
-from ..fleet.worker_access import ACCOUNT, KUEUE_NAMESPACE, MultiKueueWorkerAccess, MultiKueueWorkerAccessArgs
+from ..fleet.worker_access import ACCOUNT, MultiKueueWorkerAccess, MultiKueueWorkerAccessArgs
 from ..monitoring.kube_state_metrics import MultiKueueStateMetrics
 from ..network.vpc import GkeNetwork
 from .declare import declare

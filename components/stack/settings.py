@@ -6,16 +6,19 @@ machine type and zones, the DCGM source, a workload's pool): one set of types, n
 """
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..cluster.model import ClusterConfig
-from ..fleet.plan import FleetPlan
-from ..fleet.rules import ResolvedWorker
 from ..gpu.device_plugin_config import DevicePluginConfig
 from ..gpu.pool import GpuPool
 from ..monitoring.model import MonitoringConfig
 from ..network.model import NetworkConfig
 from ..serving.model import ServingConfig
 from ..workloads.model import BatchConfig, WorkloadConfig
+
+if TYPE_CHECKING:  # the fleet's plan is only read through a fleet's settings
+    from ..fleet.plan import FleetPlan
+    from ..fleet.rules import ResolvedWorker
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ class FleetWorker:
     single-cluster stack's rules under its key) and what the fleet's rules read of it."""
 
     settings: Settings
-    resolved: ResolvedWorker
+    resolved: "ResolvedWorker"
 
     @property
     def name(self) -> str:
@@ -60,7 +63,7 @@ class FleetSettings:
     """The fleet whose manager the stack's cluster is: its workers and the plan between them."""
 
     workers: tuple[FleetWorker, ...]
-    plan: FleetPlan
+    plan: "FleetPlan"
 
     @property
     def worker_names(self) -> list[str]:

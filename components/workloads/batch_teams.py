@@ -183,6 +183,14 @@ def team_queue_name(pool: str, team: str) -> str:
     return f"gpu-{pool}-{team}"
 
 
+GPUDIRECT_NAMESPACE_PREFIX = "gpudirect-"
+
+
+def gpudirect_namespace(team: str) -> str:
+    """The namespace of a team's GPUDirect Pods (team_namespaces.py declares it)."""
+    return f"{GPUDIRECT_NAMESPACE_PREFIX}{team}"
+
+
 def namespace_problem(namespace: str) -> str | None:
     """Why a team may not take `namespace`, or None."""
     if namespace in RESERVED_NAMESPACES or namespace.startswith(RESERVED_NAMESPACE_PREFIXES):
