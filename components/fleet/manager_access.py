@@ -37,6 +37,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi_gcp import projects, serviceaccount
 
+from ..core.k8s import restricted_container_security_patch
 from ..workloads.training_data import GCP_SERVICE_ACCOUNT_ANNOTATION
 from .model import KUEUE_NAMESPACE
 
@@ -194,13 +195,7 @@ def _plugin_copier(image: str) -> k8s.core.v1.ContainerPatchArgs:
         command=["cp"],
         args=[PLUGIN_SOURCE, PLUGIN_COMMAND],
         volume_mounts=[k8s.core.v1.VolumeMountPatchArgs(name=PLUGIN_VOLUME, mount_path=PLUGIN_DIR)],
-        security_context=k8s.core.v1.SecurityContextPatchArgs(
-            allow_privilege_escalation=False,
-            read_only_root_filesystem=True,
-            run_as_non_root=True,
-            capabilities=k8s.core.v1.CapabilitiesPatchArgs(drop=["ALL"]),
-            seccomp_profile=k8s.core.v1.SeccompProfilePatchArgs(type="RuntimeDefault"),
-        ),
+        security_context=restricted_container_security_patch(),
         resources=k8s.core.v1.ResourceRequirementsPatchArgs(
             requests={"cpu": "10m", "memory": "16Mi"}, limits={"cpu": "100m", "memory": "64Mi"}
         ),

@@ -55,7 +55,7 @@ from .pools_section import PoolRules
 from .schema import StackConfig, dashboard_on
 from .serving_section import ServingRules
 from .settings import FleetSettings, Settings
-from .shape import validate_shape
+from .shape import Shape, validate_shape
 from .stack_file import StackFileError
 from .workloads_section import WorkloadRules
 
@@ -246,14 +246,8 @@ def parse_settings(
     credentials = _credentials(raw)
     if shape.config is None:
         raise ConfigError(_with_credentials(problems, credentials))
-    resolver = _Resolver(
-        shape.config,
-        project=project,
-        region=region,
-        stack=stack,
-        catalog=catalog or load_catalog(),
-        broken=shape.broken,
-        secret_keys=secret_keys,
+    resolver = _resolver(
+        shape, project=project, region=region, stack=stack, catalog=catalog, secret_keys=secret_keys
     )
     try:
         settings = resolver.resolve()
@@ -287,13 +281,12 @@ def resolve_sections(
     shape = validate_shape(sections, root_loc)
     if shape.config is None:
         raise ConfigError(shape.problems)
-    resolver = _Resolver(
-        shape.config,
+    resolver = _resolver(
+        shape,
         project=project,
         region=region,
         stack=stack,
-        catalog=catalog or load_catalog(),
-        broken=shape.broken,
+        catalog=catalog,
         root=f"{format_path(root_loc)}.",
         region_key=format_path((*root_loc, "region")),
         project_key=project_key,
@@ -305,6 +298,12 @@ def resolve_sections(
     if shape.problems:
         raise ConfigError(shape.problems)
     return settings, list(resolver.warnings)
+
+
+def _resolver(shape: Shape, *, catalog: Catalog | None, **context: Any) -> _Resolver:
+    """The second pass over what passed the first (`context`: the GCP context and keys)."""
+    assert shape.config is not None
+    return _Resolver(shape.config, catalog=catalog or load_catalog(), broken=shape.broken, **context)
 
 
 def _fleet(
