@@ -132,7 +132,6 @@ def batch_queues(
     *,
     local_queue_namespace: str | None,
     prefix: str = "",
-    cluster_queue_metrics: bool = False,
     pods_ready_timeout_minutes: int | None = None,
 ) -> tuple[list[dict[str, Any]], GpuBatchQueues]:
     """Declare Kueue, JobSet and a queue per Standard GPU pool, shared by the teams; return the queues
@@ -234,8 +233,6 @@ def batch_queues(
         args["dra_device_classes"] = [GPU_DEVICE_CLASS]
     if local_queue_namespace:
         args["local_queue_namespace"] = local_queue_namespace
-    if cluster_queue_metrics:
-        args["cluster_queue_metrics"] = True
     if pods_ready_timeout_minutes is not None:
         args["pods_ready_timeout_minutes"] = pods_ready_timeout_minutes
     component = declare(

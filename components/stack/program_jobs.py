@@ -43,7 +43,6 @@ def cluster_jobs(
     layer: GpuLayer,
     prefix: str = "",
     *,
-    cluster_queue_metrics: bool = False,
     pods_ready_timeout_minutes: int | None = None,
 ) -> ClusterJobs:
     """Declare the samples, Kueue with the teams' queues, the all-reduce tests, the DRANET claim
@@ -65,7 +64,6 @@ def cluster_jobs(
         [*pools.values(), *([samples_component] if samples_component else []), *guards],
         local_queue_namespace=SAMPLES_NAMESPACE if samples_component else None,
         prefix=prefix,
-        cluster_queue_metrics=cluster_queue_metrics,
         pods_ready_timeout_minutes=pods_ready_timeout_minutes,
     )
     samples.update(
