@@ -187,3 +187,22 @@ def test_the_render_prints_the_preflight() -> None:
     assert "preflight: what each project must offer before `pulumi up`" in text
     assert "gcloud services enable artifactregistry.googleapis.com" in text
     assert "quota us-central1: NVIDIA_L4_GPUS up to 3" in text
+
+
+def test_a_fleet_needs_the_hub_and_the_gateway_and_may_register_memberships() -> None:
+    """Every fleet cluster is a GKE Hub membership (its `fleet` block), and the manager's Kueue reaches
+    the workers through Connect Gateway: the fleet stack's project enables both APIs, and the deployer
+    holds the membership permissions (Fleet Editor; Fleet Viewer to read them back)."""
+    (project,) = _document("fleet")["preflight"]["projects"]
+    apis = {a["api"]: a["for"] for a in project["apis"]}
+    assert "fleet membership (fleet.project)" in apis["gkehub.googleapis.com"]
+    assert "connectgateway.googleapis.com" in apis
+    up = {g["role"]: g["permissions"] for g in project["roles"]["up"]}
+    assert set(up["roles/gkehub.editor"]) == {
+        f"gkehub.memberships.{verb}" for verb in ("create", "get", "update", "delete")
+    }
+    preview = {g["role"]: g["permissions"] for g in project["roles"]["preview"]}
+    assert preview["roles/gkehub.viewer"] == ["gkehub.memberships.get"]
+    for stack in ("prod", "train"):
+        (single,) = _document(stack)["preflight"]["projects"]
+        assert "gkehub.googleapis.com" not in {a["api"] for a in single["apis"]}, stack

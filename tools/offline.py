@@ -18,6 +18,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import runpy
 import sys
 import threading
@@ -108,6 +109,9 @@ def normalise(value: Any) -> Any:
     return value
 
 
+_ZONE = re.compile(r"-[a-z]$")
+
+
 class _RecordingMocks(pulumi.runtime.Mocks):
     def __init__(self, preview: bool) -> None:
         self.preview = preview
@@ -184,6 +188,8 @@ def _with_preview_unknowns(args: pulumi.runtime.MockResourceArgs) -> dict[str, A
         dns = dict(endpoints.get("dnsEndpointConfig") or {})
         dns["endpoint"] = pulumi.runtime.rpc.UNKNOWN
         outputs["controlPlaneEndpointsConfig"] = {**endpoints, "dnsEndpointConfig": dns}
+        if outputs.get("fleet"):
+            outputs["fleet"] = {**outputs["fleet"], "membership": pulumi.runtime.rpc.UNKNOWN}
     return outputs
 
 
@@ -195,13 +201,27 @@ def _computed_outputs(args: pulumi.runtime.MockResourceArgs) -> dict[str, Any]:
         return {"email": email, "member": f"serviceAccount:{email}"}
     if args.typ == "gcp:container/cluster:Cluster":
         location = args.inputs.get("location", "us-central1")
-        return {
+        computed: dict[str, Any] = {
             "endpoint": "203.0.113.10",
             "masterAuth": {"clusterCaCertificate": "Q0EtREFUQQ=="},
             "controlPlaneEndpointsConfig": {
                 "dnsEndpointConfig": {"endpoint": f"gke-0123456789abcdef-{name}.{location}.gke.goog"}
             },
         }
+        fleet = args.inputs.get("fleet")
+        if fleet:
+            # A cluster born in a fleet gets a regional Membership named after it (the provider's
+            # ClusterFleet.membership; hashicorp/terraform-provider-google#16795 shows one).
+            region = _ZONE.sub("", location)
+            project = fleet.get("project")
+            membership = f"//gkehub.googleapis.com/projects/{project}/locations/{region}/memberships/{name}"
+            computed["fleet"] = {
+                **fleet,
+                "membership": membership,
+                "membershipId": name,
+                "membershipLocation": region,
+            }
+        return computed
     if args.typ in ("gcp:compute/network:Network", "gcp:compute/subnetwork:Subnetwork"):
         kind = "networks" if args.typ.endswith("Network") else "subnetworks"
         return {"selfLink": f"https://www.googleapis.com/compute/v1/{kind}/{name}"}

@@ -172,6 +172,9 @@ class GkeClusterArgs(TypedDict):
     auto_monitoring: NotRequired[bool]
     """Managed Prometheus' automatic application monitoring of the workloads GKE supports (scope ALL;
     false: NONE). An in-place update. Defaults to unset: GKE's own."""
+    fleet_project: NotRequired[str]
+    """Register the cluster in the fleet of this project as it is created (the provider's `fleet`
+    block; an in-place update): the fleet's features and Connect Gateway reach it. Defaults to none."""
     gateway_api: NotRequired[bool]
     """GKE's Gateway API controller on its standard channel (`CHANNEL_STANDARD`), which serves
     Gateways and HTTPRoutes (InferenceGateway's). An in-place update. Defaults to false (left unset:
@@ -230,6 +233,7 @@ class GkeClusterSpec(GkeClusterSettings, _GkeClusterPlace):
     lustre_csi_driver: bool = False
     gateway_api: bool = False
     shielded_nodes: bool = True
+    fleet_project: ProjectId | None = None
 
 
 def cluster_rules(spec: GkeClusterSpec) -> list[str]:

@@ -12,11 +12,10 @@ from ..core.validation import pick
 from .args import GkeClusterArgs, GkeClusterSpec, cluster_rules
 from .boot_disks import system_disk_type
 from .gke_managed import maintenance_policy, monitoring_components
-from .hardening import ClusterHardening, cluster_hardening, node_kubelet_config
+from .hardening import CLOUD_PLATFORM_SCOPE, ClusterHardening, cluster_hardening, hardened_node_settings
 from .kubeconfig_text import render_ip_kubeconfig, render_kubeconfig
 from .model import SystemPoolConfig
 
-CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 # Google's least-privilege role for node service accounts: write logs and metrics, read
 # monitoring config, nothing else (no Compute or Storage admin as the default compute account has).
 # And serviceusage.serviceUsageConsumer, which image streaming needs (on in every GPU pool and every
@@ -85,19 +84,9 @@ class ClusterInputs(ControlPlaneAccess, ClusterHardening, total=False):
     enable_multi_networking: bool | None
     addons_config: container.ClusterAddonsConfigArgs | None
     gateway_api_config: container.ClusterGatewayApiConfigArgs | None
+    fleet: container.ClusterFleetArgs | None
     workload_identity_config: container.ClusterWorkloadIdentityConfigArgs
     node_config: container.ClusterNodeConfigArgs
-
-
-class HardenedNodeSettings(TypedDict):
-    """container.NodePoolNodeConfigArgs fields every node pool shares (hardened_node_settings)."""
-
-    service_account: pulumi.Input[str] | None
-    oauth_scopes: list[str]
-    metadata: dict[str, str]
-    shielded_instance_config: container.NodePoolNodeConfigShieldedInstanceConfigArgs
-    workload_metadata_config: container.NodePoolNodeConfigWorkloadMetadataConfigArgs
-    kubelet_config: container.NodePoolNodeConfigKubeletConfigArgs
 
 
 class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
@@ -135,6 +124,9 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
     """A kubeconfig (secret) that authenticates with gke-gcloud-auth-plugin; no credential inside."""
     node_service_account_email: pulumi.Output[str]
     """The email of the nodes' dedicated service account."""
+    fleet_membership: pulumi.Output[str]
+    """With `fleet_project`: the cluster's fleet Membership
+    (`//gkehub.googleapis.com/projects/<p>/locations/<l>/memberships/<id>`); empty otherwise."""
 
     _args_model = GkeClusterSpec
     _args_rules = staticmethod(cluster_rules)
@@ -194,6 +186,9 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
         self.dns_endpoint = self.cluster.control_plane_endpoints_config.apply(_dns_endpoint)
         self.ca_certificate = self.cluster.master_auth.cluster_ca_certificate
         self.node_service_account_email = self.node_service_account.email
+        self.fleet_membership = self.cluster.fleet.apply(
+            lambda fleet: (fleet.membership or "") if fleet else ""
+        )
         if spec.kubeconfig_endpoint == "dns":
             kubeconfig = pulumi.Output.all(self.cluster.name, self.dns_endpoint).apply(
                 lambda values: render_kubeconfig(
@@ -240,6 +235,7 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
                 "caCertificate": self.ca_certificate,
                 "kubeconfig": self.kubeconfig,
                 "nodeServiceAccountEmail": self.node_service_account_email,
+                "fleetMembership": self.fleet_membership,
             }
         )
 
@@ -296,6 +292,8 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
             "gateway_api_config": container.ClusterGatewayApiConfigArgs(channel="CHANNEL_STANDARD")
             if spec.gateway_api
             else None,
+            # Born in the fleet (GKE "Fleet membership"); unset when off, so no diff for other clusters.
+            "fleet": container.ClusterFleetArgs(project=spec.fleet_project) if spec.fleet_project else None,
         }
         if spec.autopilot:
             # Autopilot always runs Workload Identity and Shielded nodes; it only needs to know
@@ -468,27 +466,6 @@ def control_plane_access(spec: GkeClusterSpec) -> ControlPlaneAccess:
 def _dns_endpoint(config: "container.outputs.ClusterControlPlaneEndpointsConfig | None") -> str | None:
     dns = config.dns_endpoint_config if config else None
     return dns.endpoint if dns else None
-
-
-def hardened_node_settings(service_account_email: pulumi.Input[str] | None) -> HardenedNodeSettings:
-    """NodePoolNodeConfigArgs fields every node pool shares: the dedicated service account (its
-    IAM roles, not OAuth scopes, limit it; None: the project's Compute Engine default service
-    account, as GpuNodePool without `node_service_account_email`), Workload Identity metadata (Pods
-    never see the node's credentials), Shielded VM with secure boot (GKE's GPU drivers are signed)
-    and the legacy metadata endpoints off. All but the workload metadata mode are ForceNew: changing
-    one recreates the pool."""
-    return {
-        "service_account": service_account_email,
-        "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
-        "metadata": {"disable-legacy-endpoints": "true"},
-        "shielded_instance_config": container.NodePoolNodeConfigShieldedInstanceConfigArgs(
-            enable_secure_boot=True, enable_integrity_monitoring=True
-        ),
-        "workload_metadata_config": container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
-            mode="GKE_METADATA"
-        ),
-        "kubelet_config": node_kubelet_config(),
-    }
 
 
 def node_service_account_id(cluster_name: str) -> str:

@@ -19,10 +19,14 @@ gke-security-groups in your domain, with the team groups nested in it, read 2026
 
 from typing import TYPE_CHECKING, TypedDict
 
+import pulumi
 from pulumi_gcp import container
 
 if TYPE_CHECKING:
     from .args import GkeClusterSpec
+
+# Nodes get the cloud-platform scope; their service account's IAM roles, not scopes, limit them.
+CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 
 # The provider's enum for the port: "TRUE" or "FALSE" (a string, not a bool).
 READ_ONLY_PORT_OFF = "FALSE"
@@ -73,3 +77,35 @@ def cluster_hardening(spec: "GkeClusterSpec") -> ClusterHardening:
             security_group=spec.rbac_security_group
         )
     return hardening
+
+
+class HardenedNodeSettings(TypedDict):
+    """container.NodePoolNodeConfigArgs fields every node pool shares (hardened_node_settings)."""
+
+    service_account: pulumi.Input[str] | None
+    oauth_scopes: list[str]
+    metadata: dict[str, str]
+    shielded_instance_config: container.NodePoolNodeConfigShieldedInstanceConfigArgs
+    workload_metadata_config: container.NodePoolNodeConfigWorkloadMetadataConfigArgs
+    kubelet_config: container.NodePoolNodeConfigKubeletConfigArgs
+
+
+def hardened_node_settings(service_account_email: pulumi.Input[str] | None) -> HardenedNodeSettings:
+    """NodePoolNodeConfigArgs fields every node pool shares: the dedicated service account (its
+    IAM roles, not OAuth scopes, limit it; None: the project's Compute Engine default service
+    account, as GpuNodePool without `node_service_account_email`), Workload Identity metadata (Pods
+    never see the node's credentials), Shielded VM with secure boot (GKE's GPU drivers are signed)
+    and the legacy metadata endpoints off. All but the workload metadata mode are ForceNew: changing
+    one recreates the pool."""
+    return {
+        "service_account": service_account_email,
+        "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
+        "metadata": {"disable-legacy-endpoints": "true"},
+        "shielded_instance_config": container.NodePoolNodeConfigShieldedInstanceConfigArgs(
+            enable_secure_boot=True, enable_integrity_monitoring=True
+        ),
+        "workload_metadata_config": container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
+            mode="GKE_METADATA"
+        ),
+        "kubelet_config": node_kubelet_config(),
+    }

@@ -9,8 +9,7 @@ import pulumi
 from pulumi_gcp import compute, container
 from pydantic import Field
 
-from ..cluster.gke_cluster import hardened_node_settings
-from ..cluster.hardening import READ_ONLY_PORT_OFF
+from ..cluster.hardening import READ_ONLY_PORT_OFF, hardened_node_settings
 from ..core.arg_types import ClusterName, NodeNetworks, ProjectId
 from ..core.catalog import load_catalog
 from ..core.common import ZONE_PATTERN, Problem

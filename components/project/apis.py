@@ -21,6 +21,8 @@ API_TITLES: dict[str, str] = {
     "binaryauthorization.googleapis.com": "Binary Authorization API",
     "cloudkms.googleapis.com": "Cloud Key Management Service (KMS) API",
     "serviceusage.googleapis.com": "Service Usage API",
+    "gkehub.googleapis.com": "GKE Hub API",
+    "connectgateway.googleapis.com": "Connect Gateway API",
 }
 
 # Where each resource type's API is named: the provider resource's own reference page (pulumi-gcp
@@ -82,7 +84,33 @@ _IMAGE_STREAMING = (
     "Container File System API'; 'Autopilot clusters automatically use Image streaming'"
 )
 
+_FLEET = (
+    "GoogleCloudPlatform/gke-fleet-management multikueue-clusterprofile (1-infrastructure/main.tf:24-36, "
+    "README.md:28-37, 214-222): the fleet host project enables gkehub and connectgateway; a cluster with "
+    "a `fleet` block is registered as a membership there, and the manager's Kueue reaches its workers "
+    "through Connect Gateway (docs/fleet.md)"
+)
+
+
+def _in_fleet(inputs: Mapping[str, Any]) -> bool:
+    return isinstance(_get(inputs, "fleet", "project"), str)
+
+
 FEATURE_APIS: tuple[FeatureApi, ...] = (
+    FeatureApi(
+        type="gcp:container/cluster:Cluster",
+        feature="fleet membership (fleet.project)",
+        applies=_in_fleet,
+        api="gkehub.googleapis.com",
+        source=_FLEET,
+    ),
+    FeatureApi(
+        type="gcp:container/cluster:Cluster",
+        feature="Connect Gateway to fleet members (fleet.project)",
+        applies=_in_fleet,
+        api="connectgateway.googleapis.com",
+        source=_FLEET,
+    ),
     FeatureApi(
         type="gcp:container/cluster:Cluster",
         feature="image streaming (on in every Autopilot cluster)",

@@ -6,7 +6,9 @@ iann0036/iam-dataset@2073fa52 (2026-08-22) gcp/map.json, which collects those re
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 SOURCE = "iann0036/iam-dataset@2073fa52 gcp/map.json (Google's REST references, per method)"
 
@@ -112,6 +114,42 @@ KUBERNETES_PERMISSIONS = TypePermissions(
     up=("container.clusters.get", "container.clusters.connect", "container.thirdPartyObjects.create"),
     preview=("container.clusters.get", "container.clusters.connect", "container.thirdPartyObjects.get"),
 )
+
+
+@dataclass(frozen=True)
+class FeaturePermissions:
+    """Permissions a resource needs only when one of its inputs turns a feature on."""
+
+    type: str
+    feature: str
+    applies: Callable[[Mapping[str, Any]], bool]
+    permissions: TypePermissions
+    source: str
+
+
+def _fleet_project(inputs: Mapping[str, Any]) -> bool:
+    fleet = inputs.get("fleet")
+    return isinstance(fleet, Mapping) and isinstance(fleet.get("project"), str)
+
+
+# A cluster created with a `fleet` block is registered as a fleet membership, and unregistered when it
+# is deleted: the membership's own methods (gkehub.memberships create, get, update, delete). That GKE
+# checks exactly these on the caller, rather than on its service agent, is UNVERIFIED: Google's sample
+# deploys as the project's owner (docs/fleet.md, "APIs and roles").
+FEATURE_PERMISSIONS: tuple[FeaturePermissions, ...] = (
+    FeaturePermissions(
+        type="gcp:container/cluster:Cluster",
+        feature="fleet membership (fleet.project)",
+        applies=_fleet_project,
+        permissions=_crud("gkehub.memberships"),
+        source="GKE Hub API REST reference, projects.locations.memberships (" + SOURCE + ")",
+    ),
+)
+
+
+def feature_permissions_of(type_: str, inputs: Mapping[str, Any]) -> list[TypePermissions]:
+    """The permissions the features this resource's inputs turn on need."""
+    return [row.permissions for row in FEATURE_PERMISSIONS if row.type == type_ and row.applies(inputs)]
 
 
 def permissions_of(type_: str) -> TypePermissions | None:

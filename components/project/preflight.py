@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .apis import API_TITLES, ApiNeed, apis_of
-from .permissions import permissions_of
+from .permissions import feature_permissions_of, permissions_of
 from .quotas import QuotaLine, compute_class_quota, merge, node_pool_quota, region_of
 from .roles import PREVIEW_ROLES, UP_ROLES, RoleGrant, least_roles
 
@@ -150,6 +150,9 @@ def compute_preflight(resources: Iterable[DeclaredResource], *, default_project:
             elif perms is not None:
                 up.update(perms.up)
                 preview.update(perms.preview)
+            for extra in feature_permissions_of(r.type, r.inputs):
+                up.update(extra.up)
+                preview.update(extra.preview)
             if r.type == CLUSTER:
                 result.clusters.append(str(r.inputs.get("name")))
             elif r.type == NODE_POOL:

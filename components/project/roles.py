@@ -34,6 +34,9 @@ UP_ROLES: tuple[str, ...] = (
     # (roles/storage.admin has it too, with every object and bucket permission).
     "roles/storage.legacyBucketOwner",
     "roles/serviceusage.serviceUsageAdmin",
+    # A cluster registered in a fleet (gkehub.memberships.*): Fleet Editor is the narrower of the two
+    # Fleet roles that hold them (Fleet Admin adds the fleet's own settings).
+    "roles/gkehub.editor",
 )
 # Candidates for `pulumi preview`: read-only roles (no create, update, delete or set permission).
 PREVIEW_ROLES: tuple[str, ...] = (
@@ -48,6 +51,7 @@ PREVIEW_ROLES: tuple[str, ...] = (
     # policy of the project).
     "roles/iam.securityReviewer",
     "roles/serviceusage.serviceUsageViewer",
+    "roles/gkehub.viewer",
 )
 
 

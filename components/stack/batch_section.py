@@ -4,7 +4,7 @@ and topology-aware placement."""
 from __future__ import annotations
 
 from ..cluster.model import ClusterConfig
-from ..core.common import NAMESPACE, KeyNames, cut
+from ..core.common import KeyNames, cut
 from ..core.messages import cut_key
 from ..gpu.pool import GpuPool
 from ..workloads.batch_teams import (
@@ -21,8 +21,6 @@ from ..workloads.model import BatchConfig
 from ..workloads.training_data_rules import check_volumes
 from .schema import RuleBase
 
-KEY = f"{NAMESPACE}:batch"
-
 
 class BatchRules(RuleBase):
     def _batch(self, cluster: ClusterConfig, pools: tuple[GpuPool, ...]) -> BatchConfig:
@@ -34,7 +32,7 @@ class BatchRules(RuleBase):
             for field in ("teams", "topology", "provisioning_retry"):
                 if field in batch.model_fields_set:
                     self.problems.add(
-                        f"{KEY}.{KeyNames(camel=True).key(field)}",
+                        f"{self.root}batch.{KeyNames(camel=True).key(field)}",
                         "only allowed with kueue: true (Kueue's queues)",
                     )
             return batch
@@ -45,12 +43,14 @@ class BatchRules(RuleBase):
                 else "each queue's quota is its pool's maxNodes x GPUs, and Autopilot profiles have no "
                 "maxNodes"
             )
-            self.problems.add(f"{KEY}.kueue", f"true is not allowed with cluster.mode {cluster.mode}: {why}")
+            self.problems.add(
+                f"{self.root}batch.kueue", f"true is not allowed with cluster.mode {cluster.mode}: {why}"
+            )
             return batch
         if not self.config.gpu_pools and not self.broken.any_pool():
             self.problems.add(
-                f"{KEY}.kueue",
-                f"true needs at least one GPU pool in {NAMESPACE}:gpuPools (a queue per pool; there is none)",
+                f"{self.root}batch.kueue",
+                f"true needs at least one GPU pool in {self.root}gpuPools (a queue per pool; there is none)",
             )
             return batch
         by_name = {p.name: p for p in pools}
@@ -60,9 +60,9 @@ class BatchRules(RuleBase):
                 team.data,
                 KeyNames(camel=True),
                 self.problems,
-                key=f"{KEY}.teams[{i}].data",
+                key=f"{self.root}batch.teams[{i}].data",
                 minimum_version=cluster.minimum_version,
-                version_key=f"{NAMESPACE}:cluster.minimumVersion",
+                version_key=f"{self.root}cluster.minimumVersion",
             )
         self._topology(batch, by_name)
         self._provisioning_retry(batch, pools)
@@ -71,9 +71,9 @@ class BatchRules(RuleBase):
     def _members(self, cluster: ClusterConfig, batch: BatchConfig) -> None:
         """Team members get RoleBindings on the stack's own GKE cluster only; a Google group is a
         Group subject only with Google Groups for RBAC on it (workloads/team_access.py)."""
-        security_group = f"{NAMESPACE}:cluster.rbacSecurityGroup"
+        security_group = f"{self.root}cluster.rbacSecurityGroup"
         for i, team in enumerate(batch.teams):
-            key = f"{KEY}.teams[{i}].members"
+            key = f"{self.root}batch.teams[{i}].members"
             if not team.members:
                 continue
             if cluster.mode == "existing":
@@ -103,25 +103,25 @@ class BatchRules(RuleBase):
             return
         if not any(p.queued_provisioning for p in pools) and not self.broken.any_pool():
             self.problems.add(
-                f"{KEY}.provisioningRetry",
-                f"only allowed with a queuedProvisioning pool in {NAMESPACE}:gpuPools (it configures "
+                f"{self.root}batch.provisioningRetry",
+                f"only allowed with a queuedProvisioning pool in {self.root}gpuPools (it configures "
                 "Kueue's ProvisioningRequests; there is none)",
             )
         problem = retry_problem(retry.backoff_base_seconds, retry.backoff_max_seconds, KeyNames(camel=True))
         if problem:
-            self.problems.add(f"{KEY}.provisioningRetry.backoffMaxSeconds", problem)
+            self.problems.add(f"{self.root}batch.provisioningRetry.backoffMaxSeconds", problem)
 
     def _teams(self, batch: BatchConfig, by_name: dict[str, GpuPool]) -> None:
-        names = KeyNames(KEY, camel=True)
+        names = KeyNames(f"{self.root}batch", camel=True)
         repeated = check_team_names([(t.name, t.namespace_name) for t in batch.teams], names, self.problems)
         entries: list[ShareEntry] = []
         for i, team in enumerate(batch.teams):
             egress = [(e.cidr, e.excluding, e.ports) for e in team.egress]
-            egress_problems(egress, f"{KEY}.teams[{i}].egress", self.problems)
+            egress_problems(egress, f"{self.root}batch.teams[{i}].egress", self.problems)
             if i in repeated:
                 continue
             for pool, share in team.pools.items():
-                key = f"{KEY}.teams[{i}].pools.{cut_key(pool)}"
+                key = f"{self.root}batch.teams[{i}].pools.{cut_key(pool)}"
                 if self.unknown_pool(key, pool, by_name):
                     continue
                 entries.append(
@@ -137,13 +137,17 @@ class BatchRules(RuleBase):
             if p.max_nodes is not None
         }
         check_shares(
-            capacity, entries, self.problems, pools_key=f"{KEY}.teams", capacity_key="the pool's maxNodes"
+            capacity,
+            entries,
+            self.problems,
+            pools_key=f"{self.root}batch.teams",
+            capacity_key="the pool's maxNodes",
         )
 
     def _topology(self, batch: BatchConfig, by_name: dict[str, GpuPool]) -> None:
         seen: set[str] = set()
         for j, name in enumerate(batch.topology or ()):
-            key = f"{KEY}.topology[{j}]"
+            key = f"{self.root}batch.topology[{j}]"
             if name in seen:
                 self.problems.add(key, f"{cut(name)} is listed twice")
                 continue

@@ -27,6 +27,7 @@ from .pool_outputs import pool_summary
 from .program_cluster import gke_cluster
 from .program_dra import needs_dra_driver
 from .program_fleet import fleet as declare_fleet
+from .program_fleet import manager_membership
 from .program_gpudirect import gpudirect_output
 from .program_jobs import (
     cluster_jobs,
@@ -86,7 +87,7 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
             return build(settings)
     if settings.cluster.mode == "existing":
         return _build_existing(settings)
-    cluster, vpc = gke_cluster(settings)
+    cluster, vpc = gke_cluster(settings, **manager_membership(settings))
     autopilot = settings.cluster.autopilot
     layer = gpu_layer(settings, cluster)
     pools = layer.pools

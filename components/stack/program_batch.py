@@ -4,7 +4,7 @@ from typing import Any, cast
 
 import pulumi
 
-from ..core.catalog import Catalog, load_catalog
+from ..core.catalog import load_catalog
 from ..dra.claims import GPU_DEVICE_CLASS, is_rack
 from ..gpu.pool import GpuPool
 from ..gpu.scheduling import QUEUED_TOLERATION, node_selector, tolerations
@@ -17,6 +17,7 @@ from ..workloads.batch_teams import (
     TOPOLOGY_NAME,
     BatchTeam,
     Quota,
+    pool_quota,
     queue_name,
     team_queue_name,
     topology_default,
@@ -159,19 +160,6 @@ def topology_pools(settings: Settings) -> set[str]:
     return set(listed if listed is not None else topology_default(settings.gpu_pools))
 
 
-def pool_quota(pool: GpuPool, catalog: Catalog | None = None) -> Quota:
-    """What a Standard pool can hold at most: its queue's quota."""
-    accelerator = (catalog or load_catalog()).accelerator(pool.accelerator)
-    machine = accelerator.machine_type(pool.machine_type or "") if accelerator else None
-    assert machine is not None and pool.max_nodes is not None, "a resolved Standard pool"
-    return Quota(
-        gpus=pool.max_nodes * pool.schedulable_gpus_per_node,
-        cpus=pool.max_nodes * machine.vcpus,
-        memory_gib=int(pool.max_nodes * machine.memory_gb),
-        ephemeral_storage_gib=pool.max_nodes * pool.node_ephemeral_storage_gib,
-    )
-
-
 def batch_queues(
     settings: Settings,
     provider: pulumi.ProviderResource,
@@ -179,7 +167,7 @@ def batch_queues(
     *,
     local_queue_namespace: str | None,
     prefix: str = "",
-    cluster_queue_metrics: bool = False,
+    pods_ready_timeout_minutes: int | None = None,
 ) -> tuple[list[dict[str, Any]], GpuBatchQueues]:
     """Declare Kueue, JobSet and a queue per Standard GPU pool, shared by the teams; return the queues
     as a stack output, and the component (what a queued workload waits for).
@@ -282,8 +270,8 @@ def batch_queues(
         args["dra_device_classes"] = [GPU_DEVICE_CLASS]
     if local_queue_namespace:
         args["local_queue_namespace"] = local_queue_namespace
-    if cluster_queue_metrics:
-        args["cluster_queue_metrics"] = True
+    if pods_ready_timeout_minutes is not None:
+        args["pods_ready_timeout_minutes"] = pods_ready_timeout_minutes
     component = declare(
         GpuBatchQueues,
         f"{prefix}batch",

@@ -17,9 +17,16 @@ from .program_serving import needs_gateway_api, needs_gcs_fuse
 from .settings import Settings
 
 
-def gke_cluster(settings: Settings, prefix: str = "") -> tuple[GkeCluster, GkeNetwork | None]:
+def gke_cluster(
+    settings: Settings,
+    prefix: str = "",
+    *,
+    fleet_project: str | None = None,
+    labels: dict[str, str] | None = None,
+) -> tuple[GkeCluster, GkeNetwork | None]:
     """The cluster, and the VPC the stack creates for it (None on an existing VPC); `prefix` starts
-    its resource names (a fleet's worker's)."""
+    its resource names (a fleet's worker's), `fleet_project` makes it a member of that project's fleet
+    and `labels` are added to its GCP labels (a fleet's, stack/program_fleet.py)."""
     cluster = settings.cluster
     assert cluster.name is not None and cluster.location is not None, "the cluster rules resolve both"
     project = settings.project or ""
@@ -75,8 +82,14 @@ def gke_cluster(settings: Settings, prefix: str = "") -> tuple[GkeCluster, GkeNe
         "dns_endpoint_external": cluster.dns_endpoint_external,
         "deletion_protection": cluster.deletion_protection,
         "managed_dcgm": settings.monitoring.dcgm == "managed",
-        "resource_labels": {"managed-by": "pulumi", "pulumi-stack": _label_value(settings.stack)},
+        "resource_labels": {
+            "managed-by": "pulumi",
+            "pulumi-stack": _label_value(settings.stack),
+            **(labels or {}),
+        },
     }
+    if fleet_project:
+        args["fleet_project"] = fleet_project
     if cluster.minimum_version:
         args["minimum_version"] = cluster.minimum_version
     if cluster.maintenance:

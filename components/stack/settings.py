@@ -16,8 +16,9 @@ from ..network.model import NetworkConfig
 from ..serving.model import ServingConfig
 from ..workloads.model import BatchConfig, WorkloadConfig
 
-if TYPE_CHECKING:
-    from .fleet_section import FleetSettings
+if TYPE_CHECKING:  # the fleet's plan is only read through a fleet's settings
+    from ..fleet.plan import FleetPlan
+    from ..fleet.rules import ResolvedWorker
 
 
 @dataclass(frozen=True)
@@ -55,3 +56,32 @@ class AdmissionScope:
     device_namespaces: list[str]
     networks: dict[str, list[str]]
     nic_claims: list[str] | None
+
+
+@dataclass(frozen=True)
+class FleetWorker:
+    """A fleet worker, resolved: the settings of its cluster (a whole gke-gpu stack, checked by a
+    single-cluster stack's rules under its key) and what the fleet's rules read of it."""
+
+    settings: Settings
+    resolved: "ResolvedWorker"
+
+    @property
+    def name(self) -> str:
+        return self.resolved.name
+
+
+@dataclass(frozen=True)
+class FleetSettings:
+    """The fleet whose manager the stack's cluster is: its workers and the plan between them."""
+
+    workers: tuple[FleetWorker, ...]
+    plan: "FleetPlan"
+
+    @property
+    def worker_names(self) -> list[str]:
+        return [w.name for w in self.workers]
+
+    @property
+    def dispatcher(self) -> str:
+        return self.plan.dispatcher

@@ -6,6 +6,7 @@ from typing import Annotated, Any, NotRequired, TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import Field, model_validator
+from pydantic.alias_generators import to_camel
 
 from ..core.arg_types import DeviceClassName, K8sName, LabelKey
 from ..core.common import GPU_RESOURCE, KeyNames, Problems, cut, listing
@@ -131,8 +132,11 @@ class GpuBatchQueuesArgs(TypedDict):
     `gpu.nvidia.com` where a pool hands out GPUs through DRA): Kueue 0.19.2 never admits a Workload
     claiming an unmapped class. Defaults to none (the chart's default Configuration)."""
     cluster_queue_metrics: NotRequired[bool]
-    """Kueue reports each ClusterQueue's resource usage and quota (`metrics.enableClusterQueueResources`:
-    a fleet's dashboard charts a worker's GPUs in use from them). Defaults to false."""
+    """Kueue reports each ClusterQueue's resource usage and quota (`metrics.enableClusterQueueResources`).
+    Defaults to false."""
+    pods_ready_timeout_minutes: NotRequired[int]
+    """Kueue evicts and requeues an admitted job whose Pods are not all ready this many minutes after
+    admission (`waitForPodsReady`). Defaults to none (Kueue's default: no timeout)."""
 
 
 class _ShareSpec(ArgsModel):
@@ -173,6 +177,7 @@ class _GpuBatchQueuesSpec(ArgsModel):
     teams: Annotated[list[TeamSpec], Field(default_factory=list, max_length=MAX_TEAMS)]
     dra_device_classes: Annotated[list[DeviceClassName], Field(max_length=8)] = Field(default_factory=list)
     cluster_queue_metrics: bool = False
+    pods_ready_timeout_minutes: int | None = Field(None, ge=1, le=10_080)
 
     @model_validator(mode="after")
     def _unique_names(self) -> "_GpuBatchQueuesSpec":
@@ -262,7 +267,9 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
         args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         dra_quota = sorted({r for q in spec.queues for r in q.dra_quota_per_gpu})
-        values = kueue_values(spec.dra_device_classes, spec.cluster_queue_metrics, dra_quota)
+        values = kueue_values(
+            spec.dra_device_classes, spec.cluster_queue_metrics, dra_quota, spec.pods_ready_timeout_minutes
+        )
         after_charts, after = batch_controllers(self, name, values)
 
         topology = None
@@ -406,13 +413,7 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
                     ]
                 },
                 **(
-                    {
-                        "retryStrategy": {
-                            "backoffLimitCount": retry.backoff_limit_count,
-                            "backoffBaseSeconds": retry.backoff_base_seconds,
-                            "backoffMaxSeconds": retry.backoff_max_seconds,
-                        }
-                    }
+                    {"retryStrategy": {to_camel(k): v for k, v in retry.model_dump().items()}}
                     if (retry := queue.provisioning_retry)
                     else {}
                 ),

@@ -29,6 +29,9 @@ from ..core.egress import (
 )
 from ..core.k8s import app_labels, pod_security_labels
 from ..core.validation import ArgsModel
+
+# Re-exported: the name is the batch rules' (batch_teams.py), which read no Kubernetes SDK.
+from .batch_teams import gpudirect_namespace as gpudirect_namespace
 from .egress_args import TeamEgress
 from .model import NamespaceName, TeamMember, TeamName
 from .team_access import declare_team_bindings
@@ -37,7 +40,6 @@ TEAM_LABEL = "gke-gpu/team"
 # On a team's GPUDirect namespace (not TEAM_LABEL: the policy pack holds every TEAM_LABEL namespace
 # below `privileged`, and this one to the admission policy's binding instead).
 GPUDIRECT_TEAM_LABEL = "gke-gpu/gpudirect-team"
-GPUDIRECT_NAMESPACE_PREFIX = "gpudirect-"
 TeamPodSecurity = Literal["baseline", "restricted"]
 POD_SECURITY_LEVELS: tuple[TeamPodSecurity, ...] = ("baseline", "restricted")
 EGRESS_PROTOCOLS = ("TCP", "UDP", "SCTP")
@@ -118,11 +120,6 @@ def team_egress_rules(entries: Sequence[TeamEgress]) -> list[k8s.networking.v1.N
             for e in entries
         ),
     ]
-
-
-def gpudirect_namespace(team: str) -> str:
-    """The namespace of a team's GPUDirect Pods."""
-    return f"{GPUDIRECT_NAMESPACE_PREFIX}{team}"
 
 
 def declare_namespace(
