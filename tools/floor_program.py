@@ -35,7 +35,9 @@ from pulumi.runtime.rpc import get_resource_module
 if TYPE_CHECKING:
     from tools.offline import RunResult
 
-STAND_IN = "gke_gpu.stack.stack_file"
+# The modules of gke_gpu that tools/offline.py imports (the stack file's reader, the secrets provider's
+# check), which the floor never calls.
+STAND_INS = ("gke_gpu.stack.stack_file", "gke_gpu.stack.secrets_provider")
 # Packages whose components (a Helm chart) are the SDK's classes, not the program's own.
 SDK_PACKAGES = ("kubernetes", "gcp")
 FIELDS = ("urn", "type", "name", "custom", "parent", "provider", "inputs", "alias_types")
@@ -138,13 +140,14 @@ def mismatches(spec: dict[str, Any], floor: dict[str, Any]) -> list[str]:
 
 
 def keep_gke_gpu_out() -> None:
-    """tools.offline reads stack files with gke_gpu's reader, which the floor never calls: a stand-in
+    """tools.offline reads stack files with gke_gpu's reader, which the floor never calls: stand-ins
     keeps the program's package (and what it imports) out of the floor's process. Only for a process
     of its own: the stand-in replaces the reader for everything else in the process too."""
-    if STAND_IN not in sys.modules:
-        stand_in = types.ModuleType(STAND_IN)
-        stand_in.__getattr__ = lambda name: None  # type: ignore[method-assign]
-        sys.modules[STAND_IN] = stand_in
+    for name in STAND_INS:
+        if name not in sys.modules:
+            stand_in = types.ModuleType(name)
+            stand_in.__getattr__ = lambda name: None  # type: ignore[method-assign]
+            sys.modules[name] = stand_in
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -165,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(floor, indent=2, sort_keys=True))
     if args.verify:
         problems = mismatches(spec, floor)
-        if any(m.startswith("gke_gpu") and m != STAND_IN for m in sys.modules):
+        if any(m.startswith("gke_gpu") and m not in STAND_INS for m in sys.modules):
             problems.append("the floor imported gke_gpu")
         for problem in problems:
             print(f"floor: {problem}", file=sys.stderr)
