@@ -8,7 +8,7 @@ from pydantic import Field
 
 from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.model import PRINTABLE
-from ..core.validation import ArgsModel, Deferrable, pick
+from ..core.validation import ArgsModel, Deferrable
 
 
 class ExistingClusterArgs(TypedDict):
@@ -48,7 +48,7 @@ class ExistingCluster(GkeGpuComponent[_ExistingClusterSpec]):
         # A resource, not an output: the Kubernetes layer's components take it as their provider.
         self.provider: k8s.Provider = k8s.Provider(
             f"{name}-k8s",
-            kubeconfig=pulumi.Output.secret(pick(spec.kubeconfig, args["kubeconfig"])),
+            kubeconfig=pulumi.Output.secret(spec.kubeconfig),
             context=spec.context,
             enable_server_side_apply=True,
             opts=pulumi.ResourceOptions(parent=self),

@@ -8,7 +8,6 @@ import pulumi_kubernetes as k8s
 from pulumi_gcp import container, projects, serviceaccount
 
 from ..core.component import NO_ARGS, GkeGpuComponent
-from ..core.validation import pick
 from .args import GkeClusterArgs, GkeClusterSpec, cluster_rules
 from .boot_disks import system_disk_type
 from .gke_managed import maintenance_policy, monitoring_components
@@ -165,7 +164,7 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
 
         self.cluster = container.Cluster(
             f"{name}-cluster",
-            **self._cluster_inputs(spec, network_inputs(spec, args)),
+            **self._cluster_inputs(spec, network_inputs(spec)),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 depends_on=self.node_service_account_roles,
@@ -396,13 +395,13 @@ def addons(spec: GkeClusterSpec) -> container.ClusterAddonsConfigArgs | None:
     )
 
 
-def network_inputs(spec: GkeClusterSpec, args: GkeClusterArgs) -> NetworkInputs:
+def network_inputs(spec: GkeClusterSpec) -> NetworkInputs:
     """The network args as the cluster takes them: checked values, or the caller's Outputs."""
     return {
-        "network": pick(spec.network, args["network"]),
-        "subnetwork": pick(spec.subnetwork, args["subnetwork"]),
-        "pods_range_name": pick(spec.pods_range_name, args["pods_range_name"]),
-        "services_range_name": pick(spec.services_range_name, args["services_range_name"]),
+        "network": spec.network,
+        "subnetwork": spec.subnetwork,
+        "pods_range_name": spec.pods_range_name,
+        "services_range_name": spec.services_range_name,
     }
 
 

@@ -85,7 +85,7 @@ ResourceName = matching(
 
 
 class NodeNetworkSpec(ArgsModel):
-    """An extra NIC's VPC and subnet names (gpu.pool_args.NodeNetwork), each may be an Output."""
+    """An extra NIC's VPC and subnet names (core.nodes.NodeNetwork), each may be an Output."""
 
     network: Deferrable[ResourceName]  # type: ignore[valid-type]
     subnetwork: Deferrable[ResourceName]  # type: ignore[valid-type]

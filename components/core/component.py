@@ -34,7 +34,7 @@ from pydantic import BaseModel
 
 from .common import Problem
 from .package import component_options, component_type
-from .validation import InvalidArgsError, report_notes, validate_args, validate_named_args
+from .validation import InvalidArgsError, report_notes, validate_args, validate_named_args, with_outputs
 
 SpecT = TypeVar("SpecT")
 ArgsT = TypeVar("ArgsT")
@@ -53,15 +53,17 @@ NO_ARGS: Any = _NoArgs()
 
 
 class CheckedArgs(dict[str, Any], Generic[SpecT]):
-    """Args that were already checked: the raw args (the component still reads its Outputs from them)
-    and the checked spec, which the component takes as it is. The stack layer hands args over this
-    way so that nothing is checked twice in a render: a GPU pool's, whose rules it ran on the stack
-    file's `gpuPools` entry, and every other component's, which check_components checked before
-    anything was declared. Not for programs of one's own: their args are checked at the boundary."""
+    """Args that were already checked: the raw args and the checked spec (with the raw args' Outputs
+    put back where the check saw them unknown), which the component takes as it is. The stack layer
+    hands args over this way so that nothing is checked twice in a render: a GPU pool's, whose rules
+    it ran on the stack file's `gpuPools` entry, and every other component's, which check_components
+    checked before anything was declared. Not for programs of one's own: their args are checked at
+    the boundary."""
 
     def __init__(self, raw: Mapping[str, Any], spec: SpecT) -> None:
         super().__init__(raw)
-        self.spec = spec
+        # The spec as checked, with the raw args' Outputs where the check saw them unknown.
+        self.spec: SpecT = with_outputs(spec, raw) if isinstance(spec, BaseModel) else spec
 
 
 class GkeGpuComponent(pulumi.ComponentResource, Generic[SpecT]):

@@ -162,7 +162,7 @@ def validate_args(
     problems = rules(spec) if rules else []
     if problems:
         raise InvalidArgsError(component, name, problems)
-    return spec
+    return with_outputs(spec, args)
 
 
 # True while the stack program declares its components: it has reported every note of its stack file
@@ -230,9 +230,37 @@ def report_notes(component: str, name: str, notes: Sequence[str], *, resource: p
         log_message(note, where=f"{component} {name!r}", resource=resource)
 
 
-def pick(checked: Any, raw: Any) -> Any:
-    """The validated value, or the raw Output where validation saw only UNKNOWN."""
-    return raw if isinstance(checked, Unknown) else checked
+def with_outputs(spec: M, raw: Mapping[str, Any]) -> M:
+    """The checked args with the caller's Outputs put back where validation saw only UNKNOWN, so that
+    a component reads one form of its args, its spec (the raw args never again)."""
+    return _restored(spec, raw)
+
+
+def _restored(checked: Any, raw: Any) -> Any:
+    """`checked` with each UNKNOWN replaced by the value at the same place in `raw`: into a model's
+    fields (by name), a mapping's keys and a list's items."""
+    if isinstance(checked, Unknown):
+        return raw
+    if isinstance(checked, BaseModel) and isinstance(raw, Mapping):
+        update = {}
+        for name in type(checked).model_fields:
+            if name not in raw:
+                continue
+            value = getattr(checked, name)
+            restored = _restored(value, raw[name])
+            if restored is not value:
+                update[name] = restored
+        return checked.model_copy(update=update) if update else checked
+    if isinstance(checked, dict) and isinstance(raw, Mapping):
+        items = {key: _restored(value, raw[key]) if key in raw else value for key, value in checked.items()}
+        changed = any(items[key] is not value for key, value in checked.items())
+        return items if changed else checked
+    if isinstance(checked, (list, tuple)) and isinstance(raw, (list, tuple)) and len(checked) == len(raw):
+        restored_items = [_restored(value, given) for value, given in zip(checked, raw, strict=True)]
+        if all(new is old for new, old in zip(restored_items, checked, strict=True)):
+            return checked
+        return type(checked)(restored_items)
+    return checked
 
 
 def _unique(lines: list[str]) -> list[str]:

@@ -35,8 +35,8 @@ from ..core.k8s import (
     pod_security_labels,
     toleration_problems,
 )
+from ..core.nodes import ACCELERATOR_LABEL
 from ..core.validation import ArgsModel
-from ..gpu.scheduling import ACCELERATOR_LABEL
 from .claims import RESOURCE_API
 from .driver_installer import InstallerVariant, installer_daemon_set, installer_name
 

@@ -37,8 +37,8 @@ import pulumi_kubernetes as k8s
 
 from ..core.common import NODEPOOL_LABEL
 from ..core.k8s import GKE_DRIVER_HOST_DIR, app_labels
-from ..gpu.scheduling import ACCELERATOR_LABEL
-from ..gpu.scheduling import DRIVER_LABEL as DRIVER_VERSION_LABEL
+from ..core.nodes import ACCELERATOR_LABEL
+from ..core.nodes import DRIVER_LABEL as DRIVER_VERSION_LABEL
 
 # The same pause image as Google's GPUDirect installers pin.
 from ..gpudirect.images import PAUSE as PAUSE_IMAGE

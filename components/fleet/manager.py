@@ -172,12 +172,12 @@ class MultiKueueManager(GkeGpuComponent[_Spec]):
 
         clusters: dict[str, pulumi.Resource] = {}
         profiles: dict[str, pulumi.Output[str]] = {}
-        for worker, given in zip(spec.workers, args["workers"], strict=True):
+        for worker in spec.workers:
             source: dict[str, Any] = {
                 "kubeConfig": {"locationType": "Secret", "location": f"multikueue-{worker.name}"}
             }
-            if "fleet_membership" in given:
-                profiles[worker.name] = pulumi.Output.from_input(given["fleet_membership"]).apply(
+            if worker.fleet_membership is not None:
+                profiles[worker.name] = pulumi.Output.from_input(worker.fleet_membership).apply(
                     cluster_profile_name
                 )
                 source = {"clusterProfileRef": {"name": profiles[worker.name]}}

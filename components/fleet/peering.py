@@ -49,15 +49,15 @@ class FleetPeering(GkeGpuComponent[_Spec]):
         out = compute.NetworkPeering(
             f"{name}-out",
             name=f"fleet-{spec.worker}",
-            network=args["manager_network"],
-            peer_network=args["worker_network"],
+            network=spec.manager_network,
+            peer_network=spec.worker_network,
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.back = compute.NetworkPeering(
             f"{name}-back",
             name="fleet-manager",
-            network=args["worker_network"],
-            peer_network=args["manager_network"],
+            network=spec.worker_network,
+            peer_network=spec.manager_network,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[out]),
         )
         self.register_outputs({})

@@ -112,7 +112,7 @@ class MultiKueueWorkerAccess(GkeGpuComponent[_Spec]):
         spec = self._begin(name, args, opts)
         child = pulumi.ResourceOptions(parent=self)
         labels = app_labels(ACCOUNT, component="multikueue")
-        identity = args.get("manager_identity")
+        identity = spec.manager_identity
         subject: k8s.rbac.v1.SubjectArgs
         depends: list[pulumi.Resource] = []
         if identity is not None:

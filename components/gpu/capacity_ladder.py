@@ -11,7 +11,7 @@ from pydantic import Field
 from ..core.arg_types import ProjectId, enum_values
 from ..core.component import NO_ARGS, CheckedArgs, GkeGpuComponent
 from ..core.k8s import COMPUTE_CLASS_API_VERSION, app_labels
-from ..core.validation import Deferrable, pick
+from ..core.validation import Deferrable
 from .compute_class import gpu_sharing
 from .pool import CONTAINER_IMAGE_CACHE, GpuPool
 from .pool_args import CapacityStep, GpuDriverVersion, GpuImageCache, GpuReservation, GpuSharing, NodeTaint
@@ -203,7 +203,7 @@ class GpuCapacityLadder(GkeGpuComponent[GpuCapacityLadderSpec]):
         if pool.image_cache:
             # GKE requires image streaming for a secondary boot disk; GpuNodePool always turns it on.
             node_config["imageStreaming"] = {"enabled": True}
-        account = pick(pool.node_service_account_email, args.get("node_service_account_email"))
+        account = pool.node_service_account_email
         if account is not None:
             node_config["serviceAccount"] = account
         self.compute_class = k8s.apiextensions.CustomResource(

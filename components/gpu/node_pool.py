@@ -14,12 +14,13 @@ from ..core.arg_types import ClusterName, NodeNetworks, ProjectId
 from ..core.catalog import load_catalog
 from ..core.common import ZONE_PATTERN, Problem
 from ..core.component import NO_ARGS, CheckedArgs, GkeGpuComponent
-from ..core.validation import Deferrable, pick
+from ..core.nodes import NodeNetwork, node_network_list
+from ..core.validation import Deferrable
 from ..gpudirect.flavors import DRANET_NETWORK_PROFILE, DRANET_NODE_LABEL, FLAVORS
 from .bare_metal import bare_metal_node_settings
 from .gke_rewrites import PoolKind, bundles_local_ssds, declared_labels, ignored_paths
 from .pool import CONTAINER_IMAGE_CACHE, GpuPool
-from .pool_args import GpuNodePoolArgs, NodeNetwork, node_network_list
+from .pool_args import GpuNodePoolArgs
 from .rules import check_standard_pool_args, validate_pool_args
 
 __all__ = [
@@ -205,13 +206,13 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
             queued_provisioning=pool.queued_provisioning,
             bundled_local_ssds=bundles_local_ssds(pool.machine_type),
         )
-        self.workload_policy = _workload_policy(name, pool, args["cluster_name"], self)
+        self.workload_policy = _workload_policy(name, pool, pool.cluster_name, self)
         self.node_pool = container.NodePool(
             f"{name}-pool",
             name=pool.name,
             project=pool.project,
             location=pool.location,
-            cluster=pick(pool.cluster_name, args["cluster_name"]),
+            cluster=pool.cluster_name,
             node_locations=list(pool.zones or []),
             initial_node_count=initial_per_zone,
             autoscaling=container.NodePoolAutoscalingArgs(
@@ -245,8 +246,8 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
                 if pool.compact_placement
                 else None
             ),
-            network_config=_network_config(pool, args.get("additional_node_networks")),
-            node_config=self._node_config(pool, args.get("node_service_account_email")),
+            network_config=_network_config(pool, pool.additional_node_networks),
+            node_config=self._node_config(pool, pool.node_service_account_email),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 ignore_changes=["initialNodeCount", *ignored_paths(kind)],
@@ -394,7 +395,7 @@ def _workload_policy(
 
 
 def _network_config(
-    pool: GpuNodePoolSpec, networks: "pulumi.Input[list[NodeNetwork]] | None"
+    pool: GpuNodePoolSpec, networks: "pulumi.Input[list[Any]] | None"
 ) -> "container.NodePoolNetworkConfigArgs | None":
     """Multi-networking, DRANET on A4X Max and G4's second network: the extra NICs' VPCs and subnets
     this program creates; DRANET elsewhere: GKE's accelerator network profile `auto`, with which GKE

@@ -8,9 +8,11 @@ gpu/rules.py.
 """
 
 from enum import StrEnum
-from typing import Literal, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 import pulumi
+
+from ..core.nodes import NodeNetwork
 
 
 class GpuDriverVersion(StrEnum):
@@ -105,31 +107,6 @@ class GpuImageCache(TypedDict):
     """A Compute Engine image built with gke-disk-image-builder, as it prints it:
     `projects/<project>/global/images/<name>`. Each node gets a disk of the image's size and the boot
     disk's type; image streaming stays on. Changing it replaces the pool."""
-
-
-class NodeNetwork(TypedDict):
-    """An extra NIC of every node: the VPC and subnet it attaches to."""
-
-    network: pulumi.Input[str]
-    """The VPC's name."""
-    subnetwork: pulumi.Input[str]
-    """The subnet's name (in the cluster's region)."""
-
-
-def node_network_list(networks: "pulumi.Input[list[NodeNetwork]] | None") -> pulumi.Input[list[NodeNetwork]]:
-    """The extra NICs as the provider takes them: the list as given, or the Output of one."""
-    return networks if networks is not None else []
-
-
-def node_network_at(
-    networks: "pulumi.Input[list[NodeNetwork]]", index: int, key: Literal["network", "subnetwork"]
-) -> pulumi.Input[str]:
-    """One field (`network` or `subnetwork`) of the NIC at `index`: from the list, or from the Output of
-    the whole list."""
-    if isinstance(networks, pulumi.Output):
-        return networks.apply(lambda nics: nics[index][key])
-    # Input also admits an Awaitable, which no caller passes (the args hold a list or an Output).
-    return networks[index][key]  # type: ignore[index]
 
 
 class GpuNodePoolArgs(TypedDict):

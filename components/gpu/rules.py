@@ -24,7 +24,7 @@ from ..core.common import (
     listing,
     valid_label_key,
 )
-from ..core.validation import validate_named_args
+from ..core.validation import validate_named_args, with_outputs
 from .dra_rules import DraRules
 from .gpudirect_rules import GpuDirectRules
 from .ladder_rules import LadderRules
@@ -324,7 +324,8 @@ def validate_pool_args(
 
     validate_named_args(component, name, model, args, rules=catalog_rules, by_name=True, args_type=args_type)
     (pool,) = checked
-    return pool, notes
+    # The resolved pool with the caller's Outputs where the check saw them unknown (its one form).
+    return with_outputs(pool, args), notes
 
 
 def check_standard_pool_args(spec: P, location: str) -> tuple[P | None, list[str], list[str]]:

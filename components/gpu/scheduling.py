@@ -12,17 +12,17 @@ from typing import Any
 
 from ..core.catalog import load_catalog
 from ..core.common import GPU_TAINT_KEY, NODEPOOL_LABEL
+from ..core.nodes import (
+    ACCELERATOR_LABEL,
+    COMPUTE_CLASS_LABEL,
+    DRIVER_LABEL,
+    MAX_CLIENTS_LABEL,
+    PARTITION_LABEL,
+    SHARING_STRATEGY_LABEL,
+    SPOT_LABEL,
+)
 from .pool import GpuPool
 
-ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
-# The node's CPU architecture (Kubernetes' well-known label): amd64, or arm64 on A4X's Grace hosts.
-ARCH_LABEL = "kubernetes.io/arch"
-SPOT_LABEL = "cloud.google.com/gke-spot"
-SHARING_STRATEGY_LABEL = "cloud.google.com/gke-gpu-sharing-strategy"
-MAX_CLIENTS_LABEL = "cloud.google.com/gke-max-shared-clients-per-gpu"
-PARTITION_LABEL = "cloud.google.com/gke-gpu-partition-size"
-DRIVER_LABEL = "cloud.google.com/gke-gpu-driver-version"
-COMPUTE_CLASS_LABEL = "cloud.google.com/compute-class"
 # Tolerates the GPU taint whatever its value (GKE's ExtendedResourceToleration adds the same one).
 GPU_TOLERATION = {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
 # GKE taints (and labels) queued-provisioning nodes cloud.google.com/gke-queued=true:NoSchedule.

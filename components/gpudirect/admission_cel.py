@@ -38,7 +38,7 @@ aperture devices mounted read-write into the workload container: the LLCM path m
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..gpu.scheduling import ACCELERATOR_LABEL
+from ..core.nodes import ACCELERATOR_LABEL
 from .admission_baseline import baseline_checks
 from .admission_common import binding, cel, on_resources, typed_lists
 from .flavors import FLAVORS, GpuDirectFlavor

@@ -25,8 +25,8 @@ from ..core.common import K8S_NAME
 from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.k8s import app_labels
 from ..core.model import Cidr
-from ..core.validation import ArgsModel, Deferrable, pick
-from ..gpu.pool_args import NodeNetwork
+from ..core.nodes import NodeNetwork
+from ..core.validation import ArgsModel, Deferrable
 from ..network.vpc import flow_log_config
 from .flavors import DEFAULT_GPUDIRECT_CIDR, FLAVORS, ExtraNic, gpudirect_range_problems, subnet_range
 
@@ -110,7 +110,7 @@ class G4SecondNetwork(GkeGpuComponent[_G4SecondNetworkSpec]):
         args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         child = pulumi.ResourceOptions(parent=self)
-        project = pick(spec.project, args["project"])
+        project = spec.project
         prefix = spec.name_prefix
         ip_range = subnet_range(spec.cidr, G4_NIC)
         vpc = compute.Network(
@@ -127,7 +127,7 @@ class G4SecondNetwork(GkeGpuComponent[_G4SecondNetworkSpec]):
             f"{name}-subnet",
             name=f"{prefix}-{G4_NIC.subnet_suffix}",
             project=project,
-            region=pick(spec.region, args["region"]),
+            region=spec.region,
             network=vpc.id,
             ip_cidr_range=ip_range,
             private_ip_google_access=True,

@@ -10,8 +10,8 @@ from ..core.arg_types import ProjectId, RegionName, enum_values, matching
 from ..core.common import K8S_NAME, ZONE_PATTERN, Problem, cut
 from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.model import Cidr
-from ..core.validation import ArgsModel, Deferrable, pick
-from ..gpu.pool_args import NodeNetwork
+from ..core.nodes import NodeNetwork
+from ..core.validation import ArgsModel, Deferrable
 from ..network.vpc import flow_log_config
 from .flavors import (
     DEFAULT_GPUDIRECT_CIDR,
@@ -130,8 +130,8 @@ class GpuDirectNetworks(GkeGpuComponent[_GpuDirectNetworksSpec]):
         args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         child = pulumi.ResourceOptions(parent=self)
-        project = pick(spec.project, args["project"])
-        region = pick(spec.region, args["region"])
+        project = spec.project
+        region = spec.region
         flavor = FLAVORS[GpuDirectFlavor(spec.flavor)]
         prefix = spec.name_prefix
 

@@ -8,7 +8,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from ..core.common import NODEPOOL_LABEL
-from ..gpu.scheduling import ACCELERATOR_LABEL, ARCH_LABEL
+from ..core.nodes import ACCELERATOR_LABEL, ARCH_LABEL
 from .flavors import FlavorSpec
 
 

@@ -38,8 +38,8 @@ from ..core.k8s import (
     toleration_problems,
 )
 from ..core.model import Cidr
+from ..core.nodes import NodeNetwork, node_network_at
 from ..core.validation import ArgsModel
-from ..gpu.pool_args import NodeNetwork, node_network_at
 from .asapd import asapd_lite_daemon_set
 from .flavors import (
     DEFAULT_GPUDIRECT_CIDR,
@@ -304,7 +304,7 @@ class GpuDirectSoftware(GkeGpuComponent[_GpuDirectSoftwareSpec]):
         flavor = GpuDirectFlavor(spec.flavor)
         flavor_spec = FLAVORS[flavor]
         labels = app_labels(f"gpudirect-{flavor.lower()}", component="network")
-        networks = args.get("node_networks")
+        networks = spec.node_networks
         nics = flavor_spec.nics if networks is not None else ()
         for index, nic in enumerate(nics):
             assert networks is not None

@@ -13,7 +13,7 @@ from pydantic import Field
 from ..core.arg_types import LabelValue, ProjectId, enum_values
 from ..core.common import LABEL_VALUE_PATTERN, KeyNames, Problem, Problems, cut
 from ..core.component import NO_ARGS, CheckedArgs, GkeGpuComponent
-from ..core.validation import ArgsModel, Deferrable, InvalidArgsError, pick
+from ..core.validation import ArgsModel, Deferrable, InvalidArgsError
 from .alert_rules import EVALUATION_INTERVAL, RULE_GROUP, AlertRule, AlertThresholds, alert_rules
 from .dashboard import gpu_dashboard
 from .dcgm_exporter import DcgmExporter
@@ -185,10 +185,10 @@ class GpuMonitoring(GkeGpuComponent[_GpuMonitoringSpec]):
 
         self.dashboard: monitoring.Dashboard | None = None
         self.dashboard_url = None
-        project = pick(spec.project, args.get("project"))
+        project = spec.project
         # The cluster's name may be another resource's Output: the queries are built once it is known.
         fleet_workers, fleet_clusters = spec.fleet()
-        cluster = pulumi.Output.from_input(pick(spec.cluster_name, args.get("cluster_name")) or "").apply(
+        cluster = pulumi.Output.from_input(spec.cluster_name or "").apply(
             partial(
                 _checked_cluster_name,
                 name,

@@ -9,7 +9,7 @@ from ..cluster.rules import check_proxy_only_range, check_ranges
 from ..core.arg_types import ProjectId, RegionName, matching
 from ..core.common import K8S_NAME, KeyNames, Problems
 from ..core.component import NO_ARGS, GkeGpuComponent
-from ..core.validation import ArgsModel, Deferrable, pick
+from ..core.validation import ArgsModel, Deferrable
 from .model import MAX_PROXY_ONLY_PREFIX, VpcSettings
 
 PODS_RANGE_NAME = "pods"
@@ -129,8 +129,8 @@ class GkeNetwork(GkeGpuComponent[_GkeNetworkSpec]):
         args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         child = pulumi.ResourceOptions(parent=self)
-        project = pick(spec.project, args["project"])
-        region = pick(spec.region, args["region"])
+        project = spec.project
+        region = spec.region
         prefix = spec.name_prefix
 
         self.network = compute.Network(
@@ -148,15 +148,15 @@ class GkeNetwork(GkeGpuComponent[_GkeNetworkSpec]):
             project=project,
             region=region,
             network=self.network.id,
-            ip_cidr_range=pick(spec.subnet_cidr, args.get("subnet_cidr")),
+            ip_cidr_range=spec.subnet_cidr,
             private_ip_google_access=True,
             secondary_ip_ranges=[
                 compute.SubnetworkSecondaryIpRangeArgs(
-                    range_name=PODS_RANGE_NAME, ip_cidr_range=pick(spec.pods_cidr, args.get("pods_cidr"))
+                    range_name=PODS_RANGE_NAME, ip_cidr_range=spec.pods_cidr
                 ),
                 compute.SubnetworkSecondaryIpRangeArgs(
                     range_name=SERVICES_RANGE_NAME,
-                    ip_cidr_range=pick(spec.services_cidr, args.get("services_cidr")),
+                    ip_cidr_range=spec.services_cidr,
                 ),
             ],
             log_config=flow_log_config(spec.flow_log_sampling),
@@ -172,7 +172,7 @@ class GkeNetwork(GkeGpuComponent[_GkeNetworkSpec]):
                 project=project,
                 region=region,
                 network=self.network.id,
-                ip_cidr_range=pick(spec.proxy_only_cidr, args.get("proxy_only_cidr")),
+                ip_cidr_range=spec.proxy_only_cidr,
                 purpose="REGIONAL_MANAGED_PROXY",
                 role="ACTIVE",
                 opts=child,

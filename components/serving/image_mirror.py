@@ -13,7 +13,7 @@ from pydantic import Field
 from ..core.arg_types import ProjectId, matching
 from ..core.common import REGION_PATTERN
 from ..core.component import NO_ARGS, GkeGpuComponent
-from ..core.validation import ArgsModel, Deferrable, pick
+from ..core.validation import ArgsModel, Deferrable
 from .image_source import DEFAULT_REPOSITORY, REPOSITORY_ID, registry_path
 
 READER_ROLE = "roles/artifactregistry.reader"
@@ -85,7 +85,7 @@ class ImageMirror(GkeGpuComponent[_ImageMirrorSpec]):
             labels={"managed-by": "pulumi", "part-of": "gke-gpu"},
             opts=child,
         )
-        account = pick(spec.node_service_account_email, args["node_service_account_email"])
+        account = spec.node_service_account_email
         artifactregistry.RepositoryIamMember(
             f"{name}-node-reader",
             project=spec.project,

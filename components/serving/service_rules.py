@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..core.catalog import load_catalog
 from ..core.common import KeyNames, Problems, cut, listing
 from ..core.k8s import toleration_problems
-from ..gpu.scheduling import ACCELERATOR_LABEL, PARTITION_LABEL, SHARING_STRATEGY_LABEL
+from ..core.nodes import ACCELERATOR_LABEL, PARTITION_LABEL, SHARING_STRATEGY_LABEL
 from .fit import Replica, check_fit
 from .hyperdisk_ml import check_volume_args
 from .rules import DRA_DUTY_CYCLE_UNKNOWN, check_model_server, check_replica_nodes, weights_source

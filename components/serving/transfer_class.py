@@ -9,7 +9,7 @@ from pydantic import Field
 
 from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.k8s import COMPUTE_CLASS_API_VERSION, app_labels
-from ..core.validation import ArgsModel, Deferrable, pick
+from ..core.validation import ArgsModel, Deferrable
 from .hyperdisk_ml import TRANSFER_CLASS
 
 # The machine families of GKE's how-to (both attach Hyperdisk ML: rules.HYPERDISK_ML_SERIES).
@@ -59,7 +59,7 @@ class HyperdiskMlTransferClass(GkeGpuComponent[_TransferClassSpec]):
             "nodePoolAutoCreation": {"enabled": True},
             "whenUnsatisfiable": "DoNotScaleUp",
         }
-        account = pick(spec.node_service_account_email, args.get("node_service_account_email"))
+        account = spec.node_service_account_email
         if account is not None:
             class_spec["nodePoolConfig"] = {"serviceAccount": account}
         k8s.apiextensions.CustomResource(

@@ -27,6 +27,7 @@ from ..core.k8s import (
     restricted_pod_security_context,
     toleration_args,
 )
+from ..core.nodes import ARCH_LABEL
 from ..dra.claims import (
     GPU_CLAIM,
     container_claim,
@@ -34,7 +35,6 @@ from ..dra.claims import (
     gpu_claim_template_spec,
     pod_claim,
 )
-from ..gpu.scheduling import ARCH_LABEL
 from .samples_args import (
     GpuTargetSpec,
     SampleWorkloadsArgs,
