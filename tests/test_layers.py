@@ -45,15 +45,17 @@ def _tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text(encoding="utf-8"))
 
 
-def _imports(path: Path, *, at_import: bool = False) -> set[str]:
-    """The gke_gpu modules (or packages) `path` imports, as absolute names: every import, or with
-    `at_import` those that run when the module is imported (not in a function, not for type checkers)."""
+def _imports(path: Path, *, at_import: bool = False, runtime: bool = False) -> set[str]:
+    """The gke_gpu modules (or packages) `path` imports, as absolute names: every import, with
+    `at_import` those that run when the module is imported (not in a function, not for type checkers),
+    with `runtime` those that run at all (in a function too, not for type checkers)."""
     package = _module_name(path).split(".")
     if path.name != "__init__.py":
         package = package[:-1]
     tree = _tree(path)
     found: set[str] = set()
-    for node in _run_at_import(tree.body) if at_import else ast.walk(tree):
+    nodes = _run_at_import(tree.body) if at_import else _run_ever(tree) if runtime else ast.walk(tree)
+    for node in nodes:
         if isinstance(node, ast.Call):
             found.update(_dynamic_import(node, _module_name(path), ".".join(package)))
         elif isinstance(node, ast.ImportFrom):
@@ -67,6 +69,18 @@ def _imports(path: Path, *, at_import: bool = False) -> set[str]:
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names if alias.name.startswith("gke_gpu"))
     return found
+
+
+def _run_ever(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node of `tree` but those under `if TYPE_CHECKING:` (what only a type checker reads)."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for other in node.orelse:
+                yield other
+                yield from _run_ever(other)
+            continue
+        yield node
+        yield from _run_ever(node)
 
 
 def _run_at_import(body: list[ast.stmt]) -> Iterator[ast.AST]:
@@ -142,6 +156,119 @@ def test_no_layer_imports_one_above_it(path: Path) -> None:
         assert not imported, f"core imports {sorted(imported)} ({ANY}: any): core is the bottom layer"
     elif layer in DOMAINS:
         assert not imported & {"stack", ANY}, "a domain package never imports the stack layer"
+
+
+# The domains' order (docs/architecture.md, "The layers"): the domains each domain imports, besides
+# core. Any other edge fails, and so does one listed here that no import makes any more, so the table
+# is the order as it is. Read from the top, a domain imports only domains above it: no circle.
+DOMAIN_EDGES: dict[str, set[str]] = {
+    "cluster": set(),
+    "network": {"cluster"},
+    "gpudirect": {"network"},
+    "gpu": {"cluster", "gpudirect"},
+    "dra": {"gpudirect"},
+    "monitoring": set(),
+    "serving": {"dra", "gpu"},
+    "workloads": {"cluster", "dra", "gpu", "gpudirect", "serving"},
+    "fleet": {"cluster", "gpu", "monitoring", "network", "serving", "workloads"},
+    "project": set(),
+}
+
+
+def _domain_edges() -> dict[str, set[str]]:
+    """Each domain's imports of other domains, as its modules' source says (every import)."""
+    edges: dict[str, set[str]] = {domain: set() for domain in DOMAINS}
+    for path in MODULES:
+        layer = _layer(_module_name(path))
+        if layer in DOMAINS:
+            edges[layer] |= {_layer(name) for name in _imports(path)} & set(DOMAINS) - {layer}
+    return edges
+
+
+def test_the_domains_import_each_other_only_along_the_table() -> None:
+    measured = _domain_edges()
+    extra = {domain: sorted(measured[domain] - allowed) for domain, allowed in DOMAIN_EDGES.items()}
+    stale = {domain: sorted(allowed - measured[domain]) for domain, allowed in DOMAIN_EDGES.items()}
+    assert set(DOMAIN_EDGES) == set(DOMAINS)
+    assert {d: e for d, e in extra.items() if e} == {}, "imports outside the domains' order"
+    assert {d: e for d, e in stale.items() if e} == {}, "edges the table lists that no import makes"
+
+
+def test_the_domain_table_is_an_order() -> None:
+    """Listed from the top, each domain imports only domains listed before it."""
+    seen: set[str] = set()
+    for domain, imported in DOMAIN_EDGES.items():
+        assert imported <= seen, f"{domain} imports {sorted(imported - seen)}, listed after it"
+        seen.add(domain)
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """The library modules `path` imports when it runs (at import or in a function), not for type
+    checkers (`if TYPE_CHECKING:`), each name cut to the module that defines it."""
+    modules = {_module_name(p) for p in MODULES}
+    found = set()
+    for name in _imports(path, runtime=True):
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        if name:
+            found.add(name)
+    return found
+
+
+def _import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected parts of `graph` with more than one module (Tarjan's, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                part = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    part.append(member)
+                    if member == node:
+                        break
+                if len(part) > 1:
+                    circles.append(sorted(part))
+    return circles
+
+
+def test_no_import_circle_anywhere() -> None:
+    """No module imports, through others, a module that imports it: counting imports in functions too
+    (a lazy import hides a circle from Python, not from a reader), but not those for type checkers.
+    Packages' `__init__.py` are left out: the library's top imports its public components on use."""
+    modules = {_module_name(p): p for p in MODULES if p.name != "__init__.py"}
+    graph = {name: _runtime_imports(path) & set(modules) - {name} for name, path in modules.items()}
+    assert _import_circles(graph) == []
+
+
+def test_the_circle_walk_sees_a_circle() -> None:
+    assert _import_circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _import_circles({"a": {"b"}, "b": set()}) == []
 
 
 # The size rule holds beyond the library: the program, the tools, the policy pack and the provider.
