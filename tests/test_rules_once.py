@@ -32,6 +32,7 @@ from gke_gpu.gpu.rules import GpuPoolRules
 from gke_gpu.gpudirect import flavors
 from gke_gpu.monitoring import dcgm_exporter_args
 from gke_gpu.monitoring import rules as monitoring_rules
+from gke_gpu.network import rules as network_rules
 from gke_gpu.serving import rules as serving_rules
 from gke_gpu.workloads import batch_teams
 from tests.conftest import AUTOPILOT_CLUSTER, STANDARD_CLUSTER, render, settings, stack_config
@@ -42,8 +43,8 @@ SHARED_RULES: list[Callable[..., Any]] = [
     cluster_rules.check_nodes,
     cluster_rules.check_private_nodes,
     cluster_rules.check_public_endpoint_networks,
-    cluster_rules.check_ranges,
-    cluster_rules.check_proxy_only_range,
+    network_rules.check_ranges,
+    network_rules.check_proxy_only_range,
     monitoring_rules.check_xid_errors,
     monitoring_rules.check_notification_channels,
     dcgm_exporter_args.exporter_problems,

@@ -195,7 +195,7 @@ class ClusterConfig(GkeClusterSettings, _ClusterChoice):
 
     # Explicitly allow a public IP endpoint with no allowlist or with 0.0.0.0/0.
     public_endpoint_open_to_internet: bool = False
-    # Binary Authorization off in a stack named prod, meant (cluster_section.py).
+    # Binary Authorization off in a stack named prod, meant (cluster/section.py).
     binary_authorization_off_acknowledged: bool = False
     # mode: existing
     kubeconfig: str | None = Field(None, repr=False, min_length=1, max_length=1_000_000)

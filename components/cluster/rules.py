@@ -1,30 +1,25 @@
-"""The network's, the cluster's and the alerts' own rules, for the stack file and for the components'
-args alike.
+"""The cluster's own rules, for the stack file and for the components' args alike.
 
-GkeNetwork, GkeCluster and GpuMonitoring check their args with these functions, and the stack layer
-checks a stack file's `network`, `cluster` and `monitoring.alerts` with the same ones: only the
+GkeCluster checks its args with these functions, and the cluster's section rules (cluster/section.py)
+check a stack file's `cluster` with the same ones: only the
 names differ (camelCase under `gke-gpu:...`, or a component's snake_case args), so a stack file
 gets the messages it always got and a program gets the same rules. Pure functions: no cloud SDK is imported
 (the stack layer stays light).
 """
 
 import difflib
-import ipaddress
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 
 from ..core.catalog import MachineTypes, load_machine_types
 from ..core.common import (
     DEFAULT_REGIONAL_ZONES,
     MAX_AUTHORIZED_NETWORKS_PUBLIC,
-    MIN_SUBNET_PREFIX,
-    POD_RANGE_PREFIX_PER_NODE,
     ZONE_PATTERN,
     KeyNames,
     Problems,
     cut,
     listing,
-    network_of,
 )
 from .boot_disks import disk_type_problem
 from .model import SystemPoolConfig
@@ -34,61 +29,6 @@ from .model import SystemPoolConfig
 _CUSTOM = re.compile(r"(?:(?P<series>[a-z][a-z0-9]*)-)?custom-[1-9][0-9]*-[1-9][0-9]*(?:-ext)?")
 _E2_SHARED_CUSTOM = re.compile(r"e2-custom-(?:micro|small|medium)-[1-9][0-9]*")
 _CUSTOM_SYNTAX = "<series>-custom-<vCPUs>-<memory in MB>, -ext for extended memory (e.g. n2-custom-4-16384)"
-
-
-def check_ranges(
-    ranges: Sequence[tuple[str, str]], names: KeyNames, problems: Problems
-) -> dict[str, ipaddress.IPv4Network | None]:
-    """The node, Pod and Service ranges (`(snake_key, cidr)` pairs): each a network address, no two
-    overlapping, the subnet at least a /29 and the Pod range a /24 or larger. Returns them parsed."""
-    parsed = {key: network_of(value, names.at(key), problems) for key, value in ranges}
-    items = list(parsed.items())
-    for i, (key_a, net_a) in enumerate(items):
-        for key_b, net_b in items[i + 1 :]:
-            if net_a and net_b and net_a.overlaps(net_b):
-                problems.add(
-                    names.at(key_b),
-                    f"{net_b} overlaps {names.at(key_a)} {net_a}; the node, Pod and Service ranges must "
-                    "not overlap",
-                )
-    subnet, pods = parsed.get("subnet_cidr"), parsed.get("pods_cidr")
-    if subnet and subnet.prefixlen > MIN_SUBNET_PREFIX:
-        problems.add(
-            names.at("subnet_cidr"),
-            f"{subnet} is too small; a Compute Engine subnet is at least a /{MIN_SUBNET_PREFIX}",
-        )
-    if pods and pods.prefixlen > POD_RANGE_PREFIX_PER_NODE:
-        problems.add(
-            names.at("pods_cidr"),
-            f"{pods} is too small; GKE gives each node a /24 of Pod addresses, so use /24 or larger",
-        )
-    return parsed
-
-
-def check_proxy_only_range(
-    cidr: str, key: str, others: Sequence[tuple[str, str]], problems: Problems, *, most_prefix: int
-) -> None:
-    """A proxy-only subnet's range (`key` names it): a network address of at least 2**(32 -
-    most_prefix) addresses that overlaps none of `others` ((key, cidr) pairs: the VPC's other ranges;
-    one that does not parse was reported where it is read)."""
-    net = network_of(cidr, key, problems)
-    if net is None:
-        return
-    if net.prefixlen > most_prefix:
-        problems.add(
-            key,
-            f"{net} is too small; a proxy-only subnet has at least {2 ** (32 - most_prefix)} addresses "
-            f"(/{most_prefix} or larger; Google recommends a /23)",
-        )
-    for other_key, other in others:
-        try:
-            other_net = ipaddress.IPv4Network(other, strict=True)
-        except ValueError:
-            continue
-        if net.overlaps(other_net):
-            problems.add(
-                key, f"{net} overlaps {other_key} {other_net}; the proxy-only subnet needs a range of its own"
-            )
 
 
 def check_private_nodes(

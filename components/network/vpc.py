@@ -5,12 +5,12 @@ from typing import Any, NotRequired, TypedDict
 import pulumi
 from pulumi_gcp import compute
 
-from ..cluster.rules import check_proxy_only_range, check_ranges
 from ..core.arg_types import ProjectId, RegionName, matching
 from ..core.common import K8S_NAME, KeyNames, Problems
 from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.validation import ArgsModel, Deferrable
 from .model import MAX_PROXY_ONLY_PREFIX, VpcSettings
+from .rules import check_proxy_only_range, check_ranges
 
 PODS_RANGE_NAME = "pods"
 SERVICES_RANGE_NAME = "services"
@@ -67,8 +67,8 @@ class _GkeNetworkSpec(VpcSettings, _GkeNetworkPlace):
 
 
 def _network_rules(spec: _GkeNetworkSpec) -> list[str]:
-    """The ranges' own rules, the same a stack file's network section gets (cluster/rules.py); the
-    stack file's capacity checks (every node of every pool) stay in the stack layer."""
+    """The ranges' own rules, the same a stack file's network section gets (network/rules.py); the
+    stack file's capacity check (every node of every pool) is the section's (network/section.py)."""
     problems = Problems()
     ranges = [
         (key, value)

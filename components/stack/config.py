@@ -23,6 +23,7 @@ from typing import Any
 import pulumi
 
 from ..cluster.model import AuthorizedNetworkConfig, ClusterConfig, SystemPoolConfig
+from ..cluster.section import check_cluster
 from ..core.catalog import Catalog, load_catalog
 from ..core.common import (
     GPU_TAINT_KEY,
@@ -32,24 +33,28 @@ from ..core.common import (
     PROJECT_PATTERN,
     ConfigError,
     Problem,
-    Problems,
     cut,
     listing,
 )
 from ..core.credentials import credentials_in, redact
 from ..core.messages import format_path
+from ..core.section import Broken, SectionContext
 from ..core.validation import log_message
 from ..gpu.device_plugin_config import DevicePluginConfig
 from ..gpu.pool import GPU_TAINT, GpuPool, ReservationConfig, SharingConfig, TaintConfig
 from ..monitoring.model import AlertsConfig, MonitoringConfig
 from ..network.model import NetworkConfig
+from ..network.section import (
+    check_address_capacity,
+    check_gateway_subnet,
+    check_network,
+    check_no_network,
+    note_cloud_nat,
+)
 from ..workloads.model import WORKLOAD_NAMES, BatchConfig, WorkloadConfig
 from .batch_section import BatchRules
-from .broken import Broken
-from .cluster_section import ClusterRules
 from .config_value import decode_config_value
 from .fleet_section import fleet_settings
-from .gateway_section import GatewayRules
 from .images_section import ImageRules
 from .keys import check_config_keys
 from .pools_section import PoolRules
@@ -87,7 +92,7 @@ __all__ = [
 ]
 
 
-class _Resolver(ClusterRules, PoolRules, WorkloadRules, BatchRules, ServingRules, GatewayRules, ImageRules):
+class _Resolver(PoolRules, WorkloadRules, BatchRules, ServingRules, ImageRules):
     """Checks a shape-valid StackConfig for meaning and resolves it into Settings."""
 
     def __init__(
@@ -114,29 +119,39 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules, BatchRules, ServingRules
         self.region = region
         self.stack = stack
         self.catalog = catalog
-        self.problems = Problems()
-        self.warnings: list[str] = []
+        self.ctx = SectionContext(
+            root=root,
+            project=project,
+            region=region,
+            stack=stack,
+            catalog=catalog,
+            broken=broken,
+            secret_keys=secret_keys,
+        )
+        self.problems = self.ctx.problems
+        self.warnings = self.ctx.notes
 
     # -- top level --------------------------------------------------------------------------------
 
     def resolve(self) -> Settings:
         cfg = self.config
         mode = cfg.cluster.mode
-        self.region_ok = False
+        ctx = self.ctx
         broken = self.broken.sections
         # An existing cluster without a flavor (reported) or a broken monitoring section leaves the
         # dashboard and alert defaults unknown: rules that depend on them are skipped.
-        self.flavor_unknown = mode == "existing" and cfg.cluster.flavor is None
-        monitoring_known = "monitoring" not in broken and not self.flavor_unknown
-        if mode != "existing" or (monitoring_known and (dashboard_on(cfg) or cfg.monitoring.alerts.enabled)):
+        ctx.flavor_unknown = mode == "existing" and cfg.cluster.flavor is None
+        monitoring_known = "monitoring" not in broken and not ctx.flavor_unknown
+        dashboard_or_alerts = dashboard_on(cfg) or cfg.monitoring.alerts.enabled
+        if mode != "existing" or (monitoring_known and dashboard_or_alerts):
             self._require_gcp(needed_for=None if mode != "existing" else "the dashboard or alerts")
-        cluster = self._cluster()
+        cluster = check_cluster(cfg.cluster, ctx, dashboard_or_alerts=dashboard_or_alerts)
         network: NetworkConfig | None
         if mode == "existing":
-            self._no_network()
+            check_no_network(cfg.network, ctx)
             network = None
         else:
-            network = None if "network" in broken else self._network()
+            network = None if "network" in broken else check_network(cfg.network, ctx)
         pools = self._pools(cluster)
         if network is not None:
             network = self._gpudirect(network, pools)
@@ -155,7 +170,8 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules, BatchRules, ServingRules
         batch = self._batch(cluster, pools) if "batch" not in broken else BatchConfig()
         serving = self._serving(cluster, pools) if "serving" not in broken else ()
         if network is not None and "serving" not in broken:
-            network = self._gateways(network)
+            gateways = [f"serving[{i}]" for i, s in self.indexed_services() if s.gateway]
+            network = check_gateway_subnet(network, gateways, ctx)
         image_digests = (
             self._image_digests(pools, monitoring, device_plugin is not None)
             if "images" not in broken
@@ -163,12 +179,9 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules, BatchRules, ServingRules
         )
         capacity_known = not self.broken.any_pool() and "systemPool" not in self.broken.cluster_keys
         if network is not None and cluster.mode == "standard" and capacity_known:
-            self._check_address_capacity(network, cluster, pools)
-        if network is not None and network.existing is not None and cluster.private_nodes:
-            self.warnings.append(
-                f"{self.root}network.existing: private nodes have no external IP; the samples and the "
-                "DCGM exporter pull from nvcr.io and docker.io, so the subnet needs Cloud NAT"
-            )
+            check_address_capacity(network, cluster, [p.max_nodes for p in pools], ctx)
+        if network is not None:
+            note_cloud_nat(network, private_nodes=cluster.private_nodes, ctx=ctx)
         if self.problems.items:
             raise ConfigError(self.problems.items)
         return Settings(
@@ -216,7 +229,7 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules, BatchRules, ServingRules
                 f"{cut(self.region)} is not a Compute Engine region; {hint}regions: {listing(regions)}",
             )
         else:
-            self.region_ok = True
+            self.ctx.region_known = True
 
     # -- network ----------------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from ..core.catalog import Catalog
 from ..core.common import MAX_POOLS, Problems, cut, listing
 from ..core.image_digests import ImagesConfig
 from ..core.model import StackModel
+from ..core.section import Broken, SectionContext
 from ..fleet.model import FleetConfig
 from ..gpu.device_plugin_config import DevicePluginConfig
 from ..gpu.pool import GpuPool
@@ -23,7 +24,6 @@ from ..monitoring.model import MonitoringConfig
 from ..network.model import NetworkConfig
 from ..serving.model import MAX_SERVICES, ServingConfig
 from ..workloads.model import BatchConfig, WorkloadConfig
-from .broken import Broken
 
 
 class StackConfig(StackModel):
@@ -66,10 +66,17 @@ class RuleBase:
     problems: Problems
     warnings: list[str]
     broken: Broken
-    # True once gcp:region is a known Compute Engine region: zone rules run only then.
-    region_ok: bool
-    # An existing cluster whose flavor is missing (reported): flavor-dependent rules are skipped.
-    flavor_unknown: bool
+    ctx: SectionContext
+
+    @property
+    def region_ok(self) -> bool:
+        """True once gcp:region is a known Compute Engine region: zone rules run only then."""
+        return self.ctx.region_known
+
+    @property
+    def flavor_unknown(self) -> bool:
+        """An existing cluster whose flavor is missing (reported): flavor-dependent rules are skipped."""
+        return self.ctx.flavor_unknown
     # The config keys the engine holds as secrets (None: not known to the caller, e.g. a test that
     # hands parse_settings a dict; the plain-text credential check then does not run).
     secret_keys: frozenset[str] | None

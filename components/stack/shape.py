@@ -18,11 +18,11 @@ from pydantic.alias_generators import to_snake
 from ..cluster.model import ClusterConfig
 from ..core.common import TOP_LEVEL_KEYS, cut
 from ..core.messages import describe_pydantic_error, format_path
+from ..core.section import Broken
 from ..core.shapes import expected
 from ..gpu.pool import GpuPool
 from ..serving.model import ServingConfig
 from ..workloads.model import WorkloadConfig
-from .broken import Broken
 from .schema import StackConfig
 
 # Sections validated item by item, so one bad entry does not hide the others.
