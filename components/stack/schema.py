@@ -77,6 +77,7 @@ class RuleBase:
     def flavor_unknown(self) -> bool:
         """An existing cluster whose flavor is missing (reported): flavor-dependent rules are skipped."""
         return self.ctx.flavor_unknown
+
     # The config keys the engine holds as secrets (None: not known to the caller, e.g. a test that
     # hands parse_settings a dict; the plain-text credential check then does not run).
     secret_keys: frozenset[str] | None
