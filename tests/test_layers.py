@@ -166,7 +166,7 @@ DOMAIN_EDGES: dict[str, set[str]] = {
     "network": {"cluster"},
     "gpudirect": {"network"},
     "gpu": {"cluster", "gpudirect"},
-    "dra": {"gpudirect"},
+    "dra": {"gpu", "gpudirect"},
     "monitoring": set(),
     "serving": {"dra", "gpu"},
     "workloads": {"cluster", "dra", "gpu", "gpudirect", "serving"},

@@ -38,10 +38,13 @@ from ..core.common import (
 )
 from ..core.credentials import credentials_in, redact
 from ..core.messages import format_path
-from ..core.section import Broken, SectionContext
+from ..core.section import Broken, SectionContext, indexed
 from ..core.validation import log_message
+from ..dra.section import check_dra_pools
 from ..gpu.device_plugin_config import DevicePluginConfig
 from ..gpu.pool import GPU_TAINT, GpuPool, ReservationConfig, SharingConfig, TaintConfig
+from ..gpu.section import check_existing_gpu_layer, check_pool_names, check_pools
+from ..gpudirect.section import check_gpudirect_range
 from ..monitoring.model import AlertsConfig, MonitoringConfig
 from ..network.model import NetworkConfig
 from ..network.section import (
@@ -57,7 +60,6 @@ from .config_value import decode_config_value
 from .fleet_section import fleet_settings
 from .images_section import ImageRules
 from .keys import check_config_keys
-from .pools_section import PoolRules
 from .schema import StackConfig, dashboard_on
 from .serving_section import ServingRules
 from .settings import FleetSettings, Settings
@@ -92,7 +94,7 @@ __all__ = [
 ]
 
 
-class _Resolver(PoolRules, WorkloadRules, BatchRules, ServingRules, ImageRules):
+class _Resolver(WorkloadRules, BatchRules, ServingRules, ImageRules):
     """Checks a shape-valid StackConfig for meaning and resolves it into Settings."""
 
     def __init__(
@@ -152,9 +154,13 @@ class _Resolver(PoolRules, WorkloadRules, BatchRules, ServingRules, ImageRules):
             network = None
         else:
             network = None if "network" in broken else check_network(cfg.network, ctx)
-        pools = self._pools(cluster)
+        written_pools = indexed(cfg.gpu_pools, self.broken.pool_indexes)
+        pools = check_pools(written_pools, cluster, ctx, cluster_written=cfg.cluster)
+        if cluster.mode != "existing":
+            check_dra_pools(written_pools, pools, ctx)
+            check_pool_names(written_pools, cluster, ctx)
         if network is not None:
-            network = self._gpudirect(network, pools)
+            network = check_gpudirect_range(network, written_pools, pools, ctx)
         monitoring = (
             self._monitoring(cluster, pools)
             if monitoring_known
@@ -166,7 +172,9 @@ class _Resolver(PoolRules, WorkloadRules, BatchRules, ServingRules, ImageRules):
         if {"devicePlugin", "gpuNodes"} & broken or self.flavor_unknown:
             device_plugin, gpu_nodes = None, ()
         else:
-            device_plugin, gpu_nodes = self._existing_gpu_layer(cluster)
+            device_plugin, gpu_nodes = check_existing_gpu_layer(
+                cfg.device_plugin, cfg.gpu_nodes, cluster, ctx
+            )
         batch = self._batch(cluster, pools) if "batch" not in broken else BatchConfig()
         serving = self._serving(cluster, pools) if "serving" not in broken else ()
         if network is not None and "serving" not in broken:

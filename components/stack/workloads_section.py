@@ -6,16 +6,12 @@ from pydantic.alias_generators import to_camel
 
 from ..cluster.model import ClusterConfig
 from ..core.common import (
-    DNS_SUBDOMAIN,
-    LABEL_VALUE_PATTERN,
     KeyNames,
     cut,
     listing,
-    valid_label_key,
 )
 from ..core.images import BLACKWELL_ACCELERATORS
 from ..dra.claims import is_rack
-from ..gpu.device_plugin_config import DevicePluginConfig
 from ..gpu.pool import GpuPool
 from ..monitoring.model import AlertsConfig, MonitoringConfig
 from ..monitoring.rules import check_notification_channels, check_xid_errors
@@ -364,39 +360,3 @@ class WorkloadRules(RuleBase):
             )
             return False
         return True
-
-    def _existing_gpu_layer(
-        self, cluster: ClusterConfig
-    ) -> tuple[DevicePluginConfig | None, tuple[str, ...]]:
-        cfg = self.config
-        generic = cluster.mode == "existing" and cluster.flavor == "generic"
-        if not generic:
-            for key in ("device_plugin", "gpu_nodes"):
-                if key in cfg.model_fields_set:
-                    self.problems.add(
-                        f"{self.root}{to_camel(key)}",
-                        "only allowed with cluster.mode existing and cluster.flavor generic "
-                        "(GKE ships its own device plugin and labels its GPU nodes)",
-                    )
-            return None, ()
-        plugin = cfg.device_plugin or DevicePluginConfig()
-        label = plugin.gpu_node_label
-        key, _, value = label.partition("=")
-        if (
-            "=" not in label
-            or not key
-            or not valid_label_key(key)
-            or not LABEL_VALUE_PATTERN.fullmatch(value)
-        ):
-            self.problems.add(
-                f"{self.root}devicePlugin.gpuNodeLabel",
-                f"{cut(label)} is not a Kubernetes label selector of the form key=value (e.g. "
-                "nvidia.com/gpu.present=true or gpus=true)",
-            )
-        nodes = tuple(cfg.gpu_nodes or ())
-        for j, node in enumerate(nodes):
-            if not DNS_SUBDOMAIN.fullmatch(node) or len(node) > 253:
-                self.problems.add(f"{self.root}gpuNodes[{j}]", f"{cut(node)} is not a Kubernetes node name")
-        if len(set(nodes)) != len(nodes):
-            self.problems.add(f"{self.root}gpuNodes", "lists a node twice")
-        return plugin, nodes
