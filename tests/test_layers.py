@@ -167,7 +167,7 @@ DOMAIN_EDGES: dict[str, set[str]] = {
     "gpudirect": {"network"},
     "gpu": {"cluster", "gpudirect"},
     "dra": {"gpu", "gpudirect"},
-    "monitoring": set(),
+    "monitoring": {"cluster", "gpu"},
     "serving": {"dra", "gpu"},
     "workloads": {"cluster", "dra", "gpu", "gpudirect", "serving"},
     "fleet": {"cluster", "gpu", "monitoring", "network", "serving", "workloads"},

@@ -46,6 +46,7 @@ from ..gpu.pool import GPU_TAINT, GpuPool, ReservationConfig, SharingConfig, Tai
 from ..gpu.section import check_existing_gpu_layer, check_pool_names, check_pools
 from ..gpudirect.section import check_gpudirect_range
 from ..monitoring.model import AlertsConfig, MonitoringConfig
+from ..monitoring.section import check_monitoring
 from ..network.model import NetworkConfig
 from ..network.section import (
     check_address_capacity,
@@ -162,7 +163,14 @@ class _Resolver(WorkloadRules, BatchRules, ServingRules, ImageRules):
         if network is not None:
             network = check_gpudirect_range(network, written_pools, pools, ctx)
         monitoring = (
-            self._monitoring(cluster, pools)
+            check_monitoring(
+                cfg.monitoring,
+                cluster,
+                written_pools,
+                ctx,
+                dashboard=dashboard_on(cfg),
+                serving=bool(cfg.serving),
+            )
             if monitoring_known
             else MonitoringConfig(dcgm="none", dashboard=False)
         )

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-from pydantic.alias_generators import to_camel
-
 from ..cluster.model import ClusterConfig
 from ..core.common import (
-    KeyNames,
     cut,
     listing,
 )
 from ..core.images import BLACKWELL_ACCELERATORS
 from ..dra.claims import is_rack
 from ..gpu.pool import GpuPool
-from ..monitoring.model import AlertsConfig, MonitoringConfig
-from ..monitoring.rules import check_notification_channels, check_xid_errors
 from ..workloads.model import WorkloadConfig
-from .schema import RuleBase, dashboard_on
+from .schema import RuleBase
 
 # Samples whose image has no linux/arm64 build (pytorch/pytorch publishes amd64 only:
 # pytorch/pytorch issues 145716 and 157139, still open 2026-11).
@@ -31,131 +26,6 @@ NCCL_DEFAULT_NODES = 2
 
 
 class WorkloadRules(RuleBase):
-    def _monitoring(self, cluster: ClusterConfig, pools: tuple[GpuPool, ...]) -> MonitoringConfig:
-        m = self.config.monitoring
-        prefix = f"{self.root}monitoring"
-        generic = cluster.mode == "existing" and cluster.flavor == "generic"
-        dcgm = m.dcgm or ("exporter" if generic else "managed")
-        if dcgm == "managed":
-            if cluster.mode == "existing" and cluster.flavor == "generic":
-                self.problems.add(
-                    f"{prefix}.dcgm",
-                    "'managed' is GKE's DCGM and needs a GKE cluster; on a generic cluster use "
-                    "'exporter' or 'none'",
-                )
-            for i, pool in self.indexed_pools():
-                if pool.driver_version == "INSTALLATION_DISABLED" and not cluster.autopilot:
-                    managed = f"{prefix}.dcgm managed{'' if m.dcgm else ' (the default)'}"
-                    # A draGpus pool must keep INSTALLATION_DISABLED (gpu/dra_rules.py): only DCGM can change.
-                    fix = (
-                        f"set {prefix}.dcgm: none (or exporter); draGpus needs 'INSTALLATION_DISABLED'"
-                        if pool.dra_gpus
-                        else f"use DEFAULT or LATEST, or {prefix}.dcgm: exporter or none"
-                    )
-                    self.problems.add(
-                        f"{self.root}gpuPools[{i}].driverVersion",
-                        f"'INSTALLATION_DISABLED' is not allowed with {managed}: GKE's DCGM needs "
-                        f"GKE-installed drivers; {fix}",
-                    )
-        if dcgm == "exporter" and cluster.mode == "existing" and cluster.flavor == "gke":
-            self.problems.add(
-                f"{prefix}.dcgm",
-                "'exporter' is not allowed on an existing GKE cluster: GKE runs its managed DCGM on "
-                "every GPU node of clusters created at 1.32.1-gke.1357000 or later, and two DCGM engines "
-                "per node give duplicate series; allowed: 'managed', 'none'",
-            )
-        if dcgm == "exporter" and cluster.autopilot:
-            self.problems.add(
-                f"{prefix}.dcgm",
-                "'exporter' is not allowed on Autopilot (the exporter needs a privileged Pod and "
-                "host paths, which Autopilot refuses); allowed: 'managed', 'none'",
-            )
-        scrape = m.scrape
-        if scrape is not None:
-            if dcgm != "exporter":
-                self.problems.add(f"{prefix}.scrape", f"only allowed with dcgm: exporter (dcgm is {dcgm})")
-            elif not generic and scrape != "podMonitoring":
-                self.problems.add(
-                    f"{prefix}.scrape",
-                    f"{cut(scrape)} is not allowed on GKE, where Managed Prometheus scrapes through a "
-                    "PodMonitoring; allowed: 'podMonitoring'",
-                )
-        elif dcgm == "exporter":
-            scrape = "serviceMonitor" if generic else "podMonitoring"
-
-        if m.scraper_namespace is not None and dcgm != "exporter":
-            self.problems.add(
-                f"{prefix}.scraperNamespace",
-                f"only allowed with dcgm: exporter (dcgm is {dcgm}); it is the namespace allowed to "
-                "scrape the exporter",
-            )
-        a = m.alerts
-        alerts = AlertsConfig()  # off
-        if a.enabled and generic:
-            self.problems.add(
-                f"{prefix}.alerts.enabled",
-                "true is not allowed on a generic cluster: the alert policies are Cloud Monitoring "
-                "PromQL over Managed Service for Prometheus, and this cluster's exporter is scraped by "
-                "your own Prometheus; alert there instead",
-            )
-        if a.enabled:
-            if not a.notification_channels:
-                self.problems.add(
-                    f"{prefix}.alerts.notificationChannels",
-                    "required when alerts.enabled is true: at least one "
-                    "projects/<project>/notificationChannels/<id>",
-                )
-            # GpuMonitoring's own rules (monitoring/rules.py), named as the stack file writes them.
-            names = KeyNames(f"{prefix}.alerts", camel=True)
-            check_xid_errors(names, self.problems, dcgm=dcgm, alerts=a, dcgm_key="dcgm")
-            check_notification_channels(names, self.problems, alerts=a)
-            if "serving_queue_backlog" in a.model_fields_set and not self.config.serving:
-                self.problems.add(
-                    f"{prefix}.alerts.servingQueueBacklog",
-                    f"only allowed with {self.root}serving (the backlog alert watches the model servers)",
-                )
-            alerts = a.model_copy(update={"xid_errors": a.xid_errors and dcgm == "exporter"})
-            self._note_mig_idle_signal(prefix, dcgm)
-        else:
-            ignored = sorted(to_camel(k) for k in a.model_fields_set - {"enabled"})
-            if ignored:
-                self.problems.add(
-                    f"{prefix}.alerts",
-                    f"{listing(ignored)} would be ignored: alerts.enabled is not true, so no alert policy "
-                    "is created; set enabled: true or remove them",
-                )
-        scraper_namespace = None
-        if dcgm == "exporter":
-            scraper_namespace = m.scraper_namespace or ("monitoring" if generic else "gmp-system")
-        # The same type, resolved: every default that depends on the cluster filled in.
-        return m.model_copy(
-            update={
-                "dcgm": dcgm,
-                "dashboard": dashboard_on(self.config),
-                "alerts": alerts,
-                "scrape": scrape,
-                "scraper_namespace": scraper_namespace,
-            }
-        )
-
-    def _note_mig_idle_signal(self, prefix: str, dcgm: str) -> None:
-        """The idle-GPU alert judges a MIG instance by DCGM_FI_PROF_GR_ENGINE_ACTIVE (monitoring/
-        alert_rules.py): say where that signal is not known to exist."""
-        mig = [f"gpuPools[{i}]" for i, pool in self.indexed_pools() if pool.mig_partition_size]
-        if not mig or dcgm == "exporter":
-            return
-        why = (
-            "GKE's per-GPU duty cycle, which does not tell the instances apart (UNVERIFIED)"
-            if dcgm == "none"
-            else "DCGM_FI_PROF_GR_ENGINE_ACTIVE, which the exporter collects; whether GKE's managed DCGM "
-            "exports it for MIG instances is UNVERIFIED"
-        )
-        self.warnings.append(
-            f"note: {prefix}.alerts: {listing(mig)} split GPUs with MIG; the idle alert judges their "
-            f"instances by {why}, so an idle instance may not alert; dcgm: exporter gives each instance "
-            "its own signal"
-        )
-
     def _workloads(self, cluster: ClusterConfig, pools: tuple[GpuPool, ...]) -> tuple[WorkloadConfig, ...]:
         result: list[WorkloadConfig] = []
         names = [p.name for p in pools]
