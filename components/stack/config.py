@@ -56,6 +56,7 @@ from ..network.section import (
     note_cloud_nat,
 )
 from ..workloads.model import WORKLOAD_NAMES, BatchConfig, WorkloadConfig
+from ..workloads.section import Around, check_workloads
 from .batch_section import BatchRules
 from .config_value import decode_config_value
 from .fleet_section import fleet_settings
@@ -66,7 +67,6 @@ from .serving_section import ServingRules
 from .settings import FleetSettings, Settings
 from .shape import Shape, validate_shape
 from .stack_file import StackFileError
-from .workloads_section import WorkloadRules
 
 # The public names of the config layer; components import the settings types from here.
 __all__ = [
@@ -95,7 +95,7 @@ __all__ = [
 ]
 
 
-class _Resolver(WorkloadRules, BatchRules, ServingRules, ImageRules):
+class _Resolver(BatchRules, ServingRules, ImageRules):
     """Checks a shape-valid StackConfig for meaning and resolves it into Settings."""
 
     def __init__(
@@ -174,7 +174,15 @@ class _Resolver(WorkloadRules, BatchRules, ServingRules, ImageRules):
             if monitoring_known
             else MonitoringConfig(dcgm="none", dashboard=False)
         )
-        workloads = self._workloads(cluster, pools)
+        around = Around(
+            cluster=cluster,
+            written_pools=cfg.gpu_pools,
+            pools=pools,
+            services=[s.name for s in cfg.serving],
+            kueue=cfg.batch.kueue,
+            plugin_sharing=bool(cfg.device_plugin and cfg.device_plugin.sharing),
+        )
+        workloads = check_workloads(indexed(cfg.workloads, self.broken.workload_indexes), around, ctx)
         device_plugin: DevicePluginConfig | None
         gpu_nodes: tuple[str, ...]
         if {"devicePlugin", "gpuNodes"} & broken or self.flavor_unknown:
