@@ -55,9 +55,9 @@ from ..network.section import (
     check_no_network,
     note_cloud_nat,
 )
+from ..workloads.batch_section import check_batch
 from ..workloads.model import WORKLOAD_NAMES, BatchConfig, WorkloadConfig
 from ..workloads.section import Around, check_workloads
-from .batch_section import BatchRules
 from .config_value import decode_config_value
 from .fleet_section import fleet_settings
 from .images_section import ImageRules
@@ -95,7 +95,7 @@ __all__ = [
 ]
 
 
-class _Resolver(BatchRules, ServingRules, ImageRules):
+class _Resolver(ServingRules, ImageRules):
     """Checks a shape-valid StackConfig for meaning and resolves it into Settings."""
 
     def __init__(
@@ -191,7 +191,11 @@ class _Resolver(BatchRules, ServingRules, ImageRules):
             device_plugin, gpu_nodes = check_existing_gpu_layer(
                 cfg.device_plugin, cfg.gpu_nodes, cluster, ctx
             )
-        batch = self._batch(cluster, pools) if "batch" not in broken else BatchConfig()
+        batch = (
+            check_batch(cfg.batch, cluster, pools, ctx, pools_written=bool(cfg.gpu_pools))
+            if "batch" not in broken
+            else BatchConfig()
+        )
         serving = self._serving(cluster, pools) if "serving" not in broken else ()
         if network is not None and "serving" not in broken:
             gateways = [f"serving[{i}]" for i, s in self.indexed_services() if s.gateway]
