@@ -55,7 +55,8 @@ from ..network.section import (
     check_no_network,
     note_cloud_nat,
 )
-from ..workloads.batch_section import check_batch
+from ..serving.section import check_serving
+from ..workloads.batch_section import check_batch, note_served_pools
 from ..workloads.model import WORKLOAD_NAMES, BatchConfig, WorkloadConfig
 from ..workloads.section import Around, check_workloads
 from .config_value import decode_config_value
@@ -63,7 +64,6 @@ from .fleet_section import fleet_settings
 from .images_section import ImageRules
 from .keys import check_config_keys
 from .schema import StackConfig, dashboard_on
-from .serving_section import ServingRules
 from .settings import FleetSettings, Settings
 from .shape import Shape, validate_shape
 from .stack_file import StackFileError
@@ -95,7 +95,7 @@ __all__ = [
 ]
 
 
-class _Resolver(ServingRules, ImageRules):
+class _Resolver(ImageRules):
     """Checks a shape-valid StackConfig for meaning and resolves it into Settings."""
 
     def __init__(
@@ -196,7 +196,13 @@ class _Resolver(ServingRules, ImageRules):
             if "batch" not in broken
             else BatchConfig()
         )
-        serving = self._serving(cluster, pools) if "serving" not in broken else ()
+        serving = (
+            check_serving(indexed(cfg.serving, self.broken.serving_indexes), cluster, pools, ctx)
+            if "serving" not in broken
+            else ()
+        )
+        if serving:
+            note_served_pools(cfg.batch, {s.pool for s in serving}, ctx)
         if network is not None and "serving" not in broken:
             gateways = [f"serving[{i}]" for i, s in self.indexed_services() if s.gateway]
             network = check_gateway_subnet(network, gateways, ctx)

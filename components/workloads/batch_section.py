@@ -169,3 +169,27 @@ def _topology(batch: BatchConfig, by_name: dict[str, GpuPool], ctx: SectionConte
         why = topology_problem(by_name[name])
         if why:
             ctx.problems.add(key, f"{cut(name)}: {why}")
+
+
+def note_served_pools(batch: BatchConfig, served: set[str], ctx: SectionContext) -> None:
+    """Kueue counts a team's quota against the pool's capacity, not what is free of it: GPUs the
+    model servers hold are still in a team's quota, so a job admitted on it waits for nodes the
+    pool cannot add (upstream-review-2026-11, Kueue: 'quotas count node capacity'). `served`: the
+    pools model servers use."""
+    if not batch.kueue:
+        return
+    for team in batch.teams:
+        for pool in sorted(set(team.pools) & served):
+            if team.pools[pool].gpus:
+                ctx.notes.append(
+                    f"warning: gke-gpu:batch.teams: team {team.name} has {team.pools[pool].gpus} GPUs of "
+                    f"quota on pool {pool}, which model servers also use: Kueue admits the team's jobs "
+                    "against the pool's size, not what the servers leave free, so an admitted job may "
+                    "wait for a node the pool cannot add; serve from a pool of its own"
+                )
+    if not batch.teams and served:
+        ctx.notes.append(
+            f"warning: gke-gpu:batch: the default team's queue covers every GPU pool, "
+            f"{', '.join(sorted(served))} included, which model servers also use: Kueue admits its "
+            "jobs against the pool's size, not what the servers leave free; serve from a pool of its own"
+        )
