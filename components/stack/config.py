@@ -16,56 +16,36 @@ is resolved (machine type, zones, disk type, cluster name), so components never 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from collections.abc import Mapping
 from typing import Any
 
 import pulumi
 
 from ..cluster.model import AuthorizedNetworkConfig, ClusterConfig, SystemPoolConfig
-from ..cluster.section import check_cluster
 from ..core.catalog import Catalog, load_catalog
 from ..core.common import (
     GPU_TAINT_KEY,
     GPU_TAINT_VALUE,
     MAX_SHARED_CLIENTS,
     NAMESPACE,
-    PROJECT_PATTERN,
     ConfigError,
     Problem,
-    cut,
-    listing,
 )
 from ..core.credentials import credentials_in, redact
 from ..core.messages import format_path
-from ..core.section import Broken, SectionContext, indexed
 from ..core.validation import log_message
-from ..dra.section import check_dra_pools
 from ..gpu.device_plugin_config import DevicePluginConfig
 from ..gpu.pool import GPU_TAINT, GpuPool, ReservationConfig, SharingConfig, TaintConfig
-from ..gpu.section import check_existing_gpu_layer, check_pool_names, check_pools
-from ..gpudirect.section import check_gpudirect_range
 from ..monitoring.model import AlertsConfig, MonitoringConfig
-from ..monitoring.section import check_monitoring
 from ..network.model import NetworkConfig
-from ..network.section import (
-    check_address_capacity,
-    check_gateway_subnet,
-    check_network,
-    check_no_network,
-    note_cloud_nat,
-)
-from ..serving.section import check_serving
-from ..workloads.batch_section import check_batch, note_served_pools
-from ..workloads.model import WORKLOAD_NAMES, BatchConfig, WorkloadConfig
-from ..workloads.section import Around, check_workloads
+from ..workloads.model import WORKLOAD_NAMES, WorkloadConfig
 from .config_value import decode_config_value
 from .fleet_section import fleet_settings
-from .images_section import ImageRules
 from .keys import check_config_keys
-from .schema import StackConfig, dashboard_on
+from .schema import StackConfig
+from .sections import Place, resolve
 from .settings import FleetSettings, Settings
-from .shape import Shape, validate_shape
+from .shape import validate_shape
 from .stack_file import StackFileError
 
 # The public names of the config layer; components import the settings types from here.
@@ -95,179 +75,6 @@ __all__ = [
 ]
 
 
-class _Resolver(ImageRules):
-    """Checks a shape-valid StackConfig for meaning and resolves it into Settings."""
-
-    def __init__(
-        self,
-        config: StackConfig,
-        *,
-        project: str | None,
-        region: str | None,
-        stack: str,
-        catalog: Catalog,
-        broken: Broken,
-        secret_keys: frozenset[str] | None = None,
-        root: str = f"{NAMESPACE}:",
-        region_key: str = "gcp:region",
-        project_key: str = "gcp:project",
-    ) -> None:
-        self.config = config
-        self.root = root
-        self.region_key = region_key
-        self.project_key = project_key
-        self.broken = broken
-        self.secret_keys = secret_keys
-        self.project = project
-        self.region = region
-        self.stack = stack
-        self.catalog = catalog
-        self.ctx = SectionContext(
-            root=root,
-            project=project,
-            region=region,
-            stack=stack,
-            catalog=catalog,
-            broken=broken,
-            secret_keys=secret_keys,
-        )
-        self.problems = self.ctx.problems
-        self.warnings = self.ctx.notes
-
-    # -- top level --------------------------------------------------------------------------------
-
-    def resolve(self) -> Settings:
-        cfg = self.config
-        mode = cfg.cluster.mode
-        ctx = self.ctx
-        broken = self.broken.sections
-        # An existing cluster without a flavor (reported) or a broken monitoring section leaves the
-        # dashboard and alert defaults unknown: rules that depend on them are skipped.
-        ctx.flavor_unknown = mode == "existing" and cfg.cluster.flavor is None
-        monitoring_known = "monitoring" not in broken and not ctx.flavor_unknown
-        dashboard_or_alerts = dashboard_on(cfg) or cfg.monitoring.alerts.enabled
-        if mode != "existing" or (monitoring_known and dashboard_or_alerts):
-            self._require_gcp(needed_for=None if mode != "existing" else "the dashboard or alerts")
-        cluster = check_cluster(cfg.cluster, ctx, dashboard_or_alerts=dashboard_or_alerts)
-        network: NetworkConfig | None
-        if mode == "existing":
-            check_no_network(cfg.network, ctx)
-            network = None
-        else:
-            network = None if "network" in broken else check_network(cfg.network, ctx)
-        written_pools = indexed(cfg.gpu_pools, self.broken.pool_indexes)
-        pools = check_pools(written_pools, cluster, ctx, cluster_written=cfg.cluster)
-        if cluster.mode != "existing":
-            check_dra_pools(written_pools, pools, ctx)
-            check_pool_names(written_pools, cluster, ctx)
-        if network is not None:
-            network = check_gpudirect_range(network, written_pools, pools, ctx)
-        monitoring = (
-            check_monitoring(
-                cfg.monitoring,
-                cluster,
-                written_pools,
-                ctx,
-                dashboard=dashboard_on(cfg),
-                serving=bool(cfg.serving),
-            )
-            if monitoring_known
-            else MonitoringConfig(dcgm="none", dashboard=False)
-        )
-        around = Around(
-            cluster=cluster,
-            written_pools=cfg.gpu_pools,
-            pools=pools,
-            services=[s.name for s in cfg.serving],
-            kueue=cfg.batch.kueue,
-            plugin_sharing=bool(cfg.device_plugin and cfg.device_plugin.sharing),
-        )
-        workloads = check_workloads(indexed(cfg.workloads, self.broken.workload_indexes), around, ctx)
-        device_plugin: DevicePluginConfig | None
-        gpu_nodes: tuple[str, ...]
-        if {"devicePlugin", "gpuNodes"} & broken or self.flavor_unknown:
-            device_plugin, gpu_nodes = None, ()
-        else:
-            device_plugin, gpu_nodes = check_existing_gpu_layer(
-                cfg.device_plugin, cfg.gpu_nodes, cluster, ctx
-            )
-        batch = (
-            check_batch(cfg.batch, cluster, pools, ctx, pools_written=bool(cfg.gpu_pools))
-            if "batch" not in broken
-            else BatchConfig()
-        )
-        serving = (
-            check_serving(indexed(cfg.serving, self.broken.serving_indexes), cluster, pools, ctx)
-            if "serving" not in broken
-            else ()
-        )
-        if serving:
-            note_served_pools(cfg.batch, {s.pool for s in serving}, ctx)
-        if network is not None and "serving" not in broken:
-            gateways = [f"serving[{i}]" for i, s in self.indexed_services() if s.gateway]
-            network = check_gateway_subnet(network, gateways, ctx)
-        image_digests = (
-            self._image_digests(pools, monitoring, device_plugin is not None)
-            if "images" not in broken
-            else {}
-        )
-        capacity_known = not self.broken.any_pool() and "systemPool" not in self.broken.cluster_keys
-        if network is not None and cluster.mode == "standard" and capacity_known:
-            check_address_capacity(network, cluster, [p.max_nodes for p in pools], ctx)
-        if network is not None:
-            note_cloud_nat(network, private_nodes=cluster.private_nodes, ctx=ctx)
-        if self.problems.items:
-            raise ConfigError(self.problems.items)
-        return Settings(
-            project=self.project,
-            region=self.region,
-            stack=self.stack,
-            cluster=cluster,
-            network=network,
-            gpu_pools=pools,
-            monitoring=monitoring,
-            workloads=workloads,
-            device_plugin=device_plugin,
-            gpu_nodes=gpu_nodes,
-            batch=batch,
-            serving=serving,
-            image_digests=image_digests,
-        )
-
-    def _require_gcp(self, needed_for: str | None) -> None:
-        suffix = f" (needed for {needed_for})" if needed_for else ""
-        if not self.project:
-            self.problems.add(
-                self.project_key,
-                f"required{suffix}; set it with `pulumi config set gcp:project <project-id>`",
-            )
-        elif not PROJECT_PATTERN.fullmatch(self.project):
-            self.problems.add(
-                self.project_key,
-                f"{cut(self.project)} is not a GCP project ID (6-30 lowercase letters, digits, hyphens, "
-                "starting with a letter)",
-            )
-        if self.config.cluster.mode == "existing":
-            return
-        regions = self.catalog.gcp_regions
-        if not self.region:
-            self.problems.add(
-                self.region_key,
-                f"required{suffix}; set it with `pulumi config set gcp:region us-central1`",
-            )
-        elif self.region not in regions:
-            close = difflib.get_close_matches(self.region, regions, n=1, cutoff=0.75)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            self.problems.add(
-                self.region_key,
-                f"{cut(self.region)} is not a Compute Engine region; {hint}regions: {listing(regions)}",
-            )
-        else:
-            self.ctx.region_known = True
-
-    # -- network ----------------------------------------------------------------------------------
-
-
 # --------------------------------------------------------------------------------------------------
 # Entry points.
 
@@ -294,11 +101,9 @@ def parse_settings(
     credentials = _credentials(raw)
     if shape.config is None:
         raise ConfigError(_with_credentials(problems, credentials))
-    resolver = _resolver(
-        shape, project=project, region=region, stack=stack, catalog=catalog, secret_keys=secret_keys
-    )
+    place = Place(project=project, region=region, stack=stack, secret_keys=secret_keys)
     try:
-        settings = resolver.resolve()
+        settings, notes = resolve(shape.config, shape.broken, place, catalog or load_catalog())
     except ConfigError as exc:
         fleet_problems = _fleet(shape.config, None, project, stack, catalog)[1]
         raise ConfigError(
@@ -310,48 +115,7 @@ def parse_settings(
         raise ConfigError(_with_credentials(problems, credentials))
     if fleet is not None:
         settings = dataclasses.replace(settings, fleet=fleet)
-    return settings, [redact(warning) for warning in [*resolver.warnings, *fleet_notes]]
-
-
-def resolve_sections(
-    sections: Mapping[str, Any],
-    *,
-    root_loc: tuple[Any, ...],
-    project: str | None,
-    project_key: str,
-    region: str,
-    stack: str,
-    catalog: Catalog | None,
-) -> tuple[Settings, list[str]]:
-    """One set of a stack file's sections found elsewhere in it (a fleet worker's, under
-    `gke-gpu:fleet.workers[i]`): the same shape pass and rules as a stack file's, every problem and note
-    keyed where the user wrote it (`root_loc`); the region is the worker's own key."""
-    shape = validate_shape(sections, root_loc)
-    if shape.config is None:
-        raise ConfigError(shape.problems)
-    resolver = _resolver(
-        shape,
-        project=project,
-        region=region,
-        stack=stack,
-        catalog=catalog,
-        root=f"{format_path(root_loc)}.",
-        region_key=format_path((*root_loc, "region")),
-        project_key=project_key,
-    )
-    try:
-        settings = resolver.resolve()
-    except ConfigError as exc:
-        raise ConfigError([*shape.problems, *exc.problems]) from None
-    if shape.problems:
-        raise ConfigError(shape.problems)
-    return settings, list(resolver.warnings)
-
-
-def _resolver(shape: Shape, *, catalog: Catalog | None, **context: Any) -> _Resolver:
-    """The second pass over what passed the first (`context`: the GCP context and keys)."""
-    assert shape.config is not None
-    return _Resolver(shape.config, catalog=catalog or load_catalog(), broken=shape.broken, **context)
+    return settings, [redact(warning) for warning in [*notes, *fleet_notes]]
 
 
 def _fleet(
@@ -366,7 +130,6 @@ def _fleet(
             manager,
             manager_name=config.cluster.name or stack,
             project=project,
-            resolve=resolve_sections,
             catalog=catalog,
         )
     except ConfigError as exc:

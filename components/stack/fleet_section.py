@@ -1,18 +1,18 @@
 """The fleet section (`gke-gpu:fleet`), loaded: each worker's own sections checked by a single-cluster
-stack's rules (`resolve`, the stack file's entry point for a set of sections, keyed under the worker),
-then the fleet's rules (fleet/rules.py) over what they resolved, then the fleet's plan (fleet/plan.py).
-What the manager (the stack's own cluster) may hold, and the image digests the whole fleet shares, are
-checked here. Nothing is declared here."""
+stack's rules (stack/sections.py `resolve`, keyed under the worker: a worker is a stack file's sections),
+then the fleet's rules (fleet/rules.py, fleet/section.py) over what they resolved, then the fleet's plan
+(fleet/plan.py). Nothing is declared here."""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import Any
 
-from ..core.catalog import Catalog
+from ..core.catalog import Catalog, load_catalog
 from ..core.common import NAMESPACE, ConfigError, Problems
 from ..core.image_digests import DIGEST, digest_problems
-from ..fleet.model import FleetConfig
+from ..fleet.model import FleetConfig, FleetWorkerConfig
 from ..fleet.plan import plan_fleet
 from ..fleet.rules import (
     ResolvedWorker,
@@ -22,60 +22,29 @@ from ..fleet.rules import (
     peering_problems,
     worker_sections,
 )
+from ..fleet.section import FLEET_KEY, check_manager, idle_worker_notes, token_note
 from .images_section import DIGESTS_KEY, pinnable_images
+from .sections import Place, resolve
 from .settings import FleetSettings, FleetWorker, Settings
-
-FLEET_KEY = f"{NAMESPACE}:fleet"
-
-
-class WorkerResolver(Protocol):
-    """The stack file's rules over one set of sections, keyed under `root_loc` (stack/config.py
-    `resolve_sections`): the worker's settings and notes, or ConfigError."""
-
-    def __call__(
-        self,
-        sections: dict[str, Any],
-        *,
-        root_loc: tuple[Any, ...],
-        project: str | None,
-        project_key: str,
-        region: str,
-        stack: str,
-        catalog: Catalog | None,
-    ) -> tuple[Settings, list[str]]: ...
+from .shape import validate_shape
 
 
-def check_manager(settings: Settings, problems: Problems) -> None:
-    """The manager holds the queues and runs no GPU job: its Kueue is the fleet's."""
-    if settings.cluster.mode == "existing":
-        problems.add(
-            f"{NAMESPACE}:cluster.mode",
-            "existing is not allowed with gke-gpu:fleet; allowed: standard, autopilot",
-        )
-    if settings.gpu_pools:
-        problems.add(
-            f"{NAMESPACE}:gpuPools",
-            f"{len(settings.gpu_pools)} pool(s) on the fleet's manager; it runs no GPU jobs: put GPU pools "
-            "in gke-gpu:fleet.workers[].gpuPools",
-        )
-    if settings.batch.kueue:
-        problems.add(
-            f"{NAMESPACE}:batch.kueue",
-            "true is not allowed with gke-gpu:fleet: the fleet installs the manager's Kueue itself; teams "
-            "go in gke-gpu:fleet.teams",
-        )
-    if settings.workloads:
-        problems.add(
-            f"{NAMESPACE}:workloads",
-            "not allowed on the fleet's manager (it has no GPUs); samples and all-reduce tests go in "
-            "gke-gpu:fleet.workers[].workloads, jobs reach the workers through the teams' queues",
-        )
-    if settings.serving:
-        problems.add(
-            f"{NAMESPACE}:serving",
-            "not allowed on the fleet's manager (it has no GPUs) nor in a worker; serve from a "
-            "single-cluster stack",
-        )
+def resolve_sections(
+    sections: Mapping[str, Any], place: Place, catalog: Catalog | None
+) -> tuple[Settings, list[str]]:
+    """One set of a stack file's sections found elsewhere in it (a fleet worker's, under
+    `gke-gpu:fleet.workers[i]`): the same shape pass and rules as a stack file's, every problem and note
+    keyed where the user wrote it (`place.root_loc`); the region is the worker's own key."""
+    shape = validate_shape(sections, place.root_loc)
+    if shape.config is None:
+        raise ConfigError(shape.problems)
+    try:
+        settings, notes = resolve(shape.config, shape.broken, place, catalog or load_catalog())
+    except ConfigError as exc:
+        raise ConfigError([*shape.problems, *exc.problems]) from None
+    if shape.problems:
+        raise ConfigError(shape.problems)
+    return settings, notes
 
 
 def fleet_settings(
@@ -84,7 +53,6 @@ def fleet_settings(
     *,
     manager_name: str,
     project: str | None,
-    resolve: WorkerResolver,
     catalog: Catalog | None = None,
 ) -> tuple[FleetSettings, list[str]]:
     """Check the fleet and resolve its workers; return them with the workers' notes, or raise one
@@ -93,7 +61,14 @@ def fleet_settings(
     problems = Problems()
     notes: list[str] = []
     if manager is not None:
-        check_manager(manager, problems)
+        check_manager(
+            manager.cluster,
+            manager.gpu_pools,
+            manager.batch,
+            problems,
+            workloads=manager.workloads,
+            serving=manager.serving,
+        )
         manager_name = manager.cluster.name or manager_name
     skipped = config_problems(fleet, FLEET_KEY, project, problems)
     loaded: list[FleetWorker] = []
@@ -102,29 +77,22 @@ def fleet_settings(
         if i in skipped:
             continue
         key = f"{FLEET_KEY}.workers[{i}]"
+        place = Place(
+            project=worker.project or project,
+            region=worker.region,
+            stack=manager.stack if manager else manager_name,
+            root_loc=("fleet", "workers", i),
+            project_key=f"{key}.project" if worker.project else "gcp:project",
+        )
         try:
-            settings, worker_notes = resolve(
-                worker_sections(worker, manager_name),
-                root_loc=("fleet", "workers", i),
-                project=worker.project or project,
-                project_key=f"{key}.project" if worker.project else "gcp:project",
-                region=worker.region,
-                stack=manager.stack if manager else manager_name,
-                catalog=catalog,
-            )
+            settings, worker_notes = resolve_sections(worker_sections(worker, manager_name), place, catalog)
         except ConfigError as exc:
             problems.items += [p for p in exc.problems if p not in problems.items]
             unresolved = True
             continue
         notes += worker_notes
-        if worker.access == "token":
-            notes.append(
-                f"note: {key}.access: token: the manager reaches worker {worker.name} with a ServiceAccount "
-                "token you create (short-lived: `kubectl create token --duration`) and store in the "
-                f"manager's Secret kueue-system/multikueue-{worker.name}; the program holds none, so the "
-                "worker stays inactive until the Secret exists, and again once the token expires "
-                "(outputs fleet.workers[].access has the commands; docs/fleet.md)"
-            )
+        if (note := token_note(worker, key)) is not None:
+            notes.append(note)
         if manager is not None:
             # gke-gpu:images pins the fleet's images: each component takes the digests of its own.
             settings = dataclasses.replace(settings, image_digests=dict(manager.image_digests))
@@ -144,21 +112,16 @@ def fleet_settings(
     if problems.items:
         raise ConfigError(problems.items)
     plan = plan_fleet(fleet, [w.resolved for w in kept], queues)
-    for each in kept:
-        if not plan.job_namespaces(each.name):
-            notes.append(
-                f"note: {FLEET_KEY}.workers[{each.resolved.index}]: no team queue of the fleet dispatches to "
-                f"worker {each.name}: the manager sends it no job (its own queues still take jobs "
-                "submitted there)"
-            )
-    return FleetSettings(tuple(kept), plan), notes
+    return FleetSettings(tuple(kept), plan), [*notes, *idle_worker_notes(plan)]
 
 
 def _place(manager: Settings | None) -> tuple[str, str | None] | None:
     return (manager.cluster.name or "", manager.cluster.location) if manager is not None else None
 
 
-def _resolved(worker: Any, index: int, settings: Settings, project: str | None) -> ResolvedWorker:
+def _resolved(
+    worker: FleetWorkerConfig, index: int, settings: Settings, project: str | None
+) -> ResolvedWorker:
     return ResolvedWorker(
         name=worker.name,
         index=index,

@@ -1,14 +1,16 @@
-"""Pass 2 rule for `gke-gpu:images`: each digest pins an image that this stack renders privileged or as
-root on its nodes by tag, and is a digest. Nothing is declared here."""
+"""`gke-gpu:images`: each digest pins an image that this stack renders privileged or as root on its
+nodes by tag, and is a digest. Here, not in a domain: the images are every domain's (GPUDirect's node
+software, the DCGM exporter, the device plugin, the DRA driver), the rule core's. Nothing is declared."""
 
 from __future__ import annotations
 
 from ..core import images
 from ..core.common import NAMESPACE
 from ..core.image_digests import digest_problems, repository
+from ..core.section import SectionContext
 from ..gpu.pool import GpuPool
 from ..monitoring.model import MonitoringConfig
-from .schema import RuleBase
+from .schema import StackConfig
 
 DIGESTS_KEY = f"{NAMESPACE}:images.digests"
 
@@ -59,22 +61,28 @@ def privileged_images_by_tag(
     return sorted(dict.fromkeys(found))
 
 
-class ImageRules(RuleBase):
-    def _image_digests(
-        self, pools: tuple[GpuPool, ...], monitoring: MonitoringConfig, device_plugin: bool
-    ) -> dict[str, str]:
-        digests = dict(self.config.images.digests)
-        if not digests:
-            return {}
-        if self.broken.any_pool() or {"gpuPools", "monitoring", "devicePlugin"} & self.broken.sections:
-            # What the stack renders is not known: the names are checked once those sections pass.
-            rendered = None
-        elif self.config.fleet is not None:
-            # A fleet's workers run them too: stack/fleet_section.py checks the names against the
-            # manager's images and every worker's.
-            rendered = None
-        else:
-            rendered = pinnable_images(pools, monitoring, device_plugin)
-        for problem in digest_problems(DIGESTS_KEY, digests, rendered):
-            self.problems.add(problem.path, problem.reason)
-        return digests
+def check_image_digests(
+    config: StackConfig,
+    pools: tuple[GpuPool, ...],
+    monitoring: MonitoringConfig,
+    device_plugin: bool,
+    ctx: SectionContext,
+) -> dict[str, str]:
+    """`gke-gpu:images.digests`: each name an image the stack renders privileged or as root by tag
+    (core/image_digests.py's rule over what the sections resolved: `pools`, `monitoring`, whether the
+    device plugin runs), judged once the sections it reads passed their own checks."""
+    digests = dict(config.images.digests)
+    if not digests:
+        return {}
+    if ctx.broken.any_pool() or {"gpuPools", "monitoring", "devicePlugin"} & ctx.broken.sections:
+        # What the stack renders is not known: the names are checked once those sections pass.
+        rendered = None
+    elif config.fleet is not None:
+        # A fleet's workers run them too: stack/fleet_section.py checks the names against the
+        # manager's images and every worker's.
+        rendered = None
+    else:
+        rendered = pinnable_images(pools, monitoring, device_plugin)
+    for problem in digest_problems(DIGESTS_KEY, digests, rendered):
+        ctx.problems.add(problem.path, problem.reason)
+    return digests

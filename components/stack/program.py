@@ -12,6 +12,7 @@ import pulumi
 
 from ..cluster.existing import ExistingCluster, ExistingClusterArgs
 from ..core import images
+from ..core.common import ConfigError
 from ..core.image_digests import digests_for
 from ..dra.claims import GPU_DEVICE_CLASS, is_rack
 from ..dra.driver import DRA_DRIVER_NAMESPACE
@@ -20,7 +21,6 @@ from ..gpu.node_labels import GpuNodeLabels
 from ..gpu.scheduling import GPU_TOLERATION
 from ..monitoring.dcgm_exporter_args import DcgmExporterSettings, DcgmFlavor, ScrapeMode
 from ..workloads.samples_args import GpuTarget, TargetSharing
-from .config import ConfigError, Settings
 from .declare import Checked, checking_only, declare, declaring_checked
 from .images_section import privileged_images_by_tag
 from .pool_outputs import pool_summary
@@ -37,6 +37,7 @@ from .program_jobs import (
 )
 from .program_pools import gpu_layer
 from .program_serving import serving
+from .settings import Settings
 
 GKE_DEVICE_PLUGIN_PODS = "kubectl get pods -n kube-system -l k8s-app=nvidia-gpu-device-plugin -o wide"
 # The name sample workloads use for "the GPU nodes" of a cluster the program does not manage.

@@ -12,8 +12,8 @@ from ..dra.claims import ARM64_TOLERATION, is_rack
 from ..dra.driver import NvidiaDraDriver, NvidiaDraDriverArgs
 from ..dra.driver_installer import InstallerVariant, installer_variant
 from ..gpu.scheduling import tolerations, union_tolerations
-from .config import Settings
 from .declare import declare
+from .settings import Settings
 
 
 def needs_dra_driver(settings: Settings) -> bool:

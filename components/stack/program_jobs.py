@@ -12,16 +12,17 @@ import pulumi
 from ..core import images
 from ..core.image_digests import digests_for
 from ..core.k8s import Toleration
+from ..gpu.pool import GpuPool
 from ..gpu.scheduling import GPU_TOLERATION, gpus_per_pod, node_selector, tolerations, union_tolerations
 from ..monitoring.dcgm_exporter_args import DcgmExporterSettings, DcgmFlavor, ScrapeMode
 from ..monitoring.gpu_monitoring import AlertPolicies, DcgmSource, GpuMonitoring, GpuMonitoringArgs
 from ..workloads.samples import SampleWorkloads
 from ..workloads.samples_args import GpuTarget, SampleKind, SampleWorkload, TargetSharing
-from .config import GpuPool, Settings
 from .declare import declare
 from .program_batch import batch_queues, nccl_allreduce_tests, training_data
 from .program_gpudirect import dranet_claim_templates
 from .program_pools import GpuLayer
+from .settings import Settings
 
 SAMPLES_NAMESPACE = "gpu-samples"
 

@@ -6,17 +6,14 @@ monitoring/model.py, workloads/model.py, gpu/device_plugin_config.py); this modu
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
 from ..cluster.model import ClusterConfig
-from ..core.catalog import Catalog
-from ..core.common import MAX_POOLS, Problems, cut, listing
+from ..core.common import MAX_POOLS
 from ..core.image_digests import ImagesConfig
 from ..core.model import StackModel
-from ..core.section import Broken, SectionContext
 from ..fleet.model import FleetConfig
 from ..gpu.device_plugin_config import DevicePluginConfig
 from ..gpu.pool import GpuPool
@@ -50,56 +47,6 @@ class StackConfig(StackModel):
         if isinstance(value, list):
             return [{"name": item} if isinstance(item, str) else item for item in value]
         return value
-
-
-class RuleBase:
-    """State shared by the rule mixins: the shape-valid config, GCP context, problems, warnings."""
-
-    config: StackConfig
-    # Where this file's keys start: `gke-gpu:` for a stack file, `gke-gpu:fleet.workers[1].` for a
-    # fleet worker's sections (checked by these rules, keyed where the user wrote them).
-    root: str
-    project: str | None
-    region: str | None
-    stack: str
-    catalog: Catalog
-    problems: Problems
-    warnings: list[str]
-    broken: Broken
-    ctx: SectionContext
-
-    @property
-    def region_ok(self) -> bool:
-        """True once gcp:region is a known Compute Engine region: zone rules run only then."""
-        return self.ctx.region_known
-
-    @property
-    def flavor_unknown(self) -> bool:
-        """An existing cluster whose flavor is missing (reported): flavor-dependent rules are skipped."""
-        return self.ctx.flavor_unknown
-
-    # The config keys the engine holds as secrets (None: not known to the caller, e.g. a test that
-    # hands parse_settings a dict; the plain-text credential check then does not run).
-    secret_keys: frozenset[str] | None
-
-    def indexed_pools(self) -> list[tuple[int, GpuPool]]:
-        """The shape-valid pools with their index in the stack file (for the key paths)."""
-        return list(zip(self.broken.pool_indexes, self.config.gpu_pools, strict=True))
-
-    def indexed_workloads(self) -> list[tuple[int, WorkloadConfig]]:
-        return list(zip(self.broken.workload_indexes, self.config.workloads, strict=True))
-
-    def indexed_services(self) -> list[tuple[int, ServingConfig]]:
-        return list(zip(self.broken.serving_indexes, self.config.serving, strict=True))
-
-    def unknown_pool(self, key: str, name: str, by_name: Mapping[str, GpuPool]) -> bool:
-        """True when `name` is not a resolved GPU pool of the stack; reported under `key` only when
-        every pool is known (a pool that failed its own checks is not named twice)."""
-        if name in by_name:
-            return False
-        if not self.broken.any_pool() and "gpuPools" not in self.broken.sections:
-            self.problems.add(key, f"{cut(name)} is not a GPU pool of this stack; pools: {listing(by_name)}")
-        return True
 
 
 def dashboard_on(config: StackConfig) -> bool:
