@@ -3,10 +3,10 @@
 The stack layer runs the section rules on the stack file (the pool rules on each `gpuPools` entry,
 the cluster, network, monitoring, batch and serving rules the components share with it); the
 components whose section it checked get their args' model validated once (check_components), not
-their rules again (`declare`'s table in stack/declare.py), and a GPU pool component gets its pool
-as it was checked (CheckedArgs). A program of one's own that declares a component with plain args
-gets its full check there, once; the fuzz tests (test_fuzz_stack_components.py) run the components'
-full rules on what the stack rules accept.
+their rules again (`declare(..., section_checked=True)`, stack/declare.py), and a GPU pool component
+gets its pool as it was checked (CheckedArgs). A program of one's own that declares a component with
+plain args gets its full check there, once; the fuzz tests (test_fuzz_stack_components.py) run the
+components' full rules on what the stack rules accept.
 
 The counters wrap each shared rule function under every name it is looked up by (each module that
 imported it), and validate_args and validate_named_args likewise (core/component.py and gpu/rules.py

@@ -236,8 +236,8 @@ def test_the_services_wait_for_the_controller(monkeypatch: pytest.MonkeyPatch) -
     declared: dict[str, Any] = {}
     real = program_serving.declare
 
-    def recording(cls: type, name: str, args: Any, opts: Any = None) -> Any:
-        component = real(cls, name, args, opts=opts)
+    def recording(cls: type, name: str, args: Any, opts: Any = None, **section: Any) -> Any:
+        component = real(cls, name, args, opts=opts, **section)
         declared[name] = (component, opts)
         return component
 

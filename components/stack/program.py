@@ -149,7 +149,7 @@ def _build_existing(settings: Settings) -> dict[str, Any]:
     existing_args: ExistingClusterArgs = {"kubeconfig": cluster.kubeconfig}
     if cluster.context is not None:
         existing_args["context"] = cluster.context
-    existing = declare(ExistingCluster, "cluster", existing_args)
+    existing = declare(ExistingCluster, "cluster", existing_args, section="cluster")
     kubernetes = pulumi.ResourceOptions(providers={"kubernetes": existing.provider})
     gpu_taint: Any = dict(GPU_TOLERATION)
     layer: list[pulumi.Resource] = []
@@ -171,6 +171,7 @@ def _build_existing(settings: Settings) -> dict[str, Any]:
                         "taint": plugin.taint_gpu_nodes,
                     },
                     opts=kubernetes,
+                    section="gpuNodes",
                 )
             )
         plugin_args: NvidiaDevicePluginArgs = {"node_selector": node_selector}
@@ -189,6 +190,7 @@ def _build_existing(settings: Settings) -> dict[str, Any]:
                 opts=pulumi.ResourceOptions(
                     providers={"kubernetes": existing.provider}, depends_on=list(layer)
                 ),
+                section="devicePlugin",
             )
         )
         target: GpuTarget = {

@@ -144,6 +144,7 @@ def training_data(
             f"{prefix}data-{team.name}",
             args,
             opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
+            section="batch",
         )
         summary[team.name] = {
             "namespaces": args["namespaces"],
@@ -277,6 +278,8 @@ def batch_queues(
         f"{prefix}batch",
         args,
         opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
+        section="batch",
+        section_checked=True,
     )
     return summary, component
 
@@ -362,6 +365,7 @@ def nccl_allreduce_tests(
             # After Kueue, JobSet and the pool's ClusterQueue (the CRDs and the webhook) and, with
             # GPUDirect, the flavour's Networks and NCCL plugin.
             opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
+            section="workloads",
         )
         commands[f"nccl-allreduce-{pool.name}"] = test.commands
     return commands

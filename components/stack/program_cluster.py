@@ -59,6 +59,8 @@ def gke_cluster(
                     else {}
                 ),
             },
+            section="network",
+            section_checked=True,
         )
         network, subnetwork = vpc.network_self_link, vpc.subnetwork_self_link
         pods_range, services_range = vpc.pods_range_name, vpc.services_range_name
@@ -129,7 +131,7 @@ def gke_cluster(
             }
             if pool.disk_type is not None:
                 args["system_pool"]["disk_type"] = pool.disk_type
-    return declare(GkeCluster, f"{prefix}gke", args), vpc
+    return declare(GkeCluster, f"{prefix}gke", args, section="cluster", section_checked=True), vpc
 
 
 def stack_hpa_profile(settings: Settings) -> HpaProfile | None:

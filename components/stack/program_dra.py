@@ -63,4 +63,5 @@ def dra_driver(
         f"{prefix}dra-driver",
         args,
         opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
+        section="gpuPools",
     )

@@ -74,7 +74,11 @@ def fleet(
             "plugin_image": plan.credentials_plugin_image,
         }
     manager = declare(
-        MultiKueueManager, "fleet", args, opts=pulumi.ResourceOptions(provider=manager_provider)
+        MultiKueueManager,
+        "fleet",
+        args,
+        opts=pulumi.ResourceOptions(provider=manager_provider),
+        section="fleet",
     )
     manager_network = _network(settings, manager_vpc)
     previous: list[pulumi.Resource] = []
@@ -93,6 +97,7 @@ def fleet(
             access,
             # In the namespaces the worker's Kueue component creates.
             opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[each.queues]),
+            section="fleet",
         )
         worker_network = _network(worker.settings, each.vpc)
         if worker.resolved.access == "token" and manager_network is not None and worker_network is not None:
@@ -102,6 +107,7 @@ def fleet(
                 {"worker": worker.name, "manager_network": manager_network, "worker_network": worker_network},
                 # GCP runs one peering operation at a time on the manager's VPC.
                 opts=pulumi.ResourceOptions(depends_on=previous),
+                section="fleet",
             )
             previous = [peering]
         summaries.append(
@@ -156,6 +162,7 @@ def _worker(worker: FleetWorker, fleet_project: str | None) -> _DeclaredWorker:
         f"{prefix}kueue-state-metrics",
         {"role": "worker"},
         opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[jobs.queues]),
+        section="fleet",
     )
     summary = {
         "name": worker.name,

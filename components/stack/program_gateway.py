@@ -36,5 +36,6 @@ def gateway(
         f"gateway-{plan.service.name}",
         plan.gateway_args(cidr),
         opts=pulumi.ResourceOptions(providers={"kubernetes": provider}, depends_on=depends_on),
+        section="serving",
     )
     return plan.gateway_summary(settings.region, cidr)

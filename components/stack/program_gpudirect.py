@@ -81,7 +81,13 @@ def gpudirect_networks(settings: Settings, prefix: str = "") -> dict[GpuDirectFl
         if FLAVORS[flavor].roce:
             # The stack rules put every RDMA pool in one zone.
             args["zone"] = (pools[0].zones or [""])[0]
-        declared[flavor] = declare(GpuDirectNetworks, f"{prefix}gpudirect-{flavor.lower()}", args)
+        declared[flavor] = declare(
+            GpuDirectNetworks,
+            f"{prefix}gpudirect-{flavor.lower()}",
+            args,
+            section="network",
+            section_checked=True,
+        )
     return declared
 
 
@@ -107,7 +113,14 @@ def g4_second_network(
         args["cluster_ranges"] = [
             r for r in (network.subnet_cidr, network.pods_cidr, network.services_cidr) if r
         ]
-    return declare(G4SecondNetwork, f"{prefix}g4-second-network", args, opts=kubernetes)
+    return declare(
+        G4SecondNetwork,
+        f"{prefix}g4-second-network",
+        args,
+        opts=kubernetes,
+        section="gpuPools",
+        section_checked=True,
+    )
 
 
 def pool_node_networks(pool: GpuPool, networks: dict[Any, Any], second: G4SecondNetwork | None) -> Any:
@@ -144,7 +157,13 @@ def gpudirect_software(
         if digests := digests_for(settings.image_digests, NODE_IMAGES_BY_TAG[flavor]):
             args["image_digests"] = digests
         declared.append(
-            declare(GpuDirectSoftware, f"{prefix}gpudirect-{flavor.lower()}-software", args, opts=kubernetes)
+            declare(
+                GpuDirectSoftware,
+                f"{prefix}gpudirect-{flavor.lower()}-software",
+                args,
+                opts=kubernetes,
+                section="gpuPools",
+            )
         )
     return declared
 
@@ -172,7 +191,9 @@ def gpudirect_admission(
         args["network_namespaces"] = scope.networks
     if scope.nic_claims is not None:
         args["nic_claim_namespaces"] = scope.nic_claims
-    return declare(GpuDirectAdmission, f"{prefix}gpudirect-admission", args, opts=kubernetes)
+    return declare(
+        GpuDirectAdmission, f"{prefix}gpudirect-admission", args, opts=kubernetes, section="gpuPools"
+    )
 
 
 def gpudirect_output(settings: Settings) -> dict[str, Any]:
@@ -234,4 +255,5 @@ def dranet_claim_templates(
         f"{prefix}gpudirect-dranet",
         {"namespaces": namespaces, "nic_counts": counts},
         opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
+        section="gpuPools",
     )

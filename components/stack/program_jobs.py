@@ -134,7 +134,14 @@ def declare_monitoring(
         if settings.serving:
             alerts["serving_queue_backlog"] = m.alerts.serving_queue_backlog
         args["alerts"] = alerts
-    return declare(GpuMonitoring, f"{prefix}monitoring", args, opts=kubernetes)
+    return declare(
+        GpuMonitoring,
+        f"{prefix}monitoring",
+        args,
+        opts=kubernetes,
+        section="monitoring",
+        section_checked=True,
+    )
 
 
 def _union(groups: Any) -> list[Toleration]:
@@ -171,6 +178,7 @@ def declare_samples(
         {"workloads": workloads, "namespace": SAMPLES_NAMESPACE},
         # The GPU pools, ComputeClasses or device plugin first, so no sample waits on nothing.
         opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
+        section="workloads",
     )
     return samples.commands, samples
 

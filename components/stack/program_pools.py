@@ -64,6 +64,7 @@ def gpu_layer(settings: Settings, cluster: GkeCluster, prefix: str = "") -> GpuL
             f"{prefix}image-cache",
             {"disk_images": ladder_images},
             opts=pulumi.ResourceOptions(provider=cluster.provider),
+            section="gpuPools",
         )
     software = gpudirect_software(settings, networks, kubernetes, prefix)
     admission = gpudirect_admission(settings, admission_scope(settings), kubernetes, prefix)
@@ -99,6 +100,7 @@ def gpu_pools(
                 ),
                 # A Kubernetes object: after the cluster, through its provider.
                 opts=pulumi.ResourceOptions(provider=cluster.provider),
+                section="gpuPools",
             )
         elif not autopilot:
             assert settings.cluster.location is not None, "the cluster rules resolve the location"
@@ -110,12 +112,13 @@ def gpu_pools(
                 node_service_account_email=cluster.node_service_account_email,
                 additional_node_networks=pool_node_networks(pool, networks, second_network),
             )
-            pools[pool.name] = declare(GpuNodePool, name, args)
+            pools[pool.name] = declare(GpuNodePool, name, args, section="gpuPools")
         elif pool.on_demand_fallback:
             pools[pool.name] = declare(
                 GpuComputeClass,
                 name,
                 compute_class_args(pool, region=settings.region),
                 opts=pulumi.ResourceOptions(provider=cluster.provider),
+                section="gpuPools",
             )
     return pools

@@ -82,6 +82,7 @@ def serving(
             "custom-metrics",
             {"project": settings.project or "", "cluster_name": cluster_name},
             opts=pulumi.ResourceOptions(providers={"kubernetes": provider}),
+            section="serving",
         )
         depends_on = [*depends_on, adapter]
     if any(s.weights.via == "hyperdiskMl" for s in settings.serving):
@@ -95,6 +96,7 @@ def serving(
                 "leader-worker-set",
                 {},
                 opts=pulumi.ResourceOptions(providers={"kubernetes": provider}),
+                section="serving",
             )
         ]
     outputs: dict[str, Any] = {}
@@ -107,6 +109,8 @@ def serving(
             opts=pulumi.ResourceOptions(
                 providers={"kubernetes": provider}, depends_on=[*depends_on, *(lws if plan.nodes > 1 else [])]
             ),
+            section="serving",
+            section_checked=True,
         )
         outputs[service.name] = plan.summary(component.service_url)
         if service.gateway:
@@ -140,6 +144,7 @@ def _image_mirror(settings: Settings, image_reader: pulumi.Input[str] | None) ->
             "region": settings.region,
             "node_service_account_email": image_reader,
         },
+        section="serving",
     )
     return registry_path(settings.region, settings.project or "", DEFAULT_REPOSITORY)
 
@@ -158,6 +163,7 @@ def _transfer_class(
         "weights-transfer",
         args,
         opts=pulumi.ResourceOptions(providers={"kubernetes": provider}),
+        section="serving",
     )
 
 
@@ -182,5 +188,6 @@ def _load_test(
         args,
         # After the server: the test's own wait then starts when the Deployment exists.
         opts=pulumi.ResourceOptions(providers={"kubernetes": provider}, depends_on=[component]),
+        section="workloads",
     )
     return load_test_summary(service, pool, args, given, test.job_name)
