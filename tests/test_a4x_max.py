@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from gke_gpu.gpudirect.dranet import dranet_pod_parts
 from gke_gpu.gpudirect.flavors import GpuDirectFlavor
+from gke_gpu.gpudirect.pod_parts import dranet_pod_parts
 from tests.conftest import STANDARD_CLUSTER, config_error, render, stack_config
 from tests.kubernetes_schemas import validate
 from tools.plan import kubernetes_objects, to_document

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from gke_gpu import GpuNodePool, InvalidArgsError
-from gke_gpu.gpudirect.dranet import DranetClaimTemplates, claim_template_spec, dranet_pod_parts
+from gke_gpu.gpudirect.dranet import DranetClaimTemplates, claim_template_spec
 from gke_gpu.gpudirect.flavors import GpuDirectFlavor
-from gke_gpu.gpudirect.pod_parts import gpudirect_pod_parts
+from gke_gpu.gpudirect.pod_parts import dranet_pod_parts, gpudirect_pod_parts
 from gke_gpu.workloads.nccl_allreduce import NcclAllReduce
 from tests.conftest import STANDARD_CLUSTER, config_error, render, stack_config
 from tests.kubernetes_schemas import validate

@@ -36,15 +36,10 @@ from ..core.validation import ArgsModel
 from .flavors import (
     DRANET_CLAIM_TEMPLATE,
     DRANET_DEVICE_CLASS,
-    DRANET_FLAVORS,
     DRANET_REQUEST,
-    GpuDirectFlavor,
     counted_claim_template_spec,
 )
-from .pod_parts import gpudirect_pod_parts
 
-# The name a Pod gives its claim (spec.resourceClaims[].name, container resources.claims[].name).
-POD_CLAIM = "rdma-nics"
 MAX_NAMESPACES = 64
 
 
@@ -82,21 +77,6 @@ def _claim_template_args() -> "k8s.resource.v1.ResourceClaimTemplateSpecArgs":
             )
         )
     )
-
-
-def dranet_pod_parts(flavor: GpuDirectFlavor, *, container: str = "main") -> dict[str, Any]:
-    """`gpudirect_pod_parts(flavor)` for a Pod on a DRANET pool: no `networking.gke.io` annotations
-    (DRANET moves the NICs into the Pod), and the claim instead: ``resourceClaims`` (the Pod spec's,
-    naming the namespace's `default-rdma` template) and ``claims`` (the workload container's
-    ``resources.claims``). The workload container still requests the node's GPUs itself."""
-    flavor = GpuDirectFlavor(flavor)
-    if flavor not in DRANET_FLAVORS:
-        raise ValueError(f"flavor: {flavor} has no MRDMA NICs for DRANET to claim")
-    parts = gpudirect_pod_parts(flavor, container=container)
-    parts["annotations"] = {}
-    parts["resourceClaims"] = [{"name": POD_CLAIM, "resourceClaimTemplateName": DRANET_CLAIM_TEMPLATE}]
-    parts["claims"] = [{"name": POD_CLAIM}]
-    return parts
 
 
 class DranetClaimTemplatesArgs(TypedDict):

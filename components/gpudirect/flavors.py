@@ -308,3 +308,16 @@ def counted_claim_template_spec(count: int) -> dict[str, Any]:
     count is what Kueue charges as `networking.gke.io/mrdma-nic` (workloads/kueue_config.py)."""
     exactly = {"deviceClassName": DRANET_DEVICE_CLASS, "allocationMode": "ExactCount", "count": count}
     return {"spec": {"devices": {"requests": [{"name": DRANET_REQUEST, "exactly": exactly}]}}}
+
+
+# The blueprint's Network is `gvnic-1`; RDMA's (A3 Ultra, A4) is too, and Network names are
+# cluster-wide, so G4's carries a `g4-` prefix as A4X's does. Its subnet takes slot 27 of the stack's
+# GPUDirect range (the flavours hold 0..26): the blueprint's own 192.168.64.0/18 would overlap TCPXO's
+# and RDMA's slots of the default 192.168.0.0/16.
+G4_NIC = ExtraNic("g4-gvnic-1", "g4-net-1", "g4-sub-1", "eth1", "NetDevice", 27)
+
+
+def rdma_nic_count(flavor: GpuDirectFlavor) -> int:
+    """The MRDMA NICs of a node of the flavour: what DRANET offers it as devices of `mrdma.google.com`
+    (one device per NIC: UNVERIFIED on a node)."""
+    return sum(1 for nic in FLAVORS[flavor].nics if nic.device_mode == "RDMA")

@@ -28,13 +28,8 @@ from ..core.model import Cidr
 from ..core.nodes import NodeNetwork
 from ..core.validation import ArgsModel, Deferrable
 from ..network.vpc import flow_log_config
-from .flavors import DEFAULT_GPUDIRECT_CIDR, FLAVORS, ExtraNic, gpudirect_range_problems, subnet_range
+from .flavors import DEFAULT_GPUDIRECT_CIDR, FLAVORS, G4_NIC, gpudirect_range_problems, subnet_range
 
-# The blueprint's Network is `gvnic-1`; RDMA's (A3 Ultra, A4) is too, and Network names are
-# cluster-wide, so G4's carries a `g4-` prefix as A4X's does. Its subnet takes slot 27 of the stack's
-# GPUDirect range (the flavours hold 0..26): the blueprint's own 192.168.64.0/18 would overlap TCPXO's
-# and RDMA's slots of the default 192.168.0.0/16.
-G4_NIC = ExtraNic("g4-gvnic-1", "g4-net-1", "g4-sub-1", "eth1", "NetDevice", 27)
 # cluster-toolkit modules/network/vpc's default MTU, which the blueprint keeps.
 G4_NETWORK_MTU = 8896
 _FIREWALL_SUFFIX = f"-{G4_NIC.vpc_suffix}-internal"

@@ -20,7 +20,7 @@ import re
 from typing import Any
 
 from ..core.image_digests import pinned
-from .flavors import FLAVORS, GpuDirectFlavor, pod_interfaces
+from .flavors import DRANET_CLAIM_TEMPLATE, DRANET_FLAVORS, FLAVORS, GpuDirectFlavor, pod_interfaces
 from .images import (
     APERTURE_DEVICES,
     GIB_HOST_DIR,
@@ -284,3 +284,22 @@ def plain_tcp_pod_parts(*, shm_size: str = PLAIN_TCP_SHM_SIZE) -> dict[str, Any]
         "ncclSetup": "",
         "securityContext": dict(_WORKLOAD_SECURITY),
     }
+
+
+# The name a Pod gives its DRANET claim (spec.resourceClaims[].name, container resources.claims[].name).
+POD_CLAIM = "rdma-nics"
+
+
+def dranet_pod_parts(flavor: GpuDirectFlavor, *, container: str = "main") -> dict[str, Any]:
+    """`gpudirect_pod_parts(flavor)` for a Pod on a DRANET pool: no `networking.gke.io` annotations
+    (DRANET moves the NICs into the Pod), and the claim instead: ``resourceClaims`` (the Pod spec's,
+    naming the namespace's `default-rdma` template) and ``claims`` (the workload container's
+    ``resources.claims``). The workload container still requests the node's GPUs itself."""
+    flavor = GpuDirectFlavor(flavor)
+    if flavor not in DRANET_FLAVORS:
+        raise ValueError(f"flavor: {flavor} has no MRDMA NICs for DRANET to claim")
+    parts = gpudirect_pod_parts(flavor, container=container)
+    parts["annotations"] = {}
+    parts["resourceClaims"] = [{"name": POD_CLAIM, "resourceClaimTemplateName": DRANET_CLAIM_TEMPLATE}]
+    parts["claims"] = [{"name": POD_CLAIM}]
+    return parts

@@ -8,7 +8,7 @@ from ..core.catalog import load_catalog
 from ..dra.claims import GPU_DEVICE_CLASS, is_rack
 from ..gpu.pool import GpuPool
 from ..gpu.scheduling import QUEUED_TOLERATION, node_selector, tolerations
-from ..gpudirect.flavors import FLAVORS, GpuDirectFlavor
+from ..gpudirect.flavors import FLAVORS, GpuDirectFlavor, rdma_nic_count
 from ..gpudirect.g4_network import G4_NIC
 from ..workloads.batch_queues import GpuBatchQueues, GpuBatchQueuesArgs
 from ..workloads.batch_teams import (
@@ -26,7 +26,6 @@ from ..workloads.kueue_config import CHANNEL_RESOURCE, RDMA_NIC_RESOURCE
 from ..workloads.model import TeamConfig, TeamShare
 from ..workloads.nccl_allreduce import NcclAllReduce
 from ..workloads.nccl_allreduce_args import NcclAllReduceArgs
-from ..workloads.nccl_allreduce_network import rdma_nic_count
 from ..workloads.team_namespaces import gpudirect_namespace
 from ..workloads.training_data import DATA_SERVICE_ACCOUNT, DataVolume, TrainingData, TrainingDataArgs
 from .declare import declare

@@ -9,15 +9,14 @@ from ..core.image_digests import digests_for
 from ..gpu.pool import GpuPool
 from ..gpudirect.admission import GpuDirectAdmission, GpuDirectAdmissionArgs
 from ..gpudirect.admission_cel import flavors_with_injector
-from ..gpudirect.dranet import DranetClaimTemplates, dranet_pod_parts
-from ..gpudirect.flavors import DRANET_CLAIM_TEMPLATE, FLAVORS, GpuDirectFlavor
+from ..gpudirect.dranet import DranetClaimTemplates
+from ..gpudirect.flavors import DRANET_CLAIM_TEMPLATE, FLAVORS, GpuDirectFlavor, rdma_nic_count
 from ..gpudirect.g4_network import G4SecondNetwork, G4SecondNetworkArgs
 from ..gpudirect.images import NODE_IMAGES_BY_TAG
 from ..gpudirect.networks import GpuDirectNetworks, GpuDirectNetworksArgs
-from ..gpudirect.pod_parts import gpudirect_pod_parts
+from ..gpudirect.pod_parts import dranet_pod_parts, gpudirect_pod_parts
 from ..gpudirect.software import GpuDirectSoftware, GpuDirectSoftwareArgs
 from ..workloads.batch_teams import DEFAULT_TEAM
-from ..workloads.nccl_allreduce_network import rdma_nic_count
 from ..workloads.team_namespaces import gpudirect_namespace
 from .declare import declare
 from .settings import AdmissionScope, Settings

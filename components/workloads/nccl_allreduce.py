@@ -35,8 +35,7 @@ from ..dra.claims import (
     pod_claim,
 )
 from ..gpu.scheduling import QUEUED_TAINT_KEY, QUEUED_TOLERATION
-from ..gpudirect.dranet import dranet_pod_parts
-from ..gpudirect.pod_parts import gpudirect_pod_parts, plain_tcp_pod_parts
+from ..gpudirect.pod_parts import dranet_pod_parts, gpudirect_pod_parts, plain_tcp_pod_parts
 from .batch_queues import KUEUE_API
 from .batch_teams import PREFERRED_TOPOLOGY_ANNOTATION, PREFERRED_TOPOLOGY_LEVEL
 from .nccl_allreduce_args import (
