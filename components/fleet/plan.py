@@ -14,7 +14,7 @@ from typing import Any, Literal
 from ..core.catalog import Catalog, load_catalog
 from ..workloads.batch_teams import Quota, gpudirect_namespace, pool_quota
 from .manager_args import ManagerQueue, ManagerQuota
-from .model import FleetConfig
+from .model import KUEUE_NAMESPACE, FleetConfig
 from .rules import FleetQueue, ResolvedWorker, capacity, most_gpus
 
 AdmissionCheck = Literal["ProvisioningRequest", "waitForPodsReady"]
@@ -225,3 +225,31 @@ def follow_commands(plan: FleetPlan, worker: ResolvedWorker) -> dict[str, str]:
     if queued:
         commands["workerProvisioningRequests"] = "kubectl -n <namespace> get provisioningrequests"
     return commands
+
+
+def access_summary(worker: ResolvedWorker, *, membership: Any, endpoint: Any) -> dict[str, Any]:
+    """How the manager reaches the worker (its fleet `membership`, or for a token what the user does:
+    the worker's private `endpoint` over VPC peering), as the stack output `fleet.workers[].access`."""
+    if worker.access == "fleet":
+        return {"mode": "fleet", "membership": membership}
+    from .worker_access import ACCOUNT
+
+    secret = f"multikueue-{worker.name}"
+    context = f"gke_{worker.project}_{worker.cluster.location}_{worker.cluster.name}"
+    return {
+        "mode": "token",
+        "note": (
+            f"the manager's Kueue reads the worker's kubeconfig from Secret {KUEUE_NAMESPACE}/{secret}, "
+            "which the program never holds: create a short-lived token on the worker and store the "
+            "kubeconfig on the manager, again before the token expires"
+        ),
+        "createToken": (
+            f"kubectl --context {context} -n {KUEUE_NAMESPACE} create token {ACCOUNT} --duration=24h"
+        ),
+        "storeKubeconfig": (
+            f"kubectl -n {KUEUE_NAMESPACE} create secret generic {secret} --from-file=kubeconfig=<file> "
+            "--dry-run=client -o yaml | kubectl apply -f -"
+        ),
+        # The kubeconfig's server: https://<this>, the control plane's private endpoint, over VPC peering.
+        "endpoint": endpoint,
+    }

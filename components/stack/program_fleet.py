@@ -13,16 +13,14 @@ from ..cluster.gke_cluster import GkeCluster
 from ..fleet.manager import MultiKueueManager
 from ..fleet.manager_access import HUB_LABELS
 from ..fleet.manager_args import ManagerWorker, MultiKueueManagerArgs
-from ..fleet.model import KUEUE_NAMESPACE
 from ..fleet.peering import FleetPeering
-from ..fleet.plan import follow_commands, manager_queues, team_rows
-from ..fleet.worker_access import ACCOUNT, MultiKueueWorkerAccess, MultiKueueWorkerAccessArgs
+from ..fleet.plan import access_summary, follow_commands, manager_queues, team_rows
+from ..fleet.worker_access import MultiKueueWorkerAccess, MultiKueueWorkerAccessArgs
+from ..gpu.plan import pool_summary
 from ..monitoring.kube_state_metrics import MultiKueueStateMetrics
 from ..network.vpc import GkeNetwork
 from .declare import declare
-from .pool_outputs import pool_summary
 from .program_cluster import gke_cluster
-from .program_gpudirect import gpudirect_output
 from .program_jobs import cluster_jobs, cluster_monitoring
 from .program_pools import gpu_layer
 from .settings import FleetWorker, Settings
@@ -113,7 +111,9 @@ def fleet(
         summaries.append(
             {
                 **each.summary,
-                "access": _access_summary(worker, cluster),
+                "access": access_summary(
+                    worker.resolved, membership=cluster.fleet_membership, endpoint=cluster.endpoint
+                ),
                 "follow": follow_commands(plan, worker.resolved),
             }
         )
@@ -175,33 +175,6 @@ def _worker(worker: FleetWorker, fleet_project: str | None) -> _DeclaredWorker:
         "monitoring": monitoring,
         **({"sampleWorkloads": jobs.samples} if jobs.samples else {}),
         **({"trainingData": jobs.data} if jobs.data else {}),
-        **({"gpudirect": gpudirect_output(settings)} if layer.software else {}),
+        **({"gpudirect": layer.gpudirect.output()} if layer.software else {}),
     }
     return _DeclaredWorker(worker, cluster, vpc, jobs.queues, summary)
-
-
-def _access_summary(worker: FleetWorker, cluster: GkeCluster) -> dict[str, Any]:
-    """How the manager reaches the worker, and for a token what the user does."""
-    if worker.resolved.access == "fleet":
-        return {"mode": "fleet", "membership": cluster.fleet_membership}
-    secret = f"multikueue-{worker.name}"
-    context = (
-        f"gke_{worker.settings.project}_{worker.settings.cluster.location}_{worker.settings.cluster.name}"
-    )
-    return {
-        "mode": "token",
-        "note": (
-            f"the manager's Kueue reads the worker's kubeconfig from Secret {KUEUE_NAMESPACE}/{secret}, "
-            "which the program never holds: create a short-lived token on the worker and store the "
-            "kubeconfig on the manager, again before the token expires"
-        ),
-        "createToken": (
-            f"kubectl --context {context} -n {KUEUE_NAMESPACE} create token {ACCOUNT} --duration=24h"
-        ),
-        "storeKubeconfig": (
-            f"kubectl -n {KUEUE_NAMESPACE} create secret generic {secret} --from-file=kubeconfig=<file> "
-            "--dry-run=client -o yaml | kubectl apply -f -"
-        ),
-        # The kubeconfig's server: https://<this>, the control plane's private endpoint, over VPC peering.
-        "endpoint": cluster.endpoint,
-    }

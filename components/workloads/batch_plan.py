@@ -1,35 +1,60 @@
-"""The stack's batch layer (`gke-gpu:batch`): Kueue's queues sized from the stack's GPU pools."""
+"""The batch layer's plan (`gke-gpu:batch`, and the all-reduce tests it queues): Kueue's queues sized from
+the cluster's GPU pools and shared by the teams, the teams' training data, the all-reduce tests' args,
+and the namespaces GPUDirect's admission policies and DRANET's claim templates cover, all as data with
+the stack outputs (`batchQueues`, `trainingData`). Pure: stack/program_batch.py declares what this plans.
 
-from typing import Any, cast
+A pool's quota is what it can hold at most: maxNodes x the `nvidia.com/gpu` each node advertises (with
+sharing or MIG, the shares), x the machine's vCPUs, memory and boot disk. Kueue admits only Pods whose
+every request fits, so CPU, memory and ephemeral storage are covered too. A team's share is a number of
+those GPUs, with CPU, memory and storage in proportion (batch_teams.Quota)."""
 
-import pulumi
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
 
 from ..core.catalog import load_catalog
 from ..dra.claims import GPU_DEVICE_CLASS, is_rack
 from ..gpu.pool import GpuPool
 from ..gpu.scheduling import QUEUED_TOLERATION, node_selector, tolerations
-from ..gpudirect.flavors import FLAVORS, GpuDirectFlavor, rdma_nic_count
-from ..gpudirect.g4_network import G4_NIC
-from ..workloads.batch_queues import GpuBatchQueues, GpuBatchQueuesArgs
-from ..workloads.batch_teams import (
+from ..gpudirect.flavors import FLAVORS, G4_NIC, GpuDirectFlavor, rdma_nic_count
+from ..gpudirect.plan import AdmissionScope
+from .batch_teams import (
     DEFAULT_TEAM,
     DEFAULT_TEAM_NAMESPACE,
     TOPOLOGY_NAME,
     BatchTeam,
     Quota,
+    gpudirect_namespace,
     pool_quota,
     queue_name,
     team_queue_name,
     topology_default,
 )
-from ..workloads.kueue_config import CHANNEL_RESOURCE, RDMA_NIC_RESOURCE
-from ..workloads.model import TeamConfig, TeamShare
-from ..workloads.nccl_allreduce import NcclAllReduce
-from ..workloads.nccl_allreduce_args import NcclAllReduceArgs
-from ..workloads.team_namespaces import gpudirect_namespace
-from ..workloads.training_data import DATA_SERVICE_ACCOUNT, DataVolume, TrainingData, TrainingDataArgs
-from .declare import declare
-from .settings import AdmissionScope, Settings
+from .model import BatchConfig, TeamConfig, TeamShare, WorkloadConfig
+
+if TYPE_CHECKING:
+    from .batch_queues import GpuBatchQueuesArgs
+    from .nccl_allreduce_args import NcclAllReduceArgs
+    from .training_data import DataVolume, TrainingDataArgs
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """Kueue with a queue per GPU pool: GpuBatchQueues' args and the stack output `batchQueues`."""
+
+    args: GpuBatchQueuesArgs
+    summary: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class TeamData:
+    """A team's training data: TrainingData's args and the team's row of the stack output."""
+
+    team: str
+    args: TrainingDataArgs
+    summary: dict[str, Any]
 
 
 def nccl_namespace(pool: str) -> str:
@@ -37,23 +62,39 @@ def nccl_namespace(pool: str) -> str:
     return f"gpu-nccl-{pool}"
 
 
-def nccl_pools(settings: Settings) -> set[str]:
+def nccl_pools(workloads: Sequence[WorkloadConfig], pools: Sequence[GpuPool]) -> set[str]:
     """The pools an `nccl-allreduce` workload runs on."""
-    first = settings.gpu_pools[0].name if settings.gpu_pools else ""
-    return {w.pool or first for w in settings.workloads if w.name == "nccl-allreduce"}
+    first = pools[0].name if pools else ""
+    return {w.pool or first for w in workloads if w.name == "nccl-allreduce"}
 
 
-def team_pools(settings: Settings) -> list[tuple[str, str, set[str]]]:
+def team_pools(batch: BatchConfig, pools: Sequence[GpuPool]) -> list[tuple[str, str, set[str]]]:
     """Each team's name, own namespace and pools (with Kueue and no team listed: the default team, on
     every pool); none without Kueue."""
-    if not settings.batch.kueue:
+    if not batch.kueue:
         return []
-    return [(t.name, t.namespace_name, set(t.pools)) for t in settings.batch.teams] or [
-        (DEFAULT_TEAM, DEFAULT_TEAM_NAMESPACE, {pool.name for pool in settings.gpu_pools})
+    return [(t.name, t.namespace_name, set(t.pools)) for t in batch.teams] or [
+        (DEFAULT_TEAM, DEFAULT_TEAM_NAMESPACE, {pool.name for pool in pools})
     ]
 
 
-def admission_scope(settings: Settings) -> AdmissionScope:
+def topology_pools(batch: BatchConfig, pools: Sequence[GpuPool]) -> set[str]:
+    """The pools whose queue places Pods by topology: as listed, or by default the GPUDirect pools whose
+    nodes carry GKE's topology labels."""
+    listed = batch.topology
+    return set(listed if listed is not None else topology_default(tuple(pools)))
+
+
+def team_data_drivers(batch: BatchConfig) -> tuple[bool, bool]:
+    """Whether the teams' training data has a bucket, and a Managed Lustre instance: the CSI drivers the
+    cluster needs for them."""
+    volumes = [v for t in batch.teams for v in t.data] if batch.kueue else []
+    return any(v.gcs for v in volumes), any(v.lustre for v in volumes)
+
+
+def admission_scope(
+    pools: Sequence[GpuPool], workloads: Sequence[WorkloadConfig], batch: BatchConfig
+) -> AdmissionScope:
     """Where GpuDirectAdmission's policies admit what:
 
     * the namespaces the Pod policy confines: the all-reduce's on GPUDirect pools, each team's GPUDirect
@@ -65,12 +106,12 @@ def admission_scope(settings: Settings) -> AdmissionScope:
       one; G4's second network (its Pods need no privilege): the teams' own namespaces;
     * DRANET's NICs: the all-reduce's namespace on a DRANET pool and the GPUDirect namespace of each
       team with quota on one."""
-    pools = {pool.name: pool for pool in settings.gpu_pools}
+    by_name = {pool.name: pool for pool in pools}
     with_injector = (GpuDirectFlavor.TCPX, GpuDirectFlavor.TCPXO)
-    injector = {p for p, pool in pools.items() if pool.gpudirect_flavor in with_injector}
-    gpudirect = {p for p, pool in pools.items() if pool.gpudirect_flavor is not None}
-    allreduce = nccl_pools(settings)
-    teams = team_pools(settings)
+    injector = {p for p, pool in by_name.items() if pool.gpudirect_flavor in with_injector}
+    gpudirect = {p for p, pool in by_name.items() if pool.gpudirect_flavor is not None}
+    allreduce = nccl_pools(workloads, pools)
+    teams = team_pools(batch, pools)
     confined: list[str] = []
     devices: list[str] = []
     for pool in sorted(allreduce & gpudirect):
@@ -88,14 +129,14 @@ def admission_scope(settings: Settings) -> AdmissionScope:
         return own + [gpudirect_namespace(name) for name, _, on in teams if on & names]
 
     networks: dict[str, list[str]] = {}
-    for flavor in dict.fromkeys(p.gpudirect_flavor for p in settings.gpu_pools if p.multi_network):
+    for flavor in dict.fromkeys(p.gpudirect_flavor for p in pools if p.multi_network):
         assert flavor is not None, "multi-networking pools are GPUDirect pools"
-        names = {p.name for p in settings.gpu_pools if p.multi_network and p.gpudirect_flavor == flavor}
+        names = {p.name for p in pools if p.multi_network and p.gpudirect_flavor == flavor}
         networks |= dict.fromkeys((nic.network_name for nic in FLAVORS[flavor].nics), allowed(names))
-    second = {p.name for p in settings.gpu_pools if p.second_network}
+    second = {p.name for p in pools if p.second_network}
     if second:
         networks[G4_NIC.network_name] = [namespace for _, namespace, on in teams if on & second]
-    dranet = {p.name for p in settings.gpu_pools if p.dranet}
+    dranet = {p.name for p in pools if p.dranet}
     return AdmissionScope(
         list(dict.fromkeys(confined)),
         list(dict.fromkeys(devices)),
@@ -104,29 +145,33 @@ def admission_scope(settings: Settings) -> AdmissionScope:
     )
 
 
-def team_data_drivers(settings: Settings) -> tuple[bool, bool]:
-    """Whether the teams' training data has a bucket, and a Managed Lustre instance: the CSI drivers the
-    cluster needs for them."""
-    volumes = [v for t in settings.batch.teams for v in t.data] if settings.batch.kueue else []
-    return any(v.gcs for v in volumes), any(v.lustre for v in volumes)
+def dranet_namespaces(batch: BatchConfig, pools: Sequence[GpuPool]) -> list[str]:
+    """Each team's GPUDirect namespace whose pools include a DRANET pool (the all-reduce declares its
+    own): where the teams' JobSets on those pools claim the RDMA NICs (DranetClaimTemplates)."""
+    dranet = {pool.name for pool in pools if pool.dranet}
+    if not dranet or not batch.kueue:
+        return []
+    teams = [(team.name, set(team.pools)) for team in batch.teams] or [
+        (DEFAULT_TEAM, {pool.name for pool in pools})
+    ]
+    return [gpudirect_namespace(name) for name, on in teams if on & dranet]
 
 
 def training_data(
-    settings: Settings,
-    provider: pulumi.ProviderResource,
-    depends_on: list[pulumi.Resource],
-    prefix: str = "",
-) -> dict[str, Any]:
-    """Declare each team's training data (after its namespace: `depends_on`); return, per team, its
-    claims and the service account its jobs use (stack output `trainingData`)."""
-    summary: dict[str, Any] = {}
-    gpudirect = {p.name for p in settings.gpu_pools if p.gpudirect_flavor is not None}
-    for team in settings.batch.teams if settings.batch.kueue else ():
+    batch: BatchConfig, pools: Sequence[GpuPool], *, project: str, cluster_name: str
+) -> list[TeamData]:
+    """Each team's training data (TrainingData's args) and, per team, its claims and the service account
+    its jobs use (stack output `trainingData`)."""
+    from .training_data import DATA_SERVICE_ACCOUNT
+
+    planned: list[TeamData] = []
+    gpudirect = {p.name for p in pools if p.gpudirect_flavor is not None}
+    for team in batch.teams if batch.kueue else ():
         if not team.data:
             continue
         args: TrainingDataArgs = {
-            "project": settings.project or "",
-            "cluster_name": settings.cluster.name or "",
+            "project": project,
+            "cluster_name": cluster_name,
             "team": team.name,
             # A team on a GPUDirect pool runs its GPUDirect jobs in gpudirect-<team>: claims there too.
             "namespaces": [
@@ -138,52 +183,34 @@ def training_data(
                 for volume in team.data
             ],
         }
-        declare(
-            TrainingData,
-            f"{prefix}data-{team.name}",
-            args,
-            opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
-            section="batch",
-        )
-        summary[team.name] = {
+        summary = {
             "namespaces": args["namespaces"],
             "claims": [v.name for v in team.data],
             "serviceAccount": DATA_SERVICE_ACCOUNT if any(v.gcs for v in team.data) else None,
         }
-    return summary
+        planned.append(TeamData(team.name, args, summary))
+    return planned
 
 
-def topology_pools(settings: Settings) -> set[str]:
-    """The pools whose queue places Pods by topology: as listed, or by default the GPUDirect pools whose
-    nodes carry GKE's topology labels."""
-    listed = settings.batch.topology
-    return set(listed if listed is not None else topology_default(settings.gpu_pools))
-
-
-def batch_queues(
-    settings: Settings,
-    provider: pulumi.ProviderResource,
-    depends_on: list[pulumi.Resource],
+def plan_batch(
+    batch: BatchConfig,
+    pools: Sequence[GpuPool],
+    workloads: Sequence[WorkloadConfig],
     *,
     local_queue_namespace: str | None,
-    prefix: str = "",
     pods_ready_timeout_minutes: int | None = None,
-) -> tuple[list[dict[str, Any]], GpuBatchQueues]:
-    """Declare Kueue, JobSet and a queue per Standard GPU pool, shared by the teams; return the queues
-    as a stack output, and the component (what a queued workload waits for).
-
-    A pool's quota is what it can hold at most: maxNodes x the `nvidia.com/gpu` each node advertises
-    (with sharing or MIG, the shares), x the machine's vCPUs, memory and boot disk. Kueue admits only
-    Pods whose every request fits, so CPU, memory and ephemeral storage are covered too. A team's share
-    is a number of those GPUs, with CPU, memory and storage in proportion (batch_teams.Quota)."""
+) -> BatchPlan:
+    """Kueue, JobSet and a queue per Standard GPU pool, shared by the teams (`local_queue_namespace`:
+    the samples' namespace, which gets a LocalQueue per pool; `pods_ready_timeout_minutes`: a fleet
+    worker's Kueue evicts a job whose Pods are not ready in time)."""
     catalog = load_catalog()
     queues: list[Any] = []
     summary: list[dict[str, Any]] = []
-    batch = settings.batch
-    topology = topology_pools(settings)
+    topology = topology_pools(batch, pools)
+    allreduce = nccl_pools(workloads, pools)
     # A team on a GPUDirect pool gets a second namespace for its GPUDirect Pods (host paths, the RxDM
     # sidecar); its own namespace stays at its Pod Security level.
-    gpudirect_pools = {p.name for p in settings.gpu_pools if p.gpudirect_flavor is not None}
+    gpudirect_pools = {p.name for p in pools if p.gpudirect_flavor is not None}
     teams: list[BatchTeam] = [
         {
             "name": team.name,
@@ -203,7 +230,7 @@ def batch_queues(
         # No teams listed: a default team, queued on every pool's own ClusterQueue.
         {"name": DEFAULT_TEAM, "namespace": DEFAULT_TEAM_NAMESPACE, "gpudirect": bool(gpudirect_pools)}
     ]
-    for pool in settings.gpu_pools:
+    for pool in pools:
         whole = pool_quota(pool, catalog)
         shares = [(team, team.pools[pool.name]) for team in batch.teams if pool.name in team.pools]
         queue = {
@@ -228,7 +255,7 @@ def batch_queues(
             # DRA claims Kueue admits only if counted: a rack's ComputeDomain channel, DRANET's NICs.
             "dra_quota_per_gpu": dra_quota_per_gpu(pool),
             # A shared pool's own queue admits only these (and the samples'): the all-reduce's.
-            "namespaces": [nccl_namespace(pool.name)] if pool.name in nccl_pools(settings) else [],
+            "namespaces": [nccl_namespace(pool.name)] if pool.name in allreduce else [],
             "shares": [
                 {
                     "team": team.name,
@@ -265,26 +292,20 @@ def batch_queues(
             }
         )
     args: GpuBatchQueuesArgs = {"queues": queues, "teams": teams}
-    if any(pool.dra_gpus for pool in settings.gpu_pools):
+    if any(pool.dra_gpus for pool in pools):
         # Kueue counts a DRA pool's claimed GPUs as its quota's nvidia.com/gpu (workloads/kueue_config.py).
         args["dra_device_classes"] = [GPU_DEVICE_CLASS]
     if local_queue_namespace:
         args["local_queue_namespace"] = local_queue_namespace
     if pods_ready_timeout_minutes is not None:
         args["pods_ready_timeout_minutes"] = pods_ready_timeout_minutes
-    component = declare(
-        GpuBatchQueues,
-        f"{prefix}batch",
-        args,
-        opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
-        section="batch",
-        section_checked=True,
-    )
-    return summary, component
+    return BatchPlan(args, summary)
 
 
 def dra_quota_per_gpu(pool: GpuPool) -> dict[str, int]:
     """What a pool's Pods claim through DRA besides GPUs, per GPU (workloads/kueue_config.py)."""
+    from .kueue_config import CHANNEL_RESOURCE, RDMA_NIC_RESOURCE
+
     quota = {CHANNEL_RESOURCE: 1} if is_rack(pool.accelerator) else {}
     if pool.dranet and pool.gpudirect_flavor is not None and pool.gpus_per_node:
         quota[RDMA_NIC_RESOURCE] = -(-rdma_nic_count(pool.gpudirect_flavor) // pool.gpus_per_node)
@@ -311,22 +332,18 @@ def _team_summary(
     return rows
 
 
-def nccl_allreduce_tests(
-    settings: Settings,
-    provider: pulumi.ProviderResource,
-    depends_on: list[pulumi.Resource],
-    prefix: str = "",
-) -> dict[str, Any]:
+def nccl_tests(
+    workloads: Sequence[WorkloadConfig], pools: Sequence[GpuPool], batch: BatchConfig
+) -> list[NcclAllReduceArgs]:
     """The `nccl-allreduce` workloads, each a NcclAllReduce on its pool, queued in the pool's
-    ClusterQueue; returns, per test, how to wait for it and read its result (stack output
-    `sampleWorkloads`)."""
-    commands: dict[str, Any] = {}
-    pools = {pool.name: pool for pool in settings.gpu_pools}
-    topology = topology_pools(settings)
-    for workload in settings.workloads:
+    ClusterQueue."""
+    planned: list[NcclAllReduceArgs] = []
+    by_name = {pool.name: pool for pool in pools}
+    topology = topology_pools(batch, pools)
+    for workload in workloads:
         if workload.name != "nccl-allreduce":
             continue
-        pool = pools[workload.pool or settings.gpu_pools[0].name]
+        pool = by_name[workload.pool or pools[0].name]
         flavor = pool.gpudirect_flavor
         assert pool.machine_type and pool.gpus_per_node, "a resolved Standard pool"
         args: NcclAllReduceArgs = {
@@ -346,25 +363,16 @@ def nccl_allreduce_tests(
         if pool.max_nodes is not None:
             args["max_nodes"] = pool.max_nodes
         if pool.dra_gpus:
-            # The GPUs through a claim: GKE's device plugin is off there (stack/program_dra.py).
+            # The GPUs through a claim: GKE's device plugin is off there (dra/plan.py).
             args["dra_gpus"] = True
         if is_rack(pool.accelerator):
             # Within a rack the test runs over multi-node NVLink alone, through a ComputeDomain (the
-            # cluster's NvidiaDraDriver has them on: stack/program_dra.py); the rack's RDMA NICs, if
-            # the pool has them, carry traffic between racks, which one rack's test cannot measure.
+            # cluster's NvidiaDraDriver has them on: dra/plan.py); the rack's RDMA NICs, if the pool
+            # has them, carry traffic between racks, which one rack's test cannot measure.
             args["compute_domain"] = True
         elif flavor is not None:
             args["gpudirect"] = flavor
             if pool.dranet:
                 args["gpudirect_networking"] = "dranet"
-        test = declare(
-            NcclAllReduce,
-            f"{prefix}nccl-{pool.name}",
-            args,
-            # After Kueue, JobSet and the pool's ClusterQueue (the CRDs and the webhook) and, with
-            # GPUDirect, the flavour's Networks and NCCL plugin.
-            opts=pulumi.ResourceOptions(provider=provider, depends_on=depends_on),
-            section="workloads",
-        )
-        commands[f"nccl-allreduce-{pool.name}"] = test.commands
-    return commands
+        planned.append(args)
+    return planned

@@ -1,0 +1,20 @@
+"""What a stack's model servers ask of its cluster (cluster/plan.py ClusterFeatures): the Cloud Storage
+FUSE CSI driver for weights mounted from a bucket (a Hyperdisk ML volume needs none: the PD CSI driver
+and the Volume Populator are on by default), and GKE's Gateway API for an Inference Gateway."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .model import ServingConfig
+from .rules import weights_source
+
+
+def needs_gcs_fuse(services: Sequence[ServingConfig]) -> bool:
+    """A service mounts its weights from a bucket."""
+    return any(weights_source(s.model) == "gcs" and s.weights.via == "cloudStorageFuse" for s in services)
+
+
+def needs_gateway_api(services: Sequence[ServingConfig]) -> bool:
+    """A service has an Inference Gateway."""
+    return any(s.gateway for s in services)
