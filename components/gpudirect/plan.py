@@ -75,9 +75,11 @@ class GpuDirectPlan:
     def admission(self, scope: AdmissionScope) -> GpuDirectAdmissionArgs | None:
         """The admission policies that confine GPUDirect's privilege and the GPU networks, once per
         cluster with GPUDirect pools or G4's second network; None where they would admit nothing."""
+        flavors = list(self.flavors)
+        if not (flavors or scope.namespaces or scope.networks or scope.nic_claims is not None):
+            return None
         from .admission_cel import flavors_with_injector
 
-        flavors = list(self.flavors)
         if not (
             scope.namespaces
             or flavors_with_injector(flavors)

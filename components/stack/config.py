@@ -40,7 +40,6 @@ from ..monitoring.model import AlertsConfig, MonitoringConfig
 from ..network.model import NetworkConfig
 from ..workloads.model import WORKLOAD_NAMES, WorkloadConfig
 from .config_value import decode_config_value
-from .fleet_section import fleet_settings
 from .keys import check_config_keys
 from .schema import StackConfig
 from .sections import Place, resolve
@@ -124,6 +123,9 @@ def _fleet(
     """The fleet's settings (None without gke-gpu:fleet), its problems and its workers' notes."""
     if config.fleet is None:
         return None, [], []
+    # Imported here: a stack without a fleet does not pay for the fleet's modules.
+    from .fleet_section import fleet_settings
+
     try:
         fleet, notes = fleet_settings(
             config.fleet,

@@ -48,15 +48,17 @@ def privileged_images_by_tag(
     (gpudirect/images.py PUBLISHED_DIGESTS) nor the stack's `images.digests`; and the DRA driver's
     (its chart takes a tag: no digest could be recorded for it) and GKE's preloaded driver installer
     on DRA-GPU pools (never pulled: Google's manifest names it by tag alone)."""
-    from ..dra.driver import DRA_DRIVER_IMAGE, DRA_DRIVER_IMAGE_TAG
-    from ..dra.driver_installer import INSTALLER_IMAGE
     from ..gpudirect.images import published_digests
 
     pinned = {**published_digests(), **digests}
     found = [i for i in pinnable_images(pools, monitoring, device_plugin) if repository(i) not in pinned]
     if dra_driver:
+        from ..dra.driver import DRA_DRIVER_IMAGE, DRA_DRIVER_IMAGE_TAG
+
         found.append(f"{DRA_DRIVER_IMAGE}:{DRA_DRIVER_IMAGE_TAG}")
     if any(pool.dra_gpus for pool in pools):
+        from ..dra.driver_installer import INSTALLER_IMAGE
+
         found.append(INSTALLER_IMAGE)
     return sorted(dict.fromkeys(found))
 

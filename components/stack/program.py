@@ -10,7 +10,6 @@ from typing import Any
 
 import pulumi
 
-from ..cluster.existing import ExistingCluster, ExistingClusterArgs
 from ..core.common import ConfigError
 from ..dra.plan import dra_checks, needs_dra_driver
 from ..gpu.existing_plan import EXISTING_TARGET, plan_existing
@@ -22,7 +21,6 @@ from .images_section import privileged_images_by_tag
 from .program_cluster import cluster_plan, gke_cluster
 from .program_jobs import cluster_jobs, declare_monitoring, declare_samples
 from .program_pools import gpu_layer
-from .program_serving import serving
 from .settings import Settings
 
 
@@ -64,16 +62,21 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
     )
     jobs = cluster_jobs(settings, cluster.provider, layer)
     samples, batch, data = jobs.samples, jobs.batch, jobs.data
-    served = serving(
-        settings,
-        settings.cluster.name or "",
-        cluster.provider,
-        [*pools.values(), *([layer.driver] if layer.driver else [])],
-        # A gateway's load balancer takes its proxies from the VPC's proxy-only subnet.
-        network=[vpc] if vpc is not None else [],
-        node_service_account=None if autopilot else cluster.node_service_account_email,
-        image_reader=cluster.node_service_account_email,
-    )
+    served: dict[str, Any] = {}
+    if settings.serving:
+        # Imported here: a stack without model servers does not pay for their modules.
+        from .program_serving import serving
+
+        served = serving(
+            settings,
+            settings.cluster.name or "",
+            cluster.provider,
+            [*pools.values(), *([layer.driver] if layer.driver else [])],
+            # A gateway's load balancer takes its proxies from the VPC's proxy-only subnet.
+            network=[vpc] if vpc is not None else [],
+            node_service_account=None if autopilot else cluster.node_service_account_email,
+            image_reader=cluster.node_service_account_email,
+        )
 
     fleet: dict[str, Any] = {}
     if settings.fleet is not None:
@@ -114,6 +117,8 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
 def _build_existing(settings: Settings) -> dict[str, Any]:
     """The GPU layer on a cluster the program does not manage (GKE of another team, or generic), as
     its plan gives it (gpu/existing_plan.py)."""
+    from ..cluster.existing import ExistingCluster, ExistingClusterArgs
+
     cluster = settings.cluster
     assert cluster.kubeconfig is not None
     existing_args: ExistingClusterArgs = {"kubeconfig": cluster.kubeconfig}

@@ -10,7 +10,6 @@ from ..gpu.bare_metal import is_bare_metal
 from ..gpudirect.plan import multi_networking
 from ..network.plan import existing_refs, vpc_args
 from ..network.vpc import GkeNetwork
-from ..serving.cluster_needs import needs_gateway_api, needs_gcs_fuse
 from ..workloads.batch_plan import team_data_drivers
 from .declare import declare
 from .settings import Settings
@@ -19,11 +18,16 @@ from .settings import Settings
 def cluster_plan(settings: Settings) -> ClusterPlan:
     """The cluster's plan, with what the stack's pools, services, teams and monitoring ask of it."""
     buckets, lustre = team_data_drivers(settings.batch)
+    gateway_api = weights_fuse = False
+    if settings.serving:
+        from ..serving.cluster_needs import needs_gateway_api, needs_gcs_fuse
+
+        gateway_api, weights_fuse = needs_gateway_api(settings.serving), needs_gcs_fuse(settings.serving)
     features = ClusterFeatures(
         managed_dcgm=settings.monitoring.dcgm == "managed",
-        gateway_api=needs_gateway_api(settings.serving),
+        gateway_api=gateway_api,
         serving=bool(settings.serving),
-        gcs_fuse=needs_gcs_fuse(settings.serving) or buckets,
+        gcs_fuse=weights_fuse or buckets,
         lustre=lustre,
         multi_networking=multi_networking(settings.gpu_pools),
         bare_metal=any(is_bare_metal(p.machine_type) for p in settings.gpu_pools),

@@ -28,7 +28,7 @@ from ..network.section import (
     check_no_network,
     note_cloud_nat,
 )
-from ..serving.section import check_serving
+from ..serving.model import ServingConfig
 from ..workloads.batch_section import check_batch, note_served_pools
 from ..workloads.model import BatchConfig
 from ..workloads.section import Around, check_workloads
@@ -128,7 +128,12 @@ def resolve(
         else BatchConfig()
     )
     services = indexed(cfg.serving, broken.serving_indexes)
-    serving = check_serving(services, cluster, pools, ctx) if "serving" not in broken.sections else ()
+    serving: tuple[ServingConfig, ...] = ()
+    if services and "serving" not in broken.sections:
+        # Imported here: a stack without model servers does not pay for their rules' modules.
+        from ..serving.section import check_serving
+
+        serving = check_serving(services, cluster, pools, ctx)
     if serving:
         note_served_pools(cfg.batch, {s.pool for s in serving}, ctx)
     if network is not None and "serving" not in broken.sections:
