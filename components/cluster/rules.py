@@ -7,7 +7,6 @@ gets the messages it always got and a program gets the same rules. Pure function
 (the stack layer stays light).
 """
 
-import difflib
 import re
 from collections.abc import Collection
 
@@ -119,12 +118,16 @@ def machine_type_problem(name: str, table: MachineTypes) -> str | None:
     series_name = name.split("-", 1)[0]
     series = table.series.get(series_name)
     if series is None:
+        import difflib
+
         close = difflib.get_close_matches(name, table.names(), n=1)
         hint = f"did you mean {cut(close[0])}?" if close else f"known series: {listing(sorted(table.series))}"
         return f"{cut(name)} is not a Compute Engine machine type: unknown series {cut(series_name)}; {hint}"
     if series.shapes is None or name in series.shapes:
         return None
     shapes = series.listed()
+    import difflib
+
     close = difflib.get_close_matches(name, shapes, n=1)
     hint = f"did you mean {cut(close[0])}? " if close else ""
     custom_hint = f", or a custom type {series_name}-custom-<vCPUs>-<memory in MB>" if series.custom else ""

@@ -8,7 +8,6 @@ quietly drop a setting (an alert, a node taint). Every key is therefore checked 
 
 from __future__ import annotations
 
-import difflib
 import functools
 import re
 from collections.abc import Iterable
@@ -66,6 +65,8 @@ def check_config_keys(keys: Iterable[str]) -> list[str]:
                     f"{_ours('cluster')}.location for a zonal cluster); remove it"
                 )
             elif name not in gcp_provider_keys():
+                import difflib
+
                 close = difflib.get_close_matches(name, sorted(gcp_provider_keys()), n=1)
                 hint = f"did you mean gcp:{close[0]}? " if close else ""
                 problems.append(

@@ -5,7 +5,6 @@ only loops and hands each rule the sections it reads; the rules are the domains'
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from typing import Any
 
@@ -192,6 +191,8 @@ def _check_gcp(place: Place, ctx: SectionContext, *, existing: bool) -> None:
             place.region_key, f"required{suffix}; set it with `pulumi config set gcp:region us-central1`"
         )
     elif region not in regions:
+        import difflib
+
         close = difflib.get_close_matches(region, regions, n=1, cutoff=0.75)
         hint = f"did you mean {close[0]!r}? " if close else ""
         ctx.problems.add(

@@ -6,7 +6,6 @@ that the second pass skips the rules that would read it (instead of judging defa
 
 from __future__ import annotations
 
-import difflib
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -124,6 +123,8 @@ def _near_miss(key: str, raw: Mapping[str, Any]) -> str | None:
     folded = {k.lower(): k for k in absent}
     if key.lower() in folded:
         return folded[key.lower()]
+    import difflib
+
     close = difflib.get_close_matches(key, absent, n=1, cutoff=0.8)
     return close[0] if close else None
 
