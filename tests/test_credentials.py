@@ -17,8 +17,8 @@ from gke_gpu.core.validation import InvalidArgsError
 from gke_gpu.gpu.node_pool import GpuNodePool
 from gke_gpu.serving.inference_service import InferenceService
 from gke_gpu.stack.config import settings_from_config
-from gke_gpu.stack.schema import StackConfig
 from gke_gpu.stack.stack_file import StackFileError
+from gke_gpu.stack.stack_model import StackConfig
 from tests.conftest import L4_POOL, STANDARD_CLUSTER, stack_config
 from tests.hang_guard import no_hang
 from tools.offline import run_program

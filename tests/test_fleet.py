@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from gke_gpu.core.validation import InvalidArgsError
-from gke_gpu.fleet.kueue_config import DISPATCHERS, manager_configuration
 from gke_gpu.fleet.manager import MultiKueueManager
 from gke_gpu.fleet.manager_access import GATEWAY_ROLES, cluster_profile_name, kueue_fullname
+from gke_gpu.fleet.manager_config import DISPATCHERS, manager_configuration
 from gke_gpu.stack.config import parse_settings
 from tests.conftest import config_error, render
 from tests.kubernetes_schemas import cel_outcome, validate

@@ -8,7 +8,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from gke_gpu.core.shapes import annotation_at, model_example, suggestion
 from gke_gpu.gpu.pool import GpuPool
-from gke_gpu.stack.schema import StackConfig
+from gke_gpu.stack.stack_model import StackConfig
 from tests.conftest import L4_POOL, STANDARD_CLUSTER, config_error
 
 ZONAL = {**STANDARD_CLUSTER, "location": "us-central1-a"}

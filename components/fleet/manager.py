@@ -25,9 +25,9 @@ from ..workloads.team_namespaces import (
     gpudirect_namespace,
     team_labels,
 )
-from .kueue_config import chart_values
 from .manager_access import MEMBERSHIP, cluster_profile_name, declare_fleet_access
 from .manager_args import MultiKueueManagerArgs
+from .manager_config import chart_values
 from .model import KUEUE_NAMESPACE, MAX_WORKERS, PluginImage, WorkerName
 
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"

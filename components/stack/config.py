@@ -40,12 +40,12 @@ from ..monitoring.model import AlertsConfig, MonitoringConfig
 from ..network.model import NetworkConfig
 from ..workloads.model import WORKLOAD_NAMES, WorkloadConfig
 from .config_value import decode_config_value
+from .first_pass import validate_shape
 from .keys import check_config_keys
-from .schema import StackConfig
 from .sections import Place, resolve
 from .settings import FleetSettings, Settings
-from .shape import validate_shape
 from .stack_file import StackFileError
+from .stack_model import StackConfig
 
 # The public names of the config layer; components import the settings types from here.
 __all__ = [

@@ -23,10 +23,10 @@ from ..fleet.rules import (
     worker_sections,
 )
 from ..fleet.section import FLEET_KEY, check_manager, idle_worker_notes, token_note
+from .first_pass import validate_shape
 from .images_section import DIGESTS_KEY, pinnable_images
 from .sections import Place, resolve
 from .settings import FleetSettings, FleetWorker, Settings
-from .shape import validate_shape
 
 
 def resolve_sections(

@@ -10,7 +10,7 @@ from ..core.image_digests import digest_problems, repository
 from ..core.section import SectionContext
 from ..gpu.pool import GpuPool
 from ..monitoring.model import MonitoringConfig
-from .schema import StackConfig
+from .stack_model import StackConfig
 
 DIGESTS_KEY = f"{NAMESPACE}:images.digests"
 

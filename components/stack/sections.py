@@ -32,8 +32,8 @@ from ..workloads.batch_section import check_batch, note_served_pools
 from ..workloads.model import BatchConfig
 from ..workloads.section import Around, check_workloads
 from .images_section import check_image_digests
-from .schema import StackConfig, dashboard_on
 from .settings import Settings
+from .stack_model import StackConfig, dashboard_on
 
 
 @dataclass(frozen=True)

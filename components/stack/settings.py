@@ -1,6 +1,6 @@
 """What the stack layer hands the program: one stack file, checked, with every default resolved.
 
-The sections are the stack file's own pydantic models (stack/schema.py, gpu/pool.py), returned by
+The sections are the stack file's own pydantic models (stack/stack_model.py, gpu/pool.py), returned by
 the rules with their cluster-dependent defaults filled in (a cluster's name and location, a pool's
 machine type and zones, the DCGM source, a workload's pool): one set of types, not a second copy.
 """

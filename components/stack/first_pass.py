@@ -22,7 +22,7 @@ from ..core.shapes import expected
 from ..gpu.pool import GpuPool
 from ..serving.model import ServingConfig
 from ..workloads.model import WorkloadConfig
-from .schema import StackConfig
+from .stack_model import StackConfig
 
 # Sections validated item by item, so one bad entry does not hide the others.
 _ITEM_MODELS: dict[str, type] = {"gpuPools": GpuPool, "workloads": WorkloadConfig, "serving": ServingConfig}
