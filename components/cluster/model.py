@@ -166,7 +166,7 @@ class GkeClusterSettings(StackModel):
     secrets_encryption_key: Annotated[str, Field(max_length=400, pattern=KMS_KEY)] | None = None
     # Google Groups for RBAC (the cluster's authenticatorGroupsConfig.securityGroup): the group
     # `gke-security-groups@<your domain>` whose nested groups RoleBindings may name (GKE "Configure Google
-    # Groups for RBAC"). Needed where batch.teams[].members names a group (stack/batch_section.py).
+    # Groups for RBAC"). Needed where batch.teams[].members names a group (workloads/batch_section.py).
     rbac_security_group: Annotated[str, Field(max_length=254, pattern=RBAC_SECURITY_GROUP)] | None = None
     # GKE's HPA profile (docs/serving.md, "The HPA profile"). Unset: left to GKE, unless the stack serves
     # models (then performance: stack/program_cluster.py).

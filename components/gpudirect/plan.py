@@ -1,6 +1,6 @@
 """GPUDirect's plan: the stack's GPUDirect pools turned into what its components take (per flavour, its
 VPCs and its node software; G4's second network; the admission policies) and the stack output
-`gpudirect`, as data. Pure: no resource is declared here (stack/program_gpudirect.py declares the plan,
+`gpudirect`, as data. Pure: no resource is declared here (stack/program_pools.py declares the plan,
 wiring the networks' Outputs into the pools and the software). Typed on `GpuDirectPool` (what this
 domain reads of a GPU pool), and light: the components' modules are imported by the stacks that declare
 them, not by a plan."""

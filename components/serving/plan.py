@@ -226,7 +226,7 @@ def plan_service(
     if nodes > 1:
         args["gpus_per_node"] = per_pod
     if pool.dra_gpus:
-        # GKE's device plugin is off there: the Pods claim their GPUs (stack/program_dra.py).
+        # GKE's device plugin is off there: the Pods claim their GPUs (dra/plan.py).
         args["dra_gpus"] = True
     return ServicePlan(service=service, pool=pool, args=args, nodes=nodes, surge=surge, cache=cache)
 

@@ -2,7 +2,7 @@
 the pool must offer a model server (whole GPUs, a driver for the CUDA 13 image, nodes that come by
 themselves), a replica spanning nodes, the GPUs' memory (fit.py, through the replica the pool gives),
 the file cache, the services' GPUs against the pool's largest size, and what a rollout or a preemption
-costs. The stack layer only loops over the entries and calls these (stack/serving_section.py).
+costs. The stack layer only loops over the entries and calls these (serving/section.py).
 
 Every message names the key the user must change, in the stack file's camelCase (KeyNames)."""
 

@@ -46,19 +46,6 @@ class Settings:
 
 
 @dataclass(frozen=True)
-class AdmissionScope:
-    """Where the admission policies of the stack's GPU layer admit what (stack/program_batch.py
-    `admission_scope`, for GpuDirectAdmission): the namespaces the Pod policy confines, those of them
-    where the device annotations are allowed, each GPU Network's namespaces, and the namespaces whose
-    claims may request DRANET's NICs (None: no DRANET pool)."""
-
-    namespaces: list[str]
-    device_namespaces: list[str]
-    networks: dict[str, list[str]]
-    nic_claims: list[str] | None
-
-
-@dataclass(frozen=True)
 class FleetWorker:
     """A fleet worker, resolved: the settings of its cluster (a whole gke-gpu stack, checked by a
     single-cluster stack's rules under its key) and what the fleet's rules read of it."""

@@ -1,7 +1,7 @@
 """The batch layer's plan (`gke-gpu:batch`, and the all-reduce tests it queues): Kueue's queues sized from
 the cluster's GPU pools and shared by the teams, the teams' training data, the all-reduce tests' args,
 and the namespaces GPUDirect's admission policies and DRANET's claim templates cover, all as data with
-the stack outputs (`batchQueues`, `trainingData`). Pure: stack/program_batch.py declares what this plans.
+the stack outputs (`batchQueues`, `trainingData`). Pure: stack/program_jobs.py declares what this plans.
 
 A pool's quota is what it can hold at most: maxNodes x the `nvidia.com/gpu` each node advertises (with
 sharing or MIG, the shares), x the machine's vCPUs, memory and boot disk. Kueue admits only Pods whose
