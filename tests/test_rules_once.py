@@ -26,19 +26,22 @@ from typing import Any
 import pytest
 
 import gke_gpu
+from gke_gpu.cluster import maintenance
 from gke_gpu.cluster import rules as cluster_rules
-from gke_gpu.core import validation
+from gke_gpu.core import image_digests, validation
 from gke_gpu.gpu.rules import GpuPoolRules
 from gke_gpu.gpudirect import flavors
 from gke_gpu.monitoring import dcgm_exporter_args
 from gke_gpu.monitoring import rules as monitoring_rules
 from gke_gpu.network import rules as network_rules
 from gke_gpu.serving import rules as serving_rules
-from gke_gpu.workloads import batch_teams
+from gke_gpu.workloads import batch_teams, training_data_rules
 from tests.conftest import AUTOPILOT_CLUSTER, STANDARD_CLUSTER, render, settings, stack_config
 
-# The rule functions that a stack/*_section.py and a component's rules both call (or, for
-# exporter_problems, two components: GpuMonitoring and DcgmExporter).
+# The rule functions that a domain's section rules (`<domain>/section.py`) and a component's rules both
+# call (or, for check_exporter, two components: GpuMonitoring and DcgmExporter). Every rule follows the
+# one contract (docs/architecture.md, "One contract"): `check_<what>(..., problems)`;
+# test_the_shared_rules_are_all_listed holds this list complete.
 SHARED_RULES: list[Callable[..., Any]] = [
     cluster_rules.check_nodes,
     cluster_rules.check_private_nodes,
@@ -47,16 +50,23 @@ SHARED_RULES: list[Callable[..., Any]] = [
     network_rules.check_proxy_only_range,
     monitoring_rules.check_xid_errors,
     monitoring_rules.check_notification_channels,
-    dcgm_exporter_args.exporter_problems,
+    dcgm_exporter_args.check_exporter,
     serving_rules.check_model_server,
     serving_rules.check_replica_nodes,
     batch_teams.check_team_names,
     batch_teams.check_queue_names,
     batch_teams.check_shares,
-    flavors.gpudirect_range_problems,
+    batch_teams.check_members,
+    batch_teams.check_egress,
+    flavors.check_gpudirect_cidr,
+    maintenance.check_maintenance,
+    training_data_rules.check_volumes,
+    image_digests.check_digests,
 ]
+# Once per team: a team's members and egress.
+PER_TEAM = {"check_members", "check_egress", "check_volumes"}
 # Once per render: each of these judges the stack's one cluster, network, monitoring or batch section.
-PER_RENDER = {f.__name__ for f in SHARED_RULES} - {"check_model_server", "check_replica_nodes"}
+PER_RENDER = {f.__name__ for f in SHARED_RULES} - {"check_model_server", "check_replica_nodes", *PER_TEAM}
 EXAMPLE_STACKS = ["dev", "prod", "onprem", "train", "serve"]
 
 
@@ -147,6 +157,7 @@ def assert_once_per_render(calls: Counter[str], validated: Counter[tuple[str, st
     assert {k: n for k, n in calls.items() if k in PER_RENDER and n > 1} == {}, calls
     assert calls["check_model_server"] == len(resolved.serving), calls
     assert calls["check_replica_nodes"] <= len(resolved.serving), calls
+    assert all(calls[rule] <= len(resolved.batch.teams) for rule in PER_TEAM), calls
     if resolved.cluster.mode != "existing":
         assert calls["check_nodes"] == calls["check_private_nodes"] == calls["check_ranges"] == 1, calls
     assert validated, "the stack declares components that validate their args"
@@ -200,6 +211,27 @@ TARGETED = {
         cluster=AUTOPILOT_CLUSTER,
         gpuPools=AUTOPILOT_PROFILES,
         monitoring={"alerts": {"enabled": True, "notificationChannels": CHANNELS}},
+    ),
+    # Teams with members, egress and a bucket of training data on Kueue's queues; the exporter's image
+    # pinned by digest.
+    "teams-data-digests": stack_config(
+        cluster={**STANDARD_CLUSTER, "rbacSecurityGroup": "gke-security-groups@example.com"},
+        gpuPools=[L4],
+        monitoring={"dcgm": "exporter"},
+        images={"digests": {"nvcr.io/nvidia/k8s/dcgm-exporter": "sha256:" + "a" * 64}},
+        batch={
+            "kueue": True,
+            "teams": [
+                {
+                    "name": "vision",
+                    "pools": {"l4": {"gpus": 4}},
+                    "members": ["user:ada@example.com", "group:vision@example.com"],
+                    "egress": [{"cidr": "10.0.0.0/8", "ports": [443]}],
+                    "data": [{"name": "training", "gcs": {"bucket": "research-training-data"}}],
+                },
+                {"name": "speech", "pools": {"l4": {"gpus": 4}}},
+            ],
+        },
     ),
     # Two services, one behind the Inference Gateway (the proxy-only range), one over two nodes.
     "serving-gateway-multi-node": stack_config(
@@ -270,7 +302,7 @@ def test_a_program_of_its_own_gets_each_rule_once_at_the_boundary(
         "check_ranges",
         "check_nodes",
         "check_private_nodes",
-        "exporter_problems",
+        "check_exporter",
         "check_xid_errors",
     ):
         assert calls[rule] == 1, calls
@@ -297,3 +329,38 @@ def test_the_fuzz_tests_check_still_runs_the_components_rules(calls: Counter[str
         result = run_program({}, program=check)
         assert result.error is None, result.error
         assert [calls[rule] for rule in rules] == [runs] * len(rules), (component_rules, calls)
+
+
+def _shared_rule_names() -> set[str]:
+    """The `check_*` functions of the domains that a domain's section rules and a component module both
+    import (read from their source): the rules a render could run twice."""
+    import ast
+    from pathlib import Path
+
+    library = Path(gke_gpu.__file__).parent
+
+    def imported(path: Path) -> set[str]:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        return {
+            alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            for alias in node.names
+            if alias.name.startswith("check_")
+        }
+
+    sections = set().union(*(imported(p) for p in library.glob("*/*section.py")))
+    others = [
+        p
+        for p in library.glob("*/*.py")
+        if p.parent.name not in ("core", "stack") and not p.stem.endswith(("section", "plan"))
+    ]
+    components = set().union(*(imported(p) for p in others))
+    return sections & components
+
+
+def test_the_shared_rules_are_all_listed() -> None:
+    """Every rule a section and a component share is counted here, named by the one contract."""
+    listed = {f.__name__ for f in SHARED_RULES}
+    assert _shared_rule_names() <= listed, _shared_rule_names() - listed
+    assert all(name.startswith("check_") for name in listed)

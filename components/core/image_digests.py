@@ -15,7 +15,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from .common import Problem, cut, listing
+from .common import Problems, cut, listing
 from .model import StackModel, example
 
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
@@ -45,27 +45,25 @@ def pinned(image: str, digests: Mapping[str, str]) -> str:
     return f"{image}@{digest}" if digest and "@" not in image else image
 
 
-def digest_problems(key: str, digests: Mapping[str, str], images: Iterable[str] | None) -> list[Problem]:
+def check_digests(
+    key: str, digests: Mapping[str, str], images: Iterable[str] | None, problems: Problems
+) -> None:
     """One problem per digest that is not `sha256:<64 hex>` and per name that is none of `images` (the
     references this renders; None: not known, names unchecked), each under `<key>.<name>`."""
     names = None if images is None else sorted({repository(image) for image in images})
-    problems: list[Problem] = []
     for name, digest in digests.items():
         path = f"{key}.{name if len(name) <= 120 and name.isprintable() else cut(name, 60)}"
         if names is not None and name not in names:
             allowed = (
                 f"the images it renders: {listing(names)}" if names else "none: it renders no such image"
             )
-            problems.append(
-                Problem(
-                    path,
-                    f"{cut(name, 100)} is not an image this runs privileged or as root by tag; "
-                    f"allowed: {allowed}",
-                )
+            problems.add(
+                path,
+                f"{cut(name, 100)} is not an image this runs privileged or as root by tag; "
+                f"allowed: {allowed}",
             )
         elif not DIGEST.fullmatch(digest):
-            problems.append(Problem(path, f"{cut(digest, 40)} is not a digest; allowed: {ALLOWED_DIGEST}"))
-    return problems
+            problems.add(path, f"{cut(digest, 40)} is not a digest; allowed: {ALLOWED_DIGEST}")
 
 
 def digests_for(digests: Mapping[str, str], images: Iterable[str]) -> dict[str, str]:

@@ -8,7 +8,7 @@ from typing import Any, NotRequired, TypedDict
 import pulumi_kubernetes as k8s
 
 from .arg_types import LabelKey, LabelValue, enum_values
-from .common import Problem
+from .common import Problems
 from .validation import ArgsModel
 
 PART_OF = "gke-gpu"
@@ -188,16 +188,14 @@ class TolerationSpec(ArgsModel):
     toleration_seconds: int | None = None
 
 
-def toleration_problems(path: str, toleration: TolerationSpec) -> list[str]:
-    """What the Kubernetes API would refuse in a toleration (problem lines under `path`)."""
-    problems: list[str] = []
+def check_toleration(path: str, toleration: TolerationSpec, problems: Problems) -> None:
+    """What the Kubernetes API would refuse in a toleration (each under `path`)."""
     if toleration.operator == "Exists" and toleration.value:
-        problems.append(Problem(f"{path}.value", "not allowed with operator Exists"))
+        problems.add(f"{path}.value", "not allowed with operator Exists")
     if not toleration.key and toleration.operator != "Exists":
-        problems.append(Problem(f"{path}.key", "required unless operator is Exists"))
+        problems.add(f"{path}.key", "required unless operator is Exists")
     if toleration.toleration_seconds is not None and toleration.effect != "NoExecute":
-        problems.append(Problem(f"{path}.toleration_seconds", "only allowed with effect NoExecute"))
-    return problems
+        problems.add(f"{path}.toleration_seconds", "only allowed with effect NoExecute")
 
 
 def toleration_args(toleration: TolerationSpec) -> "k8s.core.v1.TolerationArgs":

@@ -32,8 +32,8 @@ from ..core.k8s import (
     Toleration,
     TolerationSpec,
     app_labels,
+    check_toleration,
     pod_security_labels,
-    toleration_problems,
 )
 from ..core.nodes import ACCELERATOR_LABEL
 from ..core.validation import ArgsModel
@@ -111,7 +111,7 @@ def driver_rules(spec: _DriverSpec) -> list[str]:
     if len(set(spec.accelerators)) != len(spec.accelerators):
         problems.add("accelerators", "lists an accelerator twice; list each once")
     for j, toleration in enumerate(spec.tolerations):
-        problems.items += toleration_problems(f"tolerations[{j}]", toleration)
+        check_toleration(f"tolerations[{j}]", toleration, problems)
     installed: set[str] = set()
     for key in ("driver_installer_pools", "driver_installer_a4x_pools"):
         pools = getattr(spec, key)

@@ -62,7 +62,7 @@ class FleetPlan:
 
 
 def admission(worker: ResolvedWorker, pool_name: str) -> PoolAdmission:
-    """The guarantee the fleet's rules made sure the pool has (fleet/rules.py `admission_problem`)."""
+    """The guarantee the fleet's rules made sure the pool has (fleet/rules.py `check_admission`)."""
     pool = worker.pool(pool_name)
     assert pool is not None
     if pool.queued_provisioning:

@@ -74,7 +74,9 @@ class FleetQueue:
         return f"multikueue-{self.cluster_queue}"
 
 
-def config_problems(fleet: FleetConfig, key: str, fleet_project: str | None, problems: Problems) -> set[int]:
+def check_fleet_workers(
+    fleet: FleetConfig, key: str, fleet_project: str | None, problems: Problems
+) -> set[int]:
     """What the section alone says is wrong; returns the indexes of the workers not to resolve (a
     repeated name, a mode a worker cannot have): their own rules would only add follow-on problems."""
     skipped: set[int] = set()
@@ -154,7 +156,7 @@ def worker_sections(worker: FleetWorkerConfig, manager_name: str) -> dict[str, A
     return sections
 
 
-def cluster_problems(
+def check_worker_clusters(
     workers: Sequence[ResolvedWorker],
     manager: tuple[str, str | None] | None,
     key: str,
@@ -204,7 +206,7 @@ def _ranges(network: NetworkConfig | None) -> list[tuple[str, Any]]:
     ]
 
 
-def peering_problems(
+def check_peering(
     manager: NetworkConfig | None, manager_key: str, worker: ResolvedWorker, key: str, problems: Problems
 ) -> None:
     """A worker reached by token is reached over VPC Network Peering, which refuses overlapping subnet
@@ -242,7 +244,7 @@ def fleet_queues(
 ) -> list[FleetQueue]:
     """Each team queue of the manager and the workers it dispatches to: every one of them has the
     team's LocalQueue, in the same namespace; Kueue could admit its jobs there; the pool is alike on
-    each; and each gives a capacity guarantee (`admission_problems`). `workers`: the resolved workers
+    each; and each gives a capacity guarantee (`check_admissions`). `workers`: the resolved workers
     (one that failed its own checks is missing, and no queue problem names it again)."""
     queues: list[FleetQueue] = []
     order = list(dict.fromkeys(declared))
@@ -289,19 +291,19 @@ def fleet_queues(
                     chosen.append(name)
             usable = [workers[n] for n in chosen if _share(workers[n], team.name, queue.pool)]
             if not missing and usable and len(usable) == len(chosen):
-                if _queue_pool_problems(usable, team.name, queue.pool, qkey, problems):
+                if _check_queue_pool(usable, team.name, queue.pool, qkey, problems):
                     continue
                 for worker in usable:
                     if (worker.name, queue.pool) not in guaranteed:
                         guaranteed.add((worker.name, queue.pool))
-                        admission_problem(worker, queue.pool, key, problems)
+                        check_admission(worker, queue.pool, key, problems)
             found = [p for w in usable if (p := w.pool(queue.pool)) is not None]
             gpudirect = any(p.multi_network for p in found)
             queues.append(FleetQueue(team.name, team.namespace_name, queue.pool, tuple(chosen), gpudirect))
     return queues
 
 
-def _queue_pool_problems(
+def _check_queue_pool(
     workers: Sequence[ResolvedWorker], team: str, pool_name: str, qkey: str, problems: Problems
 ) -> bool:
     """What Kueue on the manager could never admit, or admit where the job cannot run; True when the
@@ -358,7 +360,7 @@ def _shape(pool: GpuPool) -> str:
     return f"{pool.accelerator}, {pool.schedulable_gpus_per_node} GPUs a node{flavor}"
 
 
-def admission_problem(worker: ResolvedWorker, pool_name: str, key: str, problems: Problems) -> None:
+def check_admission(worker: ResolvedWorker, pool_name: str, key: str, problems: Problems) -> None:
     """A worker admits a fleet job only when it can run it: through the ProvisioningRequest check on a
     queued-provisioning pool (its nodes are coming), else its Kueue evicts a job whose Pods are not
     ready in time, and the manager dispatches it again (docs/fleet.md, "Admission means capacity")."""

@@ -10,9 +10,9 @@ from pydantic import Field
 
 from ..core import images
 from ..core.arg_types import LabelKey, LabelValue
-from ..core.common import GPU_RESOURCE
+from ..core.common import GPU_RESOURCE, Problems
 from ..core.component import NO_ARGS, GkeGpuComponent
-from ..core.image_digests import ImageDigests, digest_problems, pinned
+from ..core.image_digests import ImageDigests, check_digests, pinned
 from ..core.k8s import app_labels, image_version, selector_labels
 from ..core.model import DNS_LABEL
 from ..core.validation import ArgsModel
@@ -55,7 +55,9 @@ class _NvidiaDevicePluginSpec(DevicePluginSettings, _DevicePluginPlace):
 
 
 def _rules(spec: _NvidiaDevicePluginSpec) -> list[str]:
-    return list(digest_problems("image_digests", spec.image_digests, [images.DEVICE_PLUGIN]))
+    problems = Problems()
+    check_digests("image_digests", spec.image_digests, [images.DEVICE_PLUGIN], problems)
+    return problems.items
 
 
 class NvidiaDevicePlugin(GkeGpuComponent[_NvidiaDevicePluginSpec]):

@@ -271,15 +271,16 @@ def pod_interfaces(flavor: GpuDirectFlavor) -> list[dict[str, str]]:
     ]
 
 
-def gpudirect_range_problems(cidr: str, cluster_ranges: list[tuple[str, str]], key: str) -> list[str]:
+def check_gpudirect_cidr(
+    cidr: str, cluster_ranges: list[tuple[str, str]], key: str, problems: Problems
+) -> None:
     """The GPUDirect range's own rules: an address of its network, at most a /16, private, and clear
     of the cluster's ranges (`(name, cidr)` pairs). The stack file and the component share them."""
-    problems = Problems()
     try:
         network = ipaddress.ip_network(cidr)
     except ValueError:
         problems.add(key, f"{cut(cidr)} is not a network address (host bits set?), e.g. 192.168.0.0/16")
-        return problems.items
+        return
     if network.version != 4 or network.prefixlen > MAX_GPUDIRECT_PREFIX:
         problems.add(
             key,
@@ -299,7 +300,6 @@ def gpudirect_range_problems(cidr: str, cluster_ranges: list[tuple[str, str]], k
                 f"{network} overlaps {name} {other}; a node's GPU NICs and its primary NIC must not share "
                 "addresses",
             )
-    return problems.items
 
 
 def counted_claim_template_spec(count: int) -> dict[str, Any]:

@@ -21,14 +21,14 @@ from pulumi_gcp import compute
 from pydantic import Field
 
 from ..core.arg_types import ProjectId, RegionName, matching
-from ..core.common import K8S_NAME
+from ..core.common import K8S_NAME, Problems
 from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.k8s import app_labels
 from ..core.model import Cidr
 from ..core.nodes import NodeNetwork
 from ..core.validation import ArgsModel, Deferrable
 from ..network.vpc import flow_log_config
-from .flavors import DEFAULT_GPUDIRECT_CIDR, FLAVORS, G4_NIC, gpudirect_range_problems, subnet_range
+from .flavors import DEFAULT_GPUDIRECT_CIDR, FLAVORS, G4_NIC, check_gpudirect_cidr, subnet_range
 
 # cluster-toolkit modules/network/vpc's default MTU, which the blueprint keeps.
 G4_NETWORK_MTU = 8896
@@ -67,9 +67,10 @@ class _G4SecondNetworkSpec(ArgsModel):
 
 
 def _rules(spec: _G4SecondNetworkSpec) -> list[str]:
-    return gpudirect_range_problems(
-        spec.cidr, [(f"cluster_ranges[{i}]", r) for i, r in enumerate(spec.cluster_ranges)], "cidr"
-    )
+    problems = Problems()
+    ranges = [(f"cluster_ranges[{i}]", r) for i, r in enumerate(spec.cluster_ranges)]
+    check_gpudirect_cidr(spec.cidr, ranges, "cidr", problems)
+    return problems.items
 
 
 class G4SecondNetwork(GkeGpuComponent[_G4SecondNetworkSpec]):

@@ -7,7 +7,7 @@ from pulumi_gcp import compute
 from pydantic import Field
 
 from ..core.arg_types import ProjectId, RegionName, enum_values, matching
-from ..core.common import K8S_NAME, ZONE_PATTERN, Problem, cut
+from ..core.common import K8S_NAME, ZONE_PATTERN, Problem, Problems, cut
 from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.model import Cidr
 from ..core.nodes import NodeNetwork
@@ -18,7 +18,7 @@ from .flavors import (
     FLAVORS,
     ROCE_METAL_SUBNET,
     GpuDirectFlavor,
-    gpudirect_range_problems,
+    check_gpudirect_cidr,
     max_name_suffix,
     subnet_range,
 )
@@ -70,9 +70,10 @@ class _GpuDirectNetworksSpec(ArgsModel):
 
 
 def _rules(spec: _GpuDirectNetworksSpec) -> list[str]:
-    problems = gpudirect_range_problems(
-        spec.cidr, [(f"cluster_ranges[{i}]", r) for i, r in enumerate(spec.cluster_ranges)], "cidr"
-    )
+    checked = Problems()
+    ranges = [(f"cluster_ranges[{i}]", r) for i, r in enumerate(spec.cluster_ranges)]
+    check_gpudirect_cidr(spec.cidr, ranges, "cidr", checked)
+    problems = checked.items
     if FLAVORS[GpuDirectFlavor(spec.flavor)].roce:
         if spec.zone is None:
             problems.append(

@@ -11,7 +11,7 @@ from typing import Protocol
 from ..core.common import cut
 from ..core.section import SectionContext
 from ..network.model import NetworkConfig
-from .flavors import DEFAULT_GPUDIRECT_CIDR, FLAVORS, GpuDirectFlavor, gpudirect_range_problems
+from .flavors import DEFAULT_GPUDIRECT_CIDR, FLAVORS, GpuDirectFlavor, check_gpudirect_cidr
 
 
 class GpuDirectPool(Protocol):
@@ -70,8 +70,7 @@ def check_gpudirect_range(
         ]
     )
     shown_key = key if network.gpudirect_cidr else f"{key} (default {DEFAULT_GPUDIRECT_CIDR})"
-    for problem in gpudirect_range_problems(cidr, ranges, shown_key):
-        ctx.problems.items.append(problem)
+    check_gpudirect_cidr(cidr, ranges, shown_key, ctx.problems)
     if network.existing:
         ctx.notes.append(
             f"{key}: the GPUDirect subnets take {cidr}; the existing VPC's ranges could not be "

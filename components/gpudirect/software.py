@@ -26,16 +26,16 @@ import pulumi_kubernetes as k8s
 from pydantic import Field
 
 from ..core.arg_types import K8sName, NodeNetworks, enum_values
-from ..core.common import Problem, cut
+from ..core.common import Problem, Problems, cut
 from ..core.component import NO_ARGS, GkeGpuComponent
-from ..core.image_digests import ImageDigests, digest_problems, pinned
+from ..core.image_digests import ImageDigests, check_digests, pinned
 from ..core.k8s import (
     Toleration,
     TolerationSpec,
     app_labels,
+    check_toleration,
     image_version,
     selector_labels,
-    toleration_problems,
 )
 from ..core.model import Cidr
 from ..core.nodes import NodeNetwork, node_network_at
@@ -228,9 +228,9 @@ class _GpuDirectSoftwareSpec(ArgsModel):
 
 
 def _rules(spec: _GpuDirectSoftwareSpec) -> list[str]:
-    problems: list[str] = list(
-        digest_problems("image_digests", spec.image_digests, NODE_IMAGES_BY_TAG[spec.flavor])
-    )
+    checked = Problems()
+    check_digests("image_digests", spec.image_digests, NODE_IMAGES_BY_TAG[spec.flavor], checked)
+    problems = checked.items
     # Only what the firewall rule needs (GpuDirectNetworks checks the range in full, once a render).
     try:
         too_small = ipaddress.ip_network(spec.gpudirect_cidr).prefixlen > MAX_GPUDIRECT_PREFIX
@@ -259,7 +259,7 @@ def _rules(spec: _GpuDirectSoftwareSpec) -> list[str]:
             )
         )
     for i, toleration in enumerate(spec.tolerations):
-        problems += toleration_problems(f"tolerations[{i}]", toleration)
+        check_toleration(f"tolerations[{i}]", toleration, checked)
     return problems
 
 

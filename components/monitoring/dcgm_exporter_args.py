@@ -13,9 +13,9 @@ from pydantic import Field
 
 from ..core import images
 from ..core.arg_types import DcgmFlavor, K8sName, LabelKey, LabelValue, enum_values, matching
-from ..core.common import Problem
-from ..core.image_digests import ImageDigests, digest_problems
-from ..core.k8s import Toleration, TolerationSpec, toleration_problems
+from ..core.common import Problems
+from ..core.image_digests import ImageDigests, check_digests
+from ..core.k8s import Toleration, TolerationSpec, check_toleration
 from ..core.model import DNS_LABEL
 from ..core.validation import ArgsModel
 from .model import ScrapeMode
@@ -98,22 +98,20 @@ class DcgmExporterSpec(ArgsModel):
     image_digests: ImageDigests = Field(default_factory=dict)
 
 
-def exporter_problems(spec: DcgmExporterSpec, prefix: str = "") -> list[str]:
-    """What the exporter cannot run with (problem lines, each arg path under `prefix`)."""
-    problems: list[str] = list(
-        digest_problems(f"{prefix}image_digests", spec.image_digests, [images.DCGM_EXPORTER])
-    )
+def check_exporter(spec: DcgmExporterSpec, problems: Problems, prefix: str = "") -> None:
+    """What the exporter cannot run with (each arg path under `prefix`): GpuMonitoring's rules and
+    DcgmExporter's share it."""
+    check_digests(f"{prefix}image_digests", spec.image_digests, [images.DCGM_EXPORTER], problems)
     for i, toleration in enumerate(spec.tolerations):
-        problems += toleration_problems(f"{prefix}tolerations[{i}]", toleration)
+        check_toleration(f"{prefix}tolerations[{i}]", toleration, problems)
     if not spec.node_selector and not spec.required_node_labels:
-        problems.append(
-            Problem(
-                f"{prefix}node_selector",
-                "required without required_node_labels: the exporter must run on the GPU nodes only",
-            )
+        problems.add(
+            f"{prefix}node_selector",
+            "required without required_node_labels: the exporter must run on the GPU nodes only",
         )
-    return problems
 
 
 def exporter_rules(spec: DcgmExporterSpec) -> list[str]:
-    return exporter_problems(spec)
+    problems = Problems()
+    check_exporter(spec, problems)
+    return problems.items

@@ -17,7 +17,7 @@ from ..core.validation import ArgsModel, Deferrable, InvalidArgsError
 from .alert_rules import EVALUATION_INTERVAL, RULE_GROUP, AlertRule, AlertThresholds, alert_rules
 from .dashboard import gpu_dashboard
 from .dcgm_exporter import DcgmExporter
-from .dcgm_exporter_args import DcgmExporterSettings, DcgmExporterSpec, exporter_problems
+from .dcgm_exporter_args import DcgmExporterSettings, DcgmExporterSpec, check_exporter
 from .fleet import check_fleet, fleet_dashboard, worker_unreachable_rule
 from .model import AlertPolicyConfig, DcgmSource
 from .rules import check_notification_channels, check_xid_errors
@@ -137,10 +137,9 @@ def _monitoring_rules(spec: _GpuMonitoringSpec) -> list[str]:
         names = KeyNames("alerts", camel=False)
         check_xid_errors(names, problems, dcgm=spec.dcgm, alerts=alerts, dcgm_key="dcgm")
         check_notification_channels(names, problems, alerts=alerts)
-    items = problems.items
     if spec.exporter is not None:
-        items += exporter_problems(spec.exporter, "exporter.")
-    return items
+        check_exporter(spec.exporter, problems, "exporter.")
+    return problems.items
 
 
 class GpuMonitoring(GkeGpuComponent[_GpuMonitoringSpec]):
@@ -178,7 +177,7 @@ class GpuMonitoring(GkeGpuComponent[_GpuMonitoringSpec]):
 
         self.exporter: DcgmExporter | None = None
         if spec.dcgm == "exporter":
-            # Checked with this component's args (the model, and exporter_problems in its rules): the
+            # Checked with this component's args (the model, and check_exporter in its rules): the
             # exporter does not check them again.
             exporter = CheckedArgs(args["exporter"], spec.exporter)
             self.exporter = DcgmExporter(f"{name}-dcgm", exporter, opts=child)  # type: ignore[arg-type]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..core.catalog import load_catalog
 from ..core.common import KeyNames, Problems, cut, listing
-from ..core.k8s import toleration_problems
+from ..core.k8s import check_toleration
 from ..core.nodes import ACCELERATOR_LABEL, PARTITION_LABEL, SHARING_STRATEGY_LABEL
 from .fit import Replica, check_fit
 from .hyperdisk_ml import check_volume_args
@@ -78,7 +78,7 @@ def service_rules(spec: InferenceServiceSpec) -> list[str]:
         per_node = f"gpus_per_node {spec.gpus_per_node}"
         check_replica_nodes(spec.gpus_per_replica, spec.gpus_per_node, per_node, ARGS, problems)
     for i, toleration in enumerate(spec.tolerations):
-        problems.items += toleration_problems(f"tolerations[{i}]", toleration)
+        check_toleration(f"tolerations[{i}]", toleration, problems)
     if spec.max_replicas is not None and spec.max_replicas < spec.replicas:
         problems.add("max_replicas", f"{spec.max_replicas} is less than replicas {spec.replicas}")
     if "queue_target" in spec.model_fields_set and (spec.max_replicas is None or spec.scale_on == "gpu"):

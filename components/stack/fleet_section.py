@@ -11,15 +11,15 @@ from typing import Any
 
 from ..core.catalog import Catalog, load_catalog
 from ..core.common import NAMESPACE, ConfigError, Problems
-from ..core.image_digests import DIGEST, digest_problems
+from ..core.image_digests import DIGEST, check_digests
 from ..fleet.model import FleetConfig, FleetWorkerConfig
 from ..fleet.plan import plan_fleet
 from ..fleet.rules import (
     ResolvedWorker,
-    cluster_problems,
-    config_problems,
+    check_fleet_workers,
+    check_peering,
+    check_worker_clusters,
     fleet_queues,
-    peering_problems,
     worker_sections,
 )
 from ..fleet.section import FLEET_KEY, check_manager, idle_worker_notes, token_note
@@ -70,7 +70,7 @@ def fleet_settings(
             serving=manager.serving,
         )
         manager_name = manager.cluster.name or manager_name
-    skipped = config_problems(fleet, FLEET_KEY, project, problems)
+    skipped = check_fleet_workers(fleet, FLEET_KEY, project, problems)
     loaded: list[FleetWorker] = []
     unresolved = False
     for i, worker in enumerate(fleet.workers):
@@ -98,12 +98,13 @@ def fleet_settings(
             settings = dataclasses.replace(settings, image_digests=dict(manager.image_digests))
         loaded.append(FleetWorker(settings, _resolved(worker, i, settings, project)))
     kept_names = {
-        w.name for w in cluster_problems([w.resolved for w in loaded], _place(manager), FLEET_KEY, problems)
+        w.name
+        for w in check_worker_clusters([w.resolved for w in loaded], _place(manager), FLEET_KEY, problems)
     }
     kept = [w for w in loaded if w.name in kept_names]
     for each in kept:
         if manager is not None:
-            peering_problems(manager.network, f"{NAMESPACE}:network", each.resolved, FLEET_KEY, problems)
+            check_peering(manager.network, f"{NAMESPACE}:network", each.resolved, FLEET_KEY, problems)
     if manager is not None and manager.image_digests and not unresolved:
         _check_digests(manager, [w.settings for w in loaded], problems)
     # A worker without Kueue (reported) is checked as if it had it, but no queue reaches it.
@@ -145,5 +146,4 @@ def _check_digests(manager: Settings, workers: list[Settings], problems: Problem
         for image in pinnable_images(cluster.gpu_pools, cluster.monitoring, cluster.device_plugin is not None)
     ]
     well_formed = {name: digest for name, digest in manager.image_digests.items() if DIGEST.fullmatch(digest)}
-    for problem in digest_problems(DIGESTS_KEY, well_formed, rendered):
-        problems.add(problem.path, problem.reason)
+    check_digests(DIGESTS_KEY, well_formed, rendered, problems)

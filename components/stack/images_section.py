@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..core import images
 from ..core.common import NAMESPACE
-from ..core.image_digests import digest_problems, repository
+from ..core.image_digests import check_digests, repository
 from ..core.section import SectionContext
 from ..gpu.pool import GpuPool
 from ..monitoring.model import MonitoringConfig
@@ -85,6 +85,5 @@ def check_image_digests(
         rendered = None
     else:
         rendered = pinnable_images(pools, monitoring, device_plugin)
-    for problem in digest_problems(DIGESTS_KEY, digests, rendered):
-        ctx.problems.add(problem.path, problem.reason)
+    check_digests(DIGESTS_KEY, digests, rendered, ctx.problems)
     return digests

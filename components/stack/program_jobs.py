@@ -114,7 +114,9 @@ def cluster_jobs(
             f"{prefix}data-{team.team}",
             team.args,
             opts=pulumi.ResourceOptions(provider=provider, depends_on=[queues]),
+            # The batch section's rules checked the team's volumes (workloads/training_data_rules.py).
             section="batch",
+            section_checked=True,
         )
         data[team.team] = team.summary
     return ClusterJobs(samples, batch.summary, data, queues)

@@ -11,7 +11,7 @@ from pydantic.alias_generators import to_camel
 from ..core.arg_types import DeviceClassName, K8sName, LabelKey
 from ..core.common import GPU_RESOURCE, KeyNames, Problems, cut, listing
 from ..core.component import NO_ARGS, GkeGpuComponent
-from ..core.k8s import Toleration, TolerationSpec, app_labels, toleration_problems
+from ..core.k8s import Toleration, TolerationSpec, app_labels, check_toleration
 from ..core.validation import ArgsModel
 from .batch_teams import (
     TOPOLOGY_LEVELS,
@@ -20,11 +20,11 @@ from .batch_teams import (
     Quota,
     ShareEntry,
     TeamShare,
+    check_egress,
+    check_members,
     check_queue_names,
     check_shares,
     check_team_names,
-    egress_problems,
-    member_problems,
     queue_name,
     retry_problem,
     team_queue_name,
@@ -192,7 +192,7 @@ def _queue_rules(spec: _GpuBatchQueuesSpec) -> list[str]:
     names = KeyNames(camel=False)
     for i, queue in enumerate(spec.queues):
         for j, toleration in enumerate(queue.tolerations):
-            problems.items += toleration_problems(f"queues[{i}].tolerations[{j}]", toleration)
+            check_toleration(f"queues[{i}].tolerations[{j}]", toleration, problems)
         retry = queue.provisioning_retry
         if retry is not None and not queue.queued_provisioning:
             problems.add(f"queues[{i}].provisioning_retry", "only allowed with queued_provisioning: true")
@@ -203,8 +203,8 @@ def _queue_rules(spec: _GpuBatchQueuesSpec) -> list[str]:
     check_team_names([(t.name, t.namespace) for t in spec.teams], names, problems)
     for i, team in enumerate(spec.teams):
         egress = [(e.cidr, e.excluding, e.ports) for e in team.egress]
-        egress_problems(egress, f"teams[{i}].egress", problems)
-        problems.items += member_problems(team.members, f"teams[{i}].members")
+        check_egress(egress, f"teams[{i}].egress", problems)
+        check_members(team.members, f"teams[{i}].members", problems)
     teams = {t.name for t in spec.teams}
     entries: list[ShareEntry] = []
     for i, queue in enumerate(spec.queues):

@@ -13,11 +13,11 @@ from ..core.section import SectionContext
 from ..gpu.pool import GpuPool
 from .batch_teams import (
     ShareEntry,
+    check_egress,
+    check_members,
     check_queue_names,
     check_shares,
     check_team_names,
-    egress_problems,
-    member_problems,
     retry_problem,
     topology_problem,
 )
@@ -102,8 +102,7 @@ def _members(cluster: ClusterConfig, batch: BatchConfig, ctx: SectionContext) ->
                 f"with Google Groups for RBAC: set {security_group} to gke-security-groups@<your "
                 "domain> (a group of that name, with the team's groups nested in it)",
             )
-        for problem in member_problems(team.members, key):
-            ctx.problems.add(problem.path, problem.reason)
+        check_members(team.members, key, ctx.problems)
 
 
 def _provisioning_retry(batch: BatchConfig, pools: Sequence[GpuPool], ctx: SectionContext) -> None:
@@ -128,7 +127,7 @@ def _teams(batch: BatchConfig, by_name: dict[str, GpuPool], ctx: SectionContext)
     entries: list[ShareEntry] = []
     for i, team in enumerate(batch.teams):
         egress = [(e.cidr, e.excluding, e.ports) for e in team.egress]
-        egress_problems(egress, f"{ctx.root}batch.teams[{i}].egress", ctx.problems)
+        check_egress(egress, f"{ctx.root}batch.teams[{i}].egress", ctx.problems)
         if i in repeated:
             continue
         for pool, share in team.pools.items():

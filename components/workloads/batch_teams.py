@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import NotRequired, TypedDict
 
 from ..core.catalog import Catalog, load_catalog
-from ..core.common import GPU_RESOURCE, KeyNames, Problem, Problems, cut, network_of
+from ..core.common import GPU_RESOURCE, KeyNames, Problems, cut, network_of
 from ..gpu.pool import GpuPool
 from .egress_args import TeamEgress
 from .model import MAX_TEAM_NAME
@@ -158,7 +158,7 @@ def pool_quota(pool: GpuPool, catalog: Catalog | None = None) -> Quota:
     )
 
 
-def egress_problems(
+def check_egress(
     entries: Sequence[tuple[str, Sequence[str], Sequence[int]]], key: str, problems: Problems
 ) -> None:
     """A team's `egress` entries, as (cidr, excluding, ports) under `key`: each range a network (no
@@ -380,13 +380,11 @@ def retry_problem(base_seconds: int, max_seconds: int, names: KeyNames) -> str |
     return None
 
 
-def member_problems(members: Sequence[str], key: str) -> list[Problem]:
+def check_members(members: Sequence[str], key: str, problems: Problems) -> None:
     """A team member (`group:<email>` or `user:<email>`, team_access.py) listed twice, each under
     `<key>[i]`; the shape of each is the model's."""
-    problems: list[Problem] = []
     seen: set[str] = set()
     for i, member in enumerate(members):
         if member in seen:
-            problems.append(Problem(f"{key}[{i}]", f"{cut(member)} is listed twice"))
+            problems.add(f"{key}[{i}]", f"{cut(member)} is listed twice")
         seen.add(member)
-    return problems

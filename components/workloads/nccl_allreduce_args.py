@@ -36,7 +36,7 @@ from pydantic import Field
 from ..core.arg_types import K8sName, LabelKey, LabelValue, enum_values, matching
 from ..core.catalog import Accelerator, MachineType, load_catalog
 from ..core.common import K8S_NAME, MAX_NODES_PER_POOL, Problems, cut, listing
-from ..core.k8s import Toleration, TolerationSpec, toleration_problems
+from ..core.k8s import Toleration, TolerationSpec, check_toleration
 from ..core.model import DNS_LABEL
 from ..core.validation import ArgsModel
 from ..dra.claims import RACK_ACCELERATORS, is_rack
@@ -434,7 +434,7 @@ def nccl_rules(spec: NcclAllReduceSpec) -> list[str]:
             "with: " + listing(sorted(DRANET_FLAVORS)),
         )
     for j, toleration in enumerate(spec.tolerations):
-        problems.items += toleration_problems(f"tolerations[{j}]", toleration)
+        check_toleration(f"tolerations[{j}]", toleration, problems)
     return problems.items
 
 

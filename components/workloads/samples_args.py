@@ -9,7 +9,7 @@ from pydantic import Field
 
 from ..core.arg_types import K8sName, LabelKey, LabelValue, enum_values, matching
 from ..core.common import K8S_NAME, MAX_SHARED_CLIENTS, MAX_TIME_SLICING_REPLICAS, Problems
-from ..core.k8s import Toleration, TolerationSpec, toleration_problems
+from ..core.k8s import Toleration, TolerationSpec, check_toleration
 from ..core.model import DNS_LABEL
 from ..core.validation import ArgsModel
 from .model import SampleKind
@@ -179,5 +179,5 @@ def sample_rules(spec: SampleWorkloadsSpec) -> list[str]:
                 "not allowed with sharing: GKE offers no time-sharing or MPS with DRA",
             )
         for j, toleration in enumerate(target.tolerations):
-            problems.items += toleration_problems(f"{path}.target.tolerations[{j}]", toleration)
+            check_toleration(f"{path}.target.tolerations[{j}]", toleration, problems)
     return problems.items

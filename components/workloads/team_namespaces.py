@@ -47,7 +47,7 @@ MAX_EGRESS_ENTRIES = 20
 
 
 class EgressSpec(ArgsModel):
-    """A `TeamEgress`, validated (the ranges by `egress_problems`)."""
+    """A `TeamEgress`, validated (the ranges by `check_egress`)."""
 
     cidr: Annotated[str, Field(min_length=1, max_length=18)]
     excluding: Annotated[
