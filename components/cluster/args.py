@@ -274,13 +274,11 @@ def cluster_rules(spec: GkeClusterSpec) -> list[str]:
     if spec.autopilot and ZONE_PATTERN.fullmatch(spec.location):
         problems.add("location", f"{spec.location!r} is a zone; Autopilot clusters are regional")
     check_nodes(
+        spec,
         names,
         problems,
-        autopilot=spec.autopilot,
-        autopilot_key="autopilot: true",
+        autopilot_key="autopilot: true" if spec.autopilot else None,
         location=spec.location,
-        system_pool=spec.system_pool,
-        intranode_visibility_set="intranode_visibility" in spec.model_fields_set,
         gpu_series=load_catalog().gpu_series,
     )
     for i, entry in enumerate(spec.authorized_networks):

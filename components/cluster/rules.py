@@ -21,7 +21,7 @@ from ..core.common import (
     listing,
 )
 from .boot_disks import disk_type_problem
-from .model import SystemPoolConfig
+from .model import GkeClusterSettings, SystemPoolConfig
 
 # Custom machine types: <series>-custom-<vCPUs>-<memory MB>[-ext] (N1 also without the series), and
 # E2's shared-core custom types e2-custom-{micro,small,medium}-<memory MB> (data/machine_types.yaml).
@@ -45,20 +45,20 @@ def check_private_nodes(
 
 
 def check_nodes(
+    cluster: GkeClusterSettings,
     names: KeyNames,
     problems: Problems,
     *,
-    autopilot: bool,
-    autopilot_key: str,
+    autopilot_key: str | None,
     location: str,
-    system_pool: SystemPoolConfig | None,
-    intranode_visibility_set: bool,
     gpu_series: Collection[str],
 ) -> None:
     """Autopilot's limits on the nodes, and the system pool (None on Standard means the default one).
-    `autopilot_key` says how the user chose Autopilot (`mode autopilot`, `autopilot: true`)."""
-    if autopilot:
-        if intranode_visibility_set:
+    `autopilot_key` says how the user chose Autopilot (`mode autopilot`, `autopilot: true`), None on
+    Standard."""
+    system_pool = cluster.system_pool
+    if autopilot_key is not None:
+        if "intranode_visibility" in cluster.model_fields_set:
             problems.add(
                 names.at("intranode_visibility"),
                 f"not allowed with {autopilot_key}: Autopilot clusters always have intranode visibility",

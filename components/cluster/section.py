@@ -105,13 +105,11 @@ def check_cluster(c: ClusterConfig, ctx: SectionContext, *, dashboard_or_alerts:
         _check_endpoint(c, authorized, prefix, ctx)
 
     check_nodes(
+        c,
         names,
         ctx.problems,
-        autopilot=c.autopilot,
-        autopilot_key="mode autopilot",
+        autopilot_key="mode autopilot" if c.autopilot else None,
         location=location,
-        system_pool=c.system_pool,
-        intranode_visibility_set="intranode_visibility" in c.model_fields_set,
         gpu_series=ctx.catalog.gpu_series,
     )
     check_maintenance(names, ctx.problems, c.maintenance)

@@ -12,6 +12,7 @@ from ..core.component import NO_ARGS, CheckedArgs, GkeGpuComponent
 from ..core.k8s import COMPUTE_CLASS_API_VERSION, app_labels
 from .pool import GpuPool
 from .pool_args import GpuComputeClassArgs
+from .rule_base import PoolPlace
 from .rules import GpuPoolRules, validate_pool_args
 from .scheduling import compute_class_name
 
@@ -42,15 +43,8 @@ def check_compute_class(spec: GpuComputeClassSpec) -> tuple[GpuPool | None, list
     """The Autopilot catalog rules for the profile: (the resolved profile or None, problems, notes)."""
     catalog = load_catalog()
     region = spec.region
-    rules = GpuPoolRules(
-        catalog,
-        autopilot=True,
-        region=region,
-        region_known=region in catalog.gcp_regions if region else False,
-        cluster_location=region,
-        release_channel=None,
-        camel_keys=False,
-    )
+    known = region in catalog.gcp_regions if region else False
+    rules = GpuPoolRules(catalog, PoolPlace(region, known, region), autopilot=True, camel_keys=False)
     if region and region not in catalog.gcp_regions:
         rules.problems.add("region", f"{region!r} is not a Compute Engine region")
     profile = spec.model_copy(update={"spot": True, "on_demand_fallback": True})

@@ -6,37 +6,39 @@ at the top (`gpus_per_node`), so every path and every key named in a message goe
 `key`.
 """
 
+from dataclasses import dataclass
+
 from ..core.catalog import Accelerator, Catalog
 from ..core.common import NAMESPACE, KeyNames, Problems, cut, listing
 from ..core.gke_version import below, satisfies
 
 
+@dataclass(frozen=True)
+class PoolPlace:
+    """Where the pools go: the cluster's region (`region_known` once it is a known Compute Engine
+    region: zone rules run only then) and location, its release channel, and its minimum version
+    (version gates become checks against it) with the key that sets it (a fleet worker's own cluster
+    section, for one)."""
+
+    region: str | None
+    region_known: bool
+    cluster_location: str | None
+    release_channel: str | None = None
+    cluster_version: str | None = None
+    version_key: str = f"{NAMESPACE}:cluster.minimumVersion"
+
+
 class PoolRuleBase:
-    def __init__(
-        self,
-        catalog: Catalog,
-        *,
-        autopilot: bool,
-        region: str | None,
-        region_known: bool,
-        cluster_location: str | None,
-        release_channel: str | None,
-        camel_keys: bool,
-        cluster_version: str | None = None,
-        version_key: str = f"{NAMESPACE}:cluster.minimumVersion",
-    ) -> None:
+    def __init__(self, catalog: Catalog, place: PoolPlace, *, autopilot: bool, camel_keys: bool) -> None:
         self.catalog = catalog
         self.autopilot = autopilot
-        self.region = region
-        # True once the region is a known Compute Engine region: zone rules run only then.
-        self.region_ok = region_known
-        self.cluster_location = cluster_location or ""
-        self.release_channel = release_channel
+        self.region = place.region
+        self.region_ok = place.region_known
+        self.cluster_location = place.cluster_location or ""
+        self.release_channel = place.release_channel
         self.camel_keys = camel_keys
-        # The stack's cluster.minimumVersion: version gates become checks against it.
-        self.cluster_version = cluster_version
-        # Where that version is set (a fleet worker's own cluster section, for one).
-        self.version_key = version_key
+        self.cluster_version = place.cluster_version
+        self.version_key = place.version_key
         self.problems = Problems()
         self.warnings: list[str] = []
 

@@ -32,6 +32,7 @@ from .machine_rules import MachineRules
 from .placement_rules import PlacementRules
 from .pool import GpuPool
 from .rack_rules import RackRules
+from .rule_base import PoolPlace
 
 # GKE's first version with secondary boot disks on COS_CONTAINERD nodes, Standard and Autopilot (GKE
 # "Use secondary boot disks to preload data or container images", Requirements; its overview still
@@ -346,15 +347,7 @@ def check_standard_pool_args(spec: P, location: str) -> tuple[P | None, list[str
             ],
             [],
         )
-    rules = GpuPoolRules(
-        catalog,
-        autopilot=False,
-        region=region,
-        region_known=True,
-        cluster_location=location,
-        release_channel=None,
-        camel_keys=False,
-    )
+    rules = GpuPoolRules(catalog, PoolPlace(region, True, location), autopilot=False, camel_keys=False)
     pool = rules.check(spec)
     if rules.problems.items:
         return None, rules.problems.items, rules.warnings

@@ -14,6 +14,7 @@ from ..core.common import DNS_SUBDOMAIN, LABEL_VALUE_PATTERN, cut, valid_label_k
 from ..core.section import SectionContext
 from .device_plugin_config import DevicePluginConfig
 from .pool import GpuPool
+from .rule_base import PoolPlace
 from .rules import GpuPoolRules
 
 Written = Sequence[tuple[int, GpuPool]]
@@ -23,17 +24,15 @@ def pool_rules(cluster: ClusterConfig, ctx: SectionContext, *, written: ClusterC
     """The catalog rules for one pool of this stack: the same rules GpuNodePool runs on its args,
     with the stack file's camelCase keys (`written`: the cluster section as written, whose release
     channel and minimum version gate the pool's features)."""
-    return GpuPoolRules(
-        ctx.catalog,
-        autopilot=cluster.autopilot,
-        region=ctx.region,
-        region_known=ctx.region_known,
-        cluster_location=cluster.location,
-        release_channel=written.release_channel,
-        camel_keys=True,
-        cluster_version=written.minimum_version,
-        version_key=ctx.key("cluster.minimumVersion"),
+    place = PoolPlace(
+        ctx.region,
+        ctx.region_known,
+        cluster.location,
+        written.release_channel,
+        written.minimum_version,
+        ctx.key("cluster.minimumVersion"),
     )
+    return GpuPoolRules(ctx.catalog, place, autopilot=cluster.autopilot, camel_keys=True)
 
 
 def check_pools(
