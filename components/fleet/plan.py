@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired, TypedDict
 
 from ..core.catalog import Catalog, load_catalog
 from ..workloads.batch_teams import Quota, gpudirect_namespace, pool_quota
@@ -22,6 +22,18 @@ AdmissionCheck = Literal["ProvisioningRequest", "waitForPodsReady"]
 # and on the remote Workload (K@ apis/kueue/v1beta2/multikueue_types.go:29).
 PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
 MULTIKUEUE_ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
+
+
+class WorkerAccess(TypedDict):
+    """How the manager reaches a worker (the stack output `fleet.workers[].access`): its fleet
+    membership, or for a token the commands the user runs and the endpoint the kubeconfig names."""
+
+    mode: Literal["fleet", "token"]
+    membership: NotRequired[Any]
+    note: NotRequired[str]
+    createToken: NotRequired[str]
+    storeKubeconfig: NotRequired[str]
+    endpoint: NotRequired[Any]
 
 
 @dataclass(frozen=True)
@@ -227,7 +239,7 @@ def follow_commands(plan: FleetPlan, worker: ResolvedWorker) -> dict[str, str]:
     return commands
 
 
-def access_summary(worker: ResolvedWorker, *, membership: Any, endpoint: Any) -> dict[str, Any]:
+def access_summary(worker: ResolvedWorker, *, membership: Any, endpoint: Any) -> WorkerAccess:
     """How the manager reaches the worker (its fleet `membership`, or for a token what the user does:
     the worker's private `endpoint` over VPC peering), as the stack output `fleet.workers[].access`."""
     if worker.access == "fleet":

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 from ..core.image_digests import digests_for
 from ..network.model import NetworkConfig
@@ -21,6 +21,25 @@ if TYPE_CHECKING:
     from .g4_network import G4SecondNetworkArgs
     from .networks import GpuDirectNetworksArgs
     from .software import GpuDirectSoftwareArgs
+
+
+class PoolGpuDirect(TypedDict):
+    """A pool's GPUDirect in the stack output `gpuPools[].gpudirect`."""
+
+    flavor: str
+    networking: Literal["dranet", "multiNetwork"]
+    claimTemplate: NotRequired[str]
+    networks: NotRequired[list[str]]
+
+
+class FlavorOutput(TypedDict):
+    """A flavour's entry of the stack output `gpudirect`: its pools, its Networks and the Pod parts a
+    workload copies (with DRANET: the claim instead of the annotations)."""
+
+    pools: list[str]
+    networks: NotRequired[list[str]]
+    pod: NotRequired[dict[str, Any]]
+    dranetPod: NotRequired[dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -104,14 +123,14 @@ class GpuDirectPlan:
             {rdma_nic_count(flavor) for flavor, pools in self.flavors.items() if any(p.dranet for p in pools)}
         )
 
-    def output(self) -> dict[str, Any]:
+    def output(self) -> dict[str, FlavorOutput]:
         """Stack output `gpudirect`: per flavour, its pools, its Networks and the Pod pieces a workload
         copies into its own JobSet (gpudirect/pod_parts.py, the same the nccl-allreduce sample uses)."""
         from .pod_parts import dranet_pod_parts, gpudirect_pod_parts
 
-        output: dict[str, Any] = {}
+        output: dict[str, FlavorOutput] = {}
         for flavor, pools in self.flavors.items():
-            entry: dict[str, Any] = {"pools": [pool.name for pool in pools]}
+            entry: FlavorOutput = {"pools": [pool.name for pool in pools]}
             if any(pool.multi_network for pool in pools):
                 entry["networks"] = [nic.network_name for nic in FLAVORS[flavor].nics]
                 entry["pod"] = gpudirect_pod_parts(flavor)
@@ -179,7 +198,7 @@ def multi_networking(pools: Sequence[GpuDirectPool]) -> bool:
     return any(pool.multi_network or pool.second_network for pool in pools)
 
 
-def pool_summary(pool: GpuDirectPool) -> dict[str, Any] | None:
+def pool_summary(pool: GpuDirectPool) -> PoolGpuDirect | None:
     """A pool's GPUDirect in its stack output (`gpuPools[].gpudirect`, `secondNetwork`)."""
     flavor = pool.gpudirect_flavor
     if flavor is None:

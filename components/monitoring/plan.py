@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from ..core import images
 from ..core.arg_types import DcgmFlavor
@@ -20,6 +20,15 @@ if TYPE_CHECKING:
     from ..core.k8s import Toleration
     from .dcgm_exporter_args import DcgmExporterSettings
     from .gpu_monitoring import AlertPolicies, GpuMonitoring, GpuMonitoringArgs
+
+
+class MonitoringSummary(TypedDict):
+    """The stack output `monitoring`: the DCGM source, the dashboards' URLs, the alert policies."""
+
+    dcgm: str | None
+    dashboardUrl: Any
+    fleetDashboardUrl: NotRequired[Any]
+    alerts: list[Any]
 
 
 @dataclass(frozen=True)
@@ -112,15 +121,14 @@ def monitoring_args(
     return args
 
 
-def monitoring_summary(m: MonitoringConfig, monitoring: GpuMonitoring | None) -> dict[str, Any]:
+def monitoring_summary(m: MonitoringConfig, monitoring: GpuMonitoring | None) -> MonitoringSummary:
     """The stack output `monitoring`: the DCGM source, the dashboards' URLs, the alert policies."""
-    return {
+    summary: MonitoringSummary = {
         "dcgm": m.dcgm,
         "dashboardUrl": monitoring.dashboard_url if monitoring and monitoring.dashboard_url else None,
-        **(
-            {"fleetDashboardUrl": monitoring.fleet_dashboard_url}
-            if monitoring and monitoring.fleet_dashboard_url
-            else {}
-        ),
-        "alerts": [p.display_name for p in monitoring.alert_policies] if monitoring else [],
+        "alerts": [],
     }
+    if monitoring and monitoring.fleet_dashboard_url:
+        summary["fleetDashboardUrl"] = monitoring.fleet_dashboard_url
+    summary["alerts"] = [p.display_name for p in monitoring.alert_policies] if monitoring else []
+    return summary

@@ -5,12 +5,25 @@ the all-reduce tests, the DRANET claim templates, the teams' training data, and 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pulumi
 
-from ..monitoring.plan import MonitoredCluster, gke_exporter, monitoring_args, monitoring_summary
-from ..workloads.batch_plan import dranet_namespaces, nccl_tests, plan_batch, training_data
+from ..monitoring.plan import (
+    MonitoredCluster,
+    MonitoringSummary,
+    gke_exporter,
+    monitoring_args,
+    monitoring_summary,
+)
+from ..workloads.batch_plan import (
+    PoolQueues,
+    TeamDataSummary,
+    dranet_namespaces,
+    nccl_tests,
+    plan_batch,
+    training_data,
+)
 from ..workloads.samples_plan import SAMPLES_NAMESPACE, gpu_target, samples_args
 from .declare import declare
 from .program_pools import GpuLayer
@@ -22,14 +35,19 @@ if TYPE_CHECKING:
     from ..workloads.samples_args import GpuTarget
 
 
+# How to wait for each sample and read its log (the stack output `sampleWorkloads`): a sample's
+# commands, or an all-reduce test's (an Output).
+Commands = dict[str, "dict[str, str] | pulumi.Output[dict[str, str]]"]
+
+
 @dataclass(frozen=True)
 class ClusterJobs:
     """What a cluster runs on its GPU pools, as stack outputs (`sampleWorkloads`, `batchQueues`,
     `trainingData`), and its Kueue component (None without `batch.kueue`)."""
 
-    samples: dict[str, Any]
-    batch: list[dict[str, Any]]
-    data: dict[str, Any]
+    samples: Commands
+    batch: list[PoolQueues]
+    data: dict[str, TeamDataSummary]
     queues: pulumi.Resource | None
 
 
@@ -99,7 +117,7 @@ def cluster_jobs(
             opts=pulumi.ResourceOptions(provider=provider, depends_on=[queues]),
             section="gpuPools",
         )
-    data: dict[str, Any] = {}
+    data: dict[str, TeamDataSummary] = {}
     planned = training_data(
         settings.batch,
         settings.gpu_pools,
@@ -155,7 +173,9 @@ def declare_monitoring(
     )
 
 
-def cluster_monitoring(settings: Settings, provider: pulumi.ProviderResource, prefix: str) -> dict[str, Any]:
+def cluster_monitoring(
+    settings: Settings, provider: pulumi.ProviderResource, prefix: str
+) -> MonitoringSummary:
     """A fleet worker's GPU monitoring, as `build` declares a cluster's (its resource names prefixed);
     returns its summary."""
     kubernetes = pulumi.ResourceOptions(providers={"kubernetes": provider})
@@ -168,7 +188,7 @@ def declare_samples(
     provider: pulumi.ProviderResource,
     depends_on: list[pulumi.Resource],
     prefix: str = "",
-) -> tuple[dict[str, Any], pulumi.Resource | None]:
+) -> tuple[Commands, pulumi.Resource | None]:
     """Declare the opted-in samples; return, per sample, how to wait for it and read its log (and
     the component, whose namespace the batch queues' LocalQueues use)."""
     args = samples_args(settings.workloads, targets)

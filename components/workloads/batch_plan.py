@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from ..core.catalog import load_catalog
 from ..dra.claims import GPU_DEVICE_CLASS, is_rack
@@ -40,12 +40,44 @@ if TYPE_CHECKING:
     from .training_data import DataVolume, TrainingDataArgs
 
 
+class TeamQueues(TypedDict):
+    """A team's queues of a pool in the stack output `batchQueues[].teams` (its quota and what it may
+    borrow where it has a share of the pool)."""
+
+    team: str
+    localQueue: str
+    clusterQueue: str
+    quota: NotRequired[dict[str, Any]]
+    mayBorrowGpus: NotRequired[int]
+
+
+class PoolQueues(TypedDict):
+    """A pool's queues in the stack output `batchQueues`."""
+
+    pool: str
+    clusterQueue: str
+    localQueue: str | None
+    quota: dict[str, Any]
+    admissionCheck: str | None
+    cohort: str | None
+    topology: str | None
+    teams: list[TeamQueues]
+
+
+class TeamDataSummary(TypedDict):
+    """A team's row of the stack output `trainingData`."""
+
+    namespaces: list[str]
+    claims: list[str]
+    serviceAccount: str | None
+
+
 @dataclass(frozen=True)
 class BatchPlan:
     """Kueue with a queue per GPU pool: GpuBatchQueues' args and the stack output `batchQueues`."""
 
     args: GpuBatchQueuesArgs
-    summary: list[dict[str, Any]]
+    summary: list[PoolQueues]
 
 
 @dataclass(frozen=True)
@@ -54,7 +86,7 @@ class TeamData:
 
     team: str
     args: TrainingDataArgs
-    summary: dict[str, Any]
+    summary: TeamDataSummary
 
 
 def nccl_namespace(pool: str) -> str:
@@ -183,7 +215,7 @@ def training_data(
                 for volume in team.data
             ],
         }
-        summary = {
+        summary: TeamDataSummary = {
             "namespaces": args["namespaces"],
             "claims": [v.name for v in team.data],
             "serviceAccount": DATA_SERVICE_ACCOUNT if any(v.gcs for v in team.data) else None,
@@ -205,7 +237,7 @@ def plan_batch(
     worker's Kueue evicts a job whose Pods are not ready in time)."""
     catalog = load_catalog()
     queues: list[Any] = []
-    summary: list[dict[str, Any]] = []
+    summary: list[PoolQueues] = []
     topology = topology_pools(batch, pools)
     allreduce = nccl_pools(workloads, pools)
     # A team on a GPUDirect pool gets a second namespace for its GPUDirect Pods (host paths, the RxDM
@@ -312,11 +344,9 @@ def dra_quota_per_gpu(pool: GpuPool) -> dict[str, int]:
     return quota
 
 
-def _team_summary(
-    pool: str, whole: Quota, shares: list[tuple[TeamConfig, TeamShare]]
-) -> list[dict[str, Any]]:
+def _team_summary(pool: str, whole: Quota, shares: list[tuple[TeamConfig, TeamShare]]) -> list[TeamQueues]:
     """Each team's queues of a pool, its quota and what it may borrow (the stack output and render)."""
-    rows = []
+    rows: list[TeamQueues] = []
     for team, share in shares:
         others = whole.gpus - share.gpus
         borrow = others if share.borrow is None else share.borrow
