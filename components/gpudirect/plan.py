@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from ..core.image_digests import digests_for
 from ..network.model import NetworkConfig
@@ -27,7 +27,7 @@ class PoolGpuDirect(TypedDict):
     """A pool's GPUDirect in the stack output `gpuPools[].gpudirect`."""
 
     flavor: str
-    networking: Literal["dranet", "multiNetwork"]
+    networking: str  # a GpuDirectNetworking value
     claimTemplate: NotRequired[str]
     networks: NotRequired[list[str]]
 
