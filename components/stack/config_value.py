@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any
 
-from .stack_file import MAX_DEPTH, MAX_VALUE_CHARS, StackFileError, _clip, cut
+from .yaml_composer import MAX_DEPTH, MAX_VALUE_CHARS, StackFileError, clip, cut
 
 # A JSON string (to the end of the text if it is not closed: no backtracking, linear time) or a bracket.
 _BRACKETS = re.compile(r'"(?:[^"\\]++|\\.)*+"?|[\[\]{}]', re.DOTALL)
@@ -50,5 +50,5 @@ def decode_config_value(key: str, text: str) -> Any:
         return text
     except (ValueError, RecursionError) as exc:  # a number over Python's digit limit, say
         raise StackFileError(
-            f"{key}: not a value the program can read ({_clip(str(exc))}): {cut(text)}"
+            f"{key}: not a value the program can read ({clip(str(exc))}): {cut(text)}"
         ) from None
