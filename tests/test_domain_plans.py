@@ -88,8 +88,8 @@ def test_the_dra_plan_is_nothing_without_a_rack_or_dra_gpus() -> None:
     assert dra_checks(pools, standard=True) == {}
 
 
-def test_the_gpudirect_plan_gives_an_rdma_flavour_its_vpcs_in_its_zone() -> None:
-    s = _settings(gpuPools=[H100_RDMA])
+def _gpudirect(pool: dict[str, Any]) -> tuple[Any, Any]:
+    s = _settings(gpuPools=[pool])
     plan = plan_gpudirect(
         s.gpu_pools,
         s.network,
@@ -98,6 +98,11 @@ def test_the_gpudirect_plan_gives_an_rdma_flavour_its_vpcs_in_its_zone() -> None
         cluster_name="gpu-test",
         image_digests={},
     )
+    return s, plan
+
+
+def test_the_gpudirect_plan_gives_an_rdma_flavour_its_vpcs_in_its_zone() -> None:
+    s, plan = _gpudirect(H100_RDMA)
     ((flavor, args),) = plan.networks.items()
     assert args["zone"] == "us-central1-b" and args["cidr"] == s.network.gpudirect_cidr
     software = plan.software({flavor: "node-networks"})
@@ -110,15 +115,7 @@ def test_the_gpudirect_plan_gives_an_rdma_flavour_its_vpcs_in_its_zone() -> None
 
 
 def test_the_gpudirect_plan_of_plain_pools_is_empty() -> None:
-    s = _settings(gpuPools=[L4])
-    plan = plan_gpudirect(
-        s.gpu_pools,
-        s.network,
-        project="p-123456",
-        region="us-central1",
-        cluster_name="gpu-test",
-        image_digests={},
-    )
+    _, plan = _gpudirect(L4)
     assert plan.networks == {} and plan.second_network is None and plan.output() == {}
     assert plan.admission(AdmissionScope([], [], {}, None)) is None
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from ..core.image_digests import digests_for
 from ..network.model import NetworkConfig
@@ -162,33 +162,15 @@ def plan_gpudirect(
         attached = [pool for pool in members if pool.stack_networks]
         if not attached:
             continue
-        assert network is not None and network.gpudirect_cidr, "the stack rules resolve the range"
-        args: GpuDirectNetworksArgs = {
-            "project": project,
-            "region": region,
-            "name_prefix": cluster_name,
-            "flavor": flavor,
-            "cidr": network.gpudirect_cidr,
-        }
-        if not network.existing:
-            args["flow_log_sampling"] = network.flow_log_sampling or 0
-            args["cluster_ranges"] = _cluster_ranges(network)
+        args = cast("GpuDirectNetworksArgs", _vpc(network, project, region, cluster_name))
+        args["flavor"] = flavor
         if FLAVORS[flavor].roce:
             # The stack rules put every RDMA pool in one zone.
             args["zone"] = (attached[0].zones or [""])[0]
         networks[flavor] = args
-    second: G4SecondNetworkArgs | None = None
+    second = None
     if any(pool.second_network for pool in pools):
-        assert network is not None and network.gpudirect_cidr, "the stack rules resolve the range"
-        second = {
-            "project": project,
-            "region": region,
-            "name_prefix": cluster_name,
-            "cidr": network.gpudirect_cidr,
-        }
-        if not network.existing:
-            second["flow_log_sampling"] = network.flow_log_sampling or 0
-            second["cluster_ranges"] = _cluster_ranges(network)
+        second = cast("G4SecondNetworkArgs", _vpc(network, project, region, cluster_name))
     cidr = network.gpudirect_cidr if network is not None else None
     return GpuDirectPlan(flavors, networks, second, cidr, image_digests)
 
@@ -217,5 +199,19 @@ def second_network_name() -> str:
     return G4_NIC.network_name
 
 
-def _cluster_ranges(network: NetworkConfig) -> list[str]:
-    return [r for r in (network.subnet_cidr, network.pods_cidr, network.services_cidr) if r]
+def _vpc(network: NetworkConfig | None, project: str, region: str, name_prefix: str) -> dict[str, Any]:
+    """What a VPC of the GPU NICs takes, a flavour's or G4's: where it goes and, beside a VPC the stack
+    creates, its flow logs and the cluster's ranges (an existing VPC's are its own)."""
+    assert network is not None and network.gpudirect_cidr, "the stack rules resolve the range"
+    args: dict[str, Any] = {
+        "project": project,
+        "region": region,
+        "name_prefix": name_prefix,
+        "cidr": network.gpudirect_cidr,
+    }
+    if not network.existing:
+        args["flow_log_sampling"] = network.flow_log_sampling or 0
+        args["cluster_ranges"] = [
+            r for r in (network.subnet_cidr, network.pods_cidr, network.services_cidr) if r
+        ]
+    return args
