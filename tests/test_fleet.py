@@ -381,41 +381,66 @@ def test_each_worker_queue_behind_a_fleet_queue_admits_only_with_capacity(applie
     assert {w["admission"] for w in rows["research"]["workers"]} == {"ProvisioningRequest"}
 
 
-def test_a_flex_start_pool_without_queued_provisioning_is_refused_by_key() -> None:
+def _worker_kueue_config(result: Any, worker: str) -> dict[str, Any]:
+    (chart,) = [
+        r
+        for r in on_cluster(result, f"{worker}-gke")
+        if r.type == "kubernetes:helm.sh/v4:Chart" and r.name.endswith("-kueue")
+    ]
+    values = chart.inputs["values"]
+    assert values is not None, "a fleet worker's Kueue always gets its Configuration"
+    return yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
+
+
+def _admissions(result: Any) -> dict[str, dict[str, Any]]:
+    rows = {row["team"]: row for row in result.outputs["fleet"]["teams"]}
+    return {w["worker"]: w for w in rows["research"]["workers"]}
+
+
+def test_every_worker_writes_kueues_default_readiness_timeout_into_its_configuration() -> None:
+    # Kueue v0.19.2 turns waitForPodsReady on with a 30-minute timeout when the block is left out
+    # (apis/config/v1beta2/defaults.go:48, 99-117): the fleet writes exactly that, so the render shows it.
+    result = render(fleet_config(fleet_raw()))
+    for worker in ("us-east", "us-central"):
+        assert _worker_kueue_config(result, worker)["waitForPodsReady"] == {
+            "timeout": "30m",
+            "recoveryTimeout": "30m",
+            "blockAdmission": False,
+            "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600},
+        }
+
+
+def test_a_flex_start_pool_without_queued_provisioning_fails_over_by_the_readiness_timeout() -> None:
     raw = fleet_raw()
     raw["fleet"]["workers"][0]["gpuPools"][0].pop("queuedProvisioning")
-    message = errors(raw)
-    assert (
-        "gke-gpu:fleet.workers[0].gpuPools[0].queuedProvisioning: pool 'h100' (flex-start) backs a fleet "
-        "queue without a capacity guarantee"
-    ) in message
-    assert message.count("capacity guarantee") == 1  # one line per worker and pool, not per queue
+    result = render(fleet_config(raw))
+    east = _admissions(result)["us-east"]
+    assert east["admission"] == "waitForPodsReady"
+    assert "its flex-start nodes come after admission" in east["admissionWhy"]
+    assert "not all ready 30 minutes after admission (Kueue's default" in east["admissionWhy"]
+    assert "queuedProvisioning: true would admit it only once its nodes are coming" in east["admissionWhy"]
+    assert _admissions(result)["us-central"]["admission"] == "ProvisioningRequest"
 
 
-def test_an_on_demand_pool_needs_a_readiness_timeout_then_the_worker_evicts_in_time() -> None:
+def test_an_on_demand_pool_fails_over_by_the_readiness_timeout_the_key_sets() -> None:
     raw = fleet_raw()
     central = raw["fleet"]["workers"][1]
     for key in ("flexStart", "queuedProvisioning"):
         central["gpuPools"][0].pop(key)
     central["gpuPools"][0]["spot"] = True
-    assert (
-        "gke-gpu:fleet.workers[1].podsReadyTimeoutMinutes: required: pool 'h100' (spot) backs a fleet queue"
-        in errors(raw)
-    )
     central["podsReadyTimeoutMinutes"] = 20
     result = render(fleet_config(raw))
-    (chart,) = [
-        r
-        for r in on_cluster(result, "us-central-gke")
-        if r.type == "kubernetes:helm.sh/v4:Chart" and r.name.endswith("-kueue")
-    ]
-    config = yaml.safe_load(chart.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
-    assert config["waitForPodsReady"] == {"timeout": "20m"}
-    rows = {row["team"]: row for row in result.outputs["fleet"]["teams"]}
-    assert {w["worker"]: w["admission"] for w in rows["research"]["workers"]} == {
+    assert _worker_kueue_config(result, "us-central")["waitForPodsReady"]["timeout"] == "20m"
+    assert _worker_kueue_config(result, "us-east")["waitForPodsReady"]["timeout"] == "30m"
+    workers = _admissions(result)
+    assert {name: w["admission"] for name, w in workers.items()} == {
         "us-east": "ProvisioningRequest",
         "us-central": "waitForPodsReady",
     }
+    assert "not all ready 20 minutes after admission (podsReadyTimeoutMinutes)" in (
+        workers["us-central"]["admissionWhy"]
+    )
+
 
 
 # -- every fleet queue can be admitted -------------------------------------------------------------

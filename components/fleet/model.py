@@ -26,7 +26,8 @@ Dispatcher = Literal["allAtOnce", "incremental"]
 # program never holds.
 WorkerAccess = Literal["fleet", "token"]
 # How long a worker's Kueue waits for an admitted job's Pods before it evicts the copy (Kueue's
-# waitForPodsReady.timeout), in minutes: at most 7 days, a flex-start node's longest run.
+# waitForPodsReady.timeout), in minutes: at least 1 (Kueue defaults a zero timeout to its 30 minutes,
+# K@ apis/config/v1beta2/defaults.go:104-108), at most 7 days, a flex-start node's longest run.
 PodsReadyTimeoutMinutes = Annotated[int, Field(ge=1, le=7 * 24 * 60)]
 PluginImage = matching(IMAGE_REFERENCE, IMAGE_MEANING, max_length=512)
 
@@ -77,10 +78,11 @@ class FleetWorkerConfig(StackModel):
     # is outside the fleet: it needs access: token.
     project: ProjectId | None = None
     access: WorkerAccess = "fleet"
-    # For a pool with no capacity admission check (on-demand, Spot, reservations): the worker's Kueue
-    # evicts a job whose Pods are not all ready this many minutes after admission, and the manager
-    # dispatches it again (docs/fleet.md, "Admission means capacity"). Unset: required where a fleet
-    # queue uses such a pool.
+    # The worker's Kueue evicts a job whose Pods are not all ready this many minutes after admission,
+    # and the manager dispatches it again: the guarantee of a pool with no capacity admission check
+    # (on-demand, Spot, reservations, flex-start without queued provisioning; docs/fleet.md, "Admission
+    # means capacity"). Unset: Kueue v0.19.2's default, 30 minutes, which the fleet writes into the
+    # worker's Configuration.
     pods_ready_timeout_minutes: PodsReadyTimeoutMinutes | None = None
     # Unset keys as for a stack file; the name defaults to `<manager cluster>-<worker>`.
     cluster: Annotated[dict[str, Any], Field(default_factory=dict)]

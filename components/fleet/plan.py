@@ -62,7 +62,10 @@ class FleetPlan:
 
 
 def admission(worker: ResolvedWorker, pool_name: str) -> PoolAdmission:
-    """The guarantee the fleet's rules made sure the pool has (fleet/rules.py `admission_problem`)."""
+    """How the worker's pool admits a fleet job only when it can run it, and why: on a
+    queued-provisioning pool, once Dynamic Workload Scheduler has its nodes; on any other, Kueue's
+    readiness timeout, which every worker has (Kueue v0.19.2 turns it on by default; the fleet writes
+    it into each worker's Configuration, docs/fleet.md "Admission means capacity")."""
     pool = worker.pool(pool_name)
     assert pool is not None
     if pool.queued_provisioning:
@@ -74,15 +77,25 @@ def admission(worker: ResolvedWorker, pool_name: str) -> PoolAdmission:
             f"has provisioned its nodes (admission check dws-{pool_name}), so the first worker to admit is "
             "one that can run it",
         )
-    minutes = worker.pods_ready_timeout_minutes
-    assert minutes is not None, "the fleet's rules require it"
+    minutes = worker.readiness_timeout_minutes
+    source = (
+        "podsReadyTimeoutMinutes"
+        if worker.pods_ready_timeout_minutes is not None
+        else "Kueue's default, written into the worker's Configuration"
+    )
+    later = (
+        "its flex-start nodes come after admission, when GKE finds them"
+        if pool.flex_start
+        else "no capacity check exists for such a pool"
+    )
     return PoolAdmission(
         worker.name,
         pool_name,
         "waitForPodsReady",
-        f"{capacity(pool)}: no capacity check exists for such a pool; the worker's Kueue evicts a job whose "
-        f"Pods are not all ready {minutes} minutes after admission, and the manager dispatches it again "
-        "(MultiKueueRedoAdmissionOnEvictionInWorker, GA in Kueue 0.18)",
+        f"{capacity(pool)}: {later}; the worker's Kueue evicts a job whose Pods are not all ready "
+        f"{minutes} minutes after admission ({source}), and the manager dispatches it again "
+        "(MultiKueueRedoAdmissionOnEvictionInWorker, GA in Kueue 0.18)"
+        + ("; queuedProvisioning: true would admit it only once its nodes are coming" if pool.flex_start else ""),
     )
 
 
@@ -172,6 +185,7 @@ def team_rows(plan: FleetPlan, catalog: Catalog | None = None) -> list[dict[str,
                     "mayBorrowGpus": most_gpus(worker, queue.team, queue.pool) - team_gpus,
                     "capacity": capacity(pool),
                     "admission": admissions[(name, queue.pool)].check,
+                    "admissionWhy": admissions[(name, queue.pool)].why,
                 }
             )
         rows.append(

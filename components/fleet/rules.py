@@ -18,6 +18,7 @@ from ..core.common import Problems, cut, listing
 from ..gpu.pool import GpuPool
 from ..network.model import NetworkConfig
 from ..workloads.batch_teams import queue_name, team_queue_name
+from ..workloads.kueue_config import KUEUE_DEFAULT_PODS_READY_TIMEOUT_MINUTES
 from ..workloads.model import BatchConfig, TeamConfig
 from .model import FleetConfig, FleetWorkerConfig
 
@@ -36,7 +37,15 @@ class ResolvedWorker:
     network: NetworkConfig | None
     pools: tuple[GpuPool, ...]
     batch: BatchConfig
+    # The worker's `podsReadyTimeoutMinutes`, None where unset.
     pods_ready_timeout_minutes: int | None
+
+    @property
+    def readiness_timeout_minutes(self) -> int:
+        """How long the worker's Kueue waits for an admitted job's Pods before it evicts the copy: the
+        key, else Kueue v0.19.2's default, which is on whether or not a Configuration sets the block
+        (workloads/kueue_config.py). The fleet writes it into each worker's Configuration."""
+        return self.pods_ready_timeout_minutes or KUEUE_DEFAULT_PODS_READY_TIMEOUT_MINUTES
 
     def pool(self, name: str) -> GpuPool | None:
         return next((p for p in self.pools if p.name == name), None)
@@ -241,14 +250,13 @@ def fleet_queues(
     problems: Problems,
 ) -> list[FleetQueue]:
     """Each team queue of the manager and the workers it dispatches to: every one of them has the
-    team's LocalQueue, in the same namespace; Kueue could admit its jobs there; the pool is alike on
-    each; and each gives a capacity guarantee (`admission_problems`). `workers`: the resolved workers
-    (one that failed its own checks is missing, and no queue problem names it again)."""
+    team's LocalQueue, in the same namespace; Kueue could admit its jobs there; and the pool is alike
+    on each. `workers`: the resolved workers (one that failed its own checks is missing, and no queue
+    problem names it again)."""
     queues: list[FleetQueue] = []
     order = list(dict.fromkeys(declared))
     complete = len(workers) == len(order)
     seen_teams: set[str] = set()
-    guaranteed: set[tuple[str, str]] = set()
     for i, team in enumerate(fleet.teams):
         tkey = f"{key}.teams[{i}]"
         if team.name in seen_teams:
@@ -288,13 +296,13 @@ def fleet_queues(
                         missing = True
                     chosen.append(name)
             usable = [workers[n] for n in chosen if _share(workers[n], team.name, queue.pool)]
-            if not missing and usable and len(usable) == len(chosen):
-                if _queue_pool_problems(usable, team.name, queue.pool, qkey, problems):
-                    continue
-                for worker in usable:
-                    if (worker.name, queue.pool) not in guaranteed:
-                        guaranteed.add((worker.name, queue.pool))
-                        admission_problem(worker, queue.pool, key, problems)
+            if (
+                not missing
+                and usable
+                and len(usable) == len(chosen)
+                and _queue_pool_problems(usable, team.name, queue.pool, qkey, problems)
+            ):
+                continue
             found = [p for w in usable if (p := w.pool(queue.pool)) is not None]
             gpudirect = any(p.multi_network for p in found)
             queues.append(FleetQueue(team.name, team.namespace_name, queue.pool, tuple(chosen), gpudirect))
@@ -356,36 +364,6 @@ def _shape(pool: GpuPool) -> str:
     """What a job sized for the pool's nodes depends on."""
     flavor = f", {pool.gpudirect_flavor}" if pool.gpudirect_flavor else ""
     return f"{pool.accelerator}, {pool.schedulable_gpus_per_node} GPUs a node{flavor}"
-
-
-def admission_problem(worker: ResolvedWorker, pool_name: str, key: str, problems: Problems) -> None:
-    """A worker admits a fleet job only when it can run it: through the ProvisioningRequest check on a
-    queued-provisioning pool (its nodes are coming), else its Kueue evicts a job whose Pods are not
-    ready in time, and the manager dispatches it again (docs/fleet.md, "Admission means capacity")."""
-    pool = worker.pool(pool_name)
-    assert pool is not None
-    if pool.queued_provisioning or worker.pods_ready_timeout_minutes is not None:
-        return
-    wkey = f"{key}.workers[{worker.index}]"
-    if pool.flex_start:
-        problems.add(
-            f"{wkey}.gpuPools[{worker.pool_index(pool_name)}].queuedProvisioning",
-            f"pool {cut(pool_name)} (flex-start) backs a fleet queue without a capacity guarantee: set "
-            "queuedProvisioning: true, so that worker "
-            f"{worker.name} admits a job only once Dynamic Workload Scheduler has its nodes "
-            "(ProvisioningRequest admission check); as it is, its Kueue admits on quota alone, MultiKueue "
-            "keeps that copy and the job waits for nodes in this region while another may have them "
-            "(or set podsReadyTimeoutMinutes on the worker)",
-        )
-        return
-    problems.add(
-        f"{wkey}.podsReadyTimeoutMinutes",
-        f"required: pool {cut(pool_name)} ({capacity(pool)}) backs a fleet queue and has no capacity "
-        "admission check, so worker "
-        f"{worker.name}'s Kueue admits on quota alone; set how long it waits for an admitted job's Pods "
-        "before it evicts the copy and the manager dispatches it again (Kueue's waitForPodsReady), or "
-        "give the pool queuedProvisioning",
-    )
 
 
 def capacity(pool: GpuPool) -> str:

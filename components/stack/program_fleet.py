@@ -140,13 +140,13 @@ def _worker(worker: FleetWorker, fleet_project: str | None) -> _DeclaredWorker:
     member = worker.resolved.access == "fleet"
     cluster, vpc = gke_cluster(settings, prefix, fleet_project=fleet_project if member else None)
     layer = gpu_layer(settings, cluster, prefix)
-    # Kueue evicts a job whose Pods are not ready in time, where the fleet's plan asks for it.
+    # Kueue's readiness timeout, written out on every worker (fleet/rules.py readiness_timeout_minutes).
     jobs = cluster_jobs(
         settings,
         cluster.provider,
         layer,
         prefix,
-        pods_ready_timeout_minutes=worker.resolved.pods_ready_timeout_minutes,
+        pods_ready_timeout_minutes=worker.resolved.readiness_timeout_minutes,
     )
     assert jobs.queues is not None, "the fleet rules give every worker Kueue"
     monitoring = cluster_monitoring(settings, cluster.provider, prefix)

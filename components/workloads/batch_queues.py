@@ -136,7 +136,8 @@ class GpuBatchQueuesArgs(TypedDict):
     Defaults to false."""
     pods_ready_timeout_minutes: NotRequired[int]
     """Kueue evicts and requeues an admitted job whose Pods are not all ready this many minutes after
-    admission (`waitForPodsReady`). Defaults to none (Kueue's default: no timeout)."""
+    admission (`waitForPodsReady`, written out with Kueue's defaults for the rest of the block).
+    Defaults to none: Kueue v0.19.2's own default applies, a 30-minute timeout (kueue_config.py)."""
 
 
 class _ShareSpec(ArgsModel):
@@ -243,8 +244,10 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
 
     Jobs and JobSets are queued by the label `kueue.x-k8s.io/queue-name: <LocalQueue>`; Kueue admits a
     JobSet only when the whole of it fits the quota (and, for a queued pool, once GKE has provisioned
-    all its nodes). The quota is node capacity, not allocatable, and Kueue's waitForPodsReady is off
-    (the chart's default): an admitted job can still wait for room on its nodes."""
+    all its nodes). The quota is node capacity, not allocatable: an admitted job can still wait for
+    room on its nodes, and Kueue v0.19.2 evicts and requeues a job whose Pods are not all ready 30
+    minutes after admission (its default `waitForPodsReady`; `pods_ready_timeout_minutes` sets another
+    timeout; kueue_config.py)."""
 
     cluster_queue_names: pulumi.Output[list[str]]
     """The ClusterQueues, one per pool: `gpu-<pool>`."""
