@@ -6,6 +6,7 @@ bad input."""
 
 import copy
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -576,8 +577,26 @@ def test_the_outputs_follow_a_job_from_the_manager_to_its_workers_pods(applied: 
             f"get-credentials {summary['cluster']} --location {summary['location']}"
             in follow["workerCredentials"]
         )
-        assert "kueue.x-k8s.io/prebuilt-workload-name=<workload>" in follow["workerJobs"]
+        # Kueue v0.19.2 writes the Workload's name as an annotation (WorkloadIdentifierAnnotations,
+        # Beta and on: jobframework/utils.go:231-259): no label selector finds it; a column shows it.
+        assert "-l kueue.x-k8s.io/prebuilt-workload-name" not in follow["workerJobs"]
+        assert (
+            "-l kueue.x-k8s.io/multikueue-origin -o custom-columns='KIND:.kind,NAME:.metadata.name,"
+            "WORKLOAD:.metadata.annotations.kueue\\.x-k8s\\.io/prebuilt-workload-name'"
+        ) in follow["workerJobs"]
         assert "provisioningrequests" in follow["workerProvisioningRequests"]
+        # Kueue reads ClusterProfiles only if their CRD was there when it started (config.go:254-259).
+        controller = f"deployment/{kueue_fullname('fleet-kueue')}-controller-manager"
+        assert follow["managerClusterProfiles"].startswith(
+            "kubectl get crd clusterprofiles.multicluster.x-k8s.io && "
+        )
+        assert "Skipping MultiKueue ClusterProfile" in follow["managerKueueSkippedClusterProfiles"]
+        assert follow["managerKueueRestart"] == f"kubectl -n kueue-system rollout restart {controller}"
+        for command in follow.values():
+            # Every command is one the shell can run as given (placeholders filled in).
+            filled = command.replace("<namespace>", "ns").replace("<job>", "j").replace("<workload>", "w")
+            checked = subprocess.run(["bash", "-n", "-c", filled], capture_output=True, text=True)
+            assert checked.returncode == 0, (command, checked.stderr)
         # The worker's GPU pools, priced per worker by the render's cost table (tools/cost.py).
         assert summary["gpuPools"][0]["machineType"] == "a3-highgpu-8g"
 

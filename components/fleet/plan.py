@@ -14,14 +14,26 @@ from typing import Any, Literal
 from ..core.catalog import Catalog, load_catalog
 from ..workloads.batch_teams import Quota, gpudirect_namespace, pool_quota
 from .manager_args import ManagerQueue, ManagerQuota
-from .model import FleetConfig
+from .model import KUEUE_NAMESPACE, FleetConfig
 from .rules import FleetQueue, ResolvedWorker, capacity, most_gpus
 
 AdmissionCheck = Literal["ProvisioningRequest", "waitForPodsReady"]
-# The label MultiKueue puts on the job it creates on a worker (K@ pkg/controller/constants/constants.go:33)
-# and on the remote Workload (K@ apis/kueue/v1beta2/multikueue_types.go:29).
-PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+# What MultiKueue writes on the job it creates on a worker (K@ pkg/controller/jobframework/utils.go:231-259,
+# SetMultiKueueMeta, called by the Job and JobSet adapters: job_multikueue_adapter.go:101,
+# jobset_multikueue_adapter.go:68): the origin label, also on the remote Workload (K@
+# apis/kueue/v1beta2/multikueue_types.go:29; workload.go cloneForCreate), and the Workload's name as
+# the prebuilt-workload-name **annotation**, since the gate WorkloadIdentifierAnnotations is Beta and on
+# (K@ pkg/features/kube_features.go:884-886; the label only with the gate off, or for a name over 63
+# characters: constants.go:29-39). The remote job keeps its name, labels and annotations
+# (K@ pkg/util/api/api.go:50-57).
+PREBUILT_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/prebuilt-workload-name"
 MULTIKUEUE_ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
+# The manager's MultiKueueManager resource: its Kueue release is `<name>-kueue` (fleet/manager.py), whose
+# controller Deployment is `<fullname>-controller-manager` (manager_access.kueue_fullname; a test holds
+# the two together).
+MANAGER_RESOURCE = "fleet"
+MANAGER_KUEUE_CONTROLLER = "fleet-kueue-controller-manager"
+CLUSTER_PROFILE_CRD = "clusterprofiles.multicluster.x-k8s.io"
 
 
 @dataclass(frozen=True)
@@ -214,10 +226,11 @@ def follow_commands(plan: FleetPlan, worker: ResolvedWorker) -> dict[str, str]:
     cluster = worker.cluster
     queued = any(a.check == "ProvisioningRequest" for a in plan.admissions if a.worker == worker.name)
     commands = {
+        # Quoted: the shell would take the filters' parentheses as its own.
         "managerWorkloads": (
-            "kubectl -n <namespace> get workloads -o custom-columns=NAME:.metadata.name,"
+            "kubectl -n <namespace> get workloads -o custom-columns='NAME:.metadata.name,"
             "WORKER:.status.clusterName,NOMINATED:.status.nominatedClusterNames,"
-            'ADMITTED:.status.conditions[?(@.type=="Admitted")].status'
+            'ADMITTED:.status.conditions[?(@.type=="Admitted")].status\''
         ),
         "managerWorkerActive": (
             f"kubectl get multikueuecluster {worker.name} -o jsonpath="
@@ -229,13 +242,31 @@ def follow_commands(plan: FleetPlan, worker: ResolvedWorker) -> dict[str, str]:
         ),
         "workerWorkloads": (
             f"kubectl -n <namespace> get workloads -l {MULTIKUEUE_ORIGIN_LABEL} -o custom-columns="
-            "NAME:.metadata.name,QUEUE:.spec.queueName,"
+            "'NAME:.metadata.name,QUEUE:.spec.queueName,"
             'ADMITTED:.status.conditions[?(@.type=="Admitted")].status,'
-            'PODS_READY:.status.conditions[?(@.type=="PodsReady")].status'
+            'PODS_READY:.status.conditions[?(@.type=="PodsReady")].status\''
         ),
-        "workerJobs": f"kubectl -n <namespace> get jobs,jobsets -l {PREBUILT_WORKLOAD_LABEL}=<workload>",
+        # The jobs MultiKueue created, each with its manager's Workload (an annotation: no label selects it).
+        "workerJobs": (
+            f"kubectl -n <namespace> get jobs,jobsets -l {MULTIKUEUE_ORIGIN_LABEL} -o custom-columns="
+            "'KIND:.kind,NAME:.metadata.name,WORKLOAD:.metadata.annotations."
+            + PREBUILT_WORKLOAD_ANNOTATION.replace(".", "\\.")
+            + "'"
+        ),
         "workerPods": "kubectl -n <namespace> get pods -o wide -l batch.kubernetes.io/job-name=<job>",
     }
+    if worker.access == "fleet":
+        # Kueue reads ClusterProfiles only if their CRD existed when it started (K@
+        # pkg/config/config.go:254-259); GKE's sync installs it some time after the manager exists.
+        controller = f"deployment/{MANAGER_KUEUE_CONTROLLER}"
+        commands["managerClusterProfiles"] = (
+            f"kubectl get crd {CLUSTER_PROFILE_CRD} && kubectl -n {KUEUE_NAMESPACE} get clusterprofiles"
+        )
+        commands["managerKueueSkippedClusterProfiles"] = (
+            f"kubectl -n {KUEUE_NAMESPACE} logs {controller} | grep -e 'Skipping MultiKueue ClusterProfile' "
+            "-e 'if kind is a CRD'"
+        )
+        commands["managerKueueRestart"] = f"kubectl -n {KUEUE_NAMESPACE} rollout restart {controller}"
     if queued:
         commands["workerProvisioningRequests"] = "kubectl -n <namespace> get provisioningrequests"
     return commands

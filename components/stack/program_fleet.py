@@ -15,7 +15,7 @@ from ..fleet.manager_access import HUB_LABELS
 from ..fleet.manager_args import ManagerWorker, MultiKueueManagerArgs
 from ..fleet.model import KUEUE_NAMESPACE
 from ..fleet.peering import FleetPeering
-from ..fleet.plan import follow_commands, manager_queues, team_rows
+from ..fleet.plan import MANAGER_RESOURCE, follow_commands, manager_queues, team_rows
 from ..fleet.worker_access import ACCOUNT, MultiKueueWorkerAccess, MultiKueueWorkerAccessArgs
 from ..monitoring.kube_state_metrics import MultiKueueStateMetrics
 from ..network.vpc import GkeNetwork
@@ -74,7 +74,7 @@ def fleet(
             "plugin_image": plan.credentials_plugin_image,
         }
     manager = declare(
-        MultiKueueManager, "fleet", args, opts=pulumi.ResourceOptions(provider=manager_provider)
+        MultiKueueManager, MANAGER_RESOURCE, args, opts=pulumi.ResourceOptions(provider=manager_provider)
     )
     manager_network = _network(settings, manager_vpc)
     previous: list[pulumi.Resource] = []
