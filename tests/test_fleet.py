@@ -508,6 +508,13 @@ def test_a_token_worker_gets_namespaced_rbac_a_route_and_a_note_but_no_token() -
     assert central["project"] == "other-gpu-project"
     assert "fleet" not in central  # not a member of the fleet
     assert central["privateClusterConfig"]["masterGlobalAccessConfig"] == {"enabled": True}
+    # The manager's Kueue Pod (its Pod range: GKE keeps a Pod's address to RFC 1918 destinations) and
+    # nodes are the worker's authorized networks; the fleet worker gets none (Connect Gateway).
+    assert central["masterAuthorizedNetworksConfig"]["cidrBlocks"] == [
+        {"cidrBlock": "10.30.0.0/20", "displayName": "fleet manager nodes"},
+        {"cidrBlock": "10.32.0.0/14", "displayName": "fleet manager pods"},
+    ]
+    assert "cidrBlocks" not in clusters["gpu-fleet-us-east"]["masterAuthorizedNetworksConfig"]
     peerings = {r.inputs["name"] for r in result.of_type("gcp:compute/networkPeering:NetworkPeering")}
     assert peerings == {"fleet-us-central", "fleet-manager"}
     specs = {name: spec["spec"] for name, spec in kueue_objects(result, "MultiKueueCluster").items()}
@@ -537,6 +544,26 @@ def test_a_token_worker_gets_namespaced_rbac_a_route_and_a_note_but_no_token() -
     assert summary["access"]["mode"] == "token"
     assert "create token multikueue --duration=24h" in summary["access"]["createToken"]
     assert any("gke-gpu:fleet.workers[1].access: token" in w for w in result.warnings)
+
+
+def test_a_token_workers_own_authorized_networks_come_first_and_are_not_repeated() -> None:
+    raw = fleet_raw()
+    worker = _token_worker(raw)
+    worker["cluster"]["masterAuthorizedNetworks"] = [
+        {"cidrBlock": "203.0.113.0/24", "displayName": "office"},
+        {"cidrBlock": "10.30.0.0/20", "displayName": "manager subnet"},
+    ]
+    result = render(fleet_config(raw))
+    (central,) = [
+        r.inputs
+        for r in result.of_type("gcp:container/cluster:Cluster")
+        if r.inputs["name"] == "gpu-fleet-us-central"
+    ]
+    assert [b["cidrBlock"] for b in central["masterAuthorizedNetworksConfig"]["cidrBlocks"]] == [
+        "203.0.113.0/24",
+        "10.30.0.0/20",
+        "10.32.0.0/14",
+    ]
 
 
 def test_the_credentials_plugin_is_required_with_a_fleet_worker_only() -> None:

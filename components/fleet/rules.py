@@ -141,15 +141,41 @@ def _check_plugin(fleet: FleetConfig, key: str, problems: Problems) -> None:
         )
 
 
-def worker_sections(worker: FleetWorkerConfig, manager_name: str) -> dict[str, Any]:
+def manager_clients(manager: NetworkConfig | None) -> list[dict[str, str]]:
+    """The addresses the manager's Kueue reaches a token worker's control plane from, over VPC peering,
+    as authorized networks: its Pod's own address, since GKE keeps a Pod's source address for RFC 1918
+    destinations (the IP masquerade agent's default non-masquerade ranges, GKE "IP masquerade agent",
+    cloud.google.com/kubernetes-engine/docs/concepts/ip-masquerade-agent, read 2026-12), so the
+    manager's Pod range; and its node subnet (a node's own traffic). None for a VPC the program does not
+    manage (its ranges are not known here)."""
+    if manager is None or manager.existing is not None:
+        return []
+    return [
+        {"cidrBlock": str(cidr), "displayName": f"fleet manager {what}"}
+        for cidr, what in ((manager.subnet_cidr, "nodes"), (manager.pods_cidr, "pods"))
+        if isinstance(cidr, str)
+    ]
+
+
+def worker_sections(
+    worker: FleetWorkerConfig, manager_name: str, manager_network: NetworkConfig | None = None
+) -> dict[str, Any]:
     """The worker's own sections as a single-cluster stack's rules read them: a Standard cluster named
     `<manager cluster>-<worker>` unless named, and, for a worker reached by token, its control plane's
-    private endpoint reachable from the manager's region (control-plane global access)."""
+    private endpoint reachable from the manager's region (control-plane global access) and from the
+    manager's ranges (its authorized networks, `manager_clients`, after the worker's own)."""
     cluster: dict[str, Any] = {"mode": "standard", "name": f"{manager_name}-{worker.name}"[:40]}
     if worker.access == "token":
         cluster["controlPlaneGlobalAccess"] = True
+    cluster.update(worker.cluster)
+    own = worker.cluster.get("masterAuthorizedNetworks", [])
+    if worker.access == "token" and isinstance(own, list):
+        listed = {entry.get("cidrBlock") for entry in own if isinstance(entry, dict)}
+        added = [c for c in manager_clients(manager_network) if c["cidrBlock"] not in listed]
+        if added:
+            cluster["masterAuthorizedNetworks"] = [*own, *added]
     sections: dict[str, Any] = {
-        "cluster": {**cluster, **worker.cluster},
+        "cluster": cluster,
         "gpuPools": worker.gpu_pools,
         "batch": {**worker.batch, "kueue": True},
     }

@@ -104,7 +104,7 @@ def fleet_settings(
         key = f"{FLEET_KEY}.workers[{i}]"
         try:
             settings, worker_notes = resolve(
-                worker_sections(worker, manager_name),
+                worker_sections(worker, manager_name, manager.network if manager else None),
                 root_loc=("fleet", "workers", i),
                 project=worker.project or project,
                 project_key=f"{key}.project" if worker.project else "gcp:project",
