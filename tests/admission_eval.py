@@ -4,7 +4,7 @@ policy's matchConditions (all true, or the policy does not apply), its variables
 validation. An expression that fails to evaluate denies, as `failurePolicy: Fail` does.
 
 Only what the project's policies use is modelled: a `kubernetes.io/metadata.name` In/NotIn selector,
-CREATE/UPDATE of Pods and CONNECT of pods/exec."""
+CREATE/UPDATE of Pods, Jobs and JobSets, CONNECT of pods/exec, and the requester's user name."""
 
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,11 +34,20 @@ def _selects(binding: dict[str, Any], namespace: str) -> bool:
     return not selector.get("matchLabels")
 
 
-def evaluate(policy: dict[str, Any], binding: dict[str, Any], obj: dict[str, Any], namespace: str) -> Verdict:
-    """The policy's verdict on `obj` (a Pod, or a PodExecOptions for CONNECT) in `namespace`."""
+def evaluate(
+    policy: dict[str, Any],
+    binding: dict[str, Any],
+    obj: dict[str, Any],
+    namespace: str,
+    *,
+    user: str = "member@example.com",
+) -> Verdict:
+    """The policy's verdict on `obj` (a Pod, a Job or JobSet, or a PodExecOptions for CONNECT) in
+    `namespace`, requested by `user` (request.userInfo.username)."""
     if not _selects(binding, namespace):
         return Verdict(applies=False)
-    context: dict[str, Any] = {"object": obj, "request": {"namespace": namespace}, "variables": {}}
+    request = {"namespace": namespace, "userInfo": {"username": user}}
+    context: dict[str, Any] = {"object": obj, "request": request, "variables": {}}
     for condition in policy.get("matchConditions", []):
         try:
             if not cel.evaluate(condition["expression"], context):

@@ -9,7 +9,7 @@ from ..core.arg_types import ProjectId, RegionName, matching
 from ..core.common import K8S_NAME
 from ..core.model import StackModel, example
 from ..serving.model import IMAGE_MEANING, IMAGE_REFERENCE
-from ..workloads.model import MAX_TEAMS, NamespaceName, TeamName
+from ..workloads.model import MAX_MEMBERS, MAX_TEAMS, NamespaceName, TeamMember, TeamName
 
 # Kueue's namespace on every cluster of the fleet (its chart's release namespace).
 KUEUE_NAMESPACE = "kueue-system"
@@ -46,7 +46,7 @@ class FleetQueueConfig(StackModel):
 
 
 class FleetTeamConfig(StackModel):
-    """A team of the fleet: its namespace on the manager, and its queues there."""
+    """A team of the fleet: its namespace on the manager, its queues there, and who submits to them."""
 
     model_config = example(name="research", queues=[{"pool": "h100"}])
 
@@ -54,6 +54,11 @@ class FleetTeamConfig(StackModel):
     # Defaults to the team's name; the workers' team of the same name must use the same namespace.
     namespace: Annotated[NamespaceName, Field(min_length=1)] | None = None
     queues: Annotated[list[FleetQueueConfig], Field(min_length=1, max_length=100)]
+    # Who submits the team's jobs on the manager: `group:<email>` or `user:<email>`, each bound in the
+    # team's namespaces there (its own and `gpudirect-<team>`) to the team role `gke-gpu-team-member`,
+    # as batch.teams[].members on a cluster (workloads/team_access.py); a group needs the manager's
+    # cluster.rbacSecurityGroup. Unset: nobody is bound on the manager.
+    members: Annotated[list[TeamMember], Field(default_factory=list, max_length=MAX_MEMBERS)]
 
     @property
     def namespace_name(self) -> str:

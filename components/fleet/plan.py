@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from ..core.catalog import Catalog, load_catalog
 from ..workloads.batch_teams import Quota, gpudirect_namespace, pool_quota
-from .manager_args import ManagerQueue, ManagerQuota
+from .manager_args import ManagerQueue, ManagerQuota, ManagerTeam
 from .model import KUEUE_NAMESPACE, FleetConfig
 from .rules import FleetQueue, ResolvedWorker, capacity, most_gpus
 
@@ -55,6 +55,8 @@ class FleetPlan:
     admissions: tuple[PoolAdmission, ...]
     workers: tuple[ResolvedWorker, ...]
     credentials_plugin_image: str | None = None
+    # Each team's members, bound on the manager (FleetTeamConfig.members); teams without any left out.
+    members: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def worker(self, name: str) -> ResolvedWorker:
         return next(w for w in self.workers if w.name == name)
@@ -107,7 +109,11 @@ def admission(worker: ResolvedWorker, pool_name: str) -> PoolAdmission:
         f"{capacity(pool)}: {later}; the worker's Kueue evicts a job whose Pods are not all ready "
         f"{minutes} minutes after admission ({source}), and the manager dispatches it again "
         "(MultiKueueRedoAdmissionOnEvictionInWorker, GA in Kueue 0.18)"
-        + ("; queuedProvisioning: true would admit it only once its nodes are coming" if pool.flex_start else ""),
+        + (
+            "; queuedProvisioning: true would admit it only once its nodes are coming"
+            if pool.flex_start
+            else ""
+        ),
     )
 
 
@@ -125,7 +131,13 @@ def plan_fleet(
         tuple(admissions.values()),
         tuple(workers),
         fleet.credentials_plugin_image,
+        tuple((t.name, tuple(t.members)) for t in fleet.teams if t.members),
     )
+
+
+def manager_teams(plan: FleetPlan) -> list[ManagerTeam]:
+    """The teams with members, as MultiKueueManager takes them (their RoleBindings on the manager)."""
+    return [{"name": team, "members": list(members)} for team, members in plan.members]
 
 
 def team_quotas(

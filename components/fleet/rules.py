@@ -17,7 +17,7 @@ from ..cluster.model import ClusterConfig
 from ..core.common import Problems, cut, listing
 from ..gpu.pool import GpuPool
 from ..network.model import NetworkConfig
-from ..workloads.batch_teams import queue_name, team_queue_name
+from ..workloads.batch_teams import member_problems, queue_name, team_queue_name
 from ..workloads.kueue_config import KUEUE_DEFAULT_PODS_READY_TIMEOUT_MINUTES
 from ..workloads.model import BatchConfig, TeamConfig
 from .model import FleetConfig, FleetWorkerConfig
@@ -139,6 +139,26 @@ def _check_plugin(fleet: FleetConfig, key: str, problems: Problems) -> None:
             "only allowed with a worker of access: fleet (the plugin gets the credentials for those); every "
             "worker has access: token",
         )
+
+
+def members_problems(
+    fleet: FleetConfig, key: str, manager_cluster: ClusterConfig | None, security_key: str, problems: Problems
+) -> None:
+    """The fleet's team members, bound on the manager as batch.teams[].members on a cluster: each once,
+    and a Google group only where the manager's cluster has Google Groups for RBAC
+    (`manager_cluster` None: its own checks failed, and say so)."""
+    for i, team in enumerate(fleet.teams):
+        mkey = f"{key}.teams[{i}].members"
+        groups = [j for j, m in enumerate(team.members) if m.startswith("group:")]
+        if groups and manager_cluster is not None and manager_cluster.rbac_security_group is None:
+            problems.add(
+                f"{mkey}[{groups[0]}]",
+                f"{cut(team.members[groups[0]])} is a Google group, which the manager's RBAC sees only with "
+                f"Google Groups for RBAC: set {security_key} to gke-security-groups@<your domain> (a group "
+                "of that name, with the team's groups nested in it)",
+            )
+        for problem in member_problems(team.members, mkey):
+            problems.add(problem.path, problem.reason)
 
 
 def manager_clients(manager: NetworkConfig | None) -> list[dict[str, str]]:

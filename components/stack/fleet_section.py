@@ -19,6 +19,7 @@ from ..fleet.rules import (
     cluster_problems,
     config_problems,
     fleet_queues,
+    members_problems,
     peering_problems,
     worker_sections,
 )
@@ -96,6 +97,8 @@ def fleet_settings(
         check_manager(manager, problems)
         manager_name = manager.cluster.name or manager_name
     skipped = config_problems(fleet, FLEET_KEY, project, problems)
+    security = f"{NAMESPACE}:cluster.rbacSecurityGroup"
+    members_problems(fleet, FLEET_KEY, manager.cluster if manager else None, security, problems)
     loaded: list[FleetWorker] = []
     unresolved = False
     for i, worker in enumerate(fleet.workers):

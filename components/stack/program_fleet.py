@@ -15,7 +15,7 @@ from ..fleet.manager_access import HUB_LABELS
 from ..fleet.manager_args import ManagerWorker, MultiKueueManagerArgs
 from ..fleet.model import KUEUE_NAMESPACE
 from ..fleet.peering import FleetPeering
-from ..fleet.plan import MANAGER_RESOURCE, follow_commands, manager_queues, team_rows
+from ..fleet.plan import MANAGER_RESOURCE, follow_commands, manager_queues, manager_teams, team_rows
 from ..fleet.worker_access import ACCOUNT, MultiKueueWorkerAccess, MultiKueueWorkerAccessArgs
 from ..monitoring.kube_state_metrics import MultiKueueStateMetrics
 from ..network.vpc import GkeNetwork
@@ -66,6 +66,8 @@ def fleet(
         "queues": manager_queues(plan),
         "dispatcher": plan.dispatcher,  # type: ignore[typeddict-item]
     }
+    if teams := manager_teams(plan):
+        args["teams"] = teams
     if plan.through_fleet():
         assert plan.credentials_plugin_image is not None, "the fleet's rules require it"
         args["fleet_access"] = {

@@ -32,6 +32,7 @@ from .batch_teams import (
 from .kueue_config import DraQuotaPerGpu, controller_chart, kueue_values
 from .kueue_objects import cluster_queue, flavor
 from .model import MAX_TEAMS, NamespaceName, TeamName
+from .queue_admission import declare_queue_name_policy, local_queues_by_namespace
 from .team_access import declare_team_role
 from .team_namespaces import TEAM_LABEL, TeamSpec, declare_team
 
@@ -379,6 +380,9 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
                         team=team.name,
                     )
                     team_local_queues.append(f"{namespace}/{queue_id}")
+        if team_local_queues:
+            # A Job or JobSet in a team's namespace only through one of its LocalQueues (queue_admission.py).
+            declare_queue_name_policy(name, local_queues_by_namespace(team_local_queues), after_charts)
         self.cluster_queue_names = pulumi.Output.from_input(cluster_queues)
         self.local_queue_names = pulumi.Output.from_input(local_queues)
         self.team_local_queue_names = pulumi.Output.from_input(team_local_queues)
