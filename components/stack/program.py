@@ -152,7 +152,7 @@ def _build_existing(settings: Settings) -> dict[str, Any]:
     kubernetes = pulumi.ResourceOptions(providers={"kubernetes": existing.provider})
     gpu_taint: Any = dict(GPU_TOLERATION)
     layer: list[pulumi.Resource] = []
-    checks = {"allocatableGpus": f"kubectl get nodes -o custom-columns={ALLOCATABLE_GPUS_COLUMNS_GENERIC}"}
+    checks = {"allocatableGpus": f"kubectl get nodes -o custom-columns='{ALLOCATABLE_GPUS_COLUMNS_GENERIC}'"}
     scraper_namespace = settings.monitoring.scraper_namespace or ""
     if cluster.flavor == "generic":
         plugin = settings.device_plugin
@@ -276,26 +276,34 @@ def _checks(settings: Settings) -> dict[str, str]:
             f"--location {cluster.location} --project {settings.project} --dns-endpoint"
         ),
     }
+    if not settings.gpu_pools:
+        # No GPU node to check (a fleet's manager): its workers' commands are in the output `fleet`.
+        return checks
     dra = sorted(p.name for p in settings.gpu_pools if p.dra_gpus)
     if not dra or len(dra) < len(settings.gpu_pools):
         selector = "cloud.google.com/gke-accelerator"
         if dra:
             selector = f"'{selector},cloud.google.com/gke-nodepool notin ({','.join(dra)})'"
+        # Quoted: unquoted, the shell drops the backslashes that keep a label's dots in one key.
         checks["allocatableGpus"] = (
-            f"kubectl get nodes -l {selector} -o custom-columns={ALLOCATABLE_GPUS_COLUMNS}"
+            f"kubectl get nodes -l {selector} -o custom-columns='{ALLOCATABLE_GPUS_COLUMNS}'"
         )
         checks["devicePluginPods"] = GKE_DEVICE_PLUGIN_PODS
     if dra:
         checks["draResourceSlices"] = (
             f"kubectl get resourceslices --field-selector spec.driver={GPU_DEVICE_CLASS} "
-            f"-o custom-columns={DRA_SLICE_COLUMNS}"
+            f"-o custom-columns='{DRA_SLICE_COLUMNS}'"
         )
         checks["draResourceClaims"] = "kubectl get resourceclaims -A -o wide"
     if needs_dra_driver(settings):
         checks["draDriverPods"] = f"kubectl get pods -n {DRA_DRIVER_NAMESPACE} -o wide"
     if any(is_rack(p.accelerator) for p in settings.gpu_pools):
         checks["computeDomains"] = "kubectl get computedomains -A"
+    # The cluster autoscaler's events on the Pods it scaled up for, or could not: one selector each, as
+    # a field selector's comma-separated requirements must all hold (kubernetes.io "Field Selectors",
+    # "Chained selectors").
     checks["gpuNodeEvents"] = (
-        "kubectl get events -A --field-selector reason=TriggeredScaleUp,reason=NotTriggerScaleUp"
+        "kubectl get events -A --field-selector reason=TriggeredScaleUp; "
+        "kubectl get events -A --field-selector reason=NotTriggerScaleUp"
     )
     return checks
