@@ -208,6 +208,7 @@ def pool_replica(service: ServingConfig, pool: GpuPool) -> Replica:
         unknown_gpu=why,
         download_gib=disk,
         download_fix=fix,
+        mig_partition=pool.mig_partition_size,
     )
 
 

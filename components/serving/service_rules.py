@@ -53,6 +53,7 @@ def service_replica(spec: InferenceServiceSpec, problems: Problems) -> Replica:
         unknown_gpu=why,
         download_gib=spec.disk_gib,
         download_fix=" (disk_gib): raise disk_gib",
+        mig_partition=spec.node_selector.get(PARTITION_LABEL),
     )
 
 
