@@ -223,8 +223,9 @@ class ClusterRules(RuleBase):
                 "true contradicts binaryAuthorization: true; remove one",
             )
         if not c.dns_endpoint_external:
+            # What the setting means for where to run from, which no setting expresses: a note.
             self.warnings.append(
-                f"{prefix}.dnsEndpointExternal: false: the DNS endpoint answers only requests from "
+                f"note: {prefix}.dnsEndpointExternal: false: the DNS endpoint answers only requests from "
                 "Google Cloud's networks, so `pulumi up` and kubectl must run there (docs/security.md)"
             )
 
