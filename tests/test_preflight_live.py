@@ -124,8 +124,8 @@ def _everything(preflight: dict[str, Any]) -> dict[str, Any]:
         "enabled": {a["api"] for a in project["apis"]},
         "held": permissions | bucket,
         "quotas": {
-            "us-central1": {"NVIDIA_L4_GPUS": (8.0, 0.0)},
-            "global": {"GPUS_ALL_REGIONS": (16.0, 2.0)},
+            "us-central1": {"NVIDIA_L4_GPUS": (8.0, 0.0), "CPUS": (72.0, 0.0)},
+            "global": {"GPUS_ALL_REGIONS": (16.0, 2.0), "NETWORKS": (15.0, 1.0)},
         },
     }
 
@@ -193,8 +193,8 @@ def test_a_missing_bucket_permission_names_the_bucket(serve: dict[str, Any]) -> 
 def test_insufficient_quota(serve: dict[str, Any]) -> None:
     given = _everything(serve)
     given["quotas"] = {
-        "us-central1": {"NVIDIA_L4_GPUS": (2.0, 1.0)},
-        "global": {"GPUS_ALL_REGIONS": (0.0, 0.0)},
+        "us-central1": {"NVIDIA_L4_GPUS": (2.0, 1.0), "CPUS": (24.0, 8.0)},
+        "global": {"GPUS_ALL_REGIONS": (0.0, 0.0), "NETWORKS": (5.0, 5.0)},
     }
     report = live.check(serve, _session(FakeGoogle(**given)))
     assert report.exit_code() == live.EXIT_MISSING
@@ -205,6 +205,15 @@ def test_insufficient_quota(serve: dict[str, Any]) -> None:
     )
     assert any(
         "global: GPUS_ALL_REGIONS: the pools may ask 3, but the limit is 0" in line for line in report.missing
+    )
+    # The L4 nodes' 24 vCPUs against 16 left, and one more network where the project has none left.
+    assert any(
+        "us-central1: CPUS: the pools may ask 24, but the limit is 24 and 8 is in use" in m
+        for m in report.missing
+    )
+    assert any(
+        "global: NETWORKS: the stack creates 1, but the limit is 5 and 5 is in use" in m
+        for m in report.missing
     )
 
 

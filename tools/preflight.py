@@ -258,8 +258,9 @@ def _quotas(session: Session, project: str, quotas: list[dict[str, Any]], report
             else:
                 report.ok.append(f"{where}: limit {limit:g} (usage {usage:g})")
         elif limit - usage < q["max"]:
+            asks = "the stack creates" if q["kind"] == "networks" else "the pools may ask"
             report.missing.append(
-                f"{where}: the pools may ask {q['max']}, but the limit is {limit:g} and {usage:g} is in "
+                f"{where}: {asks} {q['max']}, but the limit is {limit:g} and {usage:g} is in "
                 f"use; request at least {int(usage) + q['max']} at {console}"
             )
         else:
