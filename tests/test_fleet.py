@@ -407,7 +407,11 @@ def test_every_worker_writes_kueues_default_readiness_timeout_into_its_configura
             "timeout": "30m",
             "recoveryTimeout": "30m",
             "blockAdmission": False,
-            "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600},
+            "requeuingStrategy": {
+                "timestamp": "Eviction",
+                "backoffBaseSeconds": 60,
+                "backoffMaxSeconds": 3600,
+            },
         }
 
 
@@ -438,10 +442,10 @@ def test_an_on_demand_pool_fails_over_by_the_readiness_timeout_the_key_sets() ->
         "us-east": "ProvisioningRequest",
         "us-central": "waitForPodsReady",
     }
-    assert "not all ready 20 minutes after admission (podsReadyTimeoutMinutes)" in (
-        workers["us-central"]["admissionWhy"]
+    assert (
+        "not all ready 20 minutes after admission (podsReadyTimeoutMinutes)"
+        in (workers["us-central"]["admissionWhy"])
     )
-
 
 
 # -- every fleet queue can be admitted -------------------------------------------------------------

@@ -19,8 +19,9 @@ Identity Federation in CI), through google-auth's AuthorizedSession:
   quota limits and usage per metric.
 
 Exit codes: 0 everything present; 2 nothing could be checked (an invalid stack, no credentials or
-ones that cannot be refreshed or read, no network, a Python without google-auth); 4 the project lacks something (listed with the commands); 5 something
-could not be checked (an API call failed: the error is printed).
+ones that cannot be refreshed or read, no network, a Python without google-auth); 4 the project lacks
+something (listed with the commands); 5 something could not be checked (an API call failed: the error
+is printed).
 """
 
 from __future__ import annotations

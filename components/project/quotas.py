@@ -65,10 +65,11 @@ PREEMPTIBLE = "PREEMPTIBLE_"
 LOCAL_SSD_GB = 375
 
 
-# The Compute API's Quota.metric names for vCPUs (its enum, as Google's client libraries list it:
-# cloud.google.com/dotnet/docs/reference/Google.Cloud.Compute.V1/latest/Google.Cloud.Compute.V1.Quota.Types.Metric,
-# read 2026-12): CPUS ("Guest CPUs") and per-series ones such as A2_CPUS; no A3, A4, G2 or G4 metric is
-# among them. Which one a GPU machine's vCPUs draw on: UNVERIFIED, every CPU line is marked so.
+# The Compute API's Quota.metric names for vCPUs (its enum, as Google's client libraries list it,
+# read 2026-12: cloud.google.com/dotnet/docs/reference/Google.Cloud.Compute.V1/latest/
+# Google.Cloud.Compute.V1.Quota.Types.Metric): CPUS ("Guest CPUs") and per-series ones such as
+# A2_CPUS; no A3, A4, G2 or G4 metric is among them. Which one a GPU machine's vCPUs draw on:
+# UNVERIFIED, every CPU line is marked so.
 CPUS = "CPUS"
 SERIES_CPU_METRICS = {"a2": "A2_CPUS"}
 # The VPC networks of a project (the same enum's NETWORKS; the excerpt read stops before it: UNVERIFIED).

@@ -28,7 +28,7 @@ What it does not cover: Pods and other Kueue frameworks (a team member may creat
 team_access.py), and what IAM lets a member do beyond RBAC (docs/security.md).
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..gpudirect.admission_common import API_VERSION, binding, cel
 
@@ -60,12 +60,12 @@ def queue_name_policy(local_queues: dict[str, list[str]]) -> dict[str, Any]:
             f"{QUEUE_LABEL} with one of the namespace's LocalQueues (kubectl get localqueues)",
         }
     ]
-    for queues, namespaces in groups.items():
+    for names, namespaces in groups.items():
         validations.append(
             {
                 "expression": f"variables.queue == '' || !(request.namespace in {cel(namespaces)}) || "
-                f"variables.queue in {cel(list(queues))}",
-                "message": f"{QUEUE_LABEL} in {', '.join(namespaces)} names one of {', '.join(queues)}, "
+                f"variables.queue in {cel(list(names))}",
+                "message": f"{QUEUE_LABEL} in {', '.join(namespaces)} names one of {', '.join(names)}, "
                 "the LocalQueues there",
             }
         )
@@ -126,13 +126,13 @@ def declare_queue_name_policy(
     policy = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
         f"{name}-{QUEUE_POLICY}",
         metadata=k8s.meta.v1.ObjectMetaArgs(name=QUEUE_POLICY, labels=labels),
-        spec=queue_name_policy(local_queues),  # type: ignore[arg-type]
+        spec=cast(Any, queue_name_policy(local_queues)),
         opts=opts,
     )
     bound = k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
         f"{name}-{QUEUE_POLICY}-binding",
         metadata=k8s.meta.v1.ObjectMetaArgs(name=QUEUE_POLICY, labels=labels),
-        spec=queue_name_binding(list(local_queues)),  # type: ignore[arg-type]
+        spec=cast(Any, queue_name_binding(list(local_queues))),
         opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[policy])),
     )
     return [policy, bound]
