@@ -18,8 +18,7 @@ from ..core.common import Problems, cut, listing
 from ..gpu.pool import GpuPool
 from ..network.model import NetworkConfig
 from ..workloads.batch_teams import member_problems, queue_name, team_queue_name
-from ..workloads.kueue_config import KUEUE_DEFAULT_PODS_READY_TIMEOUT_MINUTES
-from ..workloads.model import BatchConfig, TeamConfig
+from ..workloads.model import KUEUE_DEFAULT_PODS_READY_TIMEOUT_MINUTES, BatchConfig, TeamConfig
 from .model import FleetConfig, FleetWorkerConfig
 
 

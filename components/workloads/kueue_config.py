@@ -17,6 +17,7 @@ from ..core.common import GPU_RESOURCE
 from ..core.k8s import app_labels, pod_security_labels
 from ..dra.claims import CHANNEL_DEVICE_CLASS
 from ..gpudirect.flavors import DRANET_DEVICE_CLASS
+from .model import KUEUE_DEFAULT_PODS_READY_TIMEOUT_MINUTES as KUEUE_DEFAULT_PODS_READY_TIMEOUT_MINUTES
 
 # The chart's integrations at v0.19.2.
 FRAMEWORKS = [
@@ -51,13 +52,6 @@ RDMA_NIC_RESOURCE = "networking.gke.io/mrdma-nic"
 DRA_QUOTA_CLASSES = {CHANNEL_RESOURCE: CHANNEL_DEVICE_CLASS, RDMA_NIC_RESOURCE: DRANET_DEVICE_CLASS}
 DraQuotaResource = Literal["resource.nvidia.com/compute-domain-channel", "networking.gke.io/mrdma-nic"]
 DraQuotaPerGpu = dict[DraQuotaResource, Annotated[int, Field(ge=1, le=64)]]
-# Kueue v0.19.2 turns waitForPodsReady on by default: a Configuration without the block is defaulted to a
-# 30-minute timeout (apis/config/v1beta2/defaults.go:48, 99-108; commit f3f98ea5 "enable waitForPodsReady
-# by default"; CHANGELOG/CHANGELOG-0.19.md:215), the config file's decoder applying the defaults
-# (pkg/config/config.go:55-66, 219-236). Only the alpha feature gate DisableWaitForPodsReady (off,
-# pkg/features/kube_features.go:667-669; pkg/util/waitforpodsready/waitforpodsready.go:24-29) turns it
-# off, and this program never sets it; a zero timeout is defaulted to 30 minutes too.
-KUEUE_DEFAULT_PODS_READY_TIMEOUT_MINUTES = 30
 # The rest of the block as Kueue defaults it (defaults.go:51-52, 110-117): readiness lost after start is
 # given as long again (recoveryTimeout), admission is not blocked, and an evicted Workload is requeued
 # with an exponential backoff from 60 s up to 3600 s, without limit (no backoffLimitCount).
