@@ -9,9 +9,8 @@ from typing import Any
 from tests.admission_eval import evaluate
 from tests.conftest import render
 from tests.test_fleet import errors, fleet_config, fleet_raw, on_cluster
+from tests.test_gpudirect_admission import BINDING, POLICY
 
-POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
-BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
 MEMBERS = ["user:alice@example.com", "group:ml-research@example.com"]
 
 

@@ -13,11 +13,9 @@ import pytest
 from gke_gpu.workloads.queue_admission import QUEUE_POLICY
 from tests.admission_eval import Verdict, evaluate
 from tests.conftest import stack_render
+from tests.test_gpudirect_admission import BINDING, JOBSET, POLICY
 from tools.offline import RunResult
 
-POLICY = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
-BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
-JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 JOBSET_CONTROLLER = "system:serviceaccount:jobset-system:batch-jobset-controller"
 
 
