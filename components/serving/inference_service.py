@@ -6,14 +6,11 @@ from typing import Any, NotRequired, TypedDict, cast
 import pulumi
 import pulumi_kubernetes as k8s
 
-from ..core import images
 from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.k8s import (
     Toleration,
     app_labels,
     pod_security_labels,
-    restricted_container_security_context,
-    toleration_args,
 )
 from ..dra.claims import gpu_claim_template_name, gpu_claim_template_spec
 from .autoscaler import horizontal_pod_autoscaler
@@ -24,31 +21,17 @@ from .model import service_namespace
 from .rollout import pod_disruption_budget
 from .rules import weights_source
 from .server_parts import (
-    CONTAINER,
-    HOME,
     PORT,
-    VLLM_GROUP,
-    VLLM_USER,
-    WEIGHTS_DIR,
     egress_policies,
-    gpu_claims,
-    gpu_resources,
     network_policy,
     pod_annotations,
     server_labels,
-    vllm_args,
-    weights_volumes,
 )
+from .server_pod import KSA, server_pod_spec
 from .service_rules import service_notes, service_rules
 from .service_spec import InferenceServiceSpec
 from .weights_reader import declare_weights_reader
 
-KSA = "vllm"
-# vLLM answers only once the model is loaded (docs/serving-research.md 1c): the startup probe gives
-# the weights and the engine 30 minutes, the readiness probe takes the replica out of the Service the
-# moment /health fails (503: the engine died), and liveness restarts it after 3 minutes of that.
-STARTUP_PERIOD_S, STARTUP_FAILURES = 10, 180
-PROBE_TIMEOUT_S = 5
 ROLLOUT_TIMEOUT_S = 45 * 60
 
 
@@ -286,7 +269,7 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
             spec,
             namespace,
             labels,
-            self._pod_spec(spec),
+            server_pod_spec(spec),
             annotations=pod_annotations(spec),
             # A Hyperdisk ML volume is filled before the first replica can start.
             timeout_s=ROLLOUT_TIMEOUT_S + (TRANSFER_TIMEOUT_S if hyperdisk else 0),
@@ -331,107 +314,3 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
         self.namespace = pulumi.Output.from_input(namespace)
         self.service_url = pulumi.Output.from_input(f"http://{spec.name}.{namespace}.svc:{PORT}")
         self.register_outputs({"serviceUrl": self.service_url, "namespace": self.namespace})
-
-    def _pod_spec(self, spec: InferenceServiceSpec) -> k8s.core.v1.PodSpecArgs:
-        source = weights_source(spec.model)
-        # The whole home directory is writable scratch (vLLM's, Triton's, CUDA's and Hugging Face's
-        # caches live under it), counted against the container's ephemeral-storage limit.
-        mounts = [
-            k8s.core.v1.VolumeMountArgs(name="home", mount_path=HOME),
-            k8s.core.v1.VolumeMountArgs(name="tmp", mount_path="/tmp"),
-            k8s.core.v1.VolumeMountArgs(name="dshm", mount_path="/dev/shm"),
-        ]
-        volumes = [
-            k8s.core.v1.VolumeArgs(
-                name="home", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit=f"{spec.disk_gib}Gi")
-            ),
-            k8s.core.v1.VolumeArgs(
-                name="tmp", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit="1Gi")
-            ),
-            k8s.core.v1.VolumeArgs(
-                name="dshm",
-                empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(
-                    medium="Memory", size_limit=f"{spec.shm_gib}Gi"
-                ),
-            ),
-        ]
-        env = [
-            k8s.core.v1.EnvVarArgs(name="HOME", value=HOME),
-            # No usage statistics sent to vLLM's project.
-            k8s.core.v1.EnvVarArgs(name="VLLM_NO_USAGE_STATS", value="1"),
-            k8s.core.v1.EnvVarArgs(name="DO_NOT_TRACK", value="1"),
-        ]
-        if source == "gcs":
-            mounts.append(k8s.core.v1.VolumeMountArgs(name="weights", mount_path=WEIGHTS_DIR, read_only=True))
-            volumes += weights_volumes(spec, "weights")
-        elif spec.hf_token_secret is not None:  # a public model is downloaded without a token
-            env.append(
-                k8s.core.v1.EnvVarArgs(
-                    name="HF_TOKEN",
-                    value_from=k8s.core.v1.EnvVarSourceArgs(
-                        secret_key_ref=k8s.core.v1.SecretKeySelectorArgs(
-                            name=spec.hf_token_secret, key="token"
-                        )
-                    ),
-                )
-            )
-        probe = k8s.core.v1.HTTPGetActionArgs(path="/health", port=PORT)
-        resources = {
-            "cpu": f"{spec.cpu:g}",
-            "memory": f"{spec.memory_gib}Gi",
-            # The home emptyDir and /tmp: the kubelet evicts a Pod whose emptyDirs outgrow this.
-            "ephemeral-storage": f"{spec.disk_gib + 1}Gi",
-            **gpu_resources(spec),
-        }
-        pod_claims, container_claims = gpu_claims(spec)
-        return k8s.core.v1.PodSpecArgs(
-            service_account_name=KSA,
-            node_selector=dict(spec.node_selector),
-            tolerations=[toleration_args(t) for t in spec.tolerations],
-            security_context=k8s.core.v1.PodSecurityContextArgs(
-                run_as_non_root=True,
-                run_as_user=VLLM_USER,
-                run_as_group=VLLM_GROUP,
-                fs_group=VLLM_GROUP,
-                seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
-            ),
-            termination_grace_period_seconds=60,
-            # No Kubernetes API for vLLM. The Cloud Storage FUSE driver gets the Pod's Workload Identity
-            # token from the kubelet's CSI request, not from the Pod (gcs-fuse-csi-driver
-            # pkg/cloud_provider/auth/token_sources.go).
-            automount_service_account_token=False,
-            resource_claims=pod_claims,
-            containers=[
-                k8s.core.v1.ContainerArgs(
-                    name=CONTAINER,
-                    image=spec.image or images.VLLM,
-                    args=vllm_args(spec),
-                    env=env,
-                    ports=[k8s.core.v1.ContainerPortArgs(name="http", container_port=PORT)],
-                    resources=k8s.core.v1.ResourceRequirementsArgs(
-                        limits=resources, requests=resources, claims=container_claims
-                    ),
-                    startup_probe=k8s.core.v1.ProbeArgs(
-                        http_get=probe,
-                        period_seconds=STARTUP_PERIOD_S,
-                        failure_threshold=STARTUP_FAILURES,
-                        timeout_seconds=PROBE_TIMEOUT_S,
-                    ),
-                    readiness_probe=k8s.core.v1.ProbeArgs(
-                        http_get=probe,
-                        period_seconds=10,
-                        failure_threshold=3,
-                        timeout_seconds=PROBE_TIMEOUT_S,
-                    ),
-                    liveness_probe=k8s.core.v1.ProbeArgs(
-                        http_get=probe,
-                        period_seconds=30,
-                        failure_threshold=6,
-                        timeout_seconds=PROBE_TIMEOUT_S,
-                    ),
-                    security_context=restricted_container_security_context(),
-                    volume_mounts=mounts,
-                )
-            ],
-            volumes=volumes,
-        )

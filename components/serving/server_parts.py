@@ -63,17 +63,20 @@ def server_labels(name: str) -> dict[str, str]:
     return app_labels(name, component="inference-server", version=image_version(images.VLLM))
 
 
-def vllm_args(spec: InferenceServiceSpec) -> list[str]:
+def vllm_args(
+    spec: InferenceServiceSpec, *, port: int = PORT, tensor_parallel: int | None = None
+) -> list[str]:
     """The `vllm serve` arguments (the image's entrypoint): the model, its name, the GPUs, the port;
-    for a replica over several nodes, the leader's (a worker adds --headless)."""
+    for a replica over several nodes, the leader's (a worker adds --headless). A disaggregated role
+    gives its own port and tensor-parallel size (role_parts.py)."""
     source = weights_source(spec.model)
     model = f"{WEIGHTS_DIR}" if source == "gcs" else spec.model
     args = [
         model,
         f"--served-model-name={spec.name}",
-        f"--tensor-parallel-size={spec.gpus_per_pod}",
+        f"--tensor-parallel-size={tensor_parallel or spec.gpus_per_pod}",
         "--host=0.0.0.0",
-        f"--port={PORT}",
+        f"--port={port}",
     ]
     if spec.max_model_len is not None:
         args.append(f"--max-model-len={spec.max_model_len}")
