@@ -30,10 +30,12 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from ..core.arg_types import enum_values
 from ..core.validation import ArgsModel
-from ..gpudirect.dranet import POD_CLAIM
-from ..gpudirect.flavors import GpuDirectFlavor, GpuDirectNetworking, counted_claim_template_spec
-from ..gpudirect.pod_parts import gpudirect_pod_parts
-from ..workloads.nccl_allreduce_network import rdma_nic_count
+from ..gpudirect.flavors import (
+    GpuDirectFlavor,
+    GpuDirectNetworking,
+    counted_claim_template_spec,
+    rdma_nic_count,
+)
 
 # The RDMA flavours and the GPUs of their machines (a3-ultragpu-8g, a4-highgpu-8g: 8; a4x-highgpu-4g,
 # a4x-maxgpu-4g-metal: 4; ../shared/reference/gke-gpu-scale-out.md 1a).
@@ -62,14 +64,18 @@ class GpuNicsSpec(ArgsModel):
     networking: enum_values(GpuDirectNetworking) = "multiNetwork"  # type: ignore[valid-type]
 
 
+def node_gpus(nics: GpuNicsSpec) -> int:
+    """The GPUs of a node of the flavour."""
+    return NODE_GPUS[GpuDirectFlavor(nics.flavor)]
+
+
 def pod_nics(nics: GpuNicsSpec, gpus_per_pod: int) -> int:
     """The NICs a Pod of `gpus_per_pod` GPUs gets: its share of the node's."""
-    flavor = GpuDirectFlavor(nics.flavor)
-    return rdma_nic_count(flavor) * gpus_per_pod // NODE_GPUS[flavor]
+    return rdma_nic_count(GpuDirectFlavor(nics.flavor)) * gpus_per_pod // node_gpus(nics)
 
 
 def takes_whole_node(nics: GpuNicsSpec, gpus_per_pod: int) -> bool:
-    return gpus_per_pod >= NODE_GPUS[GpuDirectFlavor(nics.flavor)]
+    return gpus_per_pod >= node_gpus(nics)
 
 
 def nic_template_name(count: int) -> str:
@@ -79,20 +85,6 @@ def nic_template_name(count: int) -> str:
 
 def nic_claim_template_spec(count: int) -> dict[str, Any]:
     return counted_claim_template_spec(count)
-
-
-def nic_annotations(nics: GpuNicsSpec) -> dict[str, str]:
-    """A multiNetwork Pod's annotations (every GPU NIC of the node); none on DRANET."""
-    if nics.networking != "multiNetwork":
-        return {}
-    return gpudirect_pod_parts(GpuDirectFlavor(nics.flavor))["annotations"]
-
-
-def nic_claim(nics: GpuNicsSpec, gpus_per_pod: int) -> tuple[str, str] | None:
-    """A DRANET Pod's claim: (the Pod's claim name, its template's name); None on multiNetwork."""
-    if nics.networking != "dranet":
-        return None
-    return POD_CLAIM, nic_template_name(pod_nics(nics, gpus_per_pod))
 
 
 def nic_env(nics: GpuNicsSpec, *, kv_transfer: bool) -> dict[str, str]:
@@ -113,4 +105,3 @@ def nic_env(nics: GpuNicsSpec, *, kv_transfer: bool) -> dict[str, str]:
         if nics.flavor != "RDMA":
             env["UCX_TLS"] = ARM_UCX_TLS
     return env
-

@@ -15,9 +15,13 @@ from ..core.k8s import (
 from ..dra.claims import gpu_claim_template_name, gpu_claim_template_spec
 from .autoscaler import horizontal_pod_autoscaler
 from .deployment import deployment
+from .disaggregated import declare_roles, role_selector
+from .gpu_nics import GpuNicsArgs, nic_claim_template_spec, pod_nics
 from .hyperdisk_ml import TRANSFER_KSA, TRANSFER_TIMEOUT_S, declare_volume, uses_hyperdisk_ml
 from .leader_worker_set import leader_worker_set, serving_selector
-from .model import service_namespace
+from .model import DECODE, service_namespace
+from .role_args import DisaggregationArgs, ExpertParallelArgs, RoleSizesArgs
+from .role_parts import attach_nics, nic_claim, uses_nics
 from .rollout import pod_disruption_budget
 from .rules import weights_source
 from .server_parts import (
@@ -165,6 +169,23 @@ class InferenceServiceArgs(TypedDict):
     claims its GPUs through a ResourceClaimTemplate of the DeviceClass gpu.nvidia.com in the service's
     namespace instead of an nvidia.com/gpu limit (needs an NvidiaDraDriver with gpus). Not with
     scale_on gpu. Defaults to false."""
+    gpu_nics: NotRequired[GpuNicsArgs]
+    """The pool's GPUDirect RDMA NICs (A3 Ultra, A4, A4X, A4X Max): the Pods that talk across nodes (a
+    replica over several nodes, a disaggregated service's roles) get them, as training Pods do (the
+    interfaces' annotation or a DRANET claim), with NCCL's own IB transport. Defaults to none: the Pod
+    network's TCP."""
+    disaggregation: NotRequired[DisaggregationArgs]
+    """Prefill and decode as separate workloads (`<name>-prefill`, `<name>-decode`), the KV cache moved
+    by vLLM's NixlConnector, llm-d's routing sidecar on decode; needs an InferenceGateway with
+    `disaggregated` in front (its endpoint picker picks the prefill Pod), and with kv_transport rdma
+    `gpu_nics`. Replaces gpus_per_replica, replicas, max_replicas and scale_on. Defaults to one
+    aggregated workload."""
+    expert_parallel: NotRequired[ExpertParallelArgs]
+    """A MoE model's data and expert parallel (with `disaggregation` only): each role's replica is
+    data-parallel ranks of `tensor_parallel` GPUs under vLLM's supervisor, a LeaderWorkerSet of whole
+    nodes when it spans them. Defaults to none."""
+    role_sizes: NotRequired[RoleSizesArgs]
+    """With `disaggregation`: each role's Pod size. Defaults to the service's cpu, memory_gib, ...."""
 
 
 class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
@@ -252,7 +273,7 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
         after_ksa = pulumi.ResourceOptions(parent=self, depends_on=[ns, ksa, *grants])
         # No ignoreChanges on spec.replicas: it would keep sending the count from the state (rollout.py).
         workload = after_ksa
-        if spec.dra_gpus:  # the template each Pod's claim is made from, before the Pods
+        if spec.dra_gpus and spec.disaggregation is None:  # each Pod's claim's template, before the Pods
             template = k8s.resource.v1.ResourceClaimTemplate(
                 f"{name}-gpu-claim",
                 metadata=k8s.meta.v1.ObjectMetaArgs(
@@ -262,27 +283,22 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
                 opts=in_namespace,
             )
             workload = pulumi.ResourceOptions(parent=self, depends_on=[ns, ksa, *grants, template])
-        # One node a replica: a Deployment; several: a LeaderWorkerSet, a group of Pods a replica.
-        build = leader_worker_set if spec.nodes_per_replica > 1 else deployment
-        build(
-            name,
-            spec,
-            namespace,
-            labels,
-            server_pod_spec(spec),
-            annotations=pod_annotations(spec),
-            # A Hyperdisk ML volume is filled before the first replica can start.
-            timeout_s=ROLLOUT_TIMEOUT_S + (TRANSFER_TIMEOUT_S if hyperdisk else 0),
-            opts=workload,
-        )
-        if spec.max_replicas is not None:
-            horizontal_pod_autoscaler(name, spec, namespace, labels, in_namespace)
-        pod_disruption_budget(name, spec, namespace, labels, in_namespace)
+        # A Hyperdisk ML volume is filled before the first replica can start.
+        timeout_s = ROLLOUT_TIMEOUT_S + (TRANSFER_TIMEOUT_S if hyperdisk else 0)
+        if spec.disaggregation is not None:
+            declare_roles(
+                self, name, spec, namespace, labels, timeout_s=timeout_s, depends_on=[ns, ksa, *grants]
+            )
+            # Without the gateway's header decode's sidecar serves alone (decode-only).
+            selector = role_selector(labels, DECODE)
+        else:
+            self._aggregated(name, spec, namespace, labels, timeout_s, workload, in_namespace)
+            selector = serving_selector(spec, labels)
         k8s.core.v1.Service(
             f"{name}-service",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=spec.name, namespace=namespace, labels=labels),
             spec=k8s.core.v1.ServiceSpecArgs(
-                selector=serving_selector(spec, labels),
+                selector=selector,
                 ports=[k8s.core.v1.ServicePortArgs(name="http", port=PORT, target_port=PORT, protocol="TCP")],
             ),
             opts=in_namespace,
@@ -300,6 +316,45 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
                 spec=policy,
                 opts=in_namespace,
             )
+        self.namespace = pulumi.Output.from_input(namespace)
+        self.service_url = pulumi.Output.from_input(f"http://{spec.name}.{namespace}.svc:{PORT}")
+        self.register_outputs({"serviceUrl": self.service_url, "namespace": self.namespace})
+
+    def _aggregated(
+        self,
+        name: str,
+        spec: InferenceServiceSpec,
+        namespace: str,
+        labels: dict[str, str],
+        timeout_s: int,
+        workload: pulumi.ResourceOptions,
+        in_namespace: pulumi.ResourceOptions,
+    ) -> None:
+        """One workload of identical replicas: a Deployment (one node a replica) or a LeaderWorkerSet (a
+        group of Pods a replica, on the GPU NICs where the pool has them), its autoscaler, budget and
+        scrape."""
+        pod, annotations = server_pod_spec(spec), pod_annotations(spec)
+        nics = uses_nics(spec)
+        if nics is not None:
+            pod, more = attach_nics(pod, nics, spec.gpus_per_pod, kv_transfer=False)
+            annotations = {**(annotations or {}), **more}
+            claim = nic_claim(nics, spec.gpus_per_pod)
+            if claim is not None:
+                template = k8s.resource.v1.ResourceClaimTemplate(
+                    f"{name}-nic-claim",
+                    metadata=k8s.meta.v1.ObjectMetaArgs(name=claim[1], namespace=namespace, labels=labels),
+                    spec=cast(Any, nic_claim_template_spec(pod_nics(nics, spec.gpus_per_pod))),
+                    opts=in_namespace,
+                )
+                workload = pulumi.ResourceOptions.merge(
+                    workload, pulumi.ResourceOptions(depends_on=[template])
+                )
+        # One node a replica: a Deployment; several: a LeaderWorkerSet, a group of Pods a replica.
+        build = leader_worker_set if spec.nodes_per_replica > 1 else deployment
+        build(name, spec, namespace, labels, pod, annotations=annotations, timeout_s=timeout_s, opts=workload)
+        if spec.max_replicas is not None:
+            horizontal_pod_autoscaler(name, spec, namespace, labels, in_namespace)
+        pod_disruption_budget(name, spec, namespace, labels, in_namespace)
         k8s.apiextensions.CustomResource(
             f"{name}-pod-monitoring",
             api_version="monitoring.googleapis.com/v1",
@@ -311,6 +366,3 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
             },
             opts=in_namespace,
         )
-        self.namespace = pulumi.Output.from_input(namespace)
-        self.service_url = pulumi.Output.from_input(f"http://{spec.name}.{namespace}.svc:{PORT}")
-        self.register_outputs({"serviceUrl": self.service_url, "namespace": self.namespace})

@@ -14,13 +14,17 @@ from typing import Any, cast
 from ..gpu.pool import GpuPool
 from ..gpu.scheduling import node_selector, tolerations
 from .gateway import EPP_CHART, EPP_VERSION, GATEWAY_CLASS, InferenceGatewayArgs, epp_name
+from .gpu_nics import GpuNicsArgs
 from .hyperdisk_ml import TRANSFER_TIMEOUT_S, throughput, volume_key
 from .inference_service import ROLLOUT_TIMEOUT_S, InferenceServiceArgs
 from .leader_worker_set import group_name
 from .load_floors import REFERENCE_LEVELS, default_floors
 from .load_test import JOB, ServingLoadTestArgs
 from .model import ModelServerSettings, ServingConfig
+from .pd_plan import disaggregated_args, disaggregated_summary
+from .pd_pool_rules import pool_gpu_nics
 from .pool_rules import nodes_per_replica
+from .roles import RoleLayout, layouts_of
 from .rules import gcs_location, weights_source
 from .server_parts import CONTAINER, PORT
 from .sizing import (
@@ -46,6 +50,13 @@ class ServicePlan:
     """Nodes a replica spans (1: a Deployment; more: a LeaderWorkerSet)."""
     surge: bool
     cache: WeightsCache
+    roles: tuple[RoleLayout, ...] = ()
+    """A disaggregated service's roles (none for one workload)."""
+
+    @property
+    def spans_nodes(self) -> bool:
+        """A replica (or a role's) is a LeaderWorkerSet: the cluster needs the LWS controller."""
+        return self.nodes > 1 or any(layout.nodes > 1 for layout in self.roles)
 
     @property
     def resource_name(self) -> str:
@@ -104,6 +115,23 @@ class ServicePlan:
                 "logs": f"kubectl logs -n {namespace} {group}-0 -c {CONTAINER}",
                 "workerLogs": f"kubectl logs -n {namespace} {group}-0-1 -c {CONTAINER}",
             }
+        if self.roles:
+            # No one workload: each role's size, rollout and commands (pd_plan.py).
+            for key in ("gpusPerReplica", "replicas"):
+                del summary[key]
+            del summary["commands"]["wait"]
+            summary["commands"]["logs"] = (
+                f"kubectl logs -n {namespace} deployment/{service.name}-decode -c {CONTAINER}"
+            )
+            summary["scaling"] = "fixed (each role's replicas)"
+            summary["rollout"] = "; ".join(
+                f"{layout.role}: "
+                + describe_rollout(pool, layout.gpus, layout.replicas, self.surge).replace(
+                    "replicas.min 2", f"{layout.role} replicas 2"
+                )
+                for layout in self.roles
+            )
+            summary["disaggregation"] = disaggregated_summary(service, list(self.roles), timeout)
         if service.weights.via == "hyperdiskMl":
             volume = self._hyperdisk_ml_volume()
             summary["hyperdiskMl"] = volume
@@ -158,6 +186,11 @@ class ServicePlan:
         args: InferenceGatewayArgs = {"service": self.service.name, "proxy_only_cidr": proxy_only_cidr}
         if self.nodes > 1:  # a LeaderWorkerSet: the pool takes its leaders only
             args["leaders_only"] = True
+        if self.roles:  # every Pod of both roles; each data-parallel rank's port
+            args["disaggregated"] = True
+            ports = sorted({port for layout in self.roles for port in layout.api_ports})
+            if ports != [PORT]:
+                args["target_ports"] = ports
         return args
 
     def gateway_summary(self, region: str | None, proxy_only_cidr: str) -> dict[str, Any]:
@@ -193,15 +226,23 @@ def plan_service(
 ) -> ServicePlan:
     """The plan of a service the stack rules accepted, on its pool (`surge`: whether the pool has room
     for a rollout's surge replica, sizing.surge_services)."""
+    disaggregated = service.disaggregation is not None
+    layouts = layouts_of(service, pool.gpus_per_node)
     nodes = nodes_per_replica(service, pool)
-    per_pod = service.gpus_per_replica // nodes
+    # A disaggregated service's Pod sizes are its roles' (role_sizes); its own, its smallest role's.
+    per_pod = min(r.gpus_per_pod for r in layouts) if disaggregated else service.gpus_per_replica // nodes
     # The settings the section and the component share (ModelServerSettings), by their snake_case names:
-    # each is written once, in the shared model.
-    shared = service.model_dump(include=set(ModelServerSettings.model_fields), exclude_none=True)
+    # each is written once, in the shared model. A disaggregated service's replicas are its roles'.
+    shared = service.model_dump(
+        include=set(ModelServerSettings.model_fields),
+        exclude={"gpus_per_replica"} if disaggregated else set(),
+        exclude_none=True,
+    )
     args = cast(InferenceServiceArgs, shared)
+    if not disaggregated:
+        args["replicas"] = service.replicas.min
     args |= {
         "name": service.name,
-        "replicas": service.replicas.min,
         "node_selector": node_selector(pool, autopilot=autopilot),
         # The GPU, for the fit rules, where the selector does not name it (a ComputeClass's).
         "accelerator": pool.accelerator,
@@ -223,12 +264,19 @@ def plan_service(
         args["surge"] = True
     if service.replicas.max > service.replicas.min:
         args["max_replicas"] = service.replicas.max
-    if nodes > 1:
+    if nodes > 1 and not disaggregated:
         args["gpus_per_node"] = per_pod
     if pool.dra_gpus:
         # GKE's device plugin is off there: the Pods claim their GPUs (stack/program_dra.py).
         args["dra_gpus"] = True
-    return ServicePlan(service=service, pool=pool, args=args, nodes=nodes, surge=surge, cache=cache)
+    if disaggregated:
+        disaggregated_args(service, pool, layouts, args)
+    elif nodes > 1 and (nics := pool_gpu_nics(pool)) is not None:
+        # A replica over nodes talks across them: on the GPU NICs where the pool has them.
+        args["gpu_nics"] = cast(GpuNicsArgs, nics.model_dump())
+    return ServicePlan(
+        service=service, pool=pool, args=args, nodes=nodes, surge=surge, cache=cache, roles=tuple(layouts)
+    )
 
 
 def load_test_args(service: ServingConfig, pool: GpuPool, given: Mapping[str, float]) -> ServingLoadTestArgs:

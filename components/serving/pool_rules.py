@@ -17,6 +17,7 @@ from ..gpu.pool import GpuPool
 from .fit import GIB, Replica, check_fit, tensor_parallel_sizes
 from .model import ServingConfig
 from .model_catalog import ModelFacts, model_facts, weights_bytes
+from .role_views import capacity_views
 from .rules import (
     DRA_DUTY_CYCLE_UNKNOWN,
     POPULATOR_MIN_VERSION,
@@ -293,9 +294,14 @@ def check_availability(service: ServingConfig, pool: GpuPool, names: KeyNames, n
 
 
 def pool_surges(pool: GpuPool, services: Sequence[ServingConfig]) -> set[str]:
-    """The names of the pool's services whose rollouts surge a replica (sizing.surge_services)."""
+    """The names of the pool's services whose rollouts surge a replica (sizing.surge_services); a
+    disaggregated service's where each of its roles does."""
     users = [s for s in services if s.pool == pool.name]
-    return surge_services(pool, ((s.name, s.replicas.max, s.gpus_per_replica) for s in users))
+    views = {s.name: capacity_views(s, pool) for s in users}
+    surging = surge_services(
+        pool, ((v.name, v.replicas.max, v.gpus_per_replica) for s in users for v in views[s.name])
+    )
+    return {s.name for s in users if all(v.name in surging for v in views[s.name])}
 
 
 def note_rollouts(entries: Sequence[Entry], pool: GpuPool, notes: list[str]) -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .model import DECODE, PREFILL
+from .model import DECODE, PREFILL, ModelServerSettings
 
 if TYPE_CHECKING:
     from .service_spec import InferenceServiceSpec
@@ -102,15 +102,16 @@ class RoleLayout:
         return f"{service}-{self.role}"
 
 
-def role_layouts(spec: InferenceServiceSpec) -> list[RoleLayout]:
-    """Prefill's and decode's layout, from the args (none without disaggregation)."""
-    disaggregation = spec.disaggregation
+def layouts_of(settings: ModelServerSettings, gpus_per_node: int | None) -> list[RoleLayout]:
+    """Prefill's and decode's layout on nodes of `gpus_per_node` GPUs (None: each replica on one node);
+    none without disaggregation."""
+    disaggregation = settings.disaggregation
     if disaggregation is None:
         return []
-    ep = spec.expert_parallel
+    ep = settings.expert_parallel
     layouts = []
     for role, config in ((PREFILL, disaggregation.prefill), (DECODE, disaggregation.decode)):
-        per_pod = min(config.gpus_per_replica, spec.gpus_per_node or config.gpus_per_replica)
+        per_pod = min(config.gpus_per_replica, gpus_per_node or config.gpus_per_replica)
         layouts.append(
             RoleLayout(
                 role=role,
@@ -122,3 +123,17 @@ def role_layouts(spec: InferenceServiceSpec) -> list[RoleLayout]:
             )
         )
     return layouts
+
+
+def role_layouts(spec: InferenceServiceSpec) -> list[RoleLayout]:
+    """The component's roles, on its `gpus_per_node`."""
+    return layouts_of(spec, spec.gpus_per_node)
+
+
+def served_ports(spec: InferenceServiceSpec) -> list[int]:
+    """Every port the service's Pods answer on: 8000; a disaggregated service's roles' API ports and
+    vLLM's own (decode's, behind its sidecar, for the scraper)."""
+    ports = {API_PORT}
+    for layout in role_layouts(spec):
+        ports |= {*layout.api_ports, *layout.vllm_ports}
+    return sorted(ports)

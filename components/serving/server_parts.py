@@ -19,13 +19,15 @@ from ..core.egress import (
 from ..core.k8s import app_labels, image_version, selector_labels
 from ..dra.claims import GPU_CLAIM, container_claim, gpu_claim_template_name, pod_claim
 from .hyperdisk_ml import claim_volume, uses_hyperdisk_ml
+from .roles import API_PORT, served_ports
 from .rules import gcs_location, weights_source
 from .sizing import file_cache_max_mb
 
 if TYPE_CHECKING:
     from .service_spec import InferenceServiceSpec
 
-PORT = 8000
+# The OpenAI API's port (a disaggregated service's too: roles.py).
+PORT = API_PORT
 # The server's container (the GPU duty-cycle autoscaler selects it by name).
 CONTAINER = "vllm"
 # vLLM's image has a user 2000 in group 0 (home /home/vllm): the one UID the stock image knows
@@ -211,7 +213,11 @@ def network_policy(
     ]
     ingress = [
         k8s.networking.v1.NetworkPolicyIngressRuleArgs(
-            from_=peers, ports=[k8s.networking.v1.NetworkPolicyPortArgs(port=PORT, protocol="TCP")]
+            from_=peers,
+            ports=[
+                k8s.networking.v1.NetworkPolicyPortArgs(port=port, protocol="TCP")
+                for port in served_ports(spec)
+            ],
         )
     ]
     if spec.nodes_per_replica > 1:

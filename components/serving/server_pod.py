@@ -51,14 +51,10 @@ def server_pod_spec(spec: InferenceServiceSpec) -> k8s.core.v1.PodSpecArgs:
         k8s.core.v1.VolumeArgs(
             name="home", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit=f"{spec.disk_gib}Gi")
         ),
-        k8s.core.v1.VolumeArgs(
-            name="tmp", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit="1Gi")
-        ),
+        k8s.core.v1.VolumeArgs(name="tmp", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit="1Gi")),
         k8s.core.v1.VolumeArgs(
             name="dshm",
-            empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(
-                medium="Memory", size_limit=f"{spec.shm_gib}Gi"
-            ),
+            empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(medium="Memory", size_limit=f"{spec.shm_gib}Gi"),
         ),
     ]
     env = [
@@ -75,9 +71,7 @@ def server_pod_spec(spec: InferenceServiceSpec) -> k8s.core.v1.PodSpecArgs:
             k8s.core.v1.EnvVarArgs(
                 name="HF_TOKEN",
                 value_from=k8s.core.v1.EnvVarSourceArgs(
-                    secret_key_ref=k8s.core.v1.SecretKeySelectorArgs(
-                        name=spec.hf_token_secret, key="token"
-                    )
+                    secret_key_ref=k8s.core.v1.SecretKeySelectorArgs(name=spec.hf_token_secret, key="token")
                 ),
             )
         )
