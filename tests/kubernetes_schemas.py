@@ -95,6 +95,11 @@ CRD_SCHEMAS: dict[tuple[str, str], tuple[str, ...]] = {
     ("gateway.networking.k8s.io/v1", "HTTPRoute"): (
         "crds/gateway.networking.k8s.io/gateway.networking.k8s.io_httproutes.yaml",
     ),
+    # SIG Multicluster's ClusterProfile (kubernetes-sigs/cluster-inventory-api@8375ac21, the file of
+    # tag v0.1.2; Kueue v0.19.2 builds against v0.1.3): what GKE's fleet keeps per member for MultiKueue.
+    ("multicluster.x-k8s.io/v1alpha1", "ClusterProfile"): (
+        "crds/multicluster.x-k8s.io/multicluster.x-k8s.io_clusterprofiles.yaml",
+    ),
     # NVIDIA's DRA driver v0.4.0 (kubernetes-sigs/dra-driver-nvidia-gpu), the Helm chart's copy.
     ("resource.nvidia.com/v1beta1", "ComputeDomain"): (
         "crds/resource.nvidia.com/resource.nvidia.com_computedomains.yaml",

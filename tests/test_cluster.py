@@ -119,9 +119,17 @@ def test_dedicated_least_privilege_node_service_account() -> None:
     result = declare(preview=False)
     account = result.one("gcp:serviceaccount/account:Account").inputs
     assert account["accountId"] == "gpu-test-nodes"
-    (binding,) = result.of_type("gcp:projects/iAMMember:IAMMember")
-    assert binding.inputs["role"] == "roles/container.defaultNodeServiceAccount"
-    assert binding.inputs["member"] == "serviceAccount:gpu-test-nodes@test-project.iam.gserviceaccount.com"
+    bindings = result.of_type("gcp:projects/iAMMember:IAMMember")
+    # Google's node role, and Service Usage Consumer, which image streaming needs on a custom node
+    # account (GKE "Use Image streaming", Requirements): nothing else.
+    assert sorted(b.inputs["role"] for b in bindings) == [
+        "roles/container.defaultNodeServiceAccount",
+        "roles/serviceusage.serviceUsageConsumer",
+    ]
+    for binding in bindings:
+        assert (
+            binding.inputs["member"] == "serviceAccount:gpu-test-nodes@test-project.iam.gserviceaccount.com"
+        )
     system = result.one("gcp:container/nodePool:NodePool").inputs
     assert system["nodeConfig"]["serviceAccount"] == "gpu-test-nodes@test-project.iam.gserviceaccount.com"
     assert cluster_inputs(result)["nodeConfig"]["serviceAccount"].endswith(

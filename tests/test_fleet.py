@@ -1,8 +1,9 @@
-"""A MultiKueue fleet (issue 29): a manager cluster holding the teams' queues and GPU workers in other
-regions, in one stack file; the objects on each cluster, through that cluster's own provider, valid
-against Kueue v0.19.2's CRDs; the credentials the manager gets; and the stack file's bad input."""
+"""A MultiKueue fleet (issues 29, 34): a manager cluster holding the teams' queues and GPU workers in
+other regions, in one stack file; the objects on each cluster, through that cluster's own provider,
+valid against Kueue v0.19.2's CRDs; how the manager reaches a worker with no stored credential (GKE's
+fleet: ClusterProfiles, Connect Gateway, Workload Identity) and the token opt-in; and the stack file's
+bad input."""
 
-import base64
 import copy
 import json
 from pathlib import Path
@@ -14,15 +15,17 @@ import yaml
 from gke_gpu.core.validation import InvalidArgsError
 from gke_gpu.fleet.kueue_config import DISPATCHERS, manager_configuration
 from gke_gpu.fleet.manager import MultiKueueManager
-from gke_gpu.fleet.worker_access import RULES, kubeconfig
+from gke_gpu.fleet.manager_access import GATEWAY_ROLES, cluster_profile_name, kueue_fullname
 from gke_gpu.stack.config import parse_settings
 from tests.conftest import config_error, render
-from tests.kubernetes_schemas import validate
+from tests.kubernetes_schemas import cel_outcome, validate
 from tools.offline import MOCK_TOKEN_PREFIX, RunResult, run_stack
+from tools.prices import load_prices
 
 ROOT = Path(__file__).resolve().parent.parent
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2"
 STACK_FILE = yaml.safe_load((ROOT / "Pulumi.fleet.yaml").read_text())["config"]
+PLUGIN = STACK_FILE["gke-gpu:fleet"]["credentialsPluginImage"]
 
 
 def fleet_raw() -> dict[str, Any]:
@@ -42,7 +45,7 @@ def errors(raw: dict[str, Any]) -> str:
 
 @pytest.fixture(scope="module")
 def applied() -> RunResult:
-    """The example as `pulumi up` would declare it (outputs computed: the token Secrets filled)."""
+    """The example as `pulumi up` would declare it (outputs computed: the fleet Memberships)."""
     result = run_stack("fleet", preview=False)
     assert result.error is None, result.error
     return result
@@ -60,6 +63,20 @@ def provider_of(result: RunResult, urn_name: str) -> str:
     return provider.urn
 
 
+def on_cluster(result: RunResult, urn_name: str) -> list[Any]:
+    urn = provider_of(result, urn_name)
+    return [r for r in result.resources if (r.provider or "").startswith(urn)]
+
+
+def manager_kueue_config(result: RunResult) -> tuple[dict[str, Any], dict[str, Any]]:
+    (chart,) = [r for r in result.of_type("kubernetes:helm.sh/v4:Chart") if r.name == "fleet-kueue"]
+    values = chart.inputs["values"]
+    return values, yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
+
+
+# -- the manager's queues ---------------------------------------------------------------------------
+
+
 def test_the_manager_dispatches_each_team_queue_through_a_multikueue_check(applied: RunResult) -> None:
     checks = kueue_objects(applied, "AdmissionCheck")
     assert checks["multikueue-gpu-h100-research"]["spec"] == {
@@ -74,11 +91,6 @@ def test_the_manager_dispatches_each_team_queue_through_a_multikueue_check(appli
     # Each team's preference: research in the fleet's order, platform as it lists its workers.
     assert configs["multikueue-gpu-h100-research"]["spec"] == {"clusters": ["us-east", "us-central"]}
     assert configs["multikueue-gpu-h100-platform"]["spec"] == {"clusters": ["us-central", "us-east"]}
-    clusters = kueue_objects(applied, "MultiKueueCluster")
-    assert clusters["us-east"]["spec"] == {
-        "clusterSource": {"kubeConfig": {"locationType": "Secret", "location": "multikueue-us-east"}}
-    }
-    assert set(clusters) == {"us-east", "us-central"}
 
 
 def test_the_manager_queue_holds_the_sum_of_its_workers_quota(applied: RunResult) -> None:
@@ -114,7 +126,6 @@ def test_every_cluster_gets_its_objects_through_its_own_provider(applied: RunRes
             name for name, urn in providers.items() if resource.provider and resource.provider.startswith(urn)
         )
 
-    # The manager: MultiKueue's objects, its queues' LocalQueues, the workers' kubeconfig Secrets.
     for kind in ("MultiKueueCluster", "MultiKueueConfig", "AdmissionCheck"):
         assert {on(r) for r in applied.of_type(f"{KUEUE}:{kind}") if "multikueue" in str(r.inputs)} == {
             "manager"
@@ -126,122 +137,427 @@ def test_every_cluster_gets_its_objects_through_its_own_provider(applied: RunRes
     }
     for cluster in providers:
         assert {(cluster, "research", "gpu-h100"), (cluster, "platform", "gpu-h100")} <= local
-    accounts = [
-        r
-        for r in applied.of_type("kubernetes:core/v1:ServiceAccount")
-        if r.inputs["metadata"]["name"] == "multikueue"
+    grants = [r for r in applied.of_type("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding")]
+    assert sorted(on(r) for r in grants if r.inputs["metadata"]["name"] == "multikueue-worker-read") == [
+        "us-central",
+        "us-east",
     ]
-    assert sorted(on(r) for r in accounts) == ["us-central", "us-east"]
 
 
 def test_every_kueue_object_is_valid_against_the_vendored_crds(applied: RunResult) -> None:
     objects = [r.inputs for r in applied.resources if r.type.startswith(KUEUE)]
     kinds = {o["kind"] for o in objects}
     assert {"MultiKueueCluster", "MultiKueueConfig", "AdmissionCheck", "ClusterQueue", "LocalQueue"} <= kinds
+    evaluated = 0
     for obj in objects:
         validate(obj)
+        for outcome in cel_outcome(obj):
+            assert not outcome.failures, (obj["kind"], obj["metadata"]["name"], outcome.failures)
+            evaluated += outcome.evaluated
+    # The MultiKueueClusters' "exactly one of kubeConfig and clusterProfileRef" among them.
+    assert evaluated > 0
 
 
-def test_the_manager_reaches_a_worker_as_kueue_accepts_and_no_token_shows(applied: RunResult) -> None:
-    secrets = [r for r in applied.of_type("kubernetes:core/v1:Secret") if r.name.endswith("-kubeconfig")]
-    assert {r.inputs["metadata"]["name"] for r in secrets} == {"multikueue-us-east", "multikueue-us-central"}
-    for secret in secrets:
-        assert secret.inputs["metadata"]["namespace"] == "kueue-system"
-        # A Pulumi secret: the render never holds the kubeconfig.
-        assert secret.inputs["stringData"] == "[secret]"
-    rendered = json.dumps([r.inputs for r in applied.resources]) + json.dumps(applied.outputs, default=str)
-    assert MOCK_TOKEN_PREFIX not in rendered
-    assert base64.b64encode(MOCK_TOKEN_PREFIX.encode()).decode()[:20] not in rendered
-
-
-def test_the_kubeconfig_is_one_kueue_accepts() -> None:
-    text = kubeconfig("us-east", "10.40.0.2", "Q0E=", "token-value")
-    config = yaml.safe_load(text)
-    (user,) = config["users"]
-    # A bearer token and the CA inline: no exec plugin, auth provider, token or CA file (Kueue v0.19.2
-    # refuses those as InsecureKubeConfig).
-    assert user["user"] == {"token": "token-value"}
-    (cluster,) = config["clusters"]
-    assert cluster["cluster"] == {"server": "https://10.40.0.2", "certificate-authority-data": "Q0E="}
-
-
-def test_the_worker_grants_only_what_multikueue_needs_for_jobs_and_jobsets() -> None:
-    resources = {(g, r) for rule in RULES for g in rule["apiGroups"] for r in rule["resources"]}
-    assert resources == {
-        ("batch", "jobs"),
-        ("batch", "jobs/status"),
-        ("jobset.x-k8s.io", "jobsets"),
-        ("jobset.x-k8s.io", "jobsets/status"),
-        ("kueue.x-k8s.io", "workloads"),
-        ("kueue.x-k8s.io", "workloads/status"),
-        ("kueue.x-k8s.io", "clusterqueues"),
-        ("kueue.x-k8s.io", "localqueues"),
-    }
-    assert not any("*" in v for rule in RULES for v in rule["verbs"])
+def test_the_cluster_profiles_gke_keeps_are_what_kueue_reads(applied: RunResult) -> None:
+    """Each worker's ClusterProfile, in the form Kueue v0.19.2's guide shows a cloud's sync creating
+    it (setup_multikueue.md:206-223), under the name the MultiKueueCluster refers to, with the access
+    provider the manager's Kueue has a plugin for: valid against the vendored ClusterProfile CRD."""
+    _, config = manager_kueue_config(applied)
+    (provider,) = config["multiKueue"]["clusterProfile"]["accessProviders"]
+    for worker, reference in applied.outputs["fleet"]["clusterProfiles"].items():
+        namespace, name = reference.split("/")
+        profile = {
+            "apiVersion": "multicluster.x-k8s.io/v1alpha1",
+            "kind": "ClusterProfile",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "labels": {"x-k8s.io/cluster-manager": "gke-fleet"},
+            },
+            "spec": {"clusterManager": {"name": "gke-fleet"}, "displayName": name},
+            "status": {
+                "accessProviders": [{"name": provider["name"], "cluster": {"server": "https://gateway"}}]
+            },
+        }
+        validate(profile)
+        assert all(not outcome.failures for outcome in cel_outcome(profile))
+        # Kueue reads ClusterProfiles in its own namespace only (multikueuecluster.go:1054-1057).
+        assert namespace == "kueue-system"
+        assert kueue_objects(applied, "MultiKueueCluster")[worker]["spec"]["clusterSource"] == {
+            "clusterProfileRef": {"name": name}
+        }
 
 
 def test_the_dispatcher_reaches_kueues_configuration(applied: RunResult) -> None:
-    charts = [r for r in applied.of_type("kubernetes:helm.sh/v4:Chart") if r.name == "fleet-kueue"]
-    (chart,) = charts
-    config = yaml.safe_load(chart.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
-    assert config["multiKueue"] == {
-        "dispatcherName": "kueue.x-k8s.io/multikueue-dispatcher-incremental",
-        "incrementalDispatcherConfig": {"stepSize": 1},
-    }
+    _, config = manager_kueue_config(applied)
+    assert config["multiKueue"]["dispatcherName"] == "kueue.x-k8s.io/multikueue-dispatcher-incremental"
+    assert config["multiKueue"]["incrementalDispatcherConfig"] == {"stepSize": 1}
     assert {"batch/job", "jobset.x-k8s.io/jobset"} <= set(config["integrations"]["frameworks"])
     assert manager_configuration("allAtOnce")["multiKueue"] == {"dispatcherName": DISPATCHERS["allAtOnce"]}
 
 
-def test_the_render_shows_each_teams_queue_and_the_workers_it_runs_on(applied: RunResult) -> None:
-    fleet = applied.outputs["fleet"]
-    assert fleet["workerNames"] == ["us-east", "us-central"]
-    platform = next(t for t in fleet["teams"] if t["team"] == "platform")
-    assert platform["localQueue"] == "platform/gpu-h100"
-    assert platform["gpus"] == 16
-    assert platform["workers"] == [
-        {
-            "worker": "us-central",
-            "region": "us-central1",
-            "accelerator": "nvidia-h100-80gb",
-            "teamGpus": 8,
-            "mayBorrowGpus": 8,
-            "capacity": "flex-start",
-        },
-        {
-            "worker": "us-east",
-            "region": "us-east4",
-            "accelerator": "nvidia-h100-80gb",
-            "teamGpus": 8,
-            "mayBorrowGpus": 8,
-            "capacity": "flex-start",
-        },
+# -- no stored credential: the fleet --------------------------------------------------------------
+
+
+def test_every_cluster_is_a_member_of_the_fleet_and_the_manager_its_hub(applied: RunResult) -> None:
+    clusters = {r.inputs["name"]: r.inputs for r in applied.of_type("gcp:container/cluster:Cluster")}
+    for name in ("gpu-fleet", "gpu-fleet-us-east", "gpu-fleet-us-central"):
+        assert clusters[name]["fleet"] == {"project": STACK_FILE["gcp:project"]}
+    # GKE's ClusterProfile sync, on the manager only, into Kueue's namespace.
+    hub = {
+        "fleet-clusterinventory-management-cluster": "true",
+        "fleet-clusterinventory-namespace": "kueue-system",
+    }
+    assert hub.items() <= clusters["gpu-fleet"]["resourceLabels"].items()
+    assert not any("fleet-clusterinventory" in k for k in clusters["gpu-fleet-us-east"]["resourceLabels"])
+
+
+def test_the_manager_reaches_each_worker_through_its_cluster_profile(applied: RunResult) -> None:
+    clusters = kueue_objects(applied, "MultiKueueCluster")
+    assert set(clusters) == {"us-east", "us-central"}
+    # GKE keeps a ClusterProfile per member named <membership>-<location>; the cluster's Membership
+    # is regional (the mocks' stand-in, as the provider reports it).
+    assert clusters["us-east"]["spec"] == {
+        "clusterSource": {"clusterProfileRef": {"name": "gpu-fleet-us-east-us-east4"}}
+    }
+    assert applied.outputs["fleet"]["clusterProfiles"] == {
+        "us-east": "kueue-system/gpu-fleet-us-east-us-east4",
+        "us-central": "kueue-system/gpu-fleet-us-central-us-central1",
+    }
+    values, config = manager_kueue_config(applied)
+    # The alpha gate (off by default in 0.19.2), and the plugin for the sync's access provider.
+    assert values["controllerManager"] == {
+        "featureGates": [{"name": "MultiKueueClusterProfile", "enabled": True}]
+    }
+    assert config["multiKueue"]["clusterProfile"] == {
+        "accessProviders": [
+            {
+                "name": "google",
+                "execConfig": {
+                    "apiVersion": "client.authentication.k8s.io/v1beta1",
+                    "command": "/plugins/gcp-auth-plugin",
+                    "interactiveMode": "Never",
+                },
+            }
+        ]
+    }
+
+
+def test_no_token_secret_and_no_credential_anywhere(applied: RunResult) -> None:
+    secrets = applied.of_type("kubernetes:core/v1:Secret")
+    assert not [s for s in secrets if s.inputs.get("type") == "kubernetes.io/service-account-token"]
+    assert not [s for s in secrets if s.inputs["metadata"].get("namespace") == "kueue-system"]
+    rendered = json.dumps([r.inputs for r in applied.resources]) + json.dumps(applied.outputs, default=str)
+    assert MOCK_TOKEN_PREFIX not in rendered
+    assert "[secret]" not in json.dumps(applied.outputs["fleet"], default=str)
+
+
+def test_kueue_acts_as_a_google_account_with_connect_gateways_roles_only(applied: RunResult) -> None:
+    (account,) = [
+        r for r in applied.of_type("gcp:serviceaccount/account:Account") if r.name == "fleet-kueue-identity"
+    ]
+    email = f"{account.inputs['accountId']}@{STACK_FILE['gcp:project']}.iam.gserviceaccount.com"
+    roles = sorted(
+        r.inputs["role"]
+        for r in applied.of_type("gcp:projects/iAMMember:IAMMember")
+        if r.inputs["member"] == f"serviceAccount:{email}"
+    )
+    assert roles == sorted(GATEWAY_ROLES) == ["roles/container.clusterViewer", "roles/gkehub.gatewayEditor"]
+    # Only Kueue's own Kubernetes account (the chart's, named after the release) may act as it.
+    controller = f"{kueue_fullname('fleet-kueue')}-controller-manager"
+    assert controller == "fleet-kueue-controller-manager"
+    (identity,) = [
+        r
+        for r in applied.of_type("gcp:serviceaccount/iAMMember:IAMMember")
+        if r.name == "fleet-kueue-workload-identity"
+    ]
+    assert identity.inputs["role"] == "roles/iam.workloadIdentityUser"
+    assert (
+        identity.inputs["member"]
+        == f"serviceAccount:example-gpu-fleet.svc.id.goog[kueue-system/{controller}]"
+    )
+    (patch,) = applied.of_type("kubernetes:core/v1:ServiceAccountPatch")
+    assert patch.inputs["metadata"] == {
+        "name": controller,
+        "namespace": "kueue-system",
+        "annotations": {"iam.gke.io/gcp-service-account": email},
+    }
+
+
+def test_kueues_pod_gets_the_credentials_plugin_and_nothing_else(applied: RunResult) -> None:
+    (patch,) = applied.of_type("kubernetes:apps/v1:DeploymentPatch")
+    assert patch.inputs["metadata"] == {"name": "fleet-kueue-controller-manager", "namespace": "kueue-system"}
+    spec = patch.inputs["spec"]["template"]["spec"]
+    (init,) = spec["initContainers"]
+    assert init["image"] == PLUGIN
+    assert [*init["command"], *init["args"]] == ["cp", "/gcp-auth-plugin", "/plugins/gcp-auth-plugin"]
+    assert init["securityContext"]["runAsNonRoot"] is True
+    assert init["securityContext"]["readOnlyRootFilesystem"] is True
+    assert init["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert init["resources"]["limits"] == {"cpu": "100m", "memory": "64Mi"}
+    (manager,) = spec["containers"]
+    assert manager == {
+        "name": "manager",
+        "volumeMounts": [{"name": "clusterprofile-plugins", "mountPath": "/plugins", "readOnly": True}],
+    }
+    assert set(spec) == {"initContainers", "containers", "volumes"}
+
+
+def test_a_worker_grants_the_manager_reads_everywhere_and_writes_in_the_fleets_namespaces(
+    applied: RunResult,
+) -> None:
+    east = on_cluster(applied, "us-east-gke")
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for r in east:
+        if r.type.startswith("kubernetes:rbac.authorization.k8s.io/v1:") and "multikueue" in r.name:
+            by_kind.setdefault(r.type.rsplit(":", 1)[1], []).append(r.inputs)
+    (email,) = {
+        s["name"]
+        for kind in ("ClusterRoleBinding", "RoleBinding")
+        for binding in by_kind[kind]
+        for s in binding["subjects"]
+    }
+    assert email.endswith(".iam.gserviceaccount.com")
+    (reader_binding,) = by_kind["ClusterRoleBinding"]
+    assert reader_binding["roleRef"]["name"] == "multikueue-worker-read"
+    assert reader_binding["subjects"] == [
+        {"kind": "User", "name": email, "apiGroup": "rbac.authorization.k8s.io"}
+    ]
+    writers = {b["metadata"]["namespace"]: b["roleRef"]["name"] for b in by_kind["RoleBinding"]}
+    assert writers == {"research": "multikueue-worker-write", "platform": "multikueue-worker-write"}
+    roles = {r["metadata"]["name"]: r["rules"] for r in by_kind["ClusterRole"]}
+    reads = {v for rule in roles["multikueue-worker-read"] for v in rule["verbs"]}
+    assert reads <= {"get", "list", "watch"}
+    writes = {
+        (g, res, v)
+        for rule in roles["multikueue-worker-write"]
+        for g in rule["apiGroups"]
+        for res in rule["resources"]
+        for v in rule["verbs"]
+    }
+    assert ("batch", "jobs", "create") in writes and ("kueue.x-k8s.io", "workloads/status", "patch") in writes
+    assert not any("*" in str(rule) for rules in roles.values() for rule in rules)
+    # No account of its own on a worker reached through the fleet: nothing to hold a token for.
+    assert not [
+        r
+        for r in east
+        if r.type == "kubernetes:core/v1:ServiceAccount" and r.inputs["metadata"]["name"] == "multikueue"
     ]
 
 
-def test_a_queued_provisioning_worker_gets_its_provisioning_request_check() -> None:
+def test_the_manager_needs_no_route_to_a_fleet_workers_endpoint(applied: RunResult) -> None:
+    # Connect Gateway reaches a member's control plane: no peering, no global access for it.
+    assert not applied.of_type("gcp:compute/networkPeering:NetworkPeering")
+    clusters = {r.inputs["name"]: r.inputs for r in applied.of_type("gcp:container/cluster:Cluster")}
+    assert "masterGlobalAccessConfig" not in clusters["gpu-fleet-us-east"]["privateClusterConfig"]
+
+
+def test_the_cluster_profile_name_and_kueues_names_follow_their_sources() -> None:
+    membership = "//gkehub.googleapis.com/projects/p/locations/us-west1/memberships/multikueue-worker"
+    # Google's sample: cluster multikueue-worker in us-west1 -> ClusterProfile multikueue-worker-us-west1.
+    assert cluster_profile_name(membership) == "multikueue-worker-us-west1"
+    assert cluster_profile_name(None) == cluster_profile_name("x") == ""
+    # The chart's kueue.fullname: a release containing "kueue" is the name itself.
+    assert kueue_fullname("kueue") == "kueue"
+    assert kueue_fullname("fleet-kueue") == "fleet-kueue"
+    assert kueue_fullname("batch") == "batch-kueue"
+
+
+# -- admission means capacity ----------------------------------------------------------------------
+
+
+def test_each_worker_queue_behind_a_fleet_queue_admits_only_with_capacity(applied: RunResult) -> None:
+    for worker in ("us-east-gke", "us-central-gke"):
+        queues = {
+            r.inputs["metadata"]["name"]: r.inputs["spec"]
+            for r in on_cluster(applied, worker)
+            if r.type == f"{KUEUE}:ClusterQueue"
+        }
+        for team in ("research", "platform"):
+            assert queues[f"gpu-h100-{team}"]["admissionChecksStrategy"] == {
+                "admissionChecks": [{"name": "dws-h100"}]
+            }
+    rows = {row["team"]: row for row in applied.outputs["fleet"]["teams"]}
+    assert {w["admission"] for w in rows["research"]["workers"]} == {"ProvisioningRequest"}
+
+
+def test_a_flex_start_pool_without_queued_provisioning_is_refused_by_key() -> None:
     raw = fleet_raw()
-    raw["fleet"]["workers"][0]["gpuPools"][0]["queuedProvisioning"] = True
+    raw["fleet"]["workers"][0]["gpuPools"][0].pop("queuedProvisioning")
+    message = errors(raw)
+    assert (
+        "gke-gpu:fleet.workers[0].gpuPools[0].queuedProvisioning: pool 'h100' (flex-start) backs a fleet "
+        "queue without a capacity guarantee"
+    ) in message
+    assert message.count("capacity guarantee") == 1  # one line per worker and pool, not per queue
+
+
+def test_an_on_demand_pool_needs_a_readiness_timeout_then_the_worker_evicts_in_time() -> None:
+    raw = fleet_raw()
+    central = raw["fleet"]["workers"][1]
+    for key in ("flexStart", "queuedProvisioning"):
+        central["gpuPools"][0].pop(key)
+    central["gpuPools"][0]["spot"] = True
+    assert (
+        "gke-gpu:fleet.workers[1].podsReadyTimeoutMinutes: required: pool 'h100' (spot) backs a fleet queue"
+        in errors(raw)
+    )
+    central["podsReadyTimeoutMinutes"] = 20
     result = render(fleet_config(raw))
-    us_east = provider_of(result, "us-east-gke")
-    checks = {
-        r.inputs["metadata"]["name"]: (r.provider or "", r.inputs["spec"])
-        for r in result.of_type(f"{KUEUE}:AdmissionCheck")
-    }
-    provider, spec = checks["dws-h100"]
-    assert provider.startswith(us_east)
-    assert spec["controllerName"] == "kueue.x-k8s.io/provisioning-request"
-    # On us-east the team's queue waits for GKE's nodes; on the manager, for MultiKueue.
-    strategies = {
-        (r.provider or "").startswith(us_east): r.inputs["spec"].get("admissionChecksStrategy")
-        for r in result.of_type(f"{KUEUE}:ClusterQueue")
-        if r.inputs["metadata"]["name"] == "gpu-h100-research"
-        and not (r.provider or "").startswith(provider_of(result, "us-central-gke"))
-    }
-    assert strategies == {
-        True: {"admissionChecks": [{"name": "dws-h100"}]},
-        False: {"admissionChecks": [{"name": "multikueue-gpu-h100-research"}]},
+    (chart,) = [
+        r
+        for r in on_cluster(result, "us-central-gke")
+        if r.type == "kubernetes:helm.sh/v4:Chart" and r.name.endswith("-kueue")
+    ]
+    config = yaml.safe_load(chart.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
+    assert config["waitForPodsReady"] == {"timeout": "20m"}
+    rows = {row["team"]: row for row in result.outputs["fleet"]["teams"]}
+    assert {w["worker"]: w["admission"] for w in rows["research"]["workers"]} == {
+        "us-east": "ProvisioningRequest",
+        "us-central": "waitForPodsReady",
     }
 
+
+# -- every fleet queue can be admitted -------------------------------------------------------------
+
+
+def _dranet_east(raw: dict[str, Any]) -> None:
+    """us-east's h100 pool an A4 (B200) RDMA pool on DRANET."""
+    east = raw["fleet"]["workers"][0]
+    east["gpuPools"][0].update(
+        accelerator="nvidia-b200", gpudirect=True, gpudirectNetworking="dranet", zones=["us-east4-b"]
+    )
+    east["cluster"].update(minimumVersion="1.34", location="us-east4-b")
+
+
+def test_a_fleet_queue_over_a_dranet_pool_is_refused_by_key_and_why() -> None:
+    raw = fleet_raw()
+    _dranet_east(raw)
+    message = errors(raw)
+    assert (
+        "gke-gpu:fleet.teams[0].queues[0].pool: 'h100' is a DRANET pool on worker(s) us-east; a fleet queue"
+        in message
+    )
+    assert "pkg/dra/claims.go" in message
+
+
+def test_a_fleet_queue_over_workers_whose_nodes_differ_is_refused() -> None:
+    raw = fleet_raw()
+    central = raw["fleet"]["workers"][1]
+    central["gpuPools"][0].update(accelerator="nvidia-h200-141gb", zones=["us-central1-b"])
+    central["cluster"]["location"] = "us-central1-b"
+    message = errors(raw)
+    assert (
+        "gke-gpu:fleet.teams[0].queues[0].pool: 'h100' differs between the workers of team research's queue"
+        in message
+    )
+    assert "us-east: nvidia-h100-80gb, 8 GPUs a node; us-central: nvidia-h200-141gb, 8 GPUs a node" in message
+
+
+# -- the token opt-in ------------------------------------------------------------------------------
+
+
+def _token_worker(raw: dict[str, Any]) -> dict[str, Any]:
+    central = raw["fleet"]["workers"][1]
+    central["access"] = "token"
+    return central
+
+
+def test_a_worker_outside_the_fleets_project_needs_the_opt_in() -> None:
+    raw = fleet_raw()
+    raw["fleet"]["workers"][1]["project"] = "other-gpu-project"
+    assert (
+        "gke-gpu:fleet.workers[1].project: 'other-gpu-project' is not the fleet's project (example-gpu-fleet)"
+        in errors(raw)
+    )
+
+
+def test_a_token_worker_gets_namespaced_rbac_a_route_and_a_note_but_no_token() -> None:
+    raw = fleet_raw()
+    worker = _token_worker(raw)
+    worker["project"] = "other-gpu-project"
+    result = render(fleet_config(raw), preview=False)
+    clusters = {r.inputs["name"]: r.inputs for r in result.of_type("gcp:container/cluster:Cluster")}
+    central = clusters["gpu-fleet-us-central"]
+    assert central["project"] == "other-gpu-project"
+    assert "fleet" not in central  # not a member of the fleet
+    assert central["privateClusterConfig"]["masterGlobalAccessConfig"] == {"enabled": True}
+    peerings = {r.inputs["name"] for r in result.of_type("gcp:compute/networkPeering:NetworkPeering")}
+    assert peerings == {"fleet-us-central", "fleet-manager"}
+    specs = {name: spec["spec"] for name, spec in kueue_objects(result, "MultiKueueCluster").items()}
+    assert specs["us-central"] == {
+        "clusterSource": {"kubeConfig": {"locationType": "Secret", "location": "multikueue-us-central"}}
+    }
+    assert "clusterProfileRef" in specs["us-east"]["clusterSource"]
+    # The account on the worker, bound namespaced for writes; no token Secret, no kubeconfig Secret.
+    mine = on_cluster(result, "us-central-gke")
+    (account,) = [
+        r
+        for r in mine
+        if r.type == "kubernetes:core/v1:ServiceAccount" and r.inputs["metadata"]["name"] == "multikueue"
+    ]
+    assert account.inputs["automountServiceAccountToken"] is False
+    bindings = [
+        r.inputs
+        for r in mine
+        if r.type.endswith(":RoleBinding") and r.inputs["metadata"]["name"] == "multikueue-worker-write"
+    ]
+    assert {b["metadata"]["namespace"] for b in bindings} == {"research", "platform"}
+    assert not [
+        s for s in result.of_type("kubernetes:core/v1:Secret") if "multikueue" in s.inputs["metadata"]["name"]
+    ]
+    assert MOCK_TOKEN_PREFIX not in json.dumps([r.inputs for r in result.resources])
+    summary = next(w for w in result.outputs["fleet"]["workers"] if w["name"] == "us-central")
+    assert summary["access"]["mode"] == "token"
+    assert "create token multikueue --duration=24h" in summary["access"]["createToken"]
+    assert any("gke-gpu:fleet.workers[1].access: token" in w for w in result.warnings)
+
+
+def test_the_credentials_plugin_is_required_with_a_fleet_worker_only() -> None:
+    raw = fleet_raw()
+    del raw["fleet"]["credentialsPluginImage"]
+    assert (
+        "gke-gpu:fleet.credentialsPluginImage: required: the manager's Kueue reaches worker(s) us-east, "
+        "us-central" in errors(raw)
+    )
+    for worker in raw["fleet"]["workers"]:
+        worker["access"] = "token"
+    settings, _ = parse_settings(
+        raw, project=STACK_FILE["gcp:project"], region=STACK_FILE["gcp:region"], stack="fleet"
+    )
+    assert settings.fleet is not None and settings.fleet.plan.through_fleet() == []
+    raw["fleet"]["credentialsPluginImage"] = PLUGIN
+    assert "gke-gpu:fleet.credentialsPluginImage: only allowed with a worker of access: fleet" in errors(raw)
+
+
+# -- workers are first-class -----------------------------------------------------------------------
+
+
+def test_a_workers_notes_reach_the_render_keyed_under_the_worker() -> None:
+    result = run_stack("fleet")
+    # The flex-start queued-provisioning version note a single-cluster stack's pool gets.
+    notes = [w for w in result.warnings if "queuedProvisioning uses flex-start VMs" in w]
+    assert [n.split(": ", 2)[1] for n in notes] == [
+        "gke-gpu:fleet.workers[0].gpuPools[0]",
+        "gke-gpu:fleet.workers[1].gpuPools[0]",
+    ]
+
+
+def test_the_outputs_follow_a_job_from_the_manager_to_its_workers_pods(applied: RunResult) -> None:
+    for summary in applied.outputs["fleet"]["workers"]:
+        follow = summary["follow"]
+        assert f"get multikueuecluster {summary['name']}" in follow["managerWorkerActive"]
+        assert (
+            f"get-credentials {summary['cluster']} --location {summary['location']}"
+            in follow["workerCredentials"]
+        )
+        assert "kueue.x-k8s.io/prebuilt-workload-name=<workload>" in follow["workerJobs"]
+        assert "provisioningrequests" in follow["workerProvisioningRequests"]
+        # The worker's GPU pools, priced per worker by the render's cost table (tools/cost.py).
+        assert summary["gpuPools"][0]["machineType"] == "a3-highgpu-8g"
+
+
+# -- bad input ---------------------------------------------------------------------------------------
 
 BAD = {
     "two workers with one name": (
@@ -277,14 +593,21 @@ BAD = {
         "gke-gpu:fleet.teams[1].queues[0].workers[0]: 'eu-west' is not a worker; workers: us-east, "
         "us-central",
     ),
-    "ranges that overlap the manager's": (
-        lambda f: f["workers"][0]["network"].__setitem__("podsCidr", "10.32.0.0/14"),
+    "a token worker's ranges that overlap the manager's": (
+        lambda f: (
+            f["workers"][0].__setitem__("access", "token"),
+            f["workers"][0]["network"].__setitem__("podsCidr", "10.32.0.0/14"),
+        ),
         "gke-gpu:fleet.workers[0].network.podsCidr: 10.32.0.0/14 overlaps the manager's "
         "gke-gpu:network.podsCidr",
     ),
     "a namespace the workers do not use": (
         lambda f: f["teams"][0].__setitem__("namespace", "research-jobs"),
         "puts team research's queue in namespace research, the manager in research-jobs",
+    ),
+    "a worker of another mode": (
+        lambda f: f["workers"][1]["cluster"].__setitem__("mode", "autopilot"),
+        "gke-gpu:fleet.workers[1].cluster.mode: 'autopilot' is not allowed for a worker; allowed: standard",
     ),
 }
 
@@ -299,13 +622,23 @@ def test_bad_fleets_are_refused_by_key_before_anything_is_declared(case: str) ->
 
 def test_every_independent_problem_in_one_run() -> None:
     raw = fleet_raw()
-    for change, _ in BAD.values():
-        if change is BAD["a worker that is the manager's cluster"][0]:
+    for name, (change, _) in BAD.items():
+        if name in ("a worker that is the manager's cluster", "a worker of another mode"):
             continue
         change(raw["fleet"])
     message = errors(raw)
     assert "workers[1].name" in message and "workers[0].batch.kueue" in message
     assert "teams[1].queues[0].workers[0]" in message
+
+
+def test_a_workers_own_problem_is_keyed_under_it_with_no_regex_and_no_follow_on() -> None:
+    raw = fleet_raw()
+    raw["fleet"]["workers"][1]["gpuPools"][0]["maxNodes"] = 0
+    raw["fleet"]["workers"][1]["region"] = "us-centrall1"
+    message = errors(raw)
+    assert "gke-gpu:fleet.workers[1].gpuPools[0].maxNodes: 0 is not allowed; must be >= 1" in message
+    assert "gke-gpu:fleet.workers[1].region: 'us-centrall1' is not a Compute Engine region" in message
+    assert "gke-gpu:gpuPools" not in message and "gcp:region" not in message
 
 
 def test_a_credential_in_the_fleet_section_is_refused_without_showing_it() -> None:
@@ -331,9 +664,15 @@ def test_the_manager_runs_no_gpu_pools_and_no_second_kueue() -> None:
     assert "gke-gpu:batch.kueue: true is not allowed with gke-gpu:fleet" in message
 
 
-def test_the_component_refuses_a_queue_for_a_worker_it_does_not_have() -> None:
+def test_the_component_refuses_what_its_rules_refuse() -> None:
     args = {
-        "workers": [{"name": "us-east", "kubeconfig": "x"}, {"name": "us-east", "kubeconfig": "y"}],
+        "workers": [
+            {
+                "name": "us-east",
+                "fleet_membership": "//gkehub.googleapis.com/projects/p/locations/l/memberships/m",
+            },
+            {"name": "us-east"},
+        ],
         "queues": [
             {
                 "team": "research",
@@ -349,6 +688,7 @@ def test_the_component_refuses_a_queue_for_a_worker_it_does_not_have() -> None:
     text = "\n".join(info.value.problems)
     assert "workers[1].name: 'us-east' names two workers" in text
     assert "queues[0].workers[0]: 'eu-west' is not a worker" in text
+    assert "fleet_access: required with a worker reached through its ClusterProfile" in text
 
 
 def test_parse_resolves_every_worker_as_a_cluster_of_its_own() -> None:
@@ -362,20 +702,26 @@ def test_parse_resolves_every_worker_as_a_cluster_of_its_own() -> None:
     ]
 
 
-def test_the_manager_reaches_each_workers_private_endpoint(applied: RunResult) -> None:
-    clusters = {r.inputs["name"]: r.inputs for r in applied.of_type("gcp:container/cluster:Cluster")}
-    # From the manager's region: the workers' private IP endpoint is globally reachable.
-    for worker in ("gpu-fleet-us-east", "gpu-fleet-us-central"):
-        assert clusters[worker]["privateClusterConfig"]["masterGlobalAccessConfig"] == {"enabled": True}
-    assert "masterGlobalAccessConfig" not in clusters["gpu-fleet"]["privateClusterConfig"]
-    # And from the manager's VPC: each worker's VPC peered with it, both halves.
-    peerings = {
-        r.inputs["name"]: r.inputs for r in applied.of_type("gcp:compute/networkPeering:NetworkPeering")
-    }
-    assert set(peerings) == {"fleet-us-east", "fleet-us-central", "fleet-manager"}
-    halves = [
-        r for r in applied.of_type("gcp:compute/networkPeering:NetworkPeering") if r.name.endswith("-back")
-    ]
-    assert len(halves) == 2
-    assert peerings["fleet-us-east"]["network"].endswith("/gpu-fleet-vpc")
-    assert peerings["fleet-us-east"]["peerNetwork"].endswith("/gpu-fleet-us-east-vpc")
+def test_the_cost_table_prices_every_workers_gpu_pools_and_clusters() -> None:
+    from tools.cost import estimate
+    from tools.plan import to_document
+
+    raw = fleet_raw()
+    # Spot on us-central (a price the table has), with the readiness timeout such a pool needs.
+    central = raw["fleet"]["workers"][1]
+    for key in ("flexStart", "queuedProvisioning"):
+        central["gpuPools"][0].pop(key)
+    central["gpuPools"][0]["spot"] = True
+    central["podsReadyTimeoutMinutes"] = 30
+    cost = estimate(to_document(render(fleet_config(raw))))
+    assert cost["error"] is None
+    pools = {p["name"]: p for p in cost["pools"]}
+    assert set(pools) == {"us-east/h100", "us-central/h100"}
+    spot = pools["us-central/h100"]
+    assert spot["expected"] == "spot" and spot["gpusAtMax"] == 16
+    # Priced in the worker's region, not the manager's.
+    node = load_prices().regions["us-central1"]["a3-highgpu-8g"].spot
+    assert spot["hourly"]["atMax"]["spot"] == pytest.approx(2 * node)
+    # One management fee per cluster: the manager and its two workers.
+    assert cost["managementFee"]["hourly"] == pytest.approx(0.30)
+    assert any("us-central in us-central1" in note for note in cost["notes"])

@@ -1,10 +1,10 @@
 """Fleet monitoring (gke_gpu.monitoring.fleet): the per-worker charts and the worker-unreachable alert,
-each query run by Prometheus' own engine (`promtool test rules`) over series shaped as Kueue v0.19.2
-exports them (`pkg/metrics/metrics.go`) and kube-state-metrics v2.20.0 reports a MultiKueueCluster's
-conditions, after Managed Prometheus (its target labels `project_id`, `location`, `cluster`,
-`namespace`, `job`, `instance` forced over the metric's own: Kueue's `cluster` label, the worker,
-arrives as `exported_cluster`). Every scenario carries series the queries must leave out: another
-manager's, an undeclared worker's, a follower replica's."""
+each query run by Prometheus' own engine (`promtool test rules`) over series shaped as kube-state-metrics
+v2.20.0 reports the state of Kueue v0.19.2's objects (the custom resource state config `state_config`:
+`kube_customresource_<name>` with the resource's group, version and kind as labels), after Managed
+Prometheus (its target labels `project_id`, `location`, `cluster`, `namespace`, `job`, `instance`
+forced over the metric's own). Every scenario carries series the queries must leave out: another
+manager's, an undeclared worker's or cluster's."""
 
 from __future__ import annotations
 
@@ -12,17 +12,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from gke_gpu.monitoring import kube_state_metrics
 from gke_gpu.monitoring.alert_rules import EVALUATION_INTERVAL, RULE_GROUP, prometheus_rules
 from gke_gpu.monitoring.dashboard import valid_unit
 from gke_gpu.monitoring.fleet import (
+    ADMITTED_METRIC,
     CONDITION_METRIC,
+    GPUS_METRIC,
     MULTIKUEUE_CLUSTER_STATE,
+    PENDING_METRIC,
+    PLACEMENT_METRIC,
     UNREACHABLE_FOR_S,
     check_fleet,
     fleet_charts,
     fleet_dashboard,
+    state_config,
     worker_unreachable_rule,
 )
 from tests.test_alert_rules import assert_passes, run_promtool, samples, series
@@ -30,6 +36,7 @@ from tests.test_alert_rules import promtool as promtool  # the session fixture
 from tests.test_monitoring import parse_with_google_types
 from tests.test_serving_dashboard import expr_test, run_expr_tests
 
+CRDS = Path(__file__).parent / "schemas" / "crds" / "kueue.x-k8s.io"
 MANAGER = "fleet-manager"
 WORKERS = ["gpu-us-east", "gpu-eu-west", "gpu-asia"]
 
@@ -98,19 +105,64 @@ def test_the_state_config_makes_the_metric_the_alert_reads() -> None:
     }
 
 
-# -- the charts over Kueue-shaped series ------------------------------------------------------------
+def test_the_state_configs_make_the_metrics_the_charts_read() -> None:
+    """Each chart's metric is one the role's config makes, from the field Kueue's CRD has."""
+    worker = {m["name"]: m["each"] for r in state_config("worker")["spec"]["resources"] for m in r["metrics"]}
+    assert {f"kube_customresource_{n}" for n in worker} == {PENDING_METRIC, ADMITTED_METRIC, GPUS_METRIC}
+    assert worker["clusterqueue_gpus_in_use"]["gauge"]["valueFrom"] == [
+        "resources",
+        "[name=nvidia.com/gpu]",
+        "total",
+    ]
+    manager = {m["name"] for r in state_config("manager")["spec"]["resources"] for m in r["metrics"]}
+    assert {f"kube_customresource_{n}" for n in manager} == {CONDITION_METRIC, PLACEMENT_METRIC}
 
 
-def kueue(worker: str, *, role: str = "leader", **labels: str) -> dict[str, str]:
-    """A Kueue series of a worker's controller as Managed Prometheus stores it."""
+def test_the_state_configs_read_fields_kueues_crds_have() -> None:
+    """Every path of the configs is a field of the vendored v1beta2 CRDs (kueue v0.19.2). The Workload
+    CRD (1.4 MB) is not vendored: its `status.clusterName` is apis/kueue/v1beta2/workload_types.go:706."""
+
+    def schema(kind: str) -> dict[str, Any]:
+        path = CRDS / f"kueue.x-k8s.io_{kind.lower()}s.yaml"
+        crd = yaml.safe_load(path.read_text())
+        (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1beta2"]
+        return version["schema"]["openAPIV3Schema"]
+
+    def walk(node: dict[str, Any], path: list[str]) -> dict[str, Any]:
+        for part in path:
+            if part.startswith("["):
+                continue  # a list lookup: the item's own fields follow
+            node = node.get("items", node)["properties"][part]
+        return node
+
+    for role in ("manager", "worker"):
+        for resource in state_config(role)["spec"]["resources"]:
+            if resource["groupVersionKind"]["kind"] == "Workload":
+                continue
+            root = schema(resource["groupVersionKind"]["kind"])
+            for each in (m["each"] for m in resource["metrics"]):
+                body = each.get("gauge") or each.get("info") or {}
+                base = walk(root, body.get("path", []))
+                for path in [body.get("valueFrom", []), *body.get("labelsFromPath", {}).values()]:
+                    if path:
+                        walk(base, path)
+
+
+# -- the charts over kube-state-metrics' series ------------------------------------------------------
+
+
+def ksm(cluster: str, metric_kind: str, **labels: str) -> dict[str, str]:
+    """A kube-state-metrics series of a Kueue object as Managed Prometheus stores it."""
     return {
         "project_id": "test-project",
         "location": "us-east4",
-        "cluster": worker,
-        "namespace": "kueue-system",
-        "job": "kueue-controller-manager",
-        "instance": "kueue-controller-manager-7d9f8-x2k4q:metrics",
-        "replica_role": role,
+        "cluster": cluster,
+        "namespace": kube_state_metrics.APP,
+        "job": kube_state_metrics.APP,
+        "instance": f"{kube_state_metrics.APP}-5c6d7-q8w2n:{kube_state_metrics.METRICS_PORT_NAME}",
+        "customresource_group": "kueue.x-k8s.io",
+        "customresource_kind": metric_kind,
+        "customresource_version": "v1beta2",
         **labels,
     }
 
@@ -119,67 +171,55 @@ def value(metric: str, labels: dict[str, str], number: float) -> dict[str, str]:
     return {"series": series(metric, labels), "values": samples((number, 41))}
 
 
-ADMITTED, PENDING, USAGE = (
-    "kueue_admitted_active_workloads",
-    "kueue_pending_workloads",
-    "kueue_cluster_queue_resource_usage",
-)
-GPU = "nvidia.com/gpu"
-EU = {"role": "standalone", "cluster_queue": "team-a"}
+def placed(manager: str, workload: str, worker: str) -> dict[str, str]:
+    return ksm(manager, "Workload", name=workload, workload_namespace="team-a", worker=worker)
 
 
+CQ = "ClusterQueue"
 CHART_SERIES = [
-    # gpu-us-east: two ClusterQueues; its follower replica reports the same gauges (left out).
-    value(ADMITTED, kueue("gpu-us-east", cluster_queue="team-a"), 3),
-    value(ADMITTED, kueue("gpu-us-east", cluster_queue="team-b"), 1),
-    value(ADMITTED, kueue("gpu-us-east", role="follower", cluster_queue="team-a"), 3),
-    *(
-        value(PENDING, kueue("gpu-us-east", cluster_queue=cq, status=status), n)
-        for cq, status, n in [("team-a", "active", 2), ("team-a", "inadmissible", 1), ("team-b", "active", 4)]
-    ),
-    *(
-        value(USAGE, kueue("gpu-us-east", cohort="", cluster_queue=cq, flavor="h100-flex", resource=r), n)
-        for cq, r, n in [("team-a", GPU, 24), ("team-b", GPU, 8), ("team-a", "cpu", 200)]
-    ),
-    # gpu-eu-west: one queue, nothing pending, one standalone replica.
-    value(ADMITTED, kueue("gpu-eu-west", **EU), 2),
-    value(PENDING, kueue("gpu-eu-west", **EU, status="active"), 0),
-    value(USAGE, kueue("gpu-eu-west", **EU, cohort="", flavor="h200-flex", resource=GPU), 16),
+    # gpu-us-east: two ClusterQueues.
+    value(ADMITTED_METRIC, ksm("gpu-us-east", CQ, name="gpu-h100-team-a"), 3),
+    value(ADMITTED_METRIC, ksm("gpu-us-east", CQ, name="gpu-h100-team-b"), 1),
+    value(PENDING_METRIC, ksm("gpu-us-east", CQ, name="gpu-h100-team-a"), 3),
+    value(PENDING_METRIC, ksm("gpu-us-east", CQ, name="gpu-h100-team-b"), 4),
+    value(GPUS_METRIC, ksm("gpu-us-east", CQ, name="gpu-h100-team-a", flavor="gpu-h100"), 24),
+    value(GPUS_METRIC, ksm("gpu-us-east", CQ, name="gpu-h100-team-b", flavor="gpu-h100"), 8),
+    # gpu-eu-west: one queue, nothing pending.
+    value(ADMITTED_METRIC, ksm("gpu-eu-west", CQ, name="gpu-h200-team-a"), 2),
+    value(PENDING_METRIC, ksm("gpu-eu-west", CQ, name="gpu-h200-team-a"), 0),
+    value(GPUS_METRIC, ksm("gpu-eu-west", CQ, name="gpu-h200-team-a", flavor="gpu-h200"), 16),
     # A cluster the fleet does not name.
-    value(ADMITTED, kueue("someone-else", cluster_queue="team-a"), 9),
-    # The manager: MultiKueue's dispatch counter (the worker in `cluster`, moved to exported_cluster),
-    # 15 s scrapes: gpu-us-east gets one workload a minute, gpu-eu-west one every two.
+    value(ADMITTED_METRIC, ksm("someone-else", CQ, name="gpu-h100-team-a"), 9),
+    # The manager's Workloads: three placed on gpu-us-east, one on gpu-eu-west, one waiting (no
+    # worker yet), one on a worker the fleet does not name; and another manager's.
     *(
-        {
-            "series": series(
-                "multikueue_workloads_dispatched_total",
-                kueue(MANAGER, cluster_queue="team-a", exported_cluster=worker),
-            ),
-            "values": f"0+{per_scrape:g}x40",
-        }
-        for worker, per_scrape in [("gpu-us-east", 0.25), ("gpu-eu-west", 0.125)]
+        value(PLACEMENT_METRIC, placed(manager, f"job-{i}", worker), 1)
+        for i, (manager, worker) in enumerate(
+            [(MANAGER, "gpu-us-east")] * 3
+            + [(MANAGER, "gpu-eu-west"), (MANAGER, ""), (MANAGER, "stranger")]
+            + [("other-manager", "gpu-eu-west")]
+        )
     ),
 ]  # fmt: skip
 
 
-def test_every_chart_over_kueue_shaped_series(promtool: str, tmp_path: Path) -> None:
+def test_every_chart_over_kube_state_metrics_series(promtool: str, tmp_path: Path) -> None:
     charts = {c.title: c.query for c in fleet_charts(MANAGER, WORKERS)}
     expected: dict[str, list[tuple[dict[str, str], float]]] = {
         "gpu-us-east: workloads admitted and pending": [
             ({"status": "admitted"}, 4),
-            ({"status": "active"}, 6),
-            ({"status": "inadmissible"}, 1),
+            ({"status": "pending"}, 7),
         ],
         "gpu-eu-west: workloads admitted and pending": [
             ({"status": "admitted"}, 2),
-            ({"status": "active"}, 0),
+            ({"status": "pending"}, 0),
         ],
         "gpu-asia: workloads admitted and pending": [],
-        "gpu-us-east: GPUs used by admitted workloads": [({"flavor": "h100-flex"}, 32)],
-        "gpu-eu-west: GPUs used by admitted workloads": [({"flavor": "h200-flex"}, 16)],
-        "Workloads dispatched to each worker (per minute)": [
-            ({"exported_cluster": "gpu-us-east"}, 1),
-            ({"exported_cluster": "gpu-eu-west"}, 0.5),
+        "gpu-us-east: GPUs used by admitted workloads": [({"flavor": "gpu-h100"}, 32)],
+        "gpu-eu-west: GPUs used by admitted workloads": [({"flavor": "gpu-h200"}, 16)],
+        "Workloads each worker runs (the manager's Workloads by status.clusterName)": [
+            ({"worker": "gpu-us-east"}, 3),
+            ({"worker": "gpu-eu-west"}, 1),
         ],
     }
     tests = [expr_test(charts[title], samples_) for title, samples_ in expected.items()]
@@ -190,12 +230,12 @@ def test_a_wrong_metric_name_fails_the_chart_test(promtool: str, tmp_path: Path)
     query = {c.title: c.query for c in fleet_charts(MANAGER, WORKERS)}[
         "gpu-eu-west: workloads admitted and pending"
     ]
-    stale = query.replace("kueue_pending_workloads", "kueue_pending_workloads_total")
+    stale = query.replace(PENDING_METRIC, "kueue_pending_workloads")
     result = run_expr_tests(
         promtool,
         tmp_path,
         CHART_SERIES,
-        [expr_test(stale, [({"status": "admitted"}, 2), ({"status": "active"}, 0)])],
+        [expr_test(stale, [({"status": "admitted"}, 2), ({"status": "pending"}, 0)])],
     )
     assert result.returncode != 0
 

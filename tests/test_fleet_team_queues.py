@@ -16,11 +16,12 @@ ENFORCE = "pod-security.kubernetes.io/enforce"
 
 
 def _gpudirect_fleet() -> dict[str, Any]:
-    """The example with us-east's h100 pool on A3 Mega GPUDirect (TCPXO); us-central's stays plain."""
+    """The example with both workers' h100 pools on A3 Mega GPUDirect (TCPXO): pools alike under one
+    queue."""
     raw = fleet_raw()
-    east = raw["fleet"]["workers"][0]
-    east["gpuPools"][0].update(accelerator="nvidia-h100-mega-80gb", gpudirect=True)
-    east["network"]["gpudirectCidr"] = "192.168.0.0/16"
+    for worker, cidr in zip(raw["fleet"]["workers"], ("192.168.0.0/16", "172.16.0.0/16"), strict=True):
+        worker["gpuPools"][0].update(accelerator="nvidia-h100-mega-80gb", gpudirect=True)
+        worker["network"]["gpudirectCidr"] = cidr
     return raw
 
 
@@ -104,9 +105,11 @@ def test_a_team_queue_on_a_dra_pool_is_refused_by_key_and_why() -> None:
     message = errors(_with_bad_queue(raw, ok=False))
     assert (
         "gke-gpu:fleet.teams[0].queues[1].pool: 'l4' is a draGpus pool on worker(s) us-central; a fleet "
-        "team queue cannot use it: MultiKueue dispatches the Job, not its ResourceClaimTemplate"
+        "queue cannot use it: its jobs claim devices through DRA"
     ) in message
     assert message.count("draGpus pool") == 1
+    # No follow-on: the refused queue's pool is not asked for a capacity guarantee too.
+    assert "podsReadyTimeoutMinutes" not in message
 
 
 def _with_bad_queue(raw: dict[str, Any], *, ok: bool) -> dict[str, Any]:

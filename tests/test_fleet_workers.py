@@ -21,21 +21,27 @@ KUEUE_CHART = "kubernetes:helm.sh/v4:Chart"
 
 
 def _full_fleet() -> dict[str, Any]:
-    """The example with us-east on A3 Mega GPUDirect (TCPXO, flex-start with queued provisioning) and its
-    all-reduce test, and us-central with an L4 `draGpus` pool, team research's training data, a sample
-    and its own monitoring."""
+    """The example with us-east's pool `mega` on A3 Mega GPUDirect (TCPXO, flex-start with queued
+    provisioning) and its all-reduce test, a fleet queue of its own, and us-central with an L4 `draGpus`
+    pool (the worker's own queue only), team research's training data, a sample and its own monitoring."""
     raw = fleet_raw()
     east, central = raw["fleet"]["workers"]
-    east["gpuPools"][0].update(accelerator="nvidia-h100-mega-80gb", gpudirect=True, queuedProvisioning=True)
+    east["gpuPools"][0].update(name="mega", accelerator="nvidia-h100-mega-80gb", gpudirect=True)
+    for team in east["batch"]["teams"]:
+        team["pools"] = {"mega": team["pools"]["h100"]}
     east["network"]["gpudirectCidr"] = "192.168.0.0/16"
     # The fabric's proof: a 2-node all-reduce over GPUDirect, queued by the worker's own Kueue.
-    east["workloads"] = [{"name": "nccl-allreduce", "pool": "h100", "nodes": 2}]
-    central["workloads"] = ["nvidia-smi"]
+    east["workloads"] = [{"name": "nccl-allreduce", "pool": "mega", "nodes": 2}]
+    central["workloads"] = [{"name": "nvidia-smi", "pool": "l4"}]
     central["cluster"]["minimumVersion"] = "1.34"
     central["gpuPools"].append(dict(DRA_L4_POOL))
     # GKE's managed DCGM needs GKE-installed drivers, which a DRA pool does not have.
     central["monitoring"] = {"dcgm": "none", "dashboard": False}
     central["batch"]["teams"][0]["data"] = [{"name": "training", "gcs": {"bucket": "research-training-data"}}]
+    raw["fleet"]["teams"] = [
+        {"name": "research", "queues": [{"pool": "h100"}, {"pool": "mega"}]},
+        {"name": "platform", "queues": [{"pool": "h100"}, {"pool": "mega"}]},
+    ]
     return raw
 
 
@@ -70,7 +76,7 @@ def test_a_gpudirect_worker_gets_its_networks_software_and_admission(full: RunRe
     vpcs = [r for r in _under(full, "us-east-gpudirect-tcpxo") if r.type == "gcp:compute/network:Network"]
     assert len(vpcs) == 8
     assert all(r.inputs["name"].startswith("gpu-fleet-us-east-") for r in vpcs)
-    pool = full.one("gcp:container/nodePool:NodePool", "us-east-gpu-h100-pool")
+    pool = full.one("gcp:container/nodePool:NodePool", "us-east-gpu-mega-pool")
     assert len(pool.inputs["networkConfig"]["additionalNodeNetworkConfigs"]) == 8
     clusters = {r.name: r.inputs for r in full.of_type("gcp:container/cluster:Cluster")}
     assert clusters["us-east-gke-cluster"].get("enableMultiNetworking") is True
@@ -92,7 +98,7 @@ def test_a_gpudirect_worker_gets_its_networks_software_and_admission(full: RunRe
     central = {r.urn for r in _on(full, "us-central")}
     assert not any(r.urn in central for r in software + policies)
     summary = next(w for w in full.outputs["fleet"]["workers"] if w["name"] == "us-east")
-    assert summary["gpudirect"]["TCPXO"]["pools"] == ["h100"]
+    assert summary["gpudirect"]["TCPXO"]["pools"] == ["mega"]
 
 
 def test_a_dra_worker_gets_the_driver_and_kueue_counts_its_claims(full: RunResult) -> None:
@@ -149,9 +155,13 @@ def test_a_rack_worker_gets_the_drivers_compute_domains() -> None:
     raw = fleet_raw()
     east = raw["fleet"]["workers"][0]
     east.update(region="us-central1", cluster={**east["cluster"], "location": "us-central1-a"})
+    # The rack runs the worker's own jobs: a fleet queue over it is refused (test_fleet.py).
+    for team in east["batch"]["teams"]:
+        team["pools"] = {"rack": {"gpus": 4}}
+    raw["fleet"]["teams"][1]["queues"][0]["workers"] = ["us-central"]
     east["gpuPools"] = [
         {
-            "name": "h100",
+            "name": "rack",
             "accelerator": "nvidia-gb200",
             "maxNodes": 4,
             "zones": ["us-central1-a"],
@@ -164,13 +174,13 @@ def test_a_rack_worker_gets_the_drivers_compute_domains() -> None:
     assert chart.urn in {r.urn for r in _on(result, "us-east")}
     assert chart.inputs["values"]["resources"]["computeDomains"]["enabled"] is True
     # The pool's workload policy comes with the pool, named after the worker's cluster.
-    (policy,) = [r for r in _under(result, "us-east-gpu-h100") if r.type.endswith("ResourcePolicy")]
-    assert policy.inputs["name"] == workload_policy_name("gpu-fleet-us-east", "h100")
+    (policy,) = [r for r in _under(result, "us-east-gpu-rack") if r.type.endswith("ResourcePolicy")]
+    assert policy.inputs["name"] == workload_policy_name("gpu-fleet-us-east", "rack")
 
 
 def test_a_workers_samples_and_all_reduce_run_there(full: RunResult) -> None:
     east = {r.urn for r in _on(full, "us-east")}
-    jobsets = [r for r in _under(full, "us-east-nccl-h100") if r.type.endswith(":JobSet")]
+    jobsets = [r for r in _under(full, "us-east-nccl-mega") if r.type.endswith(":JobSet")]
     assert len(jobsets) == 1 and jobsets[0].urn in east
     queue_name = jobsets[0].inputs["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
     # Its LocalQueue on the worker points at the worker's own ClusterQueue of the pool.
@@ -179,14 +189,14 @@ def test_a_workers_samples_and_all_reduce_run_there(full: RunResult) -> None:
         for r in _on(full, "us-east")
         if r.type.endswith(":LocalQueue") and r.inputs["metadata"]["name"] == queue_name
     ]
-    assert local.inputs["metadata"]["namespace"] == "gpu-nccl-h100"
-    assert local.inputs["spec"]["clusterQueue"] == "gpu-h100"
+    assert local.inputs["metadata"]["namespace"] == "gpu-nccl-mega"
+    assert local.inputs["spec"]["clusterQueue"] == "gpu-mega"
     central = {r.urn for r in _on(full, "us-central")}
     samples = [r for r in _under(full, "us-central-samples") if r.type.startswith("kubernetes:")]
     assert samples and all(r.urn in central for r in samples)
     summary = {w["name"]: w for w in full.outputs["fleet"]["workers"]}
-    assert "nccl-allreduce-h100" in summary["us-east"]["sampleWorkloads"]
-    assert "nvidia-smi-h100" in summary["us-central"]["sampleWorkloads"]
+    assert "nccl-allreduce-mega" in summary["us-east"]["sampleWorkloads"]
+    assert "nvidia-smi-l4" in summary["us-central"]["sampleWorkloads"]
 
 
 @pytest.mark.parametrize("key", ["serving", "gateway", "images"])
@@ -194,7 +204,10 @@ def test_what_a_worker_does_not_take_is_refused_by_name(key: str) -> None:
     raw = fleet_raw()
     raw["fleet"]["workers"][1][key] = []
     message = errors(raw)
-    allowed = "allowed keys here: batch, cluster, gpuPools, monitoring, name, network, region, workloads"
+    allowed = (
+        "allowed keys here: access, batch, cluster, gpuPools, monitoring, name, network, "
+        "podsReadyTimeoutMinutes, project, region, workloads"
+    )
     assert f"gke-gpu:fleet.workers[1].{key}: unknown key; {allowed}" in message
 
 

@@ -105,6 +105,10 @@ def test_turning_it_on_adds_resources_and_changes_only_the_pool_and_cluster(plai
             "g4-second-network-internal",
             "g4-second-network-params",
             "g4-second-network-network",
+            # Only the teams with quota on the G4 pool may attach its Network (none here).
+            "gpudirect-admission",
+            "gpudirect-admission-gke-gpu-gpu-networks",
+            "gpudirect-admission-gke-gpu-gpu-networks-binding",
         ]
     )
 

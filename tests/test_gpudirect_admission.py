@@ -8,9 +8,11 @@ from typing import Any
 import pytest
 
 from gke_gpu.core.validation import InvalidArgsError
+from gke_gpu.gpu.scheduling import ACCELERATOR_LABEL
 from gke_gpu.gpudirect.admission import GpuDirectAdmission
 from gke_gpu.gpudirect.admission_cel import DEVICE_POLICY, POD_POLICY, SIDECAR_EXEC_POLICY
-from gke_gpu.gpudirect.flavors import GpuDirectFlavor
+from gke_gpu.gpudirect.admission_networks import NETWORK_POLICY
+from gke_gpu.gpudirect.flavors import FLAVORS, GpuDirectFlavor
 from gke_gpu.gpudirect.pod_parts import gpudirect_pod_parts
 from tests.admission_eval import Verdict, evaluate
 from tests.conftest import config_error, render, stack_config, stack_render
@@ -166,7 +168,7 @@ def test_device_annotations_only_for_the_sidecar_its_devices_and_gpudirects_name
     disk = {"metadata": {"annotations": {"devices.gke.io/container.app": "- path: /dev/sda\n"}}, "spec": {}}
     for namespace in ("research", "serve-llama", "default"):
         result = verdict(train, DEVICE_POLICY, disk, namespace)
-        assert result.applies and len(result.denied) == 3, result.denied
+        assert result.applies and len(result.denied) == 4, result.denied
     # In GPUDirect's namespace: another device, another key, another field.
     for key, value in [
         (
@@ -235,6 +237,8 @@ def test_the_rendered_parts_users_copy_pass_for_every_flavour() -> None:
         pod = {
             "metadata": {"annotations": parts["annotations"]},
             "spec": {
+                # What Kueue's ResourceFlavor puts on an admitted Pod (A4X Max's IPC_LOCK needs it).
+                "nodeSelector": {ACCELERATOR_LABEL: FLAVORS[flavor].accelerators[0]},
                 "initContainers": parts["initContainers"],
                 "containers": [
                     {
@@ -272,15 +276,19 @@ def test_every_container_list_and_security_context_is_checked(train: RunResult) 
             "containers": [{"name": "a", "image": "x"}],
         },
     }
-    assert "seccomp profile Unconfined is not allowed" in verdict(train, POD_POLICY, pod, "research").denied
+    assert (
+        "seccomp profiles other than RuntimeDefault and Localhost are not allowed"
+        in verdict(train, POD_POLICY, pod, "research").denied
+    )
     plain = {"metadata": {}, "spec": {"containers": [{"name": "a", "image": "x"}]}}
     assert verdict(train, POD_POLICY, plain, "research").admitted
 
 
 def test_the_device_policy_is_there_whenever_the_injector_is_even_with_no_gpudirect_namespace() -> None:
-    """A TCPXO pool with neither Kueue nor the all-reduce: no namespace may carry device annotations."""
+    """A TCPXO pool with neither Kueue nor the all-reduce: no namespace may carry device annotations,
+    nor attach its GPU networks."""
     result = render(stack_config(cluster=ZONAL, gpuPools=[MEGA]))
     names = {r.inputs["metadata"]["name"] for r in result.of_type(POLICY)}
-    assert names == {DEVICE_POLICY}
+    assert names == {DEVICE_POLICY, NETWORK_POLICY}
     disk = {"metadata": {"annotations": {"devices.gke.io/pod": "- path: /dev/nvidia0\n"}}, "spec": {}}
     assert not verdict(result, DEVICE_POLICY, disk, "default").admitted

@@ -12,9 +12,11 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
+from gke_gpu.core.image_digests import pinned
 from gke_gpu.core.validation import InvalidArgsError
 from gke_gpu.gpudirect import images
 from gke_gpu.gpudirect.flavors import FLAVORS, GpuDirectFlavor, pod_interfaces
+from gke_gpu.gpudirect.images import published_digests
 from gke_gpu.gpudirect.pod_parts import RXDM_CONTAINER, gpudirect_pod_parts, plain_tcp_pod_parts
 from gke_gpu.gpudirect.software import GpuDirectSoftware
 from tests.kubernetes_schemas import validate
@@ -181,12 +183,15 @@ def test_installer_images_and_host_paths() -> None:
                     "/home/kubernetes/bin/gib",
                 }
     registry = "us-docker.pkg.dev/gce-ai-infra"
+    published = published_digests()
     assert images == {
         "nccl-tcpx-installer": [f"{registry}/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9"],
         "nri-device-injector-tcpx": [],
+        # By the digests NVIDIA's manifests publish for these tags (images.PUBLISHED_DIGESTS).
         "nccl-tcpxo-installer": [
-            "ubuntu:24.04",
-            f"{registry}/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15",
+            f"ubuntu:24.04@{published['ubuntu']}",
+            f"{registry}/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev:v1.0.15@"
+            + published[f"{registry}/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev"],
         ],
         "nri-device-injector-tcpxo": [],
         "nccl-rdma-installer": [f"{registry}/gpudirect-gib/nccl-plugin-gib:v1.1.1"],
@@ -308,7 +313,9 @@ def test_tcpx_flavours_have_one_native_rxdm_sidecar_with_its_devices(flavor: Gpu
     (sidecar,) = parts["initContainers"]
     assert sidecar["restartPolicy"] == "Always"
     assert sidecar["name"] == RXDM_CONTAINER[flavor]
-    assert sidecar["image"] == (images.TCPX_RXDM if flavor is TCPX else images.TCPXO_RXDM)
+    assert sidecar["image"] == (
+        images.TCPX_RXDM if flavor is TCPX else pinned(images.TCPXO_RXDM, images.published_digests())
+    )
     assert sidecar["securityContext"]["privileged"] is False
     devices = parts["annotations"][f"devices.gke.io/container.{sidecar['name']}"]
     paths = [line.removeprefix("- path: ") for line in devices.splitlines()]

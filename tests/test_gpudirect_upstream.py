@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from gke_gpu.core.image_digests import pinned
 from gke_gpu.gpudirect import images
 from gke_gpu.gpudirect.flavors import FLAVORS, GpuDirectFlavor
 from tests.test_gpudirect_software import construct, nic_networks
@@ -66,8 +67,13 @@ DIFFERENCES: dict[tuple[str, str], tuple[Any, Any, str]] = {
     ),
     ("gpudirect-tcpxo/nccl-tcpxo-installer.yaml", "images"): (
         ["ubuntu", images.TCPXO_PLUGIN, images.PAUSE],
-        [images.TCPXO_PRE_INSTALL, images.TCPXO_PLUGIN, images.PAUSE],
-        "the pre-installation step only runs nsenter from its image; 'ubuntu' (latest) pinned to an LTS tag",
+        [
+            pinned(images.TCPXO_PRE_INSTALL, images.published_digests()),
+            pinned(images.TCPXO_PLUGIN, images.published_digests()),
+            images.PAUSE,
+        ],
+        "the pre-installation step only runs nsenter from its image; 'ubuntu' (latest) pinned to an LTS "
+        "tag; both by the digests NVIDIA's copy of the manifest publishes (images.PUBLISHED_DIGESTS)",
     ),
     ("gpudirect-tcpxo/nccl-tcpxo-installer.yaml", "pre-installation command"): (
         "nsenter -at 1 -- sh -c <Google's script>",

@@ -15,7 +15,7 @@ from gke_gpu.gpudirect import images as gpudirect_images
 from gke_gpu.gpudirect.software import GpuDirectSoftware
 from policy.gke_gpu_policies import security
 from policy.tests.factories import stack_args, violations
-from tests.conftest import config_error, render
+from tests.conftest import config_error, render, stack_render
 from tools.offline import RunResult, load_stack_config, run_program
 
 DAEMON_SET = "kubernetes:apps/v1:DaemonSet"
@@ -62,20 +62,42 @@ def _digest_violations(result: RunResult) -> list[str]:
 
 
 def test_the_tcpxo_installer_and_its_pre_install_step_run_by_digest_and_pass_the_policy() -> None:
-    by_tag = render(_stack("train", None))
-    by_digest = render(_stack("train", {TCPXO: A, "ubuntu": B}))
-    tagged, pinned = _images(by_tag), _images(by_digest)
+    """By default by the digests NVIDIA publishes for their tags; a stack's own digests replace them."""
+    published = gpudirect_images.published_digests()
+    by_default = render(_stack("train", None))
+    by_stack = render(_stack("train", {TCPXO: A, "ubuntu": B}))
+    default, pinned = _images(by_default), _images(by_stack)
     installer = "nccl-tcpxo-installer/nccl-tcpxo-installer"
-    assert tagged[installer] == gpudirect_images.TCPXO_PLUGIN
+    pre = "nccl-tcpxo-installer/pre-installation"
+    assert default[installer] == f"{gpudirect_images.TCPXO_PLUGIN}@{published[TCPXO]}"
+    assert default[pre] == f"ubuntu:24.04@{published['ubuntu']}"
     assert pinned[installer] == f"{gpudirect_images.TCPXO_PLUGIN}@{A}"
-    assert pinned["nccl-tcpxo-installer/pre-installation"] == f"ubuntu:24.04@{B}"
+    assert pinned[pre] == f"ubuntu:24.04@{B}"
     # Nothing else changes (the NRI injector is pinned by Google's digest already).
-    assert {
-        k: v for k, v in pinned.items() if k not in (installer, "nccl-tcpxo-installer/pre-installation")
-    } == {k: v for k, v in tagged.items() if k not in (installer, "nccl-tcpxo-installer/pre-installation")}
-    # Without the policy's acceptedByTag list: by tag, both are violations; by digest, none.
-    assert len(_digest_violations(by_tag)) == 2
-    assert _digest_violations(by_digest) == []
+    assert {k: v for k, v in pinned.items() if k not in (installer, pre)} == {
+        k: v for k, v in default.items() if k not in (installer, pre)
+    }
+    # Without the policy's acceptedByTag list neither has a violation; the render lists no image by tag.
+    assert _digest_violations(by_default) == []
+    assert _digest_violations(by_stack) == []
+    assert by_default.outputs["privilegedImagesByTag"] == []
+
+
+def test_the_render_lists_every_privileged_image_still_by_tag() -> None:
+    """nvl72: gIB's arm64 installer (no digest published for v1.1.0) and the DRA driver's chart image;
+    dra: the driver and GKE's preloaded installer; prod and serve: none."""
+    from gke_gpu.dra.driver import DRA_DRIVER_IMAGE, DRA_DRIVER_IMAGE_TAG
+    from gke_gpu.dra.driver_installer import INSTALLER_IMAGE
+
+    driver = f"{DRA_DRIVER_IMAGE}:{DRA_DRIVER_IMAGE_TAG}"
+    assert stack_render("nvl72").outputs["privilegedImagesByTag"] == sorted(
+        [gpudirect_images.GIB_PLUGIN_ARM64, driver]
+    )
+    assert stack_render("dra").outputs["privilegedImagesByTag"] == sorted([INSTALLER_IMAGE, driver])
+    for stack in ("prod", "serve", "train"):
+        assert stack_render(stack).outputs["privilegedImagesByTag"] == [], stack
+    onprem = stack_render("onprem").outputs["privilegedImagesByTag"]
+    assert onprem == sorted([images.DCGM_EXPORTER, images.DEVICE_PLUGIN]), onprem
 
 
 def test_the_dcgm_exporter_and_device_plugin_run_by_digest() -> None:

@@ -35,8 +35,8 @@ def test_the_consumer_check_installs_the_documented_line_with_only_the_host_repl
 
 def test_every_install_line_in_the_docs_is_the_documented_one() -> None:
     documented = consumer_check.documented_requirement()
-    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
-        for line in re.findall(r"gke-gpu @ git\+\S+", doc.read_text(encoding="utf-8")):
+    for doc in [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        for line in re.findall(r"gke-gpu @ git\+[^\s\"'`]+", doc.read_text(encoding="utf-8")):
             if "<your-git-host>" in line:
                 assert line == documented, f"{doc.name}: {line}"
 

@@ -110,8 +110,50 @@ EXTRA_CONFIGS = {
 
 
 def _objects(result):
+    """The render's objects; a server-side apply patch (`*Patch`) as the object it changes: the
+    patch's fields over the least a valid object of its kind needs (what the patch does not set is the
+    patched object's, outside the render)."""
     assert result.error is None, result.error
-    return kubernetes_objects(to_document(result))
+    document = to_document(result)
+    patches = [r for r in document["resources"] if r["type"].endswith("Patch") and not r["component"]]
+    whole = {**document, "resources": [r for r in document["resources"] if r not in patches]}
+    objects = kubernetes_objects(whole)
+    for patch in kubernetes_objects({**document, "resources": patches}):
+        objects.append(_merge(_least(patch), patch))
+    return objects
+
+
+def _least(patch: dict) -> dict:
+    """The least valid object of the patch's kind, with the patch's containers named."""
+    if patch["kind"] != "Deployment":
+        return {}
+    pod = patch["spec"]["template"]["spec"]
+    return {
+        "spec": {
+            "selector": {"matchLabels": {"app": "patched"}},
+            "template": {
+                "metadata": {"labels": {"app": "patched"}},
+                "spec": {"containers": [{"name": c["name"], "image": "patched"} for c in pod["containers"]]},
+            },
+        }
+    }
+
+
+def _merge(base, patch):
+    """Server-side apply's merge, as far as these objects need: maps key by key, lists of named items
+    by name, anything else replaced."""
+    if isinstance(base, dict) and isinstance(patch, dict):
+        return {**base, **{k: _merge(base[k], v) if k in base else v for k, v in patch.items()}}
+    if (
+        isinstance(base, list)
+        and isinstance(patch, list)
+        and all(isinstance(i, dict) and "name" in i for i in base + patch)
+    ):
+        merged = {i["name"]: i for i in base}
+        for item in patch:
+            merged[item["name"]] = _merge(merged[item["name"]], item) if item["name"] in merged else item
+        return list(merged.values())
+    return patch
 
 
 def stack_objects(stack: str) -> list:

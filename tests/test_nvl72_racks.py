@@ -103,10 +103,16 @@ def test_a_rack_pool_takes_no_compact_placement_beside_its_workload_policy() -> 
     assert "gke-gpu:gpuPools[0].compactPlacement: true is not allowed with workloadPolicy" in message
 
 
+@pytest.mark.parametrize("reservation", ["NONE", "ANY"])
 @pytest.mark.parametrize("rack", [RACK, RACK_MAX], ids=["a4x", "a4x-max"])
-def test_racks_are_sold_only_as_reserved_capacity(rack: dict) -> None:
-    message = config_error(standard({**rack, "reservation": {"type": "NONE"}}))
-    assert "is not sold on demand, only as reserved capacity: set a SPECIFIC reservation" in message
+def test_racks_are_sold_only_as_reserved_capacity(rack: dict, reservation: str) -> None:
+    message = config_error(standard({**rack, "reservation": {"type": reservation}}))
+    # Keyed by the reservation's type, the value to change (not gpusPerNode, which the pool never set).
+    assert (
+        "gke-gpu:gpuPools[0].reservation.type: a4x-"
+        in message.split("is not sold on demand, only as reserved capacity: set a SPECIFIC reservation")[0]
+    )
+    assert "gpusPerNode" not in message
     assert "spot: true" not in message and "flexStart: true" not in message
 
 

@@ -94,6 +94,7 @@ CASES: dict[str, Case] = {
         children={
             f"{NAME}-nodes": "gcp:serviceaccount/account:Account",
             f"{NAME}-nodes-container.defaultNodeServiceAccount": "gcp:projects/iAMMember:IAMMember",
+            f"{NAME}-nodes-serviceusage.serviceUsageConsumer": "gcp:projects/iAMMember:IAMMember",
             f"{NAME}-cluster": "gcp:container/cluster:Cluster",
             f"{NAME}-system": "gcp:container/nodePool:NodePool",
             f"{NAME}-k8s": "pulumi:providers:kubernetes",

@@ -172,13 +172,15 @@ def test_program_warnings_are_captured_and_printed_before_the_tree() -> None:
 
     def program() -> dict:
         pulumi.log.warn("first thing to read")
+        pulumi.log.info("worth knowing")
         return {"clusterMode": "existing"}
 
     result = run_program({}, program=program)
-    assert result.warnings == ["first thing to read"]
+    # Each with the one prefix of its kind: a warning, and a note (info, as the engine shows it).
+    assert result.warnings == ["warning: first thing to read", "note: worth knowing"]
     lines = format_tree(to_document(result)).splitlines()
     assert lines[0].startswith("stack test: ")
-    assert lines[1] == "warning: first thing to read"
+    assert lines[1:3] == ["warning: first thing to read", "note: worth knowing"]
 
 
 def test_a_stack_with_warnings_shows_them_first(tmp_path: Path, capsys) -> None:

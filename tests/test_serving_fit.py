@@ -103,7 +103,7 @@ def test_a_plain_program_is_warned_of_what_was_not_checked() -> None:
     result = declare_alone(args)
     assert result.error is None, result.error
     (warning,) = [w for w in result.warnings if "not checked" in w]
-    assert "InferenceService 'chat': note: model_info: not checked for the model" in warning
+    assert "note: InferenceService 'chat': model_info: not checked for the model" in warning
     assert "(model_info.dtype)" in warning and "model_info.head_dim" in warning
 
 

@@ -59,6 +59,10 @@ VENDORED_BLOBS = {
     "crds/resource.nvidia.com/resource.nvidia.com_computedomains.yaml": (
         "0811b3ce2c8e38dad3db6b8df309a43d33a475b9"
     ),
+    # kubernetes-sigs/cluster-inventory-api@8375ac21 (2026-05-18), config/crd/bases/.
+    "crds/multicluster.x-k8s.io/multicluster.x-k8s.io_clusterprofiles.yaml": (
+        "d3f53611a2fe6fc68d7c01b148e2d154d50d1fe1"
+    ),
     # GoogleCloudPlatform/prometheus-engine@2ffde4ec (2026-07-02), charts/operator/crds/.
     "crds/monitoring.googleapis.com/monitoring.googleapis.com_podmonitorings.yaml": (
         "60d8711944333275514069f1f9f9c9f65897b1a8"
@@ -67,6 +71,23 @@ VENDORED_BLOBS = {
 GKE_NETWORKING = "networking.gke.io/v1"
 GATEWAY = "gateway.networking.k8s.io/v1"
 VALID: dict[str, dict[str, Any]] = {
+    # Kueue v0.19.2's example of what a cloud's inventory sync creates (site/content/en/docs/tasks/
+    # manage/setup_multikueue.md:206-223).
+    "ClusterProfile": {
+        "apiVersion": "multicluster.x-k8s.io/v1alpha1",
+        "kind": "ClusterProfile",
+        "metadata": {
+            "name": "multikueue-worker-1",
+            "namespace": "kueue-system",
+            "labels": {"x-k8s.io/cluster-manager": "gke-fleet"},
+        },
+        "spec": {"clusterManager": {"name": "gke-fleet"}, "displayName": "multikueue-worker-1"},
+        "status": {
+            "accessProviders": [
+                {"name": "google", "cluster": {"server": "https://connectgateway.googleapis.com"}}
+            ]
+        },
+    },
     "PodMonitoring": {
         "apiVersion": "monitoring.googleapis.com/v1",
         "kind": "PodMonitoring",

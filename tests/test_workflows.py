@@ -152,17 +152,38 @@ def test_a_stack_with_a_private_dns_endpoint_can_deploy_from_a_runner_inside_goo
 
     prod = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())["config"]["gke-gpu:cluster"]
     assert prod.get("dnsEndpointExternal") is False
-    assert jobs(DEPLOY)["deploy"]["runs-on"] == "${{ vars.DEPLOY_RUNNER || 'ubuntu-latest' }}"
+    assert "vars.DEPLOY_RUNNER" in jobs(DEPLOY)["deploy"]["runs-on"]
     assert "`DEPLOY_RUNNER`" in (ROOT / "docs" / "ci.md").read_text()
+
+
+def test_the_self_hosted_runner_only_from_the_protected_branch_and_tags() -> None:
+    """The runner's label is chosen only for refs/heads/main and v* tags (GitHub's for any other ref),
+    no other job names it, and docs/ci.md restricts its runner group to this workflow at those refs
+    (a label alone is no boundary: any branch's workflow could name it)."""
+    runs_on = " ".join(jobs(DEPLOY)["deploy"]["runs-on"].split())
+    protected_refs = "(github.ref == 'refs/heads/main' || startsWith(github.ref, 'refs/tags/v'))"
+    assert runs_on == f"${{{{ {protected_refs} && vars.DEPLOY_RUNNER || 'ubuntu-latest' }}}}"
+    for name, job_id, job in all_jobs():
+        if (name, job_id) != (DEPLOY, "deploy"):
+            assert "DEPLOY_RUNNER" not in str(job.get("runs-on")), f"{name}: job {job_id}"
+            assert job.get("runs-on") == "ubuntu-latest", f"{name}: job {job_id}"
+    doc = " ".join((ROOT / "docs" / "ci.md").read_text().split())
+    assert "Selected workflows" in doc
+    assert "OWNER/REPO/.github/workflows/deploy.yml@refs/heads/main" in doc
 
 
 def test_deploy_never_runs_twice_at_once_for_a_stack_and_never_cancels() -> None:
     workflow = load(DEPLOY)
     assert workflow.get("concurrency", {}).get("cancel-in-progress", False) is False
+    command = "${{ needs.checks.outputs.command }}"
     up_jobs = [
-        job for job in jobs(DEPLOY).values() if any(s["with"]["command"] == "up" for s in pulumi_steps(job))
+        job
+        for job in jobs(DEPLOY).values()
+        if any(step["with"]["command"] == command for step in pulumi_steps(job))
     ]
     assert up_jobs, "deploy.yml runs no `pulumi up`"
+    chooser = runs(jobs(DEPLOY)["checks"])
+    assert "command=up\n" in chooser and 'command="$INPUT_COMMAND"' in chooser
     for job in up_jobs:
         concurrency = job["concurrency"]
         stack = "${{ needs.checks.outputs.stack }}"
@@ -228,6 +249,32 @@ def test_gcp_auth_uses_workload_identity_federation_never_keys() -> None:
             assert key_input not in text, f"{name}: {key_input} (a long-lived key)"
 
 
+PROVIDER_CHECK = 'grep -Eq \'^secretsprovider: *"?gcpkms://\' "Pulumi.$STACK.yaml"'
+
+
+def test_no_preview_job_can_read_prods_secrets() -> None:
+    """A pull request's preview (code any branch pusher writes) gets no environment, no passphrase, no
+    deploy token and no protected stack; it checks that its stack's secrets use the stack's own Cloud
+    KMS key (which the preview identity may decrypt for the non-prod stacks only: docs/ci.md). A
+    protected stack's preview runs in deploy.yml, in the stack's environment."""
+    text = (WORKFLOWS / PR).read_text()
+    for job_id, job in jobs(PR).items():
+        assert "environment" not in job, f"job {job_id}"
+    assert "PULUMI_CONFIG_PASSPHRASE" not in text
+    assert "secrets.PULUMI_ACCESS_TOKEN" not in text, "the deploy token is the environments'"
+    preview = jobs(PR)["preview"]
+    assert not set(matrix_stacks(preview)) & PROTECTED_STACKS
+    (pulumi,) = pulumi_steps(preview)
+    assert pulumi["env"] == {"PULUMI_ACCESS_TOKEN": "${{ secrets.PULUMI_PREVIEW_ACCESS_TOKEN }}"}
+    assert PROVIDER_CHECK in runs(preview)
+    assert "PULUMI_CONFIG_PASSPHRASE" not in (WORKFLOWS / DEPLOY).read_text()
+    deploy = jobs(DEPLOY)["deploy"]
+    assert deploy["environment"] == "${{ needs.checks.outputs.stack }}"
+    assert PROVIDER_CHECK in runs(deploy)
+    doc = " ".join((ROOT / "docs" / "ci.md").read_text().split())
+    assert "roles/cloudkms.cryptoKeyDecrypter" in doc and "--secrets-provider=gcpkms://" in doc
+
+
 def test_deploy_and_preview_use_different_service_accounts() -> None:
     """PR code runs as the preview account; only environment-gated deploy jobs run as the deployer."""
     (preview_auth,) = (s for s in steps(jobs(PR)["preview"]) if action(s) == GCP_AUTH)
@@ -265,10 +312,13 @@ def test_cloud_job_step_order() -> None:
 # --------------------------------------------------------------------------------------------------
 # Actions pinned.
 
-PINNED = re.compile(r"[\w.-]+/[\w.-]+(/[\w./-]+)?@(v\d+(\.\d+){0,2}|[0-9a-f]{40})")
+PINNED = re.compile(r"[\w.-]+/[\w.-]+(/[\w./-]+)?@[0-9a-f]{40}")
+# The `uses:` line as written: the commit, and the release tag it is beside (GitHub's hardening guide,
+# "Using third-party actions": a full-length commit SHA is the only immutable reference).
+USES_LINE = re.compile(r"^\s*(- )?uses: (?P<uses>\S+) # (?P<tag>v\d+\.\d+\.\d+)(;.*)?$")
 
 
-def test_every_action_is_pinned_to_a_tag_or_sha() -> None:
+def test_every_action_is_pinned_by_commit_with_its_tag_beside_it() -> None:
     for name, job_id, job in all_jobs():
         for step in steps(job):
             uses = step.get("uses")
@@ -277,7 +327,23 @@ def test_every_action_is_pinned_to_a_tag_or_sha() -> None:
             if uses.startswith("docker://"):
                 assert "@sha256:" in uses, f"{name}: job {job_id}: {uses}: pin images by digest"
                 continue
-            assert PINNED.fullmatch(uses), f"{name}: job {job_id}: {uses} is not pinned to a tag or SHA"
+            assert PINNED.fullmatch(uses), f"{name}: job {job_id}: {uses} is not pinned by a full commit SHA"
+    for name in WORKFLOW_FILES:
+        lines = [line for line in (WORKFLOWS / name).read_text().splitlines() if "uses:" in line]
+        assert lines
+        for line in lines:
+            assert USES_LINE.match(line), f"{name}: {line.strip()}: no `# vX.Y.Z` beside the commit"
+
+
+def test_one_action_one_commit() -> None:
+    """Every step of one action names the same commit (and tag), so an update moves all of them."""
+    seen: dict[str, str] = {}
+    for name in WORKFLOW_FILES:
+        for line in (WORKFLOWS / name).read_text().splitlines():
+            found = USES_LINE.match(line)
+            if found:
+                action_name, ref = found["uses"].split("@")
+                assert seen.setdefault(action_name, f"{ref} {found['tag']}") == f"{ref} {found['tag']}", line
 
 
 # --------------------------------------------------------------------------------------------------
@@ -288,15 +354,22 @@ def test_every_action_is_pinned_to_a_tag_or_sha() -> None:
 # is not reachable from there (preview it from a self-hosted runner; docs/ci.md). They are still
 # rendered and policy-checked offline on every pull request.
 OFFLINE_ONLY_STACKS = {"onprem"}
+# Stacks previewed only in their GitHub environment (deploy.yml, command preview), never by a pull
+# request: their state and secrets (prod's; the fleet's credentials to its workers) are not the pull
+# request's to read.
+PROTECTED_STACKS = {"prod", "fleet"}
 
 
 def test_every_stack_is_previewed_and_rendered() -> None:
     expected = stacks()
     assert expected, "no Pulumi.<stack>.yaml found"
     preview, render = jobs(PR)["preview"], jobs(PR)["render"]
-    assert matrix_stacks(preview) == sorted(set(expected) - OFFLINE_ONLY_STACKS), (
-        "add the stack to the preview matrix in pull-request.yml"
+    assert matrix_stacks(preview) == sorted(set(expected) - OFFLINE_ONLY_STACKS - PROTECTED_STACKS), (
+        "add the stack to the preview matrix in pull-request.yml (a protected one to deploy.yml's options)"
     )
+    options = load(DEPLOY)["on"]["workflow_dispatch"]["inputs"]
+    assert set(options["stack"]["options"]) >= PROTECTED_STACKS, "protected stacks' previews: deploy.yml"
+    assert options["command"]["options"] == ["up", "preview"]
     assert matrix_stacks(render) == expected, "add the stack to the render matrix in pull-request.yml"
     render_runs = runs(render)
     assert (
@@ -342,7 +415,7 @@ def test_deploy_runs_offline_checks_before_up_with_the_policy_pack() -> None:
     assert "tools/render.py --stack ${{ steps.stack.outputs.stack }}" in checks
     assert "tools/check_policies.py --stack ${{ steps.stack.outputs.stack }}" in checks
     (up,) = pulumi_steps(deploy)
-    assert up["with"]["command"] == "up"
+    assert up["with"]["command"] == "${{ needs.checks.outputs.command }}"  # up, or a dispatched preview
     assert up["with"].get("policyPacks") == "policy", "the policy pack is enforced on up"
 
 

@@ -179,7 +179,10 @@ def _management_fee(document: Mapping[str, Any], table: PriceTable) -> dict[str,
         clusters = _resources(document, "gcp:container/cluster:Cluster")
         if clusters:
             mode = "autopilot" if (clusters[0].get("inputs") or {}).get("enableAutopilot") else "standard"
-    location = _cluster_location(document) or ""
+    return _cluster_fee(mode, _cluster_location(document) or "", table)
+
+
+def _cluster_fee(mode: str | None, location: str, table: PriceTable) -> dict[str, Any]:
     fee = {
         "hourly": table.fee_per_cluster_hour,
         "monthly": round(table.fee_per_cluster_hour * HOURS_PER_MONTH, 2),
@@ -209,6 +212,52 @@ def _management_fee(document: Mapping[str, Any], table: PriceTable) -> dict[str,
         "/month per billing account) covers only zonal and Autopilot clusters, not this one"
     )
     return {**fee, "clusterType": cluster_type, "freeTierEligible": eligible, "note": note}
+
+
+def _fleet_estimates(
+    outputs: Mapping[str, Any], table: PriceTable, catalog: Catalog
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[str]]:
+    """A MultiKueue fleet's workers (`outputs.fleet.workers`): each one's GPU pools priced in its own
+    region (named `<worker>/<pool>`), its cluster's management fee, and why a worker is not priced."""
+    pools: list[dict[str, Any]] = []
+    fees: list[dict[str, Any]] = []
+    notes: list[str] = []
+    workers = (outputs.get("fleet") or {}).get("workers") or []
+    if workers:
+        where = ", ".join(f"{w.get('name')} in {w.get('region')}" for w in workers)
+        notes.append(f"the fleet's workers' pools, each priced in its worker's region: {where}")
+    for worker in workers:
+        name, region = worker.get("name"), worker.get("region")
+        if region not in table.regions:
+            notes.append(
+                f"not in the estimate: worker {name}: region {region!r} is not in the price table "
+                "(components/data/prices.yaml)"
+            )
+            continue
+        for pool in worker.get("gpuPools") or []:
+            entry = _pool_estimate(pool, table=table, catalog=catalog, region=region)
+            pools.append({**entry, "name": f"{name}/{entry['name']}"})
+        fees.append(_cluster_fee("standard", str(worker.get("location") or ""), table))
+    return pools, fees, notes
+
+
+def _with_workers(fee: dict[str, Any], fees: list[dict[str, Any]]) -> dict[str, Any]:
+    """The manager's fee plus each worker's: one row for the fleet's clusters."""
+    if not fees:
+        return fee
+    clusters = [fee, *fees]
+    return {
+        **fee,
+        "hourly": round(sum(f["hourly"] for f in clusters), 2),
+        "monthly": round(sum(f["monthly"] for f in clusters), 2),
+        "clusterType": f"{len(clusters)} clusters: the manager and {len(fees)} worker(s)",
+        "freeTierEligible": False,
+        "note": (
+            f"the fleet's manager ({fee['note']}) and {len(fees)} worker cluster(s) at "
+            f"${fees[0]['hourly']:.2f}/h each; the free tier credit covers at most one zonal or Autopilot "
+            "cluster per billing account"
+        ),
+    }
 
 
 def _totals(pools: list[dict[str, Any]], fee: Mapping[str, Any]) -> dict[str, Any]:
@@ -317,8 +366,11 @@ def estimate(
         for p in outputs.get("gpuPools") or []
         if isinstance(p, Mapping)
     ]
-    fee = _management_fee(document, table)
+    worker_pools, worker_fees, worker_notes = _fleet_estimates(outputs, table, catalog)
+    pools += worker_pools
+    fee = _with_workers(_management_fee(document, table), worker_fees)
     notes = [
+        *worker_notes,
         "list prices for the VM with its GPUs (N1: VM + attached GPUs); not included: boot disks, "
         "Local SSD, network, discounts (sustained/committed use), taxes",
         f"Spot prices change up to once a day; these are from {table.captured}"

@@ -18,6 +18,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import runpy
 import sys
 import threading
@@ -29,6 +30,8 @@ from typing import Any
 import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import settings as pulumi_settings
+
+from gke_gpu.stack.secrets_provider import check_secrets_provider
 
 # Re-exported: the render's marker for a secure value, which the policy pack knows too.
 from gke_gpu.stack.stack_file import SECRET_NOT_DECRYPTED as SECRET_NOT_DECRYPTED
@@ -104,6 +107,9 @@ def normalise(value: Any) -> Any:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
+
+
+_ZONE = re.compile(r"-[a-z]$")
 
 
 class _RecordingMocks(pulumi.runtime.Mocks):
@@ -182,6 +188,8 @@ def _with_preview_unknowns(args: pulumi.runtime.MockResourceArgs) -> dict[str, A
         dns = dict(endpoints.get("dnsEndpointConfig") or {})
         dns["endpoint"] = pulumi.runtime.rpc.UNKNOWN
         outputs["controlPlaneEndpointsConfig"] = {**endpoints, "dnsEndpointConfig": dns}
+        if outputs.get("fleet"):
+            outputs["fleet"] = {**outputs["fleet"], "membership": pulumi.runtime.rpc.UNKNOWN}
     return outputs
 
 
@@ -193,13 +201,27 @@ def _computed_outputs(args: pulumi.runtime.MockResourceArgs) -> dict[str, Any]:
         return {"email": email, "member": f"serviceAccount:{email}"}
     if args.typ == "gcp:container/cluster:Cluster":
         location = args.inputs.get("location", "us-central1")
-        return {
+        computed: dict[str, Any] = {
             "endpoint": "203.0.113.10",
             "masterAuth": {"clusterCaCertificate": "Q0EtREFUQQ=="},
             "controlPlaneEndpointsConfig": {
                 "dnsEndpointConfig": {"endpoint": f"gke-0123456789abcdef-{name}.{location}.gke.goog"}
             },
         }
+        fleet = args.inputs.get("fleet")
+        if fleet:
+            # A cluster born in a fleet gets a regional Membership named after it (the provider's
+            # ClusterFleet.membership; hashicorp/terraform-provider-google#16795 shows one).
+            region = _ZONE.sub("", location)
+            project = fleet.get("project")
+            membership = f"//gkehub.googleapis.com/projects/{project}/locations/{region}/memberships/{name}"
+            computed["fleet"] = {
+                **fleet,
+                "membership": membership,
+                "membershipId": name,
+                "membershipLocation": region,
+            }
+        return computed
     if args.typ in ("gcp:compute/network:Network", "gcp:compute/subnetwork:Subnetwork"):
         kind = "networks" if args.typ.endswith("Network") else "subnetworks"
         return {"selfLink": f"https://www.googleapis.com/compute/v1/{kind}/{name}"}
@@ -212,13 +234,20 @@ def _computed_outputs(args: pulumi.runtime.MockResourceArgs) -> dict[str, Any]:
     return {}
 
 
+# The kind of each message the program logs, as the engine prints it: its one prefix.
+_KINDS = {logging.INFO: "note: ", logging.WARNING: "warning: ", logging.ERROR: "error: "}
+
+
 class _LogCapture(logging.Handler):
+    """The program's messages, each with the prefix of its kind: notes (info) and warnings."""
+
     def __init__(self) -> None:
-        super().__init__(level=logging.WARNING)
+        super().__init__(level=logging.INFO)
         self.messages: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
+        kind = _KINDS.get(record.levelno, "warning: " if record.levelno > logging.INFO else "note: ")
+        self.messages.append(kind + record.getMessage())
 
 
 # --------------------------------------------------------------------------------------------------
@@ -244,7 +273,11 @@ def _load(stack: str, directory: Path) -> StackFile:
     path = stack_file(stack, directory)
     if not path.exists():
         raise FileNotFoundError(f"no stack file {path.name} in {directory}")
-    return load_stack_file(path)
+    loaded = load_stack_file(path)
+    # One Cloud KMS key per stack (a preview of one stack must not decrypt another's): checked where
+    # the stack files are read, before the render (and, in CI, before any preview: docs/ci.md).
+    check_secrets_provider(stack, loaded, directory)
+    return loaded
 
 
 def _engine_string(value: Any) -> str:
@@ -288,6 +321,7 @@ def run_program(
     capture = _LogCapture()
     logger = logging.getLogger(f"gke-gpu.offline.{id(result)}")
     logger.addHandler(capture)
+    logger.setLevel(logging.INFO)  # notes are info: the root logger's WARNING would drop them
     logger.propagate = False
     mocks = _RecordingMocks(preview)
     monitor = _RecordingMonitor(mocks)
@@ -357,5 +391,5 @@ def run_stack(stack: str, *, preview: bool = True, directory: Path = ROOT) -> Ru
     loaded = _load(stack, directory)
     result = run_program(loaded.config, stack=stack, preview=preview, secret_keys=loaded.secret_keys)
     # What the file holds that an offline run cannot use (an ESC environment) comes first.
-    result.warnings[:0] = loaded.notes
+    result.warnings[:0] = [f"warning: {note}" for note in loaded.notes]
     return result

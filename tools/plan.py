@@ -135,7 +135,22 @@ def to_document(result: RunResult) -> dict[str, Any]:
     samples = sample_runs(document)
     document["cost"]["samples"] = samples
     document["cost"]["table"] = [*document["cost"]["table"], *format_samples(samples)]
+    document["preflight"] = preflight_of(document)
     return document
+
+
+def preflight_of(document: dict[str, Any]) -> dict[str, Any]:
+    """What the project must offer before `pulumi up` (gke_gpu.project): computed from the resources
+    the render declares."""
+    from gke_gpu.project.preflight import DeclaredResource, compute_preflight
+
+    declared = [
+        DeclaredResource(r["type"], r["name"], r["inputs"], r.get("provider"), r["urn"])
+        for r in document["resources"]
+        if not r["component"]
+    ]
+    project = document["outputs"].get("project")
+    return compute_preflight(declared, default_project=project if isinstance(project, str) else "").to_json()
 
 
 def _sorted(value: Any) -> Any:

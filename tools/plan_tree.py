@@ -254,12 +254,53 @@ def format_tree(document: dict[str, Any]) -> str:
     if cost:
         lines.append("")
         lines.extend(cost.get("table", []))
+    preflight = document.get("preflight")
+    if isinstance(preflight, dict):
+        lines.append("")
+        lines.extend(format_preflight(preflight))
     return "\n".join(lines)
+
+
+def _roles(grants: list[dict[str, Any]]) -> str:
+    return ", ".join(g["role"] for g in grants) or "none"
+
+
+def format_preflight(preflight: dict[str, Any]) -> list[str]:
+    """What the project must offer before `pulumi up`, per project: APIs, roles, quota."""
+    projects = preflight.get("projects") or []
+    lines = [
+        "preflight: what each project must offer before `pulumi up` "
+        "(`tools/preflight.py --stack <stack>` checks it against the project; docs/preflight.md)"
+    ]
+    if not projects:
+        lines.append("  nothing in GCP: a cluster one brings authorizes its objects by its kubeconfig's RBAC")
+    for p in projects:
+        clusters = ", ".join(p.get("clusters") or [])
+        lines.append(f"  project {p['project']}" + (f" (clusters {clusters})" if clusters else ""))
+        apis = [a["api"] for a in p["apis"]]
+        lines.append(f"    APIs: gcloud services enable {' '.join(apis)} --project {p['project']}")
+        lines.append(f"    `pulumi up` roles: {_roles(p['roles']['up'])}")
+        lines.append(f"    `pulumi preview` roles (read-only): {_roles(p['roles']['preview'])}")
+        for b in p.get("buckets") or []:
+            lines.append(
+                f"    on bucket {b['bucket']}: up {_roles(b['roles']['up'])}; "
+                f"preview {_roles(b['roles']['preview'])}"
+            )
+        for q in p.get("quotas") or []:
+            most = "no set maximum" if q["max"] is None else f"up to {q['max']}"
+            mark = " (metric name UNVERIFIED)" if q.get("unverified") else ""
+            lines.append(
+                f"    quota {q['region']}: {q['metric']} {most} ({q['kind']}; {', '.join(q['pools'])}){mark}"
+            )
+    for unknown in preflight.get("unknownTypes") or []:
+        lines.append(f"  UNKNOWN resource type {unknown}: no API or role row (a bug: gke_gpu/project)")
+    return lines
 
 
 def format_header(document: dict[str, Any]) -> list[str]:
     """What must not scroll away: the program's warnings, then the policy pack's verdict."""
-    lines = [f"warning: {warning}" for warning in document.get("warnings") or []]
+    # Each message carries the one prefix of its kind ("note: ", "warning: "), as the engine prints it.
+    lines = list(document.get("warnings") or [])
     policy = document.get("policy")
     if isinstance(policy, dict):
         if not policy.get("checked") and policy.get("optional"):

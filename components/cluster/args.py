@@ -145,6 +145,10 @@ class GkeClusterArgs(TypedDict):
     """Encrypt Secrets at the application layer with this Cloud KMS key
     (`projects/<p>/locations/<l>/keyRings/<r>/cryptoKeys/<k>`, in the cluster's location; GKE's service
     agent needs roles/cloudkms.cryptoKeyEncrypterDecrypter on it). Defaults to none."""
+    rbac_security_group: NotRequired[str]
+    """Google Groups for RBAC: `gke-security-groups@<your domain>`, whose nested Google Groups the
+    cluster's RoleBindings may then name as `Group` subjects (authenticatorGroupsConfig.securityGroup;
+    GKE "Configure Google Groups for RBAC"). Defaults to none (a Group subject names no Google group)."""
     deletion_protection: NotRequired[bool]
     """GKE refuses to delete the cluster while on. Defaults to true."""
     system_pool: NotRequired[SystemPool]
@@ -168,10 +172,19 @@ class GkeClusterArgs(TypedDict):
     auto_monitoring: NotRequired[bool]
     """Managed Prometheus' automatic application monitoring of the workloads GKE supports (scope ALL;
     false: NONE). An in-place update. Defaults to unset: GKE's own."""
+    fleet_project: NotRequired[str]
+    """Register the cluster in the fleet of this project as it is created (the provider's `fleet`
+    block; an in-place update): the fleet's features and Connect Gateway reach it. Defaults to none."""
     gateway_api: NotRequired[bool]
     """GKE's Gateway API controller on its standard channel (`CHANNEL_STANDARD`), which serves
     Gateways and HTTPRoutes (InferenceGateway's). An in-place update. Defaults to false (left unset:
     GKE's own default)."""
+    shielded_nodes: NotRequired[bool]
+    """Standard only: Shielded GKE Nodes (`enableShieldedNodes`). False only for a cluster that runs
+    bare-metal nodes (A4X Max, `a4x-maxgpu-4g-metal`), as cluster-toolkit's `examples/gke-a4x-max-bm`
+    turns it off; the cluster then carries the label `gke-gpu-bare-metal-nodes: "true"`, which the
+    policy pack's `node-shielded-vm` reads. Node pools keep Shielded VM's secure boot and integrity
+    monitoring either way. Defaults to true."""
 
 
 def _gcp_label_text(value: str, *, key: bool) -> str:
@@ -219,6 +232,8 @@ class GkeClusterSpec(GkeClusterSettings, _GkeClusterPlace):
     gcs_fuse_csi_driver: bool = False
     lustre_csi_driver: bool = False
     gateway_api: bool = False
+    shielded_nodes: bool = True
+    fleet_project: ProjectId | None = None
 
 
 def cluster_rules(spec: GkeClusterSpec) -> list[str]:
@@ -249,6 +264,12 @@ def cluster_rules(spec: GkeClusterSpec) -> list[str]:
             "lustre_csi_driver",
             f"true needs minimum_version {LUSTRE_CSI_MIN_VERSION} or later (GKE's Managed Lustre CSI "
             f"driver); minimum_version is {spec.minimum_version}",
+        )
+    if spec.autopilot and not spec.shielded_nodes:
+        problems.add(
+            "shielded_nodes",
+            "false is not allowed with autopilot: true (Autopilot nodes are always Shielded; only a "
+            "Standard cluster of bare-metal nodes turns it off)",
         )
     if spec.autopilot and ZONE_PATTERN.fullmatch(spec.location):
         problems.add("location", f"{spec.location!r} is a zone; Autopilot clusters are regional")

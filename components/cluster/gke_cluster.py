@@ -12,14 +12,27 @@ from ..core.validation import pick
 from .args import GkeClusterArgs, GkeClusterSpec, cluster_rules
 from .boot_disks import system_disk_type
 from .gke_managed import maintenance_policy, monitoring_components
-from .hardening import ClusterHardening, cluster_hardening, node_kubelet_config
+from .hardening import CLOUD_PLATFORM_SCOPE, ClusterHardening, cluster_hardening, hardened_node_settings
 from .kubeconfig_text import render_ip_kubeconfig, render_kubeconfig
 from .model import SystemPoolConfig
 
-CLOUD_PLATFORM_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 # Google's least-privilege role for node service accounts: write logs and metrics, read
 # monitoring config, nothing else (no Compute or Storage admin as the default compute account has).
-NODE_SERVICE_ACCOUNT_ROLES = ("roles/container.defaultNodeServiceAccount",)
+# And serviceusage.serviceUsageConsumer, which image streaming needs (on in every GPU pool and every
+# Autopilot cluster): GKE's "Use Image streaming" page, Requirements: "If the GKE nodes in the cluster
+# don't use the default service account, you must make sure that the custom service account has the
+# Service Usage Consumer (roles/serviceusage.serviceUsageConsumer) IAM role in the project that hosts
+# the container image" (the images of the serving mirror are in the stack's project);
+# roles/container.defaultNodeServiceAccount lacks serviceusage.services.use (its definition, vendored in
+# components/data/iam_roles.json). terraform-google-kubernetes-engine grants it for the same reason
+# (issue #2251, PR #2262; autogen/main/sa.tf.tmpl at bb176b21, for Autopilot or enable_gcfs).
+NODE_SERVICE_ACCOUNT_ROLES = (
+    "roles/container.defaultNodeServiceAccount",
+    "roles/serviceusage.serviceUsageConsumer",
+)
+# The cluster label that says its Shielded GKE Nodes are off for bare-metal nodes (shielded_nodes);
+# the policy pack's node-shielded-vm accepts the setting on a cluster that carries it.
+BARE_METAL_LABEL = "gke-gpu-bare-metal-nodes"
 
 
 # The provider's inputs as the helpers below build them, keyed by the resource's keyword arguments, so
@@ -71,19 +84,9 @@ class ClusterInputs(ControlPlaneAccess, ClusterHardening, total=False):
     enable_multi_networking: bool | None
     addons_config: container.ClusterAddonsConfigArgs | None
     gateway_api_config: container.ClusterGatewayApiConfigArgs | None
+    fleet: container.ClusterFleetArgs | None
     workload_identity_config: container.ClusterWorkloadIdentityConfigArgs
     node_config: container.ClusterNodeConfigArgs
-
-
-class HardenedNodeSettings(TypedDict):
-    """container.NodePoolNodeConfigArgs fields every node pool shares (hardened_node_settings)."""
-
-    service_account: pulumi.Input[str] | None
-    oauth_scopes: list[str]
-    metadata: dict[str, str]
-    shielded_instance_config: container.NodePoolNodeConfigShieldedInstanceConfigArgs
-    workload_metadata_config: container.NodePoolNodeConfigWorkloadMetadataConfigArgs
-    kubelet_config: container.NodePoolNodeConfigKubeletConfigArgs
 
 
 class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
@@ -121,6 +124,9 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
     """A kubeconfig (secret) that authenticates with gke-gcloud-auth-plugin; no credential inside."""
     node_service_account_email: pulumi.Output[str]
     """The email of the nodes' dedicated service account."""
+    fleet_membership: pulumi.Output[str]
+    """With `fleet_project`: the cluster's fleet Membership
+    (`//gkehub.googleapis.com/projects/<p>/locations/<l>/memberships/<id>`); empty otherwise."""
 
     _args_model = GkeClusterSpec
     _args_rules = staticmethod(cluster_rules)
@@ -180,6 +186,9 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
         self.dns_endpoint = self.cluster.control_plane_endpoints_config.apply(_dns_endpoint)
         self.ca_certificate = self.cluster.master_auth.cluster_ca_certificate
         self.node_service_account_email = self.node_service_account.email
+        self.fleet_membership = self.cluster.fleet.apply(
+            lambda fleet: (fleet.membership or "") if fleet else ""
+        )
         if spec.kubeconfig_endpoint == "dns":
             kubeconfig = pulumi.Output.all(self.cluster.name, self.dns_endpoint).apply(
                 lambda values: render_kubeconfig(
@@ -226,6 +235,7 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
                 "caCertificate": self.ca_certificate,
                 "kubeconfig": self.kubeconfig,
                 "nodeServiceAccountEmail": self.node_service_account_email,
+                "fleetMembership": self.fleet_membership,
             }
         )
 
@@ -269,7 +279,8 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
             if spec.hpa_profile
             else None,
             "deletion_protection": spec.deletion_protection,
-            "resource_labels": dict(spec.resource_labels),
+            "resource_labels": dict(spec.resource_labels)
+            | ({BARE_METAL_LABEL: "true"} if not spec.shielded_nodes else {}),
             # Declared either way, so turning it off again really sends DISABLED. An in-place update.
             "binary_authorization": container.ClusterBinaryAuthorizationArgs(
                 evaluation_mode="PROJECT_SINGLETON_POLICY_ENFORCE"
@@ -281,6 +292,8 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
             "gateway_api_config": container.ClusterGatewayApiConfigArgs(channel="CHANNEL_STANDARD")
             if spec.gateway_api
             else None,
+            # Born in the fleet (GKE "Fleet membership"); unset when off, so no diff for other clusters.
+            "fleet": container.ClusterFleetArgs(project=spec.fleet_project) if spec.fleet_project else None,
         }
         if spec.autopilot:
             # Autopilot always runs Workload Identity and Shielded nodes; it only needs to know
@@ -298,7 +311,9 @@ class GkeCluster(GkeGpuComponent[GkeClusterSpec]):
             {
                 "remove_default_node_pool": True,
                 "initial_node_count": 1,
-                "enable_shielded_nodes": True,
+                # Off only for bare-metal nodes (A4X Max), as cluster-toolkit's examples/gke-a4x-max-bm
+                # (cluster/args.py, shielded_nodes). Changing it is an in-place update of the cluster.
+                "enable_shielded_nodes": spec.shielded_nodes,
                 # Dataplane V2 (eBPF): enforces Kubernetes NetworkPolicy and logs network policy
                 # decisions; Autopilot always has it. Only settable at creation (ForceNew).
                 "datapath_provider": "ADVANCED_DATAPATH",
@@ -451,27 +466,6 @@ def control_plane_access(spec: GkeClusterSpec) -> ControlPlaneAccess:
 def _dns_endpoint(config: "container.outputs.ClusterControlPlaneEndpointsConfig | None") -> str | None:
     dns = config.dns_endpoint_config if config else None
     return dns.endpoint if dns else None
-
-
-def hardened_node_settings(service_account_email: pulumi.Input[str] | None) -> HardenedNodeSettings:
-    """NodePoolNodeConfigArgs fields every node pool shares: the dedicated service account (its
-    IAM roles, not OAuth scopes, limit it; None: the project's Compute Engine default service
-    account, as GpuNodePool without `node_service_account_email`), Workload Identity metadata (Pods
-    never see the node's credentials), Shielded VM with secure boot (GKE's GPU drivers are signed)
-    and the legacy metadata endpoints off. All but the workload metadata mode are ForceNew: changing
-    one recreates the pool."""
-    return {
-        "service_account": service_account_email,
-        "oauth_scopes": [CLOUD_PLATFORM_SCOPE],
-        "metadata": {"disable-legacy-endpoints": "true"},
-        "shielded_instance_config": container.NodePoolNodeConfigShieldedInstanceConfigArgs(
-            enable_secure_boot=True, enable_integrity_monitoring=True
-        ),
-        "workload_metadata_config": container.NodePoolNodeConfigWorkloadMetadataConfigArgs(
-            mode="GKE_METADATA"
-        ),
-        "kubelet_config": node_kubelet_config(),
-    }
 
 
 def node_service_account_id(cluster_name: str) -> str:

@@ -19,6 +19,7 @@ from ..core.model import (
     GKE_VERSION,
     KMS_KEY,
     PRINTABLE,
+    RBAC_SECURITY_GROUP,
     RFC3339,
     TIME_OF_DAY,
     Cidr,
@@ -163,6 +164,10 @@ class GkeClusterSettings(StackModel):
     # Application-layer secrets encryption (CIS GKE 5.3.1) with this Cloud KMS key, in the cluster's
     # location: projects/<p>/locations/<l>/keyRings/<r>/cryptoKeys/<k>.
     secrets_encryption_key: Annotated[str, Field(max_length=400, pattern=KMS_KEY)] | None = None
+    # Google Groups for RBAC (the cluster's authenticatorGroupsConfig.securityGroup): the group
+    # `gke-security-groups@<your domain>` whose nested groups RoleBindings may name (GKE "Configure Google
+    # Groups for RBAC"). Needed where batch.teams[].members names a group (stack/batch_section.py).
+    rbac_security_group: Annotated[str, Field(max_length=254, pattern=RBAC_SECURITY_GROUP)] | None = None
     # GKE's HPA profile (docs/serving.md, "The HPA profile"). Unset: left to GKE, unless the stack serves
     # models (then performance: stack/program_cluster.py).
     hpa_profile: enum_values(HpaProfile) | None = None  # type: ignore[valid-type]

@@ -92,6 +92,17 @@ def restricted_container_security_context() -> "k8s.core.v1.SecurityContextArgs"
     )
 
 
+def restricted_container_security_patch() -> "k8s.core.v1.SecurityContextPatchArgs":
+    """The same settings, for a container of a server-side apply patch."""
+    return k8s.core.v1.SecurityContextPatchArgs(
+        allow_privilege_escalation=False,
+        read_only_root_filesystem=True,
+        run_as_non_root=True,
+        capabilities=k8s.core.v1.CapabilitiesPatchArgs(drop=["ALL"]),
+        seccomp_profile=k8s.core.v1.SeccompProfilePatchArgs(type="RuntimeDefault"),
+    )
+
+
 # The Jobs the program runs once (samples, tests): `pulumi up` does not wait for them, their Pod
 # template carries their script's hash (a new script makes a new template, which a Job cannot take in
 # place, so Pulumi replaces the Job), and they are deleted a day after they end.

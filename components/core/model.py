@@ -30,8 +30,16 @@ TIME_OF_DAY = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
 KMS_KEY = (
     rf"^projects/{_PROJECT}/locations/[a-z0-9-]{{1,40}}/keyRings/[\w-]{{1,63}}/cryptoKeys/[\w-]{{1,63}}$"
 )
+# A Google account's or group's email (Google Groups for RBAC; batch.teams[].members): a local part and a
+# domain of DNS labels. Not every address this admits exists; Google's own rules are not written here.
+_DOMAIN = r"([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)+[a-z]{2,63}"
+EMAIL = rf"[A-Za-z0-9._%+'-]{{1,64}}@{_DOMAIN}"
+RBAC_SECURITY_GROUP = rf"^gke-security-groups@{_DOMAIN}$"
+TEAM_MEMBER = rf"^(group|user):{EMAIL}$"
 # What each pattern means, for the error message.
 PATTERN_MEANINGS = {
+    RBAC_SECURITY_GROUP: "gke-security-groups@<your domain>, the group GKE requires by that name",
+    TEAM_MEMBER: "group:<email> or user:<email>, e.g. group:ml-research@example.com",
     KMS_KEY: "a Cloud KMS key: projects/<project>/locations/<location>/keyRings/<ring>/cryptoKeys/<key>",
     GCE_NAME: "a GCE name: 1-63 lowercase letters, digits and hyphens, starting with a letter",
     NETWORK_REF: "a VPC name, or projects/<project>/global/networks/<name> (Shared VPC)",

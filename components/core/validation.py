@@ -206,12 +206,28 @@ def _name_defaulted(problem: str) -> str:
     return Problem("name", problem.reason, f"name (default: the resource name): {problem.reason}")
 
 
+NOTE, WARNING = "note: ", "warning: "
+
+
+def log_message(message: str, *, where: str = "", resource: pulumi.Resource | None = None) -> None:
+    """Send a rule's message to the engine on the channel of its kind, with one kind prefix: a
+    "note: ..." (what the user may want to check) goes out as info, anything else (a "warning: ..."
+    or an unmarked message) as a warning. The engine prints the kind itself ("warning: ..."), so the
+    text loses its own prefix; `where` (a component and its name) goes in front of the text."""
+    prefix = f"{where}: " if where else ""
+    if message.startswith(NOTE):
+        pulumi.log.info(prefix + message.removeprefix(NOTE), resource=resource)
+    else:
+        pulumi.log.warn(prefix + message.removeprefix(WARNING), resource=resource)
+
+
 def report_notes(component: str, name: str, notes: Sequence[str], *, resource: pulumi.Resource) -> None:
-    """Log a component's notes (what its args leave for the user to check) as warnings on it."""
+    """Log a component's notes (what its args leave for the user to check) on it, each on the
+    channel of its kind (`log_message`)."""
     if _NOTES_REPORTED_BY_STACK.get():
         return
     for note in notes:
-        pulumi.log.warn(f"{component} {name!r}: {note}", resource=resource)
+        log_message(note, where=f"{component} {name!r}", resource=resource)
 
 
 def pick(checked: Any, raw: Any) -> Any:

@@ -1,20 +1,20 @@
 """MultiKueue's manager: Kueue and JobSet, the teams' queues, each carrying a MultiKueue admission
 check, and a MultiKueueCluster per worker (v1beta2, checked against the CRDs vendored from Kueue
-v0.19.2 in tests/schemas/crds/)."""
+v0.19.2 in tests/schemas/crds/), through its ClusterProfile where the worker is a member of the fleet
+(manager_access.py)."""
 
-from typing import Annotated, Any, Literal, NotRequired, TypedDict
+from typing import Annotated, Any, Literal
 
 import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import Field
 
-from ..core.arg_types import K8sName
+from ..core.arg_types import ClusterName, K8sName, ProjectId
 from ..core.common import Problems, cut, listing
 from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.k8s import app_labels, pod_security_labels
-from ..core.validation import ArgsModel
+from ..core.validation import ArgsModel, Deferrable
 from ..monitoring.kube_state_metrics import MultiKueueStateMetrics
-from ..monitoring.kueue_metrics import KueueMetricsScrape
 from ..workloads.batch_queues import KUEUE_API, batch_controllers
 from ..workloads.batch_teams import Quota, queue_name, team_queue_name
 from ..workloads.kueue_objects import cluster_queue
@@ -26,57 +26,22 @@ from ..workloads.team_namespaces import (
     team_labels,
 )
 from .kueue_config import chart_values
-from .model import MAX_WORKERS, WorkerName
-from .worker_access import KUEUE_NAMESPACE
+from .manager_access import MEMBERSHIP, cluster_profile_name, declare_fleet_access
+from .manager_args import MultiKueueManagerArgs
+from .model import KUEUE_NAMESPACE, MAX_WORKERS, PluginImage, WorkerName
 
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 
 
-class ManagerWorker(TypedDict):
-    name: str
-    """The worker's name: its MultiKueueCluster, and its Secret `multikueue-<name>` in kueue-system."""
-    kubeconfig: pulumi.Input[str]
-    """The kubeconfig for the worker (MultiKueueWorkerAccess.kubeconfig): stored as a Pulumi secret."""
-
-
-class ManagerQuota(TypedDict):
-    gpus: int
-    cpus: int
-    memory_gib: int
-    ephemeral_storage_gib: int
-
-
-class ManagerQueue(TypedDict):
-    team: str
-    """The team: its ClusterQueue is `gpu-<pool>-<team>`, in the cohort `gpu-<pool>`."""
-    namespace: str
-    """The team's namespace: its LocalQueue `gpu-<pool>` (the workers have the same)."""
-    pool: str
-    """The workers' pool name the queue stands for."""
-    workers: list[str]
-    """The workers it dispatches to, most preferred first (its MultiKueueConfig's order)."""
-    quota: ManagerQuota
-    """The sum of the team's shares on those workers (Kueue's docs: the manager's quota should equal
-    the workers' total)."""
-    borrowing_limit: NotRequired[ManagerQuota]
-    """The most it may borrow from the cohort's idle quota: the sum of what it may borrow on those
-    workers. Defaults to no limit."""
-    gpudirect: NotRequired[bool]
-    """The pool is a GPUDirect pool on its workers, whose GPUDirect Pods run in `gpudirect-<team>`: the
-    manager has that namespace too, with the LocalQueue `gpu-<pool>`, and the ClusterQueue admits both
-    (MultiKueue creates the job in the namespace it was submitted from). Defaults to false."""
-
-
-class MultiKueueManagerArgs(TypedDict):
-    workers: list[ManagerWorker]
-    queues: list[ManagerQueue]
-    dispatcher: NotRequired[Literal["allAtOnce", "incremental"]]
-    """Kueue's dispatcher (docs/fleet.md). Defaults to allAtOnce."""
-
-
 class _WorkerSpec(ArgsModel):
     name: WorkerName
-    kubeconfig: Any
+    fleet_membership: Deferrable[Annotated[str, Field(max_length=300, pattern=MEMBERSHIP)]] | None = None
+
+
+class _FleetAccessSpec(ArgsModel):
+    project: ProjectId
+    cluster_name: ClusterName
+    plugin_image: PluginImage
 
 
 class _QuotaSpec(ArgsModel):
@@ -116,11 +81,24 @@ class _Spec(ArgsModel):
     workers: Annotated[list[_WorkerSpec], Field(min_length=1, max_length=MAX_WORKERS)]
     queues: Annotated[list[_QueueSpec], Field(min_length=1, max_length=1000)]
     dispatcher: Literal["allAtOnce", "incremental"] = "allAtOnce"
+    fleet_access: _FleetAccessSpec | None = None
+
+    @property
+    def cluster_profiles(self) -> bool:
+        return any(w.fleet_membership is not None for w in self.workers)
 
 
 def _manager_rules(spec: _Spec) -> list[str]:
     problems = Problems()
     names = [w.name for w in spec.workers]
+    if spec.cluster_profiles and spec.fleet_access is None:
+        problems.add(
+            "fleet_access",
+            "required with a worker reached through its ClusterProfile (fleet_membership): how Kueue gets "
+            "the credentials for it",
+        )
+    elif spec.fleet_access is not None and not spec.cluster_profiles:
+        problems.add("fleet_access", "only allowed with a worker reached through its ClusterProfile")
     for i, name in enumerate(names):
         if name in names[:i]:
             problems.add(f"workers[{i}].name", f"{cut(name)} names two workers")
@@ -141,17 +119,24 @@ def _manager_rules(spec: _Spec) -> list[str]:
 
 class MultiKueueManager(GkeGpuComponent[_Spec]):
     """On the manager cluster: Kueue (its Configuration with the fleet's dispatcher and its
-    ClusterQueue resource metrics) and JobSet from their pinned charts, Kueue's metrics scraped by
-    Managed Prometheus (KueueMetricsScrape) and kube-state-metrics reporting each MultiKueueCluster's
-    conditions (MultiKueueStateMetrics); per worker a Secret with its kubeconfig and a
-    MultiKueueCluster; per team queue a MultiKueueConfig listing its workers in order, an
-    AdmissionCheck (controller `kueue.x-k8s.io/multikueue`), a ClusterQueue `gpu-<pool>-<team>` in
-    the cohort `gpu-<pool>` carrying the check with the workers' summed quota, and the LocalQueue
-    `gpu-<pool>` in the team's namespace."""
+    ClusterQueue resource metrics) and JobSet from their pinned charts, kube-state-metrics reporting
+    each MultiKueueCluster's conditions and where each Workload runs (MultiKueueStateMetrics); per
+    worker a MultiKueueCluster, through the worker's ClusterProfile (with `fleet_access`: Kueue's
+    Google service account and Workload Identity, the credentials plugin in Kueue's Pod,
+    manager_access.py) or a Secret `multikueue-<worker>` the user makes; per team queue a
+    MultiKueueConfig listing its workers in order, an AdmissionCheck (controller
+    `kueue.x-k8s.io/multikueue`), a ClusterQueue `gpu-<pool>-<team>` in the cohort `gpu-<pool>`
+    carrying the check with the workers' summed quota, and the LocalQueue `gpu-<pool>` in the team's
+    namespace."""
 
     worker_names: pulumi.Output[list[str]]
     """The workers, in the fleet's order (the monitoring's per-worker panels take them)."""
     cluster_queue_names: pulumi.Output[list[str]]
+    cluster_profiles: pulumi.Output[dict[str, str]]
+    """Each worker reached through the fleet: the ClusterProfile (`kueue-system/<name>`) it is reached by."""
+    kueue_identity: pulumi.Output[str]
+    """With `fleet_access`: the email of Kueue's Google service account (the workers grant it); empty
+    otherwise."""
 
     _args_model = _Spec
     _args_rules = staticmethod(_manager_rules)
@@ -166,33 +151,42 @@ class MultiKueueManager(GkeGpuComponent[_Spec]):
     ) -> None:
         args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
-        after_charts, after = batch_controllers(self, name, chart_values(spec.dispatcher))
+        values = chart_values(spec.dispatcher, cluster_profiles=spec.cluster_profiles)
+        after_charts, after = batch_controllers(self, name, values)
         # What the fleet's dashboard and worker-unreachable alert read on the manager (monitoring/fleet.py).
-        KueueMetricsScrape(f"{name}-kueue-metrics", {"namespace": KUEUE_NAMESPACE}, opts=after_charts)
         MultiKueueStateMetrics(f"{name}-multikueue-state-metrics", {}, opts=after_charts)
+        self.kueue_identity = pulumi.Output.from_input("")
+        ready: list[pulumi.Resource] = []
+        if spec.fleet_access is not None:
+            account = declare_fleet_access(
+                self,
+                name,
+                project=spec.fleet_access.project,
+                cluster_name=spec.fleet_access.cluster_name,
+                plugin_image=spec.fleet_access.plugin_image,
+                release=f"{name}-kueue",
+                after_charts=after_charts,
+            )
+            self.kueue_identity = account.email
+            ready.append(account)
 
         clusters: dict[str, pulumi.Resource] = {}
+        profiles: dict[str, pulumi.Output[str]] = {}
         for worker, given in zip(spec.workers, args["workers"], strict=True):
-            secret_name = f"multikueue-{worker.name}"
-            secret = k8s.core.v1.Secret(
-                f"{name}-{worker.name}-kubeconfig",
-                metadata=k8s.meta.v1.ObjectMetaArgs(
-                    name=secret_name,
-                    namespace=KUEUE_NAMESPACE,
-                    labels=app_labels(secret_name, component="multikueue"),
-                ),
-                type="Opaque",
-                string_data={"kubeconfig": pulumi.Output.secret(given["kubeconfig"])},
-                opts=pulumi.ResourceOptions.merge(
-                    after_charts, pulumi.ResourceOptions(additional_secret_outputs=["stringData", "data"])
-                ),
-            )
+            source: dict[str, Any] = {
+                "kubeConfig": {"locationType": "Secret", "location": f"multikueue-{worker.name}"}
+            }
+            if "fleet_membership" in given:
+                profiles[worker.name] = pulumi.Output.from_input(given["fleet_membership"]).apply(
+                    cluster_profile_name
+                )
+                source = {"clusterProfileRef": {"name": profiles[worker.name]}}
             clusters[worker.name] = self._object(
                 f"{name}-{worker.name}-cluster",
                 "MultiKueueCluster",
                 worker.name,
-                {"clusterSource": {"kubeConfig": {"locationType": "Secret", "location": secret_name}}},
-                after(secret),
+                {"clusterSource": source},
+                after(*ready),
             )
         namespaces: dict[str, list[pulumi.Resource]] = {}
         for queue in spec.queues:
@@ -277,9 +271,17 @@ class MultiKueueManager(GkeGpuComponent[_Spec]):
                     namespace=gpudirect,
                 )
         self.worker_names = pulumi.Output.from_input([w.name for w in spec.workers])
+        self.cluster_profiles = pulumi.Output.all(**profiles).apply(
+            lambda names: {worker: f"{KUEUE_NAMESPACE}/{name}" for worker, name in names.items()}
+        )
         self.cluster_queue_names = pulumi.Output.from_input(cluster_queues)
         self.register_outputs(
-            {"workerNames": self.worker_names, "clusterQueueNames": self.cluster_queue_names}
+            {
+                "workerNames": self.worker_names,
+                "clusterQueueNames": self.cluster_queue_names,
+                "kueueIdentity": self.kueue_identity,
+                "clusterProfiles": self.cluster_profiles,
+            }
         )
 
     def _object(

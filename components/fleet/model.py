@@ -5,11 +5,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ..core.arg_types import RegionName, matching
+from ..core.arg_types import ProjectId, RegionName, matching
 from ..core.common import K8S_NAME
 from ..core.model import StackModel, example
+from ..serving.model import IMAGE_MEANING, IMAGE_REFERENCE
 from ..workloads.model import MAX_TEAMS, NamespaceName, TeamName
 
+# Kueue's namespace on every cluster of the fleet (its chart's release namespace).
+KUEUE_NAMESPACE = "kueue-system"
 # MultiKueueConfig.spec.clusters holds 1 to 20 names (Kueue v0.19.2's CRD).
 MAX_WORKERS = 20
 # A worker's name is its MultiKueueCluster's and part of its cluster's and Secret's names.
@@ -17,6 +20,15 @@ WorkerName = matching(
     K8S_NAME, "lowercase letters, digits and hyphens, starting with a letter", max_length=24
 )
 Dispatcher = Literal["allAtOnce", "incremental"]
+# How the manager's Kueue reaches a worker (docs/fleet.md, "Credentials"): `fleet`, through GKE's fleet
+# (its ClusterProfile, Connect Gateway, Workload Identity: nothing stored); `token`, the opt-in for a
+# worker outside the fleet: a ServiceAccount token the user creates, short-lived, in a Secret the
+# program never holds.
+WorkerAccess = Literal["fleet", "token"]
+# How long a worker's Kueue waits for an admitted job's Pods before it evicts the copy (Kueue's
+# waitForPodsReady.timeout), in minutes: at most 7 days, a flex-start node's longest run.
+PodsReadyTimeoutMinutes = Annotated[int, Field(ge=1, le=7 * 24 * 60)]
+PluginImage = matching(IMAGE_REFERENCE, IMAGE_MEANING, max_length=512)
 
 
 class FleetQueueConfig(StackModel):
@@ -61,6 +73,15 @@ class FleetWorkerConfig(StackModel):
 
     name: Annotated[WorkerName, Field(min_length=1)]  # type: ignore[valid-type]
     region: RegionName
+    # The project of the worker's cluster; unset: gcp:project, the fleet's. A worker in another project
+    # is outside the fleet: it needs access: token.
+    project: ProjectId | None = None
+    access: WorkerAccess = "fleet"
+    # For a pool with no capacity admission check (on-demand, Spot, reservations): the worker's Kueue
+    # evicts a job whose Pods are not all ready this many minutes after admission, and the manager
+    # dispatches it again (docs/fleet.md, "Admission means capacity"). Unset: required where a fleet
+    # queue uses such a pool.
+    pods_ready_timeout_minutes: PodsReadyTimeoutMinutes | None = None
     # Unset keys as for a stack file; the name defaults to `<manager cluster>-<worker>`.
     cluster: Annotated[dict[str, Any], Field(default_factory=dict)]
     network: dict[str, Any] | None = None
@@ -95,3 +116,8 @@ class FleetConfig(StackModel):
     # to every worker of its queue and the first to admit it runs it; incremental offers it to one
     # worker at a time in the queue's order, the next after 5 minutes without admission.
     dispatcher: Dispatcher = "allAtOnce"
+    # The image holding Google's gcp-auth-plugin (GoogleCloudPlatform/gke-fleet-management
+    # gcp-auth-plugin/, published as source only): the manager's Kueue runs it to reach the workers
+    # through Connect Gateway. Required with a worker of access: fleet (docs/fleet.md, "Build the
+    # credentials plugin").
+    credentials_plugin_image: PluginImage | None = None  # type: ignore[valid-type]

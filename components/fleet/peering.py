@@ -1,6 +1,7 @@
-"""The route from the fleet's manager to a worker's private control-plane endpoint: VPC Network Peering
-between the manager's VPC and the worker's, both ways (a peering is active only once each network has
-its half: pulumi_gcp `compute.NetworkPeering`)."""
+"""The route from the fleet's manager to the private control-plane endpoint of a worker reached by token
+(`access: token`; a worker of the fleet is reached through Connect Gateway and needs none): VPC Network
+Peering between the manager's VPC and the worker's, both ways (a peering is active only once each
+network has its half: pulumi_gcp `compute.NetworkPeering`)."""
 
 from typing import Any, TypedDict
 

@@ -29,6 +29,11 @@ class BareMetalNodeSettings:
     linux_node_config: container.NodePoolNodeConfigLinuxNodeConfigArgs | None = None
 
 
+def is_bare_metal(machine_type: str | None) -> bool:
+    """A bare-metal machine type: Compute Engine names them `...-metal` ("Bare metal instances")."""
+    return bool(machine_type) and str(machine_type).endswith("-metal")
+
+
 def bare_metal_node_settings(pool: GpuPool) -> BareMetalNodeSettings:
     """The labels and Linux settings an A4X Max GPUDirect pool's nodes get; nothing for other pools."""
     if pool.gpudirect_flavor is not GpuDirectFlavor.RDMA_A4X_MAX:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..core.catalog import load_catalog
 from ..core.common import GPU_TAINT_KEY, GPU_TAINT_VALUE
 from .placement_rules import FLEX_START_MIN_VERSION
 
@@ -30,6 +31,7 @@ __all__ = [
     "PROVIDER_FILTERED",
     "GkeRewrite",
     "PoolKind",
+    "bundles_local_ssds",
     "declared_labels",
     "ignored_paths",
     "pulumi_path",
@@ -46,6 +48,9 @@ class PoolKind:
     gpu: bool = True
     flex_start: bool = False
     queued_provisioning: bool = False
+    # Its machine type comes with Local SSDs (A2 Ultra, A3, A4, A4X, A4X Max: the catalog's
+    # bundledLocalSsds), whose count the machine type fixes.
+    bundled_local_ssds: bool = False
 
     @property
     def dws(self) -> bool:
@@ -61,6 +66,7 @@ class PoolKind:
             gpu=bool(node_config.get("guestAccelerators")),
             flex_start=node_config.get("flexStart") is True,
             queued_provisioning=queued.get("enabled") is True,
+            bundled_local_ssds=bundles_local_ssds(node_config.get("machineType")),
         )
 
 
@@ -139,6 +145,21 @@ GKE_REWRITES: tuple[GkeRewrite, ...] = (
         ),
     ),
     GkeRewrite(
+        path=("nodeConfig", "ephemeralStorageLocalSsdConfig"),
+        applies=lambda kind: kind.bundled_local_ssds,
+        pools="machine types that come with Local SSDs (A2 Ultra, A3, A4, A4X, A4X Max)",
+        # What GKE reads back for a fixed-count machine is UNVERIFIED: the count declared, or 0.
+        held={"localSsdCount": "the machine type's count, or 0"},
+        handling="ignored",
+        source=(
+            "GKE API NodeConfig.ephemeralStorageLocalSsdConfig.localSsdCount: 'For Gen3 machines which "
+            "dictate a specific number of local ssds, zero (or unset) means to use the default number of "
+            "local ssds that goes with that machine type'; the field is ForceNew, so a count GKE echoes "
+            "differently would replace the pool; cluster-toolkit@1047080375 modules/compute/gke-node-pool/"
+            "main.tf:309-315 ignores the block on every pool ('tied to machine types')"
+        ),
+    ),
+    GkeRewrite(
         path=("management", "autoUpgrade"),
         applies=lambda kind: True,
         pools="every pool (the cluster is on a release channel)",
@@ -154,6 +175,18 @@ PROVIDER_DEFAULTS: dict[tuple[str, ...], dict[str, Any]] = {
 }
 # Lists of the provider that keep only the entries whose `key` the program declared (flattenTaints).
 PROVIDER_FILTERED: tuple[tuple[str, ...], ...] = (("nodeConfig", "taints"),)
+
+
+def bundles_local_ssds(machine_type: object) -> bool:
+    """The machine type comes with a fixed number of Local SSDs (the catalog's bundledLocalSsds)."""
+    if not isinstance(machine_type, str):
+        return False
+    return any(
+        m.bundled_local_ssds
+        for a in load_catalog().accelerators.values()
+        for name, m in a.machine_types.items()
+        if name == machine_type
+    )
 
 
 def pulumi_path(path: tuple[str, ...]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..core.catalog import MachineType
 from ..core.common import cut, listing
-from ..core.gke_version import parse
+from ..core.gke_version import parse, satisfies
 from ..gpudirect.flavors import (
     DRANET_FLAVORS,
     DRANET_MIN_VERSION,
@@ -40,6 +40,12 @@ UNGATED_MINIMUMS = {
     "examples/gke-a4x pins 1.35)",
     GpuDirectFlavor.RDMA_A4X_MAX: "at a version that offers A4X Max (1.34.3-gke.1318000, cluster-toolkit's "
     "examples/gke-a4x-max-bm README, which pins 1.35) and DRANET (1.34.1-gke.1829001)",
+}
+# The version a cluster-toolkit example runs each of them on: a stack whose minimumVersion is at
+# least that gets no note (it has done what the note would ask).
+UNGATED_KNOWN_GOOD = {
+    GpuDirectFlavor.RDMA_A4X: "1.35",
+    GpuDirectFlavor.RDMA_A4X_MAX: "1.34.3-gke.1318000",
 }
 
 
@@ -122,7 +128,7 @@ class GpuDirectRules(PoolRuleBase):
         gate = minor_gate(versions, self.cluster_version) if versions else None
         if gate is not None:
             self.version_gate(path, key, f"GPUDirect-{flavor}", gate)
-        elif not versions or self.cluster_version is None:
+        elif (not versions or self.cluster_version is None) and not self._known_good(flavor):
             self.note(
                 path,
                 f"GPUDirect-{flavor} needs GKE "
@@ -133,14 +139,17 @@ class GpuDirectRules(PoolRuleBase):
                 )
                 + f"; {self.version_hint()}",
             )
-        # A workload policy places the pool's VMs in one NVLink domain itself (rack_rules.py).
-        if not pool.compact_placement and not pool.reservation.block and not pool.workload_policy:
-            if pool.queued_provisioning or (pool.flex_start and not machine.name.startswith(FLEX_COMPACT)):
-                why = "queued provisioning" if pool.queued_provisioning else "flex-start on this machine"
+        # A workload policy places the pool's VMs in one NVLink domain itself (rack_rules.py). Queued
+        # provisioning places the nodes of one request itself and takes no placement policy: nothing
+        # for the stack to change, so no note (docs/multi-node-training.md says it).
+        placed = pool.compact_placement or pool.reservation.block or pool.workload_policy
+        if not placed and not pool.queued_provisioning:
+            if pool.flex_start and not machine.name.startswith(FLEX_COMPACT):
                 self.note(
                     path,
-                    f"GPUDirect pool without compact placement ({why} cannot take it): nodes may land far "
-                    "apart in the zone, which lowers all-reduce bandwidth",
+                    "GPUDirect pool without compact placement (flex-start on this machine cannot take "
+                    "it): nodes may land far apart in the zone, which lowers all-reduce bandwidth; A3 "
+                    "Ultra and A4 take compact placement with flex-start",
                 )
             else:
                 self.warnings.append(
@@ -148,6 +157,13 @@ class GpuDirectRules(PoolRuleBase):
                     "set it to true so the nodes land close together (lower latency, higher all-reduce "
                     "bandwidth)"
                 )
+
+    def _known_good(self, flavor: GpuDirectFlavor) -> bool:
+        """The stack's minimum version is at least the one cluster-toolkit runs this flavour on."""
+        known = UNGATED_KNOWN_GOOD.get(flavor)
+        return (
+            known is not None and self.cluster_version is not None and satisfies(self.cluster_version, known)
+        )
 
     def _check_dranet(self, pool: GpuPool, path: str, machine: MachineType, flavor: GpuDirectFlavor) -> None:
         """GKE's managed DRANET claims MRDMA NICs (DeviceClass mrdma.google.com) and needs GKE

@@ -112,11 +112,22 @@ class MachineRules(PoolRuleBase):
             + (f", or use a machine sold on demand ({listing(sold)})" if sold else "")
         )
         if machine.on_demand_confirmed:
-            self.problems.add(self.at(path, "machine_type" if pool.machine_type else "gpus_per_node"), text)
+            self.problems.add(self.at(path, self._sale_key(pool)), text)
         else:
             self.note(
                 path, f"{text} (reported, not confirmed in Compute Engine's docs: nodes may never start)"
             )
+
+    @staticmethod
+    def _sale_key(pool: GpuPool) -> str:
+        """The key that chose how the pool buys its machines: a reservation type the pool gave
+        (`ANY` or `NONE`, where only SPECIFIC can hold such a machine), else what chose the machine:
+        its machine type, its GPU count, or the accelerator whose one machine it is."""
+        if "type" in pool.reservation.model_fields_set:
+            return "reservation.type"
+        if pool.machine_type:
+            return "machine_type"
+        return "gpus_per_node" if pool.gpus_per_node is not None else "accelerator"
 
     def _check_fractional(self, pool: GpuPool, path: str, accelerator: Accelerator) -> bool:
         """A machine type with a fraction of one GPU (G4's vGPU sizes): refused. True when refused."""

@@ -9,8 +9,7 @@ import pulumi
 from pulumi_gcp import compute, container
 from pydantic import Field
 
-from ..cluster.gke_cluster import hardened_node_settings
-from ..cluster.hardening import READ_ONLY_PORT_OFF
+from ..cluster.hardening import READ_ONLY_PORT_OFF, hardened_node_settings
 from ..core.arg_types import ClusterName, NodeNetworks, ProjectId
 from ..core.catalog import load_catalog
 from ..core.common import ZONE_PATTERN, Problem
@@ -18,7 +17,7 @@ from ..core.component import NO_ARGS, CheckedArgs, GkeGpuComponent
 from ..core.validation import Deferrable, pick
 from ..gpudirect.flavors import DRANET_NETWORK_PROFILE, DRANET_NODE_LABEL, FLAVORS
 from .bare_metal import bare_metal_node_settings
-from .gke_rewrites import PoolKind, declared_labels, ignored_paths
+from .gke_rewrites import PoolKind, bundles_local_ssds, declared_labels, ignored_paths
 from .pool import CONTAINER_IMAGE_CACHE, GpuPool
 from .pool_args import GpuNodePoolArgs, NodeNetwork, node_network_list
 from .rules import check_standard_pool_args, validate_pool_args
@@ -201,7 +200,11 @@ class GpuNodePool(GkeGpuComponent[GpuNodePoolSpec]):
 
         # initial_node_count is per zone and ForceNew; it only seeds the pool (see ignore_changes).
         initial_per_zone = math.ceil(pool.min_nodes / max(len(pool.zones or []), 1))
-        kind = PoolKind(flex_start=pool.flex_start, queued_provisioning=pool.queued_provisioning)
+        kind = PoolKind(
+            flex_start=pool.flex_start,
+            queued_provisioning=pool.queued_provisioning,
+            bundled_local_ssds=bundles_local_ssds(pool.machine_type),
+        )
         self.workload_policy = _workload_policy(name, pool, args["cluster_name"], self)
         self.node_pool = container.NodePool(
             f"{name}-pool",

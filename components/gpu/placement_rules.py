@@ -4,7 +4,7 @@ compact placement."""
 from __future__ import annotations
 
 from ..core.catalog import Accelerator, MachineType
-from ..core.common import NAMESPACE, RESERVATION_PATTERN, ZONE_PATTERN, cut, listing
+from ..core.common import RESERVATION_PATTERN, ZONE_PATTERN, cut, listing
 from ..core.gke_version import below, satisfies
 from .pool import GpuPool
 from .pool_args import CapacityStep
@@ -229,7 +229,7 @@ class PlacementRules(PoolRuleBase):
                 self.problems.add(
                     self.at(path, "flex_start"),
                     f"queued provisioning on flex-start VMs needs GKE {FLEX_START_MIN_VERSION} or later, but "
-                    f"{NAMESPACE}:cluster.minimumVersion is {cut(version)}; set {self.key('flex_start')}: "
+                    f"{self.version_key} is {cut(version)}; set {self.key('flex_start')}: "
                     "false for GKE's older queued provisioning, or raise the version",
                 )
             elif version is None or not satisfies(version, FLEX_START_MIN_VERSION):

@@ -23,6 +23,7 @@ class PoolRuleBase:
         release_channel: str | None,
         camel_keys: bool,
         cluster_version: str | None = None,
+        version_key: str = f"{NAMESPACE}:cluster.minimumVersion",
     ) -> None:
         self.catalog = catalog
         self.autopilot = autopilot
@@ -34,6 +35,8 @@ class PoolRuleBase:
         self.camel_keys = camel_keys
         # The stack's cluster.minimumVersion: version gates become checks against it.
         self.cluster_version = cluster_version
+        # Where that version is set (a fleet worker's own cluster section, for one).
+        self.version_key = version_key
         self.problems = Problems()
         self.warnings: list[str] = []
 
@@ -56,7 +59,7 @@ class PoolRuleBase:
         if version is not None and below(version, minimum):
             self.problems.add(
                 key,
-                f"{what} needs GKE {minimum} or later, but {NAMESPACE}:cluster.minimumVersion is "
+                f"{what} needs GKE {minimum} or later, but {self.version_key} is "
                 f"{cut(version)}; raise it to {minimum} or later, or remove {key.rsplit('.', 1)[-1]}",
             )
         elif version is None or not satisfies(version, minimum):

@@ -1,7 +1,8 @@
 """GpuDirectAdmission: the cluster's admission policies that confine the privilege GPUDirect's Pods
-need to the namespaces and the sidecar that need it (the CEL: admission_cel.py)."""
+need to the namespaces and the sidecar that need it, and the GPU networks to the teams with quota on
+their pools (the CEL: admission_cel.py, admission_baseline.py, admission_networks.py)."""
 
-from typing import Annotated, Any, TypedDict, cast
+from typing import Annotated, Any, NotRequired, TypedDict, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -22,6 +23,7 @@ from .admission_cel import (
     pod_policy,
     sidecar_exec_policy,
 )
+from .admission_networks import NETWORK_POLICY, NIC_CLAIM_POLICY, network_policy, nic_claim_policy
 from .flavors import GpuDirectFlavor
 
 MAX_NAMESPACES = 200
@@ -31,22 +33,38 @@ class GpuDirectAdmissionArgs(TypedDict):
     """Where GPUDirect's Pods may run, and which flavours' sidecars they carry."""
 
     flavors: list[GpuDirectFlavor]
-    """The cluster's GPUDirect flavours (each once)."""
+    """The cluster's GPUDirect flavours (each once; none where only `network_namespaces` is given, such
+    as G4's second network)."""
     namespaces: list[str]
     """The namespaces whose Pods the Pod policy confines (`baseline` plus GPUDirect's exceptions):
     every namespace where GPUDirect's Pods run, and the teams' namespaces beside them (none: no Pod
     policy; the device annotation policy still refuses the annotations everywhere)."""
     device_namespaces: list[str]
     """The namespaces where Pods may carry the NRI device injector's annotations (TCPX, TCPXO)."""
+    network_namespaces: NotRequired[dict[str, list[str]]]
+    """The cluster's GPU Networks (GPUDirect's multi-networking Networks, G4's second network), each with
+    the namespaces whose Pods may name it in `networking.gke.io/interfaces` (an empty list: none). Named
+    anywhere else, a Pod is refused (`gke-gpu-gpu-networks`, bound cluster-wide). Defaults to none (no
+    such policy)."""
+    nic_claim_namespaces: NotRequired[list[str]]
+    """Where the cluster has DRANET pools: the namespaces whose ResourceClaims and templates may request
+    GKE's DRANET DeviceClasses (`gke-gpu-gpu-nic-claims`, bound cluster-wide). Defaults to none (no such
+    policy)."""
 
 
 _FLAVORS = len(GpuDirectFlavor)
+MAX_NETWORKS = 64
 
 
 class _Spec(ArgsModel):
-    flavors: Annotated[list[enum_values(GpuDirectFlavor)], Field(min_length=1, max_length=_FLAVORS)]  # type: ignore[valid-type]
+    flavors: Annotated[list[enum_values(GpuDirectFlavor)], Field(max_length=_FLAVORS)]  # type: ignore[valid-type]
     namespaces: Annotated[list[K8sName], Field(max_length=MAX_NAMESPACES)]
     device_namespaces: Annotated[list[K8sName], Field(max_length=MAX_NAMESPACES)]
+    network_namespaces: Annotated[
+        dict[K8sName, Annotated[list[K8sName], Field(max_length=MAX_NAMESPACES)]],
+        Field(max_length=MAX_NETWORKS),
+    ] = Field(default_factory=dict)
+    nic_claim_namespaces: Annotated[list[K8sName], Field(max_length=MAX_NAMESPACES)] | None = None
 
 
 def _rules(spec: _Spec) -> list[str]:
@@ -69,6 +87,23 @@ def _rules(spec: _Spec) -> list[str]:
         problems.append(
             Problem("device_namespaces", "must be empty without TCPX or TCPXO (no NRI device injector)")
         )
+    if not spec.flavors and not spec.network_namespaces:
+        problems.append(
+            Problem("flavors", "is empty and so is network_namespaces: there is nothing to confine")
+        )
+    if not spec.flavors and spec.namespaces:
+        problems.append(Problem("namespaces", "must be empty without GPUDirect flavours"))
+    for network, namespaces in spec.network_namespaces.items():
+        twice = sorted({n for n in namespaces if namespaces.count(n) > 1})
+        if twice:
+            problems.append(
+                Problem(f"network_namespaces.{network}", f"lists {', '.join(twice)} more than once")
+            )
+    if spec.nic_claim_namespaces is not None:
+        claims = list(spec.nic_claim_namespaces)
+        twice = sorted({n for n in claims if claims.count(n) > 1})
+        if twice:
+            problems.append(Problem("nic_claim_namespaces", f"lists {', '.join(twice)} more than once"))
     return problems
 
 
@@ -85,8 +120,12 @@ class GpuDirectAdmission(GkeGpuComponent[_Spec]):
       injector's `devices.gke.io` annotations only in `device_namespaces`, only for the sidecar, only
       its devices; and `gke-gpu-gpudirect-sidecar-exec`, bound to `namespaces`: no exec or attach
       into the sidecar.
+    * with `network_namespaces`, `gke-gpu-gpu-networks`, bound to every namespace: a Pod names a GPU
+      Network in `networking.gke.io/interfaces` only in that Network's namespaces; with
+      `nic_claim_namespaces`, `gke-gpu-gpu-nic-claims`: claims of GKE's DRANET DeviceClasses only there.
 
-    Not managed: RBAC (who may create Pods), and the namespaces' own Pod Security labels."""
+    Not managed here: RBAC (who may create Pods: the teams' roles, workloads/team_access.py), and the
+    namespaces' own Pod Security labels."""
 
     policy_names: pulumi.Output[list[str]]
     """The ValidatingAdmissionPolicies declared."""
@@ -108,6 +147,11 @@ class GpuDirectAdmission(GkeGpuComponent[_Spec]):
             declared.append((DEVICE_POLICY, device_policy(flavors, list(spec.device_namespaces)), None))
             if namespaces:
                 declared.append((SIDECAR_EXEC_POLICY, sidecar_exec_policy(flavors), namespaces))
+        if spec.network_namespaces:
+            allowed = {str(k): [str(n) for n in v] for k, v in spec.network_namespaces.items()}
+            declared.append((NETWORK_POLICY, network_policy(allowed), None))
+        if spec.nic_claim_namespaces is not None:
+            declared.append((NIC_CLAIM_POLICY, nic_claim_policy(list(spec.nic_claim_namespaces)), None))
         self.policies: list[k8s.admissionregistration.v1.ValidatingAdmissionPolicy] = []
         self.bindings: list[k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding] = []
         for policy_name, policy_spec, bound in declared:

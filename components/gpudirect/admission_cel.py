@@ -8,74 +8,50 @@ libraries, the RxDM sidecar's host /sys and /proc/sys, TCPXO's aperture devices)
 NET_ADMIN, which only Pod Security `privileged` admits, and GKE's PodSecurity admission takes no
 custom configuration (no exemptions: GKE's "Migrate from PodSecurityPolicy" page). So a namespace
 where those Pods run enforces `privileged` at Pod Security, and the policy below refuses there
-everything `baseline` refuses except exactly GPUDirect's exceptions:
+everything `baseline` refuses (admission_baseline.py) except exactly GPUDirect's exceptions, each one
+for the flavour whose Pods need it (`FlavorAllowances`, read from the Pod parts pod_parts.py renders):
 
 * the sidecar (its name, pinned image, command, arguments, environment and mounts as
-  gpudirect/pod_parts.py renders them; no probe or hook of its own, no exec into it: those would
-  run other code with its rights) may add NET_ADMIN and mount the host's /sys and /proc/sys;
-* any container may mount the NCCL plugin's and driver's host directories read-only, and TCPXO's
-  aperture devices; a container of a Pod with the TCPX sidecar may add IPC_LOCK (any container,
-  where the cluster has A4X Max GPUDirect pools: their gIB workloads pin memory);
-* the device annotations (second policy) name only the sidecar and only the GPU devices and
-  TCPXO's dmabuf helper, in the namespaces the binding lists.
+  gpudirect/pod_parts.py renders them, an init container with `restartPolicy: Always`; no probe or
+  hook of its own, no exec into it: those would run other code with its rights) may add NET_ADMIN and
+  mount the host's /sys and /proc/sys; a container with a sidecar's name that is not the pinned sidecar
+  is refused wherever it sits;
+* any container may mount the NCCL plugin's and driver's host directories of the cluster's flavours
+  read-only;
+* what a flavour's workload container adds besides (TCPXO's aperture devices, read-write as Google's
+  and NVIDIA's manifests mount them; TCPX's and A4X Max's IPC_LOCK) only in a Pod of that flavour: beside
+  its pinned sidecar (TCPX, TCPXO), or pinned by node selector to its machines (A4X Max, which has none);
+* the device annotations (second policy) only for the pinned sidecar, only its GPU devices and TCPXO's
+  dmabuf helper, in the namespaces the binding lists.
 
-Sources: kubernetes/website content/en/docs/concepts/security/pod-security-standards.md (the
-`baseline` checks, mirrored below); content/en/examples/access/manifest-admission-control/
-deny-privileged-policy.yaml (the shape of a policy over every container list);
-GoogleCloudPlatform/container-engine-accelerators nri_device_injector/nri_device_injector.go
-(1daec011: the keys `devices.gke.io/container.<name>`, `devices.gke.io/pod`, `devices.gke.io`,
-and the YAML list of `path`, `type`, `major`, `minor`, `file_mode`, `uid`, `gid` it reads).
+Sources: admission_baseline.py (Pod Security `baseline`); kubernetes/website
+content/en/examples/access/manifest-admission-control/deny-privileged-policy.yaml (the shape of a policy
+over every container list); GoogleCloudPlatform/container-engine-accelerators
+nri_device_injector/nri_device_injector.go (1daec011: the keys `devices.gke.io/container.<name>`,
+`devices.gke.io/pod`, `devices.gke.io`, matched by container name only, and the YAML list of `path`,
+`type`, `major`, `minor`, `file_mode`, `uid`, `gid` it reads); gpudirect-tcpxo/nccl-test-latest.yaml
+(992db812) and NVIDIA/aicr@3c2108c7
+recipes/components/kubeflow-trainer/manifests/torch-distributed-tcpxo-cluster-training-runtime.yaml (the
+aperture devices mounted read-write into the workload container: the LLCM path maps their PCI resources).
 """
 
-import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.k8s import BASELINE_CAPABILITIES
-from .flavors import GpuDirectFlavor
-from .images import APERTURE_DEVICES, GIB_HOST_DIR, NVIDIA_HOST_DIR, NVIDIA_LIB64_HOST
+from ..gpu.scheduling import ACCELERATOR_LABEL
+from .admission_baseline import baseline_checks
+from .admission_common import binding, cel, on_resources, typed_lists
+from .flavors import FLAVORS, GpuDirectFlavor
 from .pod_parts import RXDM_DEVICES, gpudirect_pod_parts
 
-API_VERSION = "admissionregistration.k8s.io/v1"
+__all__ = ["binding", "cel"]
+
 POD_POLICY = "gke-gpu-gpudirect-pods"
 DEVICE_POLICY = "gke-gpu-device-annotations"
 SIDECAR_EXEC_POLICY = "gke-gpu-gpudirect-sidecar-exec"
 DEVICE_KEY = "devices.gke.io"
-# The sysctls `baseline` allows (pod-security-standards.md, "Sysctls", up to Kubernetes 1.32).
-SAFE_SYSCTLS = (
-    "kernel.shm_rmid_forced",
-    "net.ipv4.ip_local_port_range",
-    "net.ipv4.ip_unprivileged_port_start",
-    "net.ipv4.tcp_syncookies",
-    "net.ipv4.ping_group_range",
-    "net.ipv4.ip_local_reserved_ports",
-    "net.ipv4.tcp_keepalive_time",
-    "net.ipv4.tcp_fin_timeout",
-    "net.ipv4.tcp_keepalive_intvl",
-    "net.ipv4.tcp_keepalive_probes",
-)
-SELINUX_TYPES = ("", "container_t", "container_init_t", "container_kvm_t", "container_engine_t")
-# Host directories any container may mount, read-only: the NCCL plugin and driver libraries (TCPX,
-# TCPXO: lib64; RDMA: the driver's directory and gIB's).
-READ_ONLY_HOST_PATHS = (NVIDIA_LIB64_HOST, NVIDIA_HOST_DIR, GIB_HOST_DIR)
-# TCPXO's aperture devices: read-write (the LLCM path maps their PCI resources).
-WRITABLE_HOST_PATHS = (APERTURE_DEVICES,)
-# Only the sidecar mounts these (it tunes the host's network stack).
-SIDECAR_HOST_PATHS = ("/sys", "/proc/sys")
+DEVICE_CONTAINER_KEY = f"{DEVICE_KEY}/container."
 _NRI_FLAVORS = (GpuDirectFlavor.TCPX, GpuDirectFlavor.TCPXO)
-
-
-def cel(value: Any) -> str:
-    """A CEL literal of a plain value (strings in JSON's escapes, which CEL reads the same)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(cel(v) for v in value) + "]"
-    raise TypeError(f"no CEL literal for {type(value).__name__}")
 
 
 @dataclass(frozen=True)
@@ -109,6 +85,38 @@ def sidecar(flavor: GpuDirectFlavor) -> Sidecar:
     return Sidecar(flavor, container, {v["name"]: v for v in parts["volumes"]})
 
 
+@dataclass(frozen=True)
+class FlavorAllowances:
+    """What one flavour's Pods need beyond `baseline`, read from the Pod parts it renders: the host
+    paths its containers mount read-only, those only its sidecar mounts, those its workload mounts
+    read-write, and the capabilities its workload adds."""
+
+    flavor: GpuDirectFlavor
+    sidecar: Sidecar | None
+    read_only: tuple[str, ...]
+    sidecar_only: tuple[str, ...]
+    writable: tuple[str, ...]
+    capabilities: tuple[str, ...] = field(default=())
+
+
+def allowances(flavor: GpuDirectFlavor) -> FlavorAllowances:
+    parts = gpudirect_pod_parts(flavor)
+    host = {v["name"]: v["hostPath"]["path"] for v in parts["volumes"] if "hostPath" in v}
+    workload = {m["name"]: bool(m.get("readOnly")) for m in parts["volumeMounts"] if m["name"] in host}
+    read_only = tuple(host[n] for n, ro in workload.items() if ro)
+    writable = tuple(host[n] for n, ro in workload.items() if not ro)
+    sidecar_only = tuple(path for n, path in host.items() if n not in workload)
+    added = parts["securityContext"].get("capabilities", {}).get("add", [])
+    return FlavorAllowances(
+        flavor,
+        sidecar(flavor) if flavor in _NRI_FLAVORS else None,
+        read_only,
+        sidecar_only,
+        writable,
+        tuple(added),
+    )
+
+
 def _source(mount: str) -> str:
     """CEL: the source of the volume a mount `mount` names, as in Sidecar.mounts_key."""
     return (
@@ -124,6 +132,7 @@ def _is_sidecar(sidecar: Sidecar, c: str = "c") -> str:
     checks = [
         f"{c}.name == {cel(sidecar.name)}",
         f"{c}.image == {cel(spec['image'])}",
+        f"has({c}.restartPolicy) && {c}.restartPolicy == {cel(spec['restartPolicy'])}",
         f"has({c}.command) && {c}.command == {cel(spec['command'])}",
         (f"has({c}.args) && {c}.args == {cel(spec['args'])}" if "args" in spec else f"!has({c}.args)"),
         f"!has({c}.envFrom)",
@@ -150,190 +159,147 @@ def _is_sidecar(sidecar: Sidecar, c: str = "c") -> str:
     return "(" + " && ".join(f"({check})" for check in checks) + ")"
 
 
-def _sec(c: str, field: str) -> str:
-    return f"has({c}.securityContext) && has({c}.securityContext.{field})"
+def _any_sidecar(sidecars: list[Sidecar], c: str = "c") -> str:
+    return " || ".join(_is_sidecar(s, c) for s in sidecars) or "false"
+
+
+def _pod_of(flavor: FlavorAllowances) -> str:
+    """CEL: the Pod is one of `flavor`'s: beside its pinned sidecar, or (no sidecar) pinned by node
+    selector to its machines."""
+    if flavor.sidecar is not None:
+        return f"variables.initContainers.exists(s, {_is_sidecar(flavor.sidecar, 's')})"
+    accelerators = cel(list(FLAVORS[flavor.flavor].accelerators))
+    return (
+        f"has(object.spec.nodeSelector) && {cel(ACCELERATOR_LABEL)} in object.spec.nodeSelector && "
+        f"object.spec.nodeSelector[{cel(ACCELERATOR_LABEL)}] in {accelerators}"
+    )
+
+
+def _variable(flavor: GpuDirectFlavor) -> str:
+    return "pod" + "".join(part.capitalize() for part in str(flavor).replace("-", " ").split())
 
 
 def pod_policy(flavors: list[GpuDirectFlavor]) -> dict[str, Any]:
-    """The Pod policy's spec: `baseline`, plus GPUDirect's exceptions for `flavors`' sidecars."""
-    sidecars = [sidecar(f) for f in flavors if f in _NRI_FLAVORS]
-    is_sidecar = " || ".join(_is_sidecar(s) for s in sidecars) or "false"
-    baseline_caps = cel(BASELINE_CAPABILITIES)
-    host_paths = [*READ_ONLY_HOST_PATHS, *WRITABLE_HOST_PATHS, *(SIDECAR_HOST_PATHS if sidecars else ())]
-    tcpx = next((s for s in sidecars if s.flavor is GpuDirectFlavor.TCPX), None)
-    init_containers = "has(object.spec.initContainers) ? object.spec.initContainers : []"
+    """The Pod policy's spec: `baseline`, plus GPUDirect's exceptions, each for its flavour's Pods."""
+    flavor_allowances = [allowances(f) for f in flavors]
+    sidecars = [a.sidecar for a in flavor_allowances if a.sidecar is not None]
+    is_sidecar = _any_sidecar(sidecars)
+    read_only = sorted({p for a in flavor_allowances for p in a.read_only})
+    sidecar_only = sorted({p for a in flavor_allowances for p in a.sidecar_only})
+    host_paths = sorted({*read_only, *sidecar_only, *(p for a in flavor_allowances for p in a.writable)})
+    lists = ("object.spec.containers", "variables.initContainers", "variables.ephemeralContainers")
     variables = [
         {"name": "volumes", "expression": "has(object.spec.volumes) ? object.spec.volumes : []"},
         {"name": "sidecarNames", "expression": cel([s.name for s in sidecars])},
-        {"name": "initContainers", "expression": init_containers},
-        {"name": "hasSidecar", "expression": f"variables.initContainers.exists(c, {is_sidecar})"},
+        {
+            "name": "initContainers",
+            "expression": "has(object.spec.initContainers) ? object.spec.initContainers : []",
+        },
+        {
+            "name": "ephemeralContainers",
+            "expression": "has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers : []",
+        },
+        # Wherever it sits: a sidecar named in spec.containers is refused below, and its Pod too.
+        {
+            "name": "hasSidecar",
+            "expression": " || ".join(f"{lst}.exists(c, c.name in variables.sidecarNames)" for lst in lists),
+        },
+        *({"name": _variable(a.flavor), "expression": _pod_of(a)} for a in flavor_allowances),
     ]
-    caps_allowed = f"cap in {baseline_caps}"
-    if sidecars:
-        caps_allowed += f" || (cap == 'NET_ADMIN' && ({is_sidecar}))"
-    if tcpx is not None:
-        beside_tcpx = f"variables.initContainers.exists(s, {_is_sidecar(tcpx, 's')})"
-        caps_allowed += f" || (cap == 'IPC_LOCK' && {beside_tcpx})"
-    if GpuDirectFlavor.RDMA_A4X_MAX in flavors:
-        # A4X Max's gIB workloads pin memory (cluster-toolkit's nccl-jobset-example.yaml adds IPC_LOCK).
-        caps_allowed += " || cap == 'IPC_LOCK'"
-    own_hosts = cel(list(SIDECAR_HOST_PATHS))
-    read_only = cel(list(READ_ONLY_HOST_PATHS))
-    validations = [
-        (
-            "!(has(object.spec.hostNetwork) && object.spec.hostNetwork) && "
-            "!(has(object.spec.hostPID) && object.spec.hostPID) && "
-            "!(has(object.spec.hostIPC) && object.spec.hostIPC)",
-            "host namespaces (hostNetwork, hostPID, hostIPC) are not allowed",
-        ),
-        (
-            f"variables.containers.all(c, !({_sec('c', 'privileged')} && c.securityContext.privileged))",
-            "privileged containers are not allowed",
-        ),
-        (
-            "variables.contexts.all(s, !(has(s.windowsOptions) && has(s.windowsOptions.hostProcess) "
-            "&& s.windowsOptions.hostProcess))",
-            "Windows HostProcess containers are not allowed",
-        ),
-        (
-            f"variables.containers.all(c, !({_sec('c', 'capabilities')}) || "
-            f"!has(c.securityContext.capabilities.add) || "
-            f"c.securityContext.capabilities.add.all(cap, {caps_allowed}))",
-            "capabilities beyond Pod Security baseline's are not allowed, except NET_ADMIN for the "
-            "pinned GPUDirect sidecar and IPC_LOCK beside the TCPX sidecar"
-            + (" or on A4X Max" if GpuDirectFlavor.RDMA_A4X_MAX in flavors else ""),
-        ),
+    caps = [f"(cap == 'NET_ADMIN' && ({is_sidecar}))"] if sidecars else []
+    caps += [
+        f"(cap in {cel(list(a.capabilities))} && variables.{_variable(a.flavor)})"
+        for a in flavor_allowances
+        if a.capabilities
+    ]
+    writable = [
+        f"(v.hostPath.path in {cel(list(a.writable))} && variables.{_variable(a.flavor)})"
+        for a in flavor_allowances
+        if a.writable
+    ]
+    mount_allowed = " || ".join(
+        [
+            f"(v.hostPath.path in {cel(read_only)} && has(m.readOnly) && m.readOnly)",
+            f"(v.hostPath.path in {cel(sidecar_only)} && ({is_sidecar}))",
+            *writable,
+        ]
+    )
+    validations: list[tuple[str, str]] = []
+    for check in baseline_checks(" || ".join(caps)):
+        message = check.message
+        if check.id == "capabilities_baseline":
+            message += ", except each GPUDirect flavour's own: " + _capability_exceptions(flavor_allowances)
+        validations.append((check.expression, message))
+    validations += [
         (
             f"variables.volumes.all(v, !has(v.hostPath) || v.hostPath.path in {cel(host_paths)})",
-            f"hostPath volumes are allowed only for GPUDirect's host paths: {', '.join(host_paths)}",
+            "hostPath volumes are allowed only for GPUDirect's host paths: "
+            + (", ".join(host_paths) or "none"),
         ),
         (
             "variables.containers.all(c, !has(c.volumeMounts) || c.volumeMounts.all(m, "
-            f"variables.volumes.filter(v, v.name == m.name && has(v.hostPath) && "
-            f"(v.hostPath.path in {own_hosts} || "
-            f"(v.hostPath.path in {read_only} && !(has(m.readOnly) && m.readOnly)))).size() == 0"
-            f" || c.name in variables.sidecarNames && ({is_sidecar})))",
-            "the NCCL and driver host directories mount read-only, and the host's /sys and /proc/sys "
-            "only into the pinned GPUDirect sidecar",
-        ),
-        (
-            "variables.containers.all(c, !has(c.ports) || "
-            "c.ports.all(p, !has(p.hostPort) || p.hostPort == 0))",
-            "host ports are not allowed",
-        ),
-        (
-            "variables.contexts.all(s, !has(s.seccompProfile) || s.seccompProfile.type != 'Unconfined')",
-            "seccomp profile Unconfined is not allowed",
-        ),
-        (
-            "variables.contexts.all(s, !has(s.appArmorProfile) || s.appArmorProfile.type != 'Unconfined') && "
-            "(!has(object.metadata.annotations) || object.metadata.annotations.all(k, "
-            "!k.startsWith('container.apparmor.security.beta.kubernetes.io/') || "
-            "object.metadata.annotations[k] != 'unconfined'))",
-            "AppArmor profile unconfined is not allowed",
-        ),
-        (
-            "variables.contexts.all(s, !has(s.seLinuxOptions) || "
-            "(!has(s.seLinuxOptions.user) && !has(s.seLinuxOptions.role) && "
-            f"(!has(s.seLinuxOptions.type) || s.seLinuxOptions.type in {cel(SELINUX_TYPES)})))",
-            "SELinux user, role or a custom type are not allowed",
-        ),
-        (
-            "variables.containers.all(c, !has(c.securityContext) || !has(c.securityContext.procMount) "
-            "|| c.securityContext.procMount == 'Default')",
-            "procMount other than Default is not allowed",
-        ),
-        (
-            "!has(object.spec.securityContext) || !has(object.spec.securityContext.sysctls) || "
-            f"object.spec.securityContext.sysctls.all(s, s.name in {cel(SAFE_SYSCTLS)})",
-            "only Pod Security baseline's safe sysctls are allowed",
+            "variables.volumes.filter(v, v.name == m.name && has(v.hostPath)).all(v, "
+            f"{mount_allowed})))",
+            "the NCCL and driver host directories mount read-only, the host's /sys and /proc/sys only "
+            "into the pinned GPUDirect sidecar, and TCPXO's aperture devices only beside the pinned "
+            "TCPXO sidecar",
         ),
     ]
     if sidecars:
-        validations.append(
+        validations += [
+            (
+                "object.spec.containers.all(c, !(c.name in variables.sidecarNames)) && "
+                "variables.ephemeralContainers.all(c, !(c.name in variables.sidecarNames)) && "
+                f"variables.initContainers.all(c, !(c.name in variables.sidecarNames) || {is_sidecar})",
+                "a container named like the GPUDirect sidecar ("
+                + ", ".join(s.name for s in sidecars)
+                + ") is the pinned sidecar exactly as gpudirect/pod_parts.py renders it, an init "
+                "container with restartPolicy Always",
+            ),
             (
                 "!variables.hasSidecar || ((!has(object.spec.shareProcessNamespace) || "
-                "!object.spec.shareProcessNamespace) && !has(object.spec.ephemeralContainers))",
+                "!object.spec.shareProcessNamespace) && variables.ephemeralContainers.size() == 0)",
                 "a Pod with the GPUDirect sidecar shares no process namespace and takes no ephemeral "
                 "container (either would reach the sidecar's rights)",
-            )
-        )
-    validations = [(_typed_lists(e), m) for e, m in validations]
+            ),
+        ]
     return {
-        **_on_pods(["CREATE", "UPDATE"], ["pods", "pods/ephemeralcontainers"]),
+        **on_resources(["CREATE", "UPDATE"], ["pods", "pods/ephemeralcontainers"]),
         "variables": variables,
-        "validations": [{"expression": e, "message": m} for e, m in validations],
+        "validations": [{"expression": typed_lists(e), "message": m} for e, m in validations],
     }
 
 
-# Kubernetes types each list by its schema (a Container is not an EphemeralContainer, a Pod's
-# securityContext not a container's), so the rules run over each list on its own, never over a
-# concatenation of lists of two types.
-_CONTAINER_LISTS = (
-    "object.spec.containers",
-    "(has(object.spec.initContainers) ? object.spec.initContainers : [])",
-    "(has(object.spec.ephemeralContainers) ? object.spec.ephemeralContainers : [])",
-)
-
-
-def _call_body(expression: str, start: int) -> int:
-    """The index of the parenthesis closing the one at `start - 1`."""
-    depth = 1
-    quote = ""
-    i = start
-    while depth:
-        ch = expression[i]
-        if quote:
-            if ch == "\\":
-                i += 1
-            elif ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        i += 1
-    return i - 1
-
-
-def _typed_lists(expression: str) -> str:
-    """`variables.containers.all(c, X)` over each container list, and `variables.contexts.all(s, X)`
-    over the Pod's securityContext and each container's."""
-    for name, var in (("containers", "c"), ("contexts", "s")):
-        marker = f"variables.{name}.all({var}, "
-        while marker in expression:
-            at = expression.index(marker)
-            end = _call_body(expression, at + len(marker))
-            body = expression[at + len(marker) : end]
-            if name == "containers":
-                parts = [f"{lst}.all({var}, {body})" for lst in _CONTAINER_LISTS]
-            else:
-                parts = [
-                    f"(!has(object.spec.securityContext) || [object.spec.securityContext].all(s, {body}))",
-                    *(
-                        f"{lst}.all(c, !has(c.securityContext) || [c.securityContext].all(s, {body}))"
-                        for lst in _CONTAINER_LISTS
-                    ),
-                ]
-            expression = expression[:at] + "(" + " && ".join(parts) + ")" + expression[end + 1 :]
-    return expression
+def _capability_exceptions(flavor_allowances: list[FlavorAllowances]) -> str:
+    parts = [
+        f"NET_ADMIN for the pinned {a.flavor} sidecar" for a in flavor_allowances if a.sidecar is not None
+    ]
+    for a in flavor_allowances:
+        if a.capabilities:
+            where = (
+                f"beside the pinned {a.flavor} sidecar"
+                if a.sidecar is not None
+                else f"on Pods whose nodeSelector pins {ACCELERATOR_LABEL} to "
+                + ", ".join(FLAVORS[a.flavor].accelerators)
+            )
+            parts.append(f"{', '.join(a.capabilities)} {where}")
+    return "; ".join(parts) or "none"
 
 
 def device_policy(flavors: list[GpuDirectFlavor], namespaces: list[str]) -> dict[str, Any]:
     """The device annotation policy's spec: `devices.gke.io` keys (the NRI device injector's) only in
-    `namespaces`, only `devices.gke.io/container.<sidecar>`, and only the sidecar's own devices, each
+    `namespaces`, only `devices.gke.io/container.<sidecar>` naming an init container of the Pod that is
+    the pinned sidecar (the injector matches by name alone), and only the sidecar's own devices, each
     as `- path: <device>` (what pod_parts renders; any other field, such as a major/minor, uid or
     mode, is refused)."""
     sidecars = [sidecar(f) for f in flavors if f in _NRI_FLAVORS]
     devices = sorted({d for s in sidecars for d in RXDM_DEVICES[s.flavor]})
-    keys = [f"{DEVICE_KEY}/container.{s.name}" for s in sidecars]
+    keys = [f"{DEVICE_CONTAINER_KEY}{s.name}" for s in sidecars]
     device = "(" + "|".join(d.replace(".", "\\.") for d in devices) + ")"
     pattern = f"^(- path: {device}\\n)+$"
     is_device_key = f"(k == {cel(DEVICE_KEY)} || k.startsWith({cel(DEVICE_KEY + '/')}))"
     return {
-        **_on_pods(["CREATE", "UPDATE"], ["pods"]),
+        **on_resources(["CREATE", "UPDATE"], ["pods"]),
         "matchConditions": [
             {
                 "name": "has-device-annotation",
@@ -345,7 +311,12 @@ def device_policy(flavors: list[GpuDirectFlavor], namespaces: list[str]) -> dict
             {
                 "name": "deviceKeys",
                 "expression": f"object.metadata.annotations.filter(k, {is_device_key})",
-            }
+            },
+            {"name": "volumes", "expression": "has(object.spec.volumes) ? object.spec.volumes : []"},
+            {
+                "name": "initContainers",
+                "expression": "has(object.spec.initContainers) ? object.spec.initContainers : []",
+            },
         ],
         "validations": [
             {
@@ -356,6 +327,13 @@ def device_policy(flavors: list[GpuDirectFlavor], namespaces: list[str]) -> dict
             {
                 "expression": f"variables.deviceKeys.all(k, k in {cel(keys)})",
                 "message": f"the only devices.gke.io annotations allowed are {', '.join(keys) or 'none'}",
+            },
+            {
+                "expression": "variables.deviceKeys.all(k, variables.initContainers.exists(c, "
+                f"k == {cel(DEVICE_CONTAINER_KEY)} + c.name && ({_any_sidecar(sidecars)})))",
+                "message": "a devices.gke.io/container.<name> annotation names an init container of the "
+                "Pod that is the pinned GPUDirect sidecar (image, command, mounts as rendered, "
+                "restartPolicy Always): the NRI device injector hands the GPUs to any container of that name",
             },
             {
                 "expression": "variables.deviceKeys.all(k, "
@@ -372,7 +350,7 @@ def sidecar_exec_policy(flavors: list[GpuDirectFlavor]) -> dict[str, Any]:
     /proc/sys), nor without naming the container."""
     names = [sidecar(f).name for f in flavors if f in _NRI_FLAVORS]
     return {
-        **_on_pods(["CONNECT"], ["pods/exec", "pods/attach"]),
+        **on_resources(["CONNECT"], ["pods/exec", "pods/attach"]),
         "validations": [
             {
                 "expression": f"has(object.container) && object.container != '' && "
@@ -382,31 +360,6 @@ def sidecar_exec_policy(flavors: list[GpuDirectFlavor]) -> dict[str, Any]:
             }
         ],
     }
-
-
-def _on_pods(operations: list[str], resources: list[str]) -> dict[str, Any]:
-    """A policy's failure policy and match on core/v1 Pod `resources` for `operations`: fail closed,
-    so an API server that cannot evaluate the policy admits nothing it matches."""
-    return {
-        "failurePolicy": "Fail",
-        "matchConstraints": {
-            "resourceRules": [
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": operations, "resources": resources}
-            ]
-        },
-    }
-
-
-def binding(policy: str, namespaces: list[str] | None) -> dict[str, Any]:
-    """A Deny binding of `policy` to `namespaces` (None: every namespace)."""
-    match: dict[str, Any] = {}
-    if namespaces is not None:
-        match["namespaceSelector"] = {
-            "matchExpressions": [
-                {"key": "kubernetes.io/metadata.name", "operator": "In", "values": list(namespaces)}
-            ]
-        }
-    return {"policyName": policy, "validationActions": ["Deny"], "matchResources": match}
 
 
 def flavors_with_injector(flavors: list[GpuDirectFlavor]) -> list[GpuDirectFlavor]:

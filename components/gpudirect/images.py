@@ -7,6 +7,9 @@ Source: GoogleCloudPlatform/container-engine-accelerators at commit
 992db81257553607f1477945f1b3219632991829 (2026-06-11), files named per line.
 """
 
+from dataclasses import dataclass
+
+from ..core.image_digests import repository
 from ..core.k8s import GKE_DRIVER_HOST_DIR
 
 # -- Pinned images (container-engine-accelerators@992db812, files named per line) -----------------
@@ -38,11 +41,12 @@ NRI_DEVICE_INJECTOR = (
 # Every installer's long-running container (the installers are init containers), as in all three.
 PAUSE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b99b180b9996407d61240ceb9830"
 # TCPXO's pre-installation step only needs `nsenter` from its image: everything after it runs in the
-# host's namespaces. Google's manifest says plain "ubuntu"; pinned to an LTS tag here (no digest:
-# UNVERIFIED, the registry was not reachable when this was written).
+# host's namespaces. Google's manifest says plain "ubuntu"; NVIDIA's copy of it pins the LTS tag by
+# digest (PUBLISHED_DIGESTS).
 TCPXO_PRE_INSTALL = "ubuntu:24.04"
-# The privileged images each flavour's node software (software.py INSTALLERS) runs by tag, which
-# `image_digests` may pin: the NRI device injector and pause carry Google's digests already.
+# The images each flavour's node software (software.py INSTALLERS) names by tag, which `image_digests`
+# may pin (a stack's digest over the one PUBLISHED_DIGESTS has): the NRI device injector and pause carry
+# Google's digests in the reference already.
 NODE_IMAGES_BY_TAG = {
     "TCPX": (TCPX_PLUGIN,),
     "TCPXO": (TCPXO_PLUGIN, TCPXO_PRE_INSTALL),
@@ -51,6 +55,45 @@ NODE_IMAGES_BY_TAG = {
     # A4X Max: ASAPD-lite (asapd.py) only; gIB is in the workload's own image.
     "RDMA-A4X-Max": (ASAPD_LITE,),
 }
+
+
+# -- Digests upstream publishes for these tags ----------------------------------------------------
+# Google's manifests name these images by tag; NVIDIA's manifests for GKE (NVIDIA/aicr) pin the same
+# tags by digest. Each one is the image's by default (a stack's `images.digests` may replace it); an
+# image with none here runs by tag, and the render lists it (stack output `privilegedImagesByTag`).
+@dataclass(frozen=True)
+class PublishedDigest:
+    image: str
+    digest: str
+    source: str
+
+
+PUBLISHED_DIGESTS = (
+    PublishedDigest(
+        TCPXO_PLUGIN,
+        "sha256:4c9f0de3f39455a2ea35e844e0fc92564ca5629f6b03250fde40e8160719dae4",
+        "NVIDIA/aicr docs/user/container-images.md, the BOM of recipes/components/gke-nccl-tcpxo/manifests/ "
+        "(a version after 4288a18c, 2026; the manifest's own commit not read: UNVERIFIED there)",
+    ),
+    PublishedDigest(
+        TCPXO_PRE_INSTALL,
+        "sha256:c4a8d5503dfb2a3eb8ab5f807da5bc69a85730fb49b5cfca2330194ebcc41c7b",
+        "NVIDIA/aicr@720d7d3c recipes/components/gke-nccl-tcpxo/manifests/nccl-tcpxo-installer.yaml "
+        "(init container pre-installation)",
+    ),
+    PublishedDigest(
+        TCPXO_RXDM,
+        "sha256:8d9e10fd589a34ab8a0aa64f7e70ad075c8f1c69bea176350f8d211367697e3d",
+        "NVIDIA/aicr@3c2108c7 recipes/components/kubeflow-trainer/manifests/"
+        "torch-distributed-tcpxo-cluster-training-runtime.yaml (init container tcpxo-daemon)",
+    ),
+)
+
+
+def published_digests() -> dict[str, str]:
+    """The published digests by image name without its tag (core/image_digests.py's form)."""
+    return {repository(p.image): p.digest for p in PUBLISHED_DIGESTS}
+
 
 # -- Host paths on GKE's COS nodes ----------------------------------------------------------------
 # Where GKE installs the NVIDIA driver; the installers add the NCCL plugin (and NCCL) to its lib64.

@@ -19,6 +19,7 @@ import json
 import re
 from typing import Any
 
+from ..core.image_digests import pinned
 from .flavors import FLAVORS, GpuDirectFlavor, pod_interfaces
 from .images import (
     APERTURE_DEVICES,
@@ -27,6 +28,7 @@ from .images import (
     NVIDIA_LIB64_HOST,
     TCPX_RXDM,
     TCPXO_RXDM,
+    published_digests,
 )
 
 NVIDIA_LIB64 = "/usr/local/nvidia/lib64"
@@ -137,7 +139,8 @@ def _rxdm(flavor: GpuDirectFlavor) -> dict[str, Any]:
         # No startup probe: the health-check file is documented for the TCPXO daemon only.
     else:
         container.update(
-            image=TCPXO_RXDM,
+            # By the digest NVIDIA's manifest publishes for the tag (images.py PUBLISHED_DIGESTS).
+            image=pinned(TCPXO_RXDM, published_digests()),
             command=["/bin/sh", "-c"],
             args=[
                 "set -ex\n"

@@ -60,6 +60,7 @@ from .images import (
     TCPX_PLUGIN,
     TCPXO_PLUGIN,
     TCPXO_PRE_INSTALL,
+    published_digests,
 )
 from .node_parts import device_network, node_affinity, resources
 
@@ -212,8 +213,9 @@ class GpuDirectSoftwareArgs(TypedDict):
     opened to TCP). Defaults to every node of the accelerator."""
     image_digests: NotRequired[dict[str, str]]
     """Digests (`sha256:<64 lowercase hex>`) by image name without its tag, for the privileged images
-    the flavour runs by tag (its NCCL plugin installer; TCPXO's pre-install step, `ubuntu`): each
-    runs as `<name>:<tag>@<digest>`. Defaults to none (by tag)."""
+    the flavour names by tag (its NCCL plugin installer; TCPXO's pre-install step, `ubuntu`): each
+    runs as `<name>:<tag>@<digest>`. Defaults to the digests NVIDIA's manifests publish for these tags
+    (gpudirect/images.py PUBLISHED_DIGESTS: TCPXO's installer and `ubuntu`), the others by tag."""
 
 
 class _GpuDirectSoftwareSpec(ArgsModel):
@@ -297,7 +299,8 @@ class GpuDirectSoftware(GkeGpuComponent[_GpuDirectSoftwareSpec]):
         args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         self._node_pools = spec.node_pools
-        self._digests = spec.image_digests
+        # Upstream's published digests, unless the stack records its own.
+        self._digests = {**published_digests(), **spec.image_digests}
         flavor = GpuDirectFlavor(spec.flavor)
         flavor_spec = FLAVORS[flavor]
         labels = app_labels(f"gpudirect-{flavor.lower()}", component="network")

@@ -1,28 +1,32 @@
 """Watching a MultiKueue fleet: dashboard charts per worker cluster, and the alert that fires when the
 manager has not reached a worker for a sustained period. Built as data from the manager's cluster name
-and the workers' names; the fleet wiring (the MultiKueue objects, the scrape configs) lives elsewhere.
+and the workers' names; the fleet wiring (the MultiKueue objects, kube-state-metrics) lives elsewhere.
 
-Sources, Kueue v0.19.2 (kubernetes-sigs/kueue@8eab6877, `pkg/metrics/metrics.go`), each series as
-Managed Service for Prometheus stores it (the scrape's target labels `project_id`, `location`,
-`cluster` (the GKE cluster that ran the scrape), `namespace`, `job`, `instance` are forced over the
-metric's own: GoogleCloudPlatform/prometheus-engine `pkg/operator/apis/monitoring/v1/pod_config.go`):
+Every series comes from kube-state-metrics v2.20.0 (kubernetes/kube-state-metrics@4ffeda2e) in each
+cluster of the fleet, reporting the state of Kueue v0.19.2's objects (kubernetes-sigs/kueue@8eab6877)
+through its custom resource state metrics (`docs/metrics/extend/customresourcestate-metrics.md`; a
+`[key=value]` path element picks a list item, `pkg/customresourcestate/registry_factory.go:600-660`;
+a quantity such as "8" is read as a number, :773-776), scraped by Managed Service for Prometheus, whose
+target labels `project_id`, `location`, `cluster` (the GKE cluster that ran the scrape), `namespace`
+(kube-state-metrics'), `job`, `instance` are forced over the metric's own (GoogleCloudPlatform/
+prometheus-engine `pkg/operator/apis/monitoring/v1/pod_config.go`). kube-state-metrics reads the API
+with its own account's short-lived token, so nothing stores a token for the scrape: Kueue's own
+/metrics, which only a bearer token may read, is not scraped (docs/fleet-monitoring.md says what the
+dashboard lost with it).
 
-* each worker's own Kueue, scraped in the worker, so `cluster` is the worker:
-  `kueue_admitted_active_workloads{cluster_queue}` (admitted, not finished),
-  `kueue_pending_workloads{cluster_queue, status="active"|"inadmissible"}`, and
-  `kueue_cluster_queue_resource_usage{cohort, cluster_queue, flavor, resource}` (what admitted
-  workloads use; reported only with Kueue's `metrics.enableClusterQueueResources: true`,
-  `pkg/controller/core/core.go`). Every Kueue series carries `replica_role` (`leader`, `follower` or
-  `standalone`): followers are left out so a highly available Kueue is not counted twice.
-* the manager's MultiKueue: `multikueue_workloads_dispatched_total{cluster_queue, cluster}` (the worker
-  in `cluster`, which the scrape moves to `exported_cluster`).
+* each worker's ClusterQueues (`CLUSTER_QUEUE_STATE`, apis/kueue/v1beta2/clusterqueue_types.go:377-392):
+  `kube_customresource_clusterqueue_pending_workloads{name}` (`status.pendingWorkloads`),
+  `kube_customresource_clusterqueue_admitted_workloads{name}` (`status.admittedWorkloads`, admitted and
+  not finished), `kube_customresource_clusterqueue_gpus_in_use{name, flavor}` (`status.flavorsUsage[]`,
+  the `nvidia.com/gpu` total admitted workloads use);
+* on the manager, where each Workload runs (`WORKLOAD_PLACEMENT_STATE`, workload_types.go:695-706):
+  `kube_customresource_workload_placement{name, workload_namespace, worker}` (`status.clusterName`,
+  the worker that admitted it; empty while none has);
 * whether the manager reaches a worker: Kueue exports no metric of it. The MultiKueueCluster's `Active`
-  condition says it (`pkg/controller/admissionchecks/multikueue/multikueuecluster.go`,
-  `updateStatus`); kube-state-metrics' custom resource state metrics turn it into a gauge
-  (`MULTIKUEUE_CLUSTER_STATE`, for a kube-state-metrics v2.20.0 in the manager scraped by Managed
-  Prometheus): `kube_customresource_multikueuecluster_condition{customresource_group,
-  customresource_kind, customresource_version, name, type}`, 1 for "True" and 0 for "False" or
-  "Unknown" (kube-state-metrics v2.20.0 `pkg/customresourcestate/registry_factory.go` `toFloat64`).
+  condition says it (`pkg/controller/admissionchecks/multikueue/multikueuecluster.go`, `updateStatus`):
+  `kube_customresource_multikueuecluster_condition{customresource_group, customresource_kind,
+  customresource_version, name, type}`, 1 for "True" and 0 for "False" or "Unknown"
+  (registry_factory.go `toFloat64`).
 """
 
 from __future__ import annotations
@@ -35,8 +39,11 @@ from ..core.common import GPU_RESOURCE, K8S_NAME, Problems, cut
 from .alert_rules import AlertRule
 from .dashboard_serving import promql_widget
 
-NOT_FOLLOWER = 'replica_role!="follower"'
 CONDITION_METRIC = "kube_customresource_multikueuecluster_condition"
+PENDING_METRIC = "kube_customresource_clusterqueue_pending_workloads"
+ADMITTED_METRIC = "kube_customresource_clusterqueue_admitted_workloads"
+GPUS_METRIC = "kube_customresource_clusterqueue_gpus_in_use"
+PLACEMENT_METRIC = "kube_customresource_workload_placement"
 # The alert's sustained period. Kueue retries a lost worker with a backoff that grows to
 # 2^6 x 5 s = 320 s between attempts (multikueuecluster.go `retryAfter`), so a blip heals within a
 # few minutes; after `multiKueue.workerLostTimeout` (15 min by default, apis/config/v1beta2/
@@ -44,8 +51,6 @@ CONDITION_METRIC = "kube_customresource_multikueuecluster_condition"
 # 10 minutes outlasts two of the longest retries and leaves 5 minutes to act (a credential to
 # renew, a control plane to reach) before the jobs lose their place.
 UNREACHABLE_FOR_S = 600
-# Rates of dispatches over the last 10 minutes: MultiKueue dispatches in bursts, as quota frees.
-WINDOW_MINUTES = 10
 MULTIKUEUE_CLUSTER_STATE: dict[str, Any] = {
     # kube-state-metrics' CustomResourceStateMetrics (docs/metrics/extend/customresourcestate-metrics.md
     # at v2.20.0): one gauge per condition of each MultiKueueCluster, its value the condition's status.
@@ -77,6 +82,63 @@ MULTIKUEUE_CLUSTER_STATE: dict[str, Any] = {
         ]
     },
 }
+
+
+def _kueue_kind(kind: str) -> dict[str, str]:
+    return {"group": "kueue.x-k8s.io", "version": "v1beta2", "kind": kind}
+
+
+def _gauge(name: str, help_text: str, gauge: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "help": help_text, "each": {"type": "Gauge", "gauge": gauge}}
+
+
+CLUSTER_QUEUE_STATE: dict[str, Any] = {
+    "groupVersionKind": _kueue_kind("ClusterQueue"),
+    "labelsFromPath": {"name": ["metadata", "name"]},
+    "metrics": [
+        _gauge(
+            "clusterqueue_pending_workloads",
+            "Workloads waiting in the ClusterQueue.",
+            {"path": ["status", "pendingWorkloads"], "nilIsZero": True},
+        ),
+        _gauge(
+            "clusterqueue_admitted_workloads",
+            "Workloads admitted by the ClusterQueue and not finished.",
+            {"path": ["status", "admittedWorkloads"], "nilIsZero": True},
+        ),
+        _gauge(
+            "clusterqueue_gpus_in_use",
+            f"{GPU_RESOURCE} the ClusterQueue's admitted workloads use, per flavor.",
+            {
+                "path": ["status", "flavorsUsage"],
+                "labelsFromPath": {"flavor": ["name"]},
+                "valueFrom": ["resources", f"[name={GPU_RESOURCE}]", "total"],
+            },
+        ),
+    ],
+}
+WORKLOAD_PLACEMENT_STATE: dict[str, Any] = {
+    "groupVersionKind": _kueue_kind("Workload"),
+    "labelsFromPath": {"name": ["metadata", "name"], "workload_namespace": ["metadata", "namespace"]},
+    "metrics": [
+        {
+            "name": "workload_placement",
+            "help": "The worker that admitted the Workload (status.clusterName; empty while none has).",
+            "each": {"type": "Info", "info": {"labelsFromPath": {"worker": ["status", "clusterName"]}}},
+        }
+    ],
+}
+
+
+def state_config(role: str) -> dict[str, Any]:
+    """The custom resource state config of kube-state-metrics on the manager (its MultiKueueClusters'
+    conditions, its Workloads' placement) or on a worker (its ClusterQueues)."""
+    resources = (
+        [*MULTIKUEUE_CLUSTER_STATE["spec"]["resources"], WORKLOAD_PLACEMENT_STATE]
+        if role == "manager"
+        else [CLUSTER_QUEUE_STATE]
+    )
+    return {"kind": "CustomResourceStateMetrics", "spec": {"resources": resources}}
 
 
 @dataclass(frozen=True)
@@ -154,27 +216,27 @@ def _require(manager: str, workers: Sequence[str], clusters: Mapping[str, str] |
 def fleet_charts(
     manager: str, workers: Sequence[str], clusters: Mapping[str, str] | None = None
 ) -> list[FleetChart]:
-    """Per worker: its workloads admitted and pending (by status), and the GPUs its admitted workloads
-    use (from its own Kueue: the series of its GKE cluster, `clusters[worker]`, defaulting to the
-    worker's name); then, for all workers, the manager's dispatches to each and whether it reaches
-    each (by the MultiKueueCluster's name)."""
+    """Per worker: its workloads admitted and pending, and the GPUs its admitted workloads use (its
+    ClusterQueues, the series of its GKE cluster, `clusters[worker]`, defaulting to the worker's name);
+    then, for all workers, the workloads each runs as the manager sees it and whether the manager
+    reaches each (by the MultiKueueCluster's name)."""
     _require(manager, workers, clusters)
     charts = []
     for worker in workers:
-        on = f'cluster="{(clusters or {}).get(worker, worker)}",{NOT_FOLLOWER}'
+        on = f'cluster="{(clusters or {}).get(worker, worker)}"'
         charts += [
             FleetChart(
                 worker,
                 f"{worker}: workloads admitted and pending",
-                f'label_replace(sum(kueue_admitted_active_workloads{{{on}}}), "status", "admitted", "", "") '
-                f"or sum by (status) (kueue_pending_workloads{{{on}}})",
+                f'label_replace(sum({ADMITTED_METRIC}{{{on}}}), "status", "admitted", "", "") '
+                f'or label_replace(sum({PENDING_METRIC}{{{on}}}), "status", "pending", "", "")',
                 "1",
                 "workloads",
             ),
             FleetChart(
                 worker,
                 f"{worker}: GPUs used by admitted workloads",
-                f'sum by (flavor) (kueue_cluster_queue_resource_usage{{{on},resource="{GPU_RESOURCE}"}})',
+                f"sum by (flavor) ({GPUS_METRIC}{{{on}}})",
                 "1",
                 "GPUs",
             ),
@@ -183,11 +245,10 @@ def fleet_charts(
     charts += [
         FleetChart(
             "",
-            "Workloads dispatched to each worker (per minute)",
-            f"sum by (exported_cluster) (rate(multikueue_workloads_dispatched_total"
-            f'{{cluster="{manager}",exported_cluster=~"{names}",{NOT_FOLLOWER}}}[{WINDOW_MINUTES}m])) * 60',
-            "1/min",
-            "workloads/min",
+            "Workloads each worker runs (the manager's Workloads by status.clusterName)",
+            f'count by (worker) ({PLACEMENT_METRIC}{{cluster="{manager}",worker=~"{names}"}})',
+            "1",
+            "workloads",
         ),
         FleetChart(
             "",
@@ -250,10 +311,10 @@ def fleet_tiles(
 ) -> list[dict[str, Any]]:
     """The fleet section as mosaic tiles from row `y`: a note, then two charts a row."""
     note = (
-        f"MultiKueue fleet of {manager}: per worker, Kueue's own metrics in that worker (admitted "
-        "and pending workloads, GPUs used by admitted workloads; the GPU chart needs the worker's Kueue "
-        "with metrics.enableClusterQueueResources); then the manager's dispatches and whether it "
-        "reaches each worker (its MultiKueueCluster's Active condition, through kube-state-metrics)."
+        f"MultiKueue fleet of {manager}: per worker, its ClusterQueues' state (admitted and pending "
+        "workloads, GPUs used by admitted workloads); then the workloads each worker runs, as the "
+        "manager's Workloads say, and whether the manager reaches each worker (its MultiKueueCluster's "
+        "Active condition). All through kube-state-metrics in each cluster, with no stored token."
     )
     tiles: list[dict[str, Any]] = [
         {

@@ -74,12 +74,11 @@ class GpuMonitoringArgs(TypedDict):
     alerts. Defaults to false."""
     fleet_workers: NotRequired[list[FleetWorker]]
     """The cluster is a MultiKueue manager over these workers (1 to 16): a second dashboard, of the
-    fleet (per worker its workloads admitted and pending and the GPUs they use; the manager's
-    dispatches to each and whether it reaches each), and with `alerts` a policy that fires when a
-    worker has not been reachable for 10 minutes (monitoring/fleet.py). The charts read Kueue's
-    metrics (KueueMetricsScrape in every cluster), the alert kube-state-metrics' (MultiKueueStateMetrics
-    on the manager; without it the alert fires for every worker): a fleet stack declares both. Needs a
-    dashboard or alerts. Defaults to none."""
+    fleet (per worker its workloads admitted and pending and the GPUs they use; the workloads each
+    runs and whether the manager reaches each), and with `alerts` a policy that fires when a worker
+    has not been reachable for 10 minutes (monitoring/fleet.py). Both read kube-state-metrics'
+    (MultiKueueStateMetrics in every cluster; without the manager's the alert fires for every
+    worker): a fleet stack declares them. Needs a dashboard or alerts. Defaults to none."""
 
 
 # A cluster name as the queries filter on it (a non-empty label value).

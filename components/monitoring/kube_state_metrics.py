@@ -1,5 +1,8 @@
-"""kube-state-metrics on a MultiKueue manager, reporting only each MultiKueueCluster's conditions: the
-series the fleet's worker-unreachable alert and reachability chart read (monitoring/fleet.py).
+"""kube-state-metrics in each cluster of a MultiKueue fleet, reporting only the state of Kueue's objects
+the fleet's dashboard and worker-unreachable alert read (monitoring/fleet.py): on the manager each
+MultiKueueCluster's conditions and where each Workload runs, on a worker its ClusterQueues. It reads
+them through the API with its own account's short-lived, rotated token and serves them over plain HTTP
+to Managed Prometheus' collectors only: no token is stored for the scrape.
 
 kubernetes/kube-state-metrics tag v2.20.0 (commit 4ffeda2e): `--custom-resource-state-only` and
 `--custom-resource-state-config-file` (pkg/options/options.go; with the first, only the configured
@@ -10,7 +13,7 @@ customresourcedefinitions.apiextensions.k8s.io and on the resources reported
 security settings (examples/standard/deployment.yaml)."""
 
 import hashlib
-from typing import Any, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -28,8 +31,7 @@ from ..core.k8s import (
     selector_labels,
 )
 from ..core.validation import ArgsModel
-from .fleet import MULTIKUEUE_CLUSTER_STATE
-from .kueue_metrics import GMP_NAMESPACE
+from .fleet import state_config as fleet_state_config
 
 APP = "kube-state-metrics"
 METRICS_PORT, METRICS_PORT_NAME = 8080, "http-metrics"
@@ -37,16 +39,27 @@ TELEMETRY_PORT, TELEMETRY_PORT_NAME = 8081, "telemetry"
 CONFIG_DIR, CONFIG_KEY = "/etc/kube-state-metrics", "custom-resource-state.yaml"
 # The user of upstream's example Deployment (nobody).
 USER = 65534
-# The least kube-state-metrics needs for MULTIKUEUE_CLUSTER_STATE (customresourcestate-metrics.md,
-# "RBAC-enabled Clusters"): the CRDs, to find the configured kind, and the kind itself.
-RULES: list[dict[str, list[str]]] = [
-    {
-        "apiGroups": ["apiextensions.k8s.io"],
-        "resources": ["customresourcedefinitions"],
-        "verbs": ["list", "watch"],
-    },
-    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["multikueueclusters"], "verbs": ["list", "watch"]},
-]
+# Managed Prometheus' collectors on GKE (prometheus-engine manifests/operator.yaml: the DaemonSet
+# `collector` runs as the ServiceAccount `collector` in `gmp-system`).
+GMP_NAMESPACE = "gmp-system"
+Role = Literal["manager", "worker"]
+# What each role reports: the Kueue kinds of its state config.
+KINDS: dict[str, list[str]] = {"manager": ["multikueueclusters", "workloads"], "worker": ["clusterqueues"]}
+
+
+def rules(role: str) -> list[dict[str, list[str]]]:
+    """The least kube-state-metrics needs for the role's state config (customresourcestate-metrics.md,
+    "RBAC-enabled Clusters"): the CRDs, to find the configured kinds, and the kinds themselves."""
+    return [
+        {
+            "apiGroups": ["apiextensions.k8s.io"],
+            "resources": ["customresourcedefinitions"],
+            "verbs": ["list", "watch"],
+        },
+        {"apiGroups": ["kueue.x-k8s.io"], "resources": KINDS[role], "verbs": ["list", "watch"]},
+    ]
+
+
 ARGS = [
     "--custom-resource-state-only=true",
     f"--custom-resource-state-config-file={CONFIG_DIR}/{CONFIG_KEY}",
@@ -59,23 +72,27 @@ class MultiKueueStateMetricsArgs(TypedDict):
     namespace: NotRequired[str]
     """The namespace it gets, created with Pod Security `restricted` enforced. Defaults to
     kube-state-metrics."""
+    role: NotRequired[Role]
+    """`manager`: each MultiKueueCluster's conditions and where each Workload runs; `worker`: its
+    ClusterQueues' pending and admitted workloads and GPUs in use. Defaults to manager."""
 
 
 class _Spec(ArgsModel):
     namespace: K8sName = APP
+    role: Role = "manager"
 
 
-def state_config() -> str:
+def state_config(role: str = "manager") -> str:
     """The custom resource state config file, as kube-state-metrics reads it."""
-    return yaml.safe_dump(MULTIKUEUE_CLUSTER_STATE, sort_keys=False)
+    return yaml.safe_dump(fleet_state_config(role), sort_keys=False)
 
 
 class MultiKueueStateMetrics(GkeGpuComponent[_Spec]):
     """A namespace (Pod Security `restricted` enforced), a ServiceAccount allowed only to list and
-    watch CRDs and MultiKueueClusters, the state config in a ConfigMap, a one-replica Deployment of
-    kube-state-metrics v2.20.0 reporting nothing but that config's metrics, a NetworkPolicy that lets
-    only Managed Prometheus' collectors (gmp-system) reach its metrics port, and the PodMonitoring
-    `kube-state-metrics` that scrapes it.
+    watch CRDs and the Kueue kinds its role reports, the state config in a ConfigMap, a one-replica
+    Deployment of kube-state-metrics v2.20.0 reporting nothing but that config's metrics, a
+    NetworkPolicy that lets only Managed Prometheus' collectors (gmp-system) reach its metrics port,
+    and the PodMonitoring `kube-state-metrics` that scrapes it.
 
     Not managed: egress (it calls the API server, whose address the policy cannot name here) and GKE's
     own kube-state-metrics package (which does not report custom resources)."""
@@ -120,7 +137,7 @@ class MultiKueueStateMetrics(GkeGpuComponent[_Spec]):
                 k8s.rbac.v1.PolicyRuleArgs(
                     api_groups=r["apiGroups"], resources=r["resources"], verbs=r["verbs"]
                 )
-                for r in RULES
+                for r in rules(spec.role)
             ],
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -133,7 +150,7 @@ class MultiKueueStateMetrics(GkeGpuComponent[_Spec]):
             subjects=[k8s.rbac.v1.SubjectArgs(kind="ServiceAccount", name=APP, namespace=namespace)],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[role, account]),
         )
-        config = state_config()
+        config = state_config(spec.role)
         config_map = k8s.core.v1.ConfigMap(
             f"{name}-config", metadata=meta(), data={CONFIG_KEY: config}, opts=in_namespace
         )

@@ -24,4 +24,6 @@ class Broken:
     serving_indexes: list[int] = field(default_factory=list)
 
     def any_pool(self) -> bool:
-        return bool(self.pools) or self.unnamed_pools > 0
+        """Some pool is unusable, or the whole section is (malformed, or misspelt: then the pools
+        the user meant are unknown, not absent)."""
+        return bool(self.pools) or self.unnamed_pools > 0 or "gpuPools" in self.sections

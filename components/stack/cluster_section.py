@@ -22,7 +22,6 @@ from ..core.common import (
     KUBECONFIG_CHECK_LIMIT,
     LABEL_VALUE_PATTERN,
     MIN_SUBNET_PREFIX,
-    NAMESPACE,
     POD_RANGE_PREFIX_PER_NODE,
     PRIVATE_RANGES,
     PROJECT_PATTERN,
@@ -53,7 +52,7 @@ class ClusterRules(RuleBase):
     def _no_network(self) -> None:
         if self.config.network is not None:
             self.problems.add(
-                f"{NAMESPACE}:network",
+                f"{self.root}network",
                 "not allowed with cluster.mode existing: no network is declared for an existing cluster",
             )
         return None
@@ -64,17 +63,17 @@ class ClusterRules(RuleBase):
             cidr_keys = {"subnet_cidr", "pods_cidr", "services_cidr"} & net.model_fields_set
             for key in sorted(cidr_keys):
                 self.problems.add(
-                    f"{NAMESPACE}:network.{to_camel(key)}",
+                    f"{self.root}network.{to_camel(key)}",
                     "not allowed with network.existing: the existing subnet's ranges are used",
                 )
             if "flow_log_sampling" in net.model_fields_set:
                 self.problems.add(
-                    f"{NAMESPACE}:network.flowLogSampling",
+                    f"{self.root}network.flowLogSampling",
                     "not allowed with network.existing: flow logs are a setting of the existing subnet",
                 )
             return net
         # The ranges' own rules are GkeNetwork's (cluster/rules.py); their place in the VPC is the stack's.
-        names = KeyNames(f"{NAMESPACE}:network", camel=True)
+        names = KeyNames(f"{self.root}network", camel=True)
         ranges = [(key, getattr(net, key)) for key in ("subnet_cidr", "pods_cidr", "services_cidr")]
         for key, value in check_ranges(ranges, names, self.problems).items():
             if value and not any(value.subnet_of(r) for r in PRIVATE_RANGES):
@@ -101,7 +100,7 @@ class ClusterRules(RuleBase):
         usable = subnet.num_addresses - 4
         if subnet.prefixlen <= MIN_SUBNET_PREFIX and usable < nodes:
             self.problems.add(
-                f"{NAMESPACE}:network.subnetCidr",
+                f"{self.root}network.subnetCidr",
                 f"{subnet} has {usable} node addresses, but the pools can grow to {nodes} nodes (system "
                 "and GPU maxNodes, plus one upgrade surge node); use a "
                 f"/{32 - (nodes + 3).bit_length()} or larger",
@@ -111,7 +110,7 @@ class ClusterRules(RuleBase):
         capacity = 2 ** (POD_RANGE_PREFIX_PER_NODE - pods.prefixlen)
         if capacity < nodes:
             self.problems.add(
-                f"{NAMESPACE}:network.podsCidr",
+                f"{self.root}network.podsCidr",
                 f"{pods} holds Pod addresses for {capacity} node(s), but the pools can grow to {nodes} "
                 "(system and GPU maxNodes, plus one upgrade surge node; each node takes a /24); use a "
                 f"/{POD_RANGE_PREFIX_PER_NODE - (nodes - 1).bit_length()} or larger",
@@ -121,7 +120,7 @@ class ClusterRules(RuleBase):
 
     def _cluster(self) -> ClusterConfig:
         c = self.config.cluster
-        prefix = f"{NAMESPACE}:cluster"
+        prefix = f"{self.root}cluster"
         if c.mode == "existing":
             return self._existing_cluster(c, prefix)
         for key in ("kubeconfig", "context", "flavor"):
@@ -290,6 +289,7 @@ class ClusterRules(RuleBase):
             "maintenance",
             "dns_endpoint_external",
             "secrets_encryption_key",
+            "rbac_security_group",
             "hpa_profile",
             "auto_monitoring",
         )
@@ -373,7 +373,7 @@ class ClusterRules(RuleBase):
         (`secure:` in the stack file): in plain text it would sit in the repository and in every
         `pulumi preview` log. One that cannot be read (`documents` None; `unread` says why) cannot be
         cleared, so it must be a secret too."""
-        if self.secret_keys is None or f"{NAMESPACE}:cluster" in self.secret_keys:
+        if self.secret_keys is None or f"{self.root}cluster" in self.secret_keys:
             return  # not known (a caller without the engine's config) or stored as a secret
         store = (
             "store the kubeconfig as a secret: "

@@ -38,6 +38,7 @@ from ..core.common import (
 )
 from ..core.credentials import credentials_in, redact
 from ..core.messages import format_path
+from ..core.validation import log_message
 from ..gpu.device_plugin_config import DevicePluginConfig
 from ..gpu.pool import GPU_TAINT, GpuPool, ReservationConfig, SharingConfig, TaintConfig
 from ..monitoring.model import AlertsConfig, MonitoringConfig
@@ -47,14 +48,15 @@ from .batch_section import BatchRules
 from .broken import Broken
 from .cluster_section import ClusterRules
 from .config_value import decode_config_value
+from .fleet_section import fleet_settings
 from .gateway_section import GatewayRules
 from .images_section import ImageRules
 from .keys import check_config_keys
 from .pools_section import PoolRules
 from .schema import StackConfig, dashboard_on
 from .serving_section import ServingRules
-from .settings import Settings
-from .shape import validate_shape
+from .settings import FleetSettings, Settings
+from .shape import Shape, validate_shape
 from .stack_file import StackFileError
 from .workloads_section import WorkloadRules
 
@@ -98,8 +100,14 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules, BatchRules, ServingRules
         catalog: Catalog,
         broken: Broken,
         secret_keys: frozenset[str] | None = None,
+        root: str = f"{NAMESPACE}:",
+        region_key: str = "gcp:region",
+        project_key: str = "gcp:project",
     ) -> None:
         self.config = config
+        self.root = root
+        self.region_key = region_key
+        self.project_key = project_key
         self.broken = broken
         self.secret_keys = secret_keys
         self.project = project
@@ -158,7 +166,7 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules, BatchRules, ServingRules
             self._check_address_capacity(network, cluster, pools)
         if network is not None and network.existing is not None and cluster.private_nodes:
             self.warnings.append(
-                f"{NAMESPACE}:network.existing: private nodes have no external IP; the samples and the "
+                f"{self.root}network.existing: private nodes have no external IP; the samples and the "
                 "DCGM exporter pull from nvcr.io and docker.io, so the subnet needs Cloud NAT"
             )
         if self.problems.items:
@@ -183,12 +191,12 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules, BatchRules, ServingRules
         suffix = f" (needed for {needed_for})" if needed_for else ""
         if not self.project:
             self.problems.add(
-                "gcp:project",
+                self.project_key,
                 f"required{suffix}; set it with `pulumi config set gcp:project <project-id>`",
             )
         elif not PROJECT_PATTERN.fullmatch(self.project):
             self.problems.add(
-                "gcp:project",
+                self.project_key,
                 f"{cut(self.project)} is not a GCP project ID (6-30 lowercase letters, digits, hyphens, "
                 "starting with a letter)",
             )
@@ -197,14 +205,14 @@ class _Resolver(ClusterRules, PoolRules, WorkloadRules, BatchRules, ServingRules
         regions = self.catalog.gcp_regions
         if not self.region:
             self.problems.add(
-                "gcp:region",
+                self.region_key,
                 f"required{suffix}; set it with `pulumi config set gcp:region us-central1`",
             )
         elif self.region not in regions:
             close = difflib.get_close_matches(self.region, regions, n=1, cutoff=0.75)
             hint = f"did you mean {close[0]!r}? " if close else ""
             self.problems.add(
-                "gcp:region",
+                self.region_key,
                 f"{cut(self.region)} is not a Compute Engine region; {hint}regions: {listing(regions)}",
             )
         else:
@@ -239,14 +247,8 @@ def parse_settings(
     credentials = _credentials(raw)
     if shape.config is None:
         raise ConfigError(_with_credentials(problems, credentials))
-    resolver = _Resolver(
-        shape.config,
-        project=project,
-        region=region,
-        stack=stack,
-        catalog=catalog or load_catalog(),
-        broken=shape.broken,
-        secret_keys=secret_keys,
+    resolver = _resolver(
+        shape, project=project, region=region, stack=stack, catalog=catalog, secret_keys=secret_keys
     )
     try:
         settings = resolver.resolve()
@@ -255,29 +257,74 @@ def parse_settings(
         raise ConfigError(
             _with_credentials([*problems, *exc.problems, *fleet_problems], credentials)
         ) from None
-    fleet, fleet_problems = _fleet(shape.config, settings, project, stack, catalog)
+    fleet, fleet_problems, fleet_notes = _fleet(shape.config, settings, project, stack, catalog)
     problems += fleet_problems
     if problems or credentials:
         raise ConfigError(_with_credentials(problems, credentials))
     if fleet is not None:
         settings = dataclasses.replace(settings, fleet=fleet)
-    return settings, [redact(warning) for warning in resolver.warnings]
+    return settings, [redact(warning) for warning in [*resolver.warnings, *fleet_notes]]
+
+
+def resolve_sections(
+    sections: Mapping[str, Any],
+    *,
+    root_loc: tuple[Any, ...],
+    project: str | None,
+    project_key: str,
+    region: str,
+    stack: str,
+    catalog: Catalog | None,
+) -> tuple[Settings, list[str]]:
+    """One set of a stack file's sections found elsewhere in it (a fleet worker's, under
+    `gke-gpu:fleet.workers[i]`): the same shape pass and rules as a stack file's, every problem and note
+    keyed where the user wrote it (`root_loc`); the region is the worker's own key."""
+    shape = validate_shape(sections, root_loc)
+    if shape.config is None:
+        raise ConfigError(shape.problems)
+    resolver = _resolver(
+        shape,
+        project=project,
+        region=region,
+        stack=stack,
+        catalog=catalog,
+        root=f"{format_path(root_loc)}.",
+        region_key=format_path((*root_loc, "region")),
+        project_key=project_key,
+    )
+    try:
+        settings = resolver.resolve()
+    except ConfigError as exc:
+        raise ConfigError([*shape.problems, *exc.problems]) from None
+    if shape.problems:
+        raise ConfigError(shape.problems)
+    return settings, list(resolver.warnings)
+
+
+def _resolver(shape: Shape, *, catalog: Catalog | None, **context: Any) -> _Resolver:
+    """The second pass over what passed the first (`context`: the GCP context and keys)."""
+    assert shape.config is not None
+    return _Resolver(shape.config, catalog=catalog or load_catalog(), broken=shape.broken, **context)
 
 
 def _fleet(
     config: StackConfig, manager: Settings | None, project: str | None, stack: str, catalog: Catalog | None
-) -> tuple[Any, list[str]]:
-    """The fleet's settings (None without gke-gpu:fleet) and its problems, its workers' included."""
+) -> tuple[FleetSettings | None, list[str], list[str]]:
+    """The fleet's settings (None without gke-gpu:fleet), its problems and its workers' notes."""
     if config.fleet is None:
-        return None, []
-    from .fleet_section import fleet_settings
-
+        return None, [], []
     try:
-        return fleet_settings(
-            config.fleet, manager, manager_name=config.cluster.name or stack, project=project, catalog=catalog
-        ), []
+        fleet, notes = fleet_settings(
+            config.fleet,
+            manager,
+            manager_name=config.cluster.name or stack,
+            project=project,
+            resolve=resolve_sections,
+            catalog=catalog,
+        )
     except ConfigError as exc:
-        return None, list(dict.fromkeys(exc.problems))
+        return None, list(dict.fromkeys(exc.problems)), []
+    return fleet, [], notes
 
 
 def _with_credentials(problems: list[str], credentials: list[Problem]) -> list[str]:
@@ -356,5 +403,5 @@ def load_settings() -> Settings:
         {k: v for k, v in config.items() if v is not None}, stack=pulumi.get_stack(), secret_keys=secret_keys
     )
     for warning in warnings:
-        pulumi.log.warn(warning)
+        log_message(warning)
     return settings

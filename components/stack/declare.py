@@ -85,6 +85,7 @@ _STACK_KEYS_BY_NAME = {
     "MultiKueueManager": f"{NAMESPACE}:fleet",
     "MultiKueueWorkerAccess": f"{NAMESPACE}:fleet",
     "FleetPeering": f"{NAMESPACE}:fleet",
+    "MultiKueueStateMetrics": f"{NAMESPACE}:fleet",
 }
 # The components whose section's rules the stack layer ran (the ones they share with it): only
 # their args' model is checked in a render, not their rules again (see the module's docstring).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..core import images
 from ..core.common import NAMESPACE
-from ..core.image_digests import digest_problems
+from ..core.image_digests import digest_problems, repository
 from ..gpu.pool import GpuPool
 from ..monitoring.model import MonitoringConfig
 from .schema import RuleBase
@@ -32,6 +32,31 @@ def pinnable_images(
     if device_plugin:
         found.append(images.DEVICE_PLUGIN)
     return list(dict.fromkeys(found))
+
+
+def privileged_images_by_tag(
+    pools: tuple[GpuPool, ...],
+    monitoring: MonitoringConfig,
+    device_plugin: bool,
+    digests: dict[str, str],
+    dra_driver: bool,
+) -> list[str]:
+    """What the render lists (stack output `privilegedImagesByTag`): the images this stack runs
+    privileged or as root on its nodes that no digest pins, neither upstream's published one
+    (gpudirect/images.py PUBLISHED_DIGESTS) nor the stack's `images.digests`; and the DRA driver's
+    (its chart takes a tag: no digest could be recorded for it) and GKE's preloaded driver installer
+    on DRA-GPU pools (never pulled: Google's manifest names it by tag alone)."""
+    from ..dra.driver import DRA_DRIVER_IMAGE, DRA_DRIVER_IMAGE_TAG
+    from ..dra.driver_installer import INSTALLER_IMAGE
+    from ..gpudirect.images import published_digests
+
+    pinned = {**published_digests(), **digests}
+    found = [i for i in pinnable_images(pools, monitoring, device_plugin) if repository(i) not in pinned]
+    if dra_driver:
+        found.append(f"{DRA_DRIVER_IMAGE}:{DRA_DRIVER_IMAGE_TAG}")
+    if any(pool.dra_gpus for pool in pools):
+        found.append(INSTALLER_IMAGE)
+    return sorted(dict.fromkeys(found))
 
 
 class ImageRules(RuleBase):

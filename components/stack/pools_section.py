@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ..cluster.model import ClusterConfig
-from ..core.common import NAMESPACE, cut
+from ..core.common import cut
 from ..dra.claims import NO_INSTALLER_ACCELERATORS, is_rack
 from ..gpu.pool import GpuPool
 from ..gpu.rules import GpuPoolRules
@@ -26,6 +26,7 @@ class PoolRules(RuleBase):
             release_channel=self.config.cluster.release_channel,
             camel_keys=True,
             cluster_version=self.config.cluster.minimum_version,
+            version_key=f"{self.root}cluster.minimumVersion",
         )
 
     def _pools(self, cluster: ClusterConfig) -> tuple[GpuPool, ...]:
@@ -33,7 +34,7 @@ class PoolRules(RuleBase):
         if cluster.mode == "existing":
             if pools_config:
                 self.problems.add(
-                    f"{NAMESPACE}:gpuPools",
+                    f"{self.root}gpuPools",
                     "not allowed with cluster.mode existing: node pools of an existing cluster are "
                     "not managed here (use gpuNodes and devicePlugin for a generic cluster)",
                 )
@@ -41,7 +42,7 @@ class PoolRules(RuleBase):
         seen: dict[str, int] = {}
         resolved: list[GpuPool] = []
         for i, pool in self.indexed_pools():
-            path = f"{NAMESPACE}:gpuPools[{i}]"
+            path = f"{self.root}gpuPools[{i}]"
             if pool.name in seen:
                 self.problems.add(
                     f"{path}.name",
@@ -64,7 +65,7 @@ class PoolRules(RuleBase):
             for i, pool in self.indexed_pools():
                 if pool.name in reserved:
                     self.problems.add(
-                        f"{NAMESPACE}:gpuPools[{i}].name",
+                        f"{self.root}gpuPools[{i}].name",
                         f"{cut(pool.name)} is reserved for the system pool; choose another name",
                     )
         return tuple(resolved)
@@ -78,7 +79,7 @@ class PoolRules(RuleBase):
             if pool.name in self.broken.pools or pool.dra_gpus or not is_rack(pool.accelerator):
                 continue
             self.problems.add(
-                f"{NAMESPACE}:gpuPools[{i}].draGpus",
+                f"{self.root}gpuPools[{i}].draGpus",
                 f"required on {cut(pool.name)} ({pool.accelerator}) beside a pool with draGpus: the "
                 "cluster's one DRA driver, which the rack's ComputeDomains need, then allocates GPUs on "
                 "every node it runs on, and must not share a node with GKE's device plugin",
@@ -93,7 +94,7 @@ class PoolRules(RuleBase):
             if pool is None or not pool.dra_gpus or pool.accelerator not in NO_INSTALLER_ACCELERATORS:
                 continue
             self.warnings.append(
-                f"{NAMESPACE}:gpuPools[{i}].draGpus: {cut(pool.name)} ({pool.accelerator}) gets no NVIDIA "
+                f"{self.root}gpuPools[{i}].draGpus: {cut(pool.name)} ({pool.accelerator}) gets no NVIDIA "
                 "driver: GKE installs none on a DRA pool, and Google publishes no driver installer "
                 "DaemonSet for GB300; install the driver on its nodes yourself before its Pods claim GPUs"
             )
@@ -101,7 +102,7 @@ class PoolRules(RuleBase):
     def _gpudirect(self, network: NetworkConfig, pools: tuple[GpuPool, ...]) -> NetworkConfig:
         """The GPUDirect range (one per stack, every flavour's subnets in it) clear of the cluster's
         ranges, and one zone for every RDMA pool (the stack creates one zonal RoCE VPC)."""
-        key = f"{NAMESPACE}:network.gpudirectCidr"
+        key = f"{self.root}network.gpudirectCidr"
         # The written pools (one that failed its own checks counts) and the resolved ones (only they
         # know their machine type, which decides whether a DRANET pool attaches the stack's VPCs).
         if not any(p.multi_network or p.second_network for p in self.config.gpu_pools) and not any(
@@ -121,7 +122,7 @@ class PoolRules(RuleBase):
             []
             if network.existing
             else [
-                (f"{NAMESPACE}:network.{name}", value)
+                (f"{self.root}network.{name}", value)
                 for name, value in (
                     ("subnetCidr", network.subnet_cidr),
                     ("podsCidr", network.pods_cidr),
@@ -151,7 +152,7 @@ class PoolRules(RuleBase):
             first_rdma = firsts.setdefault(flavor, (i, zone))
             if zone != first_rdma[1]:
                 self.problems.add(
-                    f"{NAMESPACE}:gpuPools[{i}].zones",
+                    f"{self.root}gpuPools[{i}].zones",
                     f"{[zone]} differs from gpuPools[{first_rdma[0]}]'s zone {first_rdma[1]}: this program "
                     f"creates one RoCE VPC per stack for {flavor}, and its network profile is zonal; put the "
                     f"stack's {flavor} pools in one zone, or those of another zone in a stack of their own",

@@ -13,6 +13,8 @@ import pulumi
 from ..cluster.existing import ExistingCluster, ExistingClusterArgs
 from ..core import images
 from ..core.image_digests import digests_for
+from ..dra.claims import GPU_DEVICE_CLASS, is_rack
+from ..dra.driver import DRA_DRIVER_NAMESPACE
 from ..gpu.device_plugin import NvidiaDevicePlugin, NvidiaDevicePluginArgs
 from ..gpu.node_labels import GpuNodeLabels
 from ..gpu.scheduling import GPU_TOLERATION
@@ -20,9 +22,12 @@ from ..monitoring.dcgm_exporter_args import DcgmExporterSettings, DcgmFlavor, Sc
 from ..workloads.samples_args import GpuTarget, TargetSharing
 from .config import ConfigError, Settings
 from .declare import Checked, checking_only, declare, declaring_checked
+from .images_section import privileged_images_by_tag
 from .pool_outputs import pool_summary
 from .program_cluster import gke_cluster
+from .program_dra import needs_dra_driver
 from .program_fleet import fleet as declare_fleet
+from .program_fleet import manager_membership
 from .program_gpudirect import gpudirect_output
 from .program_jobs import (
     cluster_jobs,
@@ -47,6 +52,8 @@ DEVICE_PLUGIN_HEALTHY_LINES = [
     "Registered device plugin for 'nvidia.com/gpu' with Kubelet",
 ]
 
+# A DRA pool's GPUs: one ResourceSlice per node of the driver, its devices the GPUs.
+DRA_SLICE_COLUMNS = r"NODE:.spec.nodeName,DRIVER:.spec.driver,GPUS:.spec.devices[*].name"
 ALLOCATABLE_GPUS_COLUMNS_GENERIC = r"NODE:.metadata.name,GPUS:.status.allocatable.nvidia\.com/gpu"
 ALLOCATABLE_GPUS_COLUMNS = (
     "NODE:.metadata.name,"
@@ -80,7 +87,7 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
             return build(settings)
     if settings.cluster.mode == "existing":
         return _build_existing(settings)
-    cluster, vpc = gke_cluster(settings)
+    cluster, vpc = gke_cluster(settings, **manager_membership(settings))
     autopilot = settings.cluster.autopilot
     layer = gpu_layer(settings, cluster)
     pools = layer.pools
@@ -121,6 +128,14 @@ def build(settings: Settings, checked: Checked | None = None) -> dict[str, Any]:
         **({"batchQueues": batch} if settings.batch.kueue else {}),
         **({"trainingData": data} if data else {}),
         **({"gpudirect": gpudirect_output(settings)} if layer.software else {}),
+        # Node software run privileged or as root by a tag, not a digest (docs/security.md, "Images").
+        "privilegedImagesByTag": privileged_images_by_tag(
+            settings.gpu_pools,
+            settings.monitoring,
+            settings.device_plugin is not None,
+            settings.image_digests,
+            needs_dra_driver(settings),
+        ),
         **({"serving": served} if served else {}),
         **fleet,
     }
@@ -240,23 +255,47 @@ def _build_existing(settings: Settings) -> dict[str, Any]:
         "monitoring": monitoring_summary(settings, monitoring),
         "sampleWorkloads": samples,
         "checks": checks,
+        "privilegedImagesByTag": privileged_images_by_tag(
+            settings.gpu_pools,
+            settings.monitoring,
+            settings.device_plugin is not None,
+            settings.image_digests,
+            False,
+        ),
     }
 
 
 def _checks(settings: Settings) -> dict[str, str]:
-    """Copy-paste commands that prove the GPUs are there after `pulumi up`."""
+    """Copy-paste commands that prove the GPUs are there after `pulumi up`, for the pools the stack
+    has: GKE's device plugin advertises `nvidia.com/gpu` on its pools; a `draGpus` pool has none,
+    its GPUs are the DRA driver's ResourceSlices, which the samples claim."""
     cluster = settings.cluster
-    return {
+    checks = {
         "getCredentials": (
             f"gcloud container clusters get-credentials {cluster.name} "
             f"--location {cluster.location} --project {settings.project} --dns-endpoint"
         ),
-        "allocatableGpus": (
-            "kubectl get nodes -l cloud.google.com/gke-accelerator "
-            f"-o custom-columns={ALLOCATABLE_GPUS_COLUMNS}"
-        ),
-        "devicePluginPods": GKE_DEVICE_PLUGIN_PODS,
-        "gpuNodeEvents": (
-            "kubectl get events -A --field-selector reason=TriggeredScaleUp,reason=NotTriggerScaleUp"
-        ),
     }
+    dra = sorted(p.name for p in settings.gpu_pools if p.dra_gpus)
+    if not dra or len(dra) < len(settings.gpu_pools):
+        selector = "cloud.google.com/gke-accelerator"
+        if dra:
+            selector = f"'{selector},cloud.google.com/gke-nodepool notin ({','.join(dra)})'"
+        checks["allocatableGpus"] = (
+            f"kubectl get nodes -l {selector} -o custom-columns={ALLOCATABLE_GPUS_COLUMNS}"
+        )
+        checks["devicePluginPods"] = GKE_DEVICE_PLUGIN_PODS
+    if dra:
+        checks["draResourceSlices"] = (
+            f"kubectl get resourceslices --field-selector spec.driver={GPU_DEVICE_CLASS} "
+            f"-o custom-columns={DRA_SLICE_COLUMNS}"
+        )
+        checks["draResourceClaims"] = "kubectl get resourceclaims -A -o wide"
+    if needs_dra_driver(settings):
+        checks["draDriverPods"] = f"kubectl get pods -n {DRA_DRIVER_NAMESPACE} -o wide"
+    if any(is_rack(p.accelerator) for p in settings.gpu_pools):
+        checks["computeDomains"] = "kubectl get computedomains -A"
+    checks["gpuNodeEvents"] = (
+        "kubectl get events -A --field-selector reason=TriggeredScaleUp,reason=NotTriggerScaleUp"
+    )
+    return checks

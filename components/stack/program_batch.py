@@ -4,11 +4,12 @@ from typing import Any, cast
 
 import pulumi
 
-from ..core.catalog import Catalog, load_catalog
+from ..core.catalog import load_catalog
 from ..dra.claims import GPU_DEVICE_CLASS, is_rack
 from ..gpu.pool import GpuPool
 from ..gpu.scheduling import QUEUED_TOLERATION, node_selector, tolerations
-from ..gpudirect.flavors import GpuDirectFlavor
+from ..gpudirect.flavors import FLAVORS, GpuDirectFlavor
+from ..gpudirect.g4_network import G4_NIC
 from ..workloads.batch_queues import GpuBatchQueues, GpuBatchQueuesArgs
 from ..workloads.batch_teams import (
     DEFAULT_TEAM,
@@ -16,6 +17,7 @@ from ..workloads.batch_teams import (
     TOPOLOGY_NAME,
     BatchTeam,
     Quota,
+    pool_quota,
     queue_name,
     team_queue_name,
     topology_default,
@@ -28,7 +30,7 @@ from ..workloads.nccl_allreduce_network import rdma_nic_count
 from ..workloads.team_namespaces import gpudirect_namespace
 from ..workloads.training_data import DATA_SERVICE_ACCOUNT, DataVolume, TrainingData, TrainingDataArgs
 from .declare import declare
-from .settings import Settings
+from .settings import AdmissionScope, Settings
 
 
 def nccl_namespace(pool: str) -> str:
@@ -42,31 +44,65 @@ def nccl_pools(settings: Settings) -> set[str]:
     return {w.pool or first for w in settings.workloads if w.name == "nccl-allreduce"}
 
 
-def gpudirect_namespaces(settings: Settings) -> tuple[list[str], list[str]]:
-    """The namespaces GpuDirectAdmission confines, and those of them where the NRI device injector's
-    annotations are allowed: the all-reduce's on GPUDirect pools, each team's GPUDirect namespace and,
-    beside them, each team's own (so a privileged Pod is refused there even where the namespace
-    exists already and the program sets no Pod Security label on it)."""
+def team_pools(settings: Settings) -> list[tuple[str, str, set[str]]]:
+    """Each team's name, own namespace and pools (with Kueue and no team listed: the default team, on
+    every pool); none without Kueue."""
+    if not settings.batch.kueue:
+        return []
+    return [(t.name, t.namespace_name, set(t.pools)) for t in settings.batch.teams] or [
+        (DEFAULT_TEAM, DEFAULT_TEAM_NAMESPACE, {pool.name for pool in settings.gpu_pools})
+    ]
+
+
+def admission_scope(settings: Settings) -> AdmissionScope:
+    """Where GpuDirectAdmission's policies admit what:
+
+    * the namespaces the Pod policy confines: the all-reduce's on GPUDirect pools, each team's GPUDirect
+      namespace and, beside it, the team's own (so a privileged Pod is refused there even where the
+      namespace exists already and the program sets no Pod Security label on it); the device
+      annotations in the all-reduce's and the teams' GPUDirect namespaces on TCPX and TCPXO pools;
+    * each GPU Network (multi-networking pools), the namespaces whose Pods may attach it: the
+      all-reduce's on a pool that attaches it and the GPUDirect namespace of each team with quota on
+      one; G4's second network (its Pods need no privilege): the teams' own namespaces;
+    * DRANET's NICs: the all-reduce's namespace on a DRANET pool and the GPUDirect namespace of each
+      team with quota on one."""
     pools = {pool.name: pool for pool in settings.gpu_pools}
     with_injector = (GpuDirectFlavor.TCPX, GpuDirectFlavor.TCPXO)
     injector = {p for p, pool in pools.items() if pool.gpudirect_flavor in with_injector}
     gpudirect = {p for p, pool in pools.items() if pool.gpudirect_flavor is not None}
+    allreduce = nccl_pools(settings)
+    teams = team_pools(settings)
     confined: list[str] = []
     devices: list[str] = []
-    for pool in sorted(nccl_pools(settings) & gpudirect):
+    for pool in sorted(allreduce & gpudirect):
         confined.append(nccl_namespace(pool))
         if pool in injector:
             devices.append(nccl_namespace(pool))
-    if settings.batch.kueue:
-        teams = [(t.name, t.namespace_name, set(t.pools)) for t in settings.batch.teams] or [
-            (DEFAULT_TEAM, DEFAULT_TEAM_NAMESPACE, set(pools))
-        ]
-        for name, namespace, team_pools in teams:
-            if team_pools & gpudirect:
-                confined += [gpudirect_namespace(name), namespace]
-            if team_pools & injector:
-                devices.append(gpudirect_namespace(name))
-    return list(dict.fromkeys(confined)), list(dict.fromkeys(devices))
+    for name, namespace, on in teams:
+        if on & gpudirect:
+            confined += [gpudirect_namespace(name), namespace]
+        if on & injector:
+            devices.append(gpudirect_namespace(name))
+
+    def allowed(names: set[str]) -> list[str]:
+        own = [nccl_namespace(p) for p in sorted(allreduce & names)]
+        return own + [gpudirect_namespace(name) for name, _, on in teams if on & names]
+
+    networks: dict[str, list[str]] = {}
+    for flavor in dict.fromkeys(p.gpudirect_flavor for p in settings.gpu_pools if p.multi_network):
+        assert flavor is not None, "multi-networking pools are GPUDirect pools"
+        names = {p.name for p in settings.gpu_pools if p.multi_network and p.gpudirect_flavor == flavor}
+        networks |= dict.fromkeys((nic.network_name for nic in FLAVORS[flavor].nics), allowed(names))
+    second = {p.name for p in settings.gpu_pools if p.second_network}
+    if second:
+        networks[G4_NIC.network_name] = [namespace for _, namespace, on in teams if on & second]
+    dranet = {p.name for p in settings.gpu_pools if p.dranet}
+    return AdmissionScope(
+        list(dict.fromkeys(confined)),
+        list(dict.fromkeys(devices)),
+        networks,
+        allowed(dranet) if dranet else None,
+    )
 
 
 def team_data_drivers(settings: Settings) -> tuple[bool, bool]:
@@ -124,19 +160,6 @@ def topology_pools(settings: Settings) -> set[str]:
     return set(listed if listed is not None else topology_default(settings.gpu_pools))
 
 
-def pool_quota(pool: GpuPool, catalog: Catalog | None = None) -> Quota:
-    """What a Standard pool can hold at most: its queue's quota."""
-    accelerator = (catalog or load_catalog()).accelerator(pool.accelerator)
-    machine = accelerator.machine_type(pool.machine_type or "") if accelerator else None
-    assert machine is not None and pool.max_nodes is not None, "a resolved Standard pool"
-    return Quota(
-        gpus=pool.max_nodes * pool.schedulable_gpus_per_node,
-        cpus=pool.max_nodes * machine.vcpus,
-        memory_gib=int(pool.max_nodes * machine.memory_gb),
-        ephemeral_storage_gib=pool.max_nodes * pool.node_ephemeral_storage_gib,
-    )
-
-
 def batch_queues(
     settings: Settings,
     provider: pulumi.ProviderResource,
@@ -144,7 +167,7 @@ def batch_queues(
     *,
     local_queue_namespace: str | None,
     prefix: str = "",
-    cluster_queue_metrics: bool = False,
+    pods_ready_timeout_minutes: int | None = None,
 ) -> tuple[list[dict[str, Any]], GpuBatchQueues]:
     """Declare Kueue, JobSet and a queue per Standard GPU pool, shared by the teams; return the queues
     as a stack output, and the component (what a queued workload waits for).
@@ -172,6 +195,8 @@ def batch_queues(
                 {"cidr": e.cidr, "excluding": e.excluding, "ports": e.ports, "protocol": e.protocol}
                 for e in team.egress
             ],
+            # Empty: no RoleBinding (GpuBatchQueues binds only listed members).
+            "members": list(team.members),
         }
         for team in batch.teams
     ] or [
@@ -245,8 +270,8 @@ def batch_queues(
         args["dra_device_classes"] = [GPU_DEVICE_CLASS]
     if local_queue_namespace:
         args["local_queue_namespace"] = local_queue_namespace
-    if cluster_queue_metrics:
-        args["cluster_queue_metrics"] = True
+    if pods_ready_timeout_minutes is not None:
+        args["pods_ready_timeout_minutes"] = pods_ready_timeout_minutes
     component = declare(
         GpuBatchQueues,
         f"{prefix}batch",

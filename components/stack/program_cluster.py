@@ -8,6 +8,7 @@ import pulumi
 
 from ..cluster.args import GkeClusterArgs, HpaProfile, KubeconfigEndpoint, Maintenance, ReleaseChannel
 from ..cluster.gke_cluster import GkeCluster
+from ..gpu.bare_metal import is_bare_metal
 from ..network.vpc import GkeNetwork
 from .declare import declare
 from .program_batch import team_data_drivers
@@ -16,9 +17,16 @@ from .program_serving import needs_gateway_api, needs_gcs_fuse
 from .settings import Settings
 
 
-def gke_cluster(settings: Settings, prefix: str = "") -> tuple[GkeCluster, GkeNetwork | None]:
+def gke_cluster(
+    settings: Settings,
+    prefix: str = "",
+    *,
+    fleet_project: str | None = None,
+    labels: dict[str, str] | None = None,
+) -> tuple[GkeCluster, GkeNetwork | None]:
     """The cluster, and the VPC the stack creates for it (None on an existing VPC); `prefix` starts
-    its resource names (a fleet's worker's)."""
+    its resource names (a fleet's worker's), `fleet_project` makes it a member of that project's fleet
+    and `labels` are added to its GCP labels (a fleet's, stack/program_fleet.py)."""
     cluster = settings.cluster
     assert cluster.name is not None and cluster.location is not None, "the cluster rules resolve both"
     project = settings.project or ""
@@ -74,8 +82,14 @@ def gke_cluster(settings: Settings, prefix: str = "") -> tuple[GkeCluster, GkeNe
         "dns_endpoint_external": cluster.dns_endpoint_external,
         "deletion_protection": cluster.deletion_protection,
         "managed_dcgm": settings.monitoring.dcgm == "managed",
-        "resource_labels": {"managed-by": "pulumi", "pulumi-stack": _label_value(settings.stack)},
+        "resource_labels": {
+            "managed-by": "pulumi",
+            "pulumi-stack": _label_value(settings.stack),
+            **(labels or {}),
+        },
     }
+    if fleet_project:
+        args["fleet_project"] = fleet_project
     if cluster.minimum_version:
         args["minimum_version"] = cluster.minimum_version
     if cluster.maintenance:
@@ -84,6 +98,8 @@ def gke_cluster(settings: Settings, prefix: str = "") -> tuple[GkeCluster, GkeNe
         args["control_plane_global_access"] = True
     if cluster.secrets_encryption_key:
         args["secrets_encryption_key"] = cluster.secrets_encryption_key
+    if cluster.rbac_security_group:
+        args["rbac_security_group"] = cluster.rbac_security_group
     if needs_gateway_api(settings):
         args["gateway_api"] = True
     if hpa_profile := stack_hpa_profile(settings):
@@ -96,6 +112,8 @@ def gke_cluster(settings: Settings, prefix: str = "") -> tuple[GkeCluster, GkeNe
     if not cluster.autopilot:
         # Standard only: the config refuses both on Autopilot.
         args["intranode_visibility"] = cluster.intranode_visibility
+        if any(is_bare_metal(p.machine_type) for p in settings.gpu_pools):
+            args["shielded_nodes"] = False
         if multi_network_flavors(settings) or any(p.second_network for p in settings.gpu_pools):
             args["multi_networking"] = True
         if needs_gcs_fuse(settings) or bucket_volumes:

@@ -1,34 +1,51 @@
 """The fleet (`gke-gpu:fleet`): each worker a whole gke-gpu cluster with its GPU pools and Kueue, and on
-the manager (the stack's own cluster) MultiKueue over them. Each cluster has its own Kubernetes
-provider (its GkeCluster's)."""
+the manager (the stack's own cluster) MultiKueue over them, wired from the fleet's plan (fleet/plan.py).
+Each cluster has its own Kubernetes provider (its GkeCluster's)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 
-from ..core.catalog import load_catalog
-from ..fleet.manager import (
-    ManagerQueue,
-    ManagerQuota,
-    ManagerWorker,
-    MultiKueueManager,
-    MultiKueueManagerArgs,
-)
+from ..cluster.gke_cluster import GkeCluster
+from ..fleet.manager import MultiKueueManager
+from ..fleet.manager_access import HUB_LABELS
+from ..fleet.manager_args import ManagerWorker, MultiKueueManagerArgs
+from ..fleet.model import KUEUE_NAMESPACE
 from ..fleet.peering import FleetPeering
-from ..fleet.worker_access import MultiKueueWorkerAccess
+from ..fleet.plan import follow_commands, manager_queues, team_rows
+from ..fleet.worker_access import ACCOUNT, MultiKueueWorkerAccess, MultiKueueWorkerAccessArgs
+from ..monitoring.kube_state_metrics import MultiKueueStateMetrics
 from ..network.vpc import GkeNetwork
-from ..workloads.batch_teams import Quota
-from ..workloads.team_namespaces import gpudirect_namespace
 from .declare import declare
-from .fleet_section import FleetSettings, FleetWorker, most_gpus
-from .program_batch import pool_quota
+from .pool_outputs import pool_summary
 from .program_cluster import gke_cluster
 from .program_gpudirect import gpudirect_output
 from .program_jobs import cluster_jobs, cluster_monitoring
 from .program_pools import gpu_layer
-from .settings import Settings
+from .settings import FleetWorker, Settings
+
+
+@dataclass(frozen=True)
+class _DeclaredWorker:
+    """A worker's cluster as declared, before the manager's access to it."""
+
+    worker: FleetWorker
+    cluster: GkeCluster
+    vpc: GkeNetwork | None
+    queues: pulumi.Resource
+    summary: dict[str, Any]
+
+
+def manager_membership(settings: Settings) -> dict[str, Any]:
+    """The manager cluster's place in the fleet (gke_cluster's keyword args): a member of the fleet and
+    its hub, whose labels have GKE keep a ClusterProfile per member in kueue-system, when a worker is
+    reached through the fleet."""
+    if settings.fleet is None or not settings.fleet.plan.through_fleet():
+        return {}
+    return {"fleet_project": settings.project, "labels": dict(HUB_LABELS)}
 
 
 def fleet(
@@ -36,17 +53,49 @@ def fleet(
 ) -> dict[str, Any]:
     """Declare the workers and the manager's MultiKueue objects; return the stack output `fleet`."""
     assert settings.fleet is not None
-    fleet_settings = settings.fleet
-    access: list[ManagerWorker] = []
-    workers_out: list[dict[str, Any]] = []
+    plan = settings.fleet.plan
+    declared = [_worker(worker, settings.project) for worker in settings.fleet.workers]
+    workers: list[ManagerWorker] = []
+    for each in declared:
+        entry: ManagerWorker = {"name": each.worker.name}
+        if each.worker.resolved.access == "fleet":
+            entry["fleet_membership"] = each.cluster.fleet_membership
+        workers.append(entry)
+    args: MultiKueueManagerArgs = {
+        "workers": workers,
+        "queues": manager_queues(plan),
+        "dispatcher": plan.dispatcher,  # type: ignore[typeddict-item]
+    }
+    if plan.through_fleet():
+        assert plan.credentials_plugin_image is not None, "the fleet's rules require it"
+        args["fleet_access"] = {
+            "project": settings.project or "",
+            "cluster_name": settings.cluster.name or "",
+            "plugin_image": plan.credentials_plugin_image,
+        }
+    manager = declare(
+        MultiKueueManager, "fleet", args, opts=pulumi.ResourceOptions(provider=manager_provider)
+    )
     manager_network = _network(settings, manager_vpc)
     previous: list[pulumi.Resource] = []
-    for worker in fleet_settings.workers:
-        kubeconfig, summary, worker_vpc = _worker(worker)
-        access.append({"name": worker.name, "kubeconfig": kubeconfig})
-        workers_out.append(summary)
-        worker_network = _network(worker.settings, worker_vpc)
-        if manager_network is not None and worker_network is not None:
+    summaries = []
+    for each in declared:
+        worker, cluster = each.worker, each.cluster
+        access: MultiKueueWorkerAccessArgs = {
+            "worker": worker.name,
+            "namespaces": plan.job_namespaces(worker.name),
+        }
+        if worker.resolved.access == "fleet":
+            access["manager_identity"] = manager.kueue_identity
+        declare(
+            MultiKueueWorkerAccess,
+            f"{worker.name}-multikueue",
+            access,
+            # In the namespaces the worker's Kueue component creates.
+            opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[each.queues]),
+        )
+        worker_network = _network(worker.settings, each.vpc)
+        if worker.resolved.access == "token" and manager_network is not None and worker_network is not None:
             peering = declare(
                 FleetPeering,
                 f"{worker.name}-peering",
@@ -55,20 +104,21 @@ def fleet(
                 opts=pulumi.ResourceOptions(depends_on=previous),
             )
             previous = [peering]
-    args: MultiKueueManagerArgs = {
-        "workers": access,
-        "queues": manager_queues(fleet_settings),
-        "dispatcher": fleet_settings.dispatcher,  # type: ignore[typeddict-item]
-    }
-    manager = declare(
-        MultiKueueManager, "fleet", args, opts=pulumi.ResourceOptions(provider=manager_provider)
-    )
+        summaries.append(
+            {
+                **each.summary,
+                "access": _access_summary(worker, cluster),
+                "follow": follow_commands(plan, worker.resolved),
+            }
+        )
     return {
         "manager": settings.cluster.name,
-        "dispatcher": fleet_settings.dispatcher,
+        "dispatcher": plan.dispatcher,
         "workerNames": manager.worker_names,
-        "workers": workers_out,
-        "teams": fleet_summary(settings),
+        # Each worker reached through the fleet: the ClusterProfile its MultiKueueCluster points at.
+        "clusterProfiles": manager.cluster_profiles,
+        "workers": summaries,
+        "teams": team_rows(plan),
     }
 
 
@@ -80,152 +130,71 @@ def _network(settings: Settings, vpc: GkeNetwork | None) -> pulumi.Input[str] | 
     return existing.network if existing else None
 
 
-def _worker(worker: FleetWorker) -> tuple[pulumi.Output[str], dict[str, Any], GkeNetwork | None]:
+def _worker(worker: FleetWorker, fleet_project: str | None) -> _DeclaredWorker:
     """A worker, as a single-cluster stack of its settings declares it (stack/program.py), its resource
     names prefixed by its name, on its own Kubernetes provider: its VPC, cluster, GPU pools and what they
     need (GPUDirect, the DRA driver), Kueue with the teams' queues, their DRANET claim templates and
-    training data; and what the manager may do there. Returns the manager's kubeconfig for it (a
-    secret) and its summary."""
+    training data."""
     settings = worker.settings
     prefix = f"{worker.name}-"
-    cluster, vpc = gke_cluster(settings, prefix)
+    member = worker.resolved.access == "fleet"
+    cluster, vpc = gke_cluster(settings, prefix, fleet_project=fleet_project if member else None)
     layer = gpu_layer(settings, cluster, prefix)
-    # Kueue's ClusterQueue resource metrics feed the fleet dashboard's GPU chart (monitoring/fleet.py).
-    jobs = cluster_jobs(settings, cluster.provider, layer, prefix, cluster_queue_metrics=True)
+    # Kueue evicts a job whose Pods are not ready in time, where the fleet's plan asks for it.
+    jobs = cluster_jobs(
+        settings,
+        cluster.provider,
+        layer,
+        prefix,
+        pods_ready_timeout_minutes=worker.resolved.pods_ready_timeout_minutes,
+    )
     assert jobs.queues is not None, "the fleet rules give every worker Kueue"
     monitoring = cluster_monitoring(settings, cluster.provider, prefix)
-    grant = declare(
-        MultiKueueWorkerAccess,
-        f"{prefix}multikueue",
-        {
-            "worker": worker.name,
-            "endpoint": cluster.endpoint,
-            "ca_certificate": cluster.ca_certificate,
-        },
-        # In kueue-system, which the worker's Kueue chart creates.
+    # What the fleet's dashboard reads of the worker: its ClusterQueues' state (monitoring/fleet.py).
+    declare(
+        MultiKueueStateMetrics,
+        f"{prefix}kueue-state-metrics",
+        {"role": "worker"},
         opts=pulumi.ResourceOptions(provider=cluster.provider, depends_on=[jobs.queues]),
     )
     summary = {
         "name": worker.name,
         "region": settings.region,
+        "project": settings.project,
         "cluster": settings.cluster.name,
         "location": settings.cluster.location,
-        "gpuPools": [pool_row(p) for p in settings.gpu_pools],
+        "gpuPools": [pool_summary(p, autopilot=False) for p in settings.gpu_pools],
         "batchQueues": jobs.batch,
         "monitoring": monitoring,
         **({"sampleWorkloads": jobs.samples} if jobs.samples else {}),
         **({"trainingData": jobs.data} if jobs.data else {}),
         **({"gpudirect": gpudirect_output(settings)} if layer.software else {}),
     }
-    return grant.kubeconfig, summary, vpc
+    return _DeclaredWorker(worker, cluster, vpc, jobs.queues, summary)
 
 
-def capacity(pool: Any) -> str:
-    """How a pool gets its nodes."""
-    if pool.queued_provisioning:
-        return "flex-start, queued provisioning" if pool.flex_start else "queued provisioning"
-    if pool.flex_start:
-        return "flex-start"
-    if pool.reservation.type != "NONE":
-        return "reservation"
-    return "spot" if pool.spot else "on-demand"
-
-
-def pool_row(pool: Any) -> dict[str, Any]:
-    return {
-        "pool": pool.name,
-        "accelerator": pool.accelerator,
-        "gpus": (pool.max_nodes or 0) * pool.schedulable_gpus_per_node,
-        "capacity": capacity(pool),
-    }
-
-
-def _team_quotas(worker: FleetWorker, team: str, pool_name: str) -> tuple[Quota, Quota | None]:
-    """The team's share of the worker's pool, and what it may borrow beyond it (None: any idle quota)."""
-    pool = next(p for p in worker.settings.gpu_pools if p.name == pool_name)
-    share = next(t for t in worker.settings.batch.teams if t.name == team).pools[pool_name]
-    whole = pool_quota(pool, load_catalog())
-    return whole.part(share.gpus), None if share.borrow is None else whole.part(share.borrow)
-
-
-def _as_args(quota: Quota) -> ManagerQuota:
-    return {
-        "gpus": quota.gpus,
-        "cpus": quota.cpus,
-        "memory_gib": quota.memory_gib,
-        "ephemeral_storage_gib": quota.ephemeral_storage_gib,
-    }
-
-
-def _sum(quotas: list[Quota]) -> Quota:
-    return Quota(
-        sum(q.gpus for q in quotas),
-        sum(q.cpus for q in quotas),
-        sum(q.memory_gib for q in quotas),
-        sum(q.ephemeral_storage_gib for q in quotas),
+def _access_summary(worker: FleetWorker, cluster: GkeCluster) -> dict[str, Any]:
+    """How the manager reaches the worker, and for a token what the user does."""
+    if worker.resolved.access == "fleet":
+        return {"mode": "fleet", "membership": cluster.fleet_membership}
+    secret = f"multikueue-{worker.name}"
+    context = (
+        f"gke_{worker.settings.project}_{worker.settings.cluster.location}_{worker.settings.cluster.name}"
     )
-
-
-def manager_queues(fleet_settings: FleetSettings) -> list[ManagerQueue]:
-    """Each team queue on the manager: the sum of the team's shares on its workers, and of what it may
-    borrow there (Kueue's docs: the manager's quota should equal the workers' total), in a cohort per
-    pool as on the workers."""
-    by_name = {w.name: w for w in fleet_settings.workers}
-    queues: list[ManagerQueue] = []
-    for queue in fleet_settings.queues:
-        parts = [_team_quotas(by_name[w], queue.team, queue.pool) for w in queue.workers]
-        entry: ManagerQueue = {
-            "team": queue.team,
-            "namespace": queue.namespace,
-            "pool": queue.pool,
-            "workers": list(queue.workers),
-            "quota": _as_args(_sum([nominal for nominal, _ in parts])),
-        }
-        limits = [limit for _, limit in parts]
-        if all(limit is not None for limit in limits):
-            entry["borrowing_limit"] = _as_args(_sum([limit for limit in limits if limit is not None]))
-        if queue.gpudirect:
-            entry["gpudirect"] = True
-        queues.append(entry)
-    return queues
-
-
-def fleet_summary(settings: Settings) -> list[dict[str, Any]]:
-    """Per team queue: the queue on the manager and the workers it can run on, each with its GPUs and
-    capacity type (the stack output and the render's summary)."""
-    assert settings.fleet is not None
-    by_name = {w.name: w for w in settings.fleet.workers}
-    rows = []
-    for queue, quota in zip(settings.fleet.queues, manager_queues(settings.fleet), strict=True):
-        workers = []
-        for name in queue.workers:
-            worker = by_name[name].settings
-            pool = next(p for p in worker.gpu_pools if p.name == queue.pool)
-            workers.append(
-                {
-                    "worker": name,
-                    "region": worker.region,
-                    "accelerator": pool.accelerator,
-                    "teamGpus": _team_quotas(by_name[name], queue.team, queue.pool)[0].gpus,
-                    "mayBorrowGpus": most_gpus(by_name[name], queue.team, queue.pool)
-                    - _team_quotas(by_name[name], queue.team, queue.pool)[0].gpus,
-                    "capacity": capacity(pool),
-                }
-            )
-        rows.append(
-            {
-                "team": queue.team,
-                "localQueue": f"{queue.namespace}/{queue.local_queue}",
-                # Where its GPUDirect jobs are submitted (the workers run their Pods there).
-                **(
-                    {"gpudirectLocalQueue": f"{gpudirect_namespace(queue.team)}/{queue.local_queue}"}
-                    if queue.gpudirect
-                    else {}
-                ),
-                "clusterQueue": queue.cluster_queue,
-                "admissionCheck": queue.check,
-                "gpus": quota["quota"]["gpus"],
-                "workers": workers,
-            }
-        )
-    return rows
+    return {
+        "mode": "token",
+        "note": (
+            f"the manager's Kueue reads the worker's kubeconfig from Secret {KUEUE_NAMESPACE}/{secret}, "
+            "which the program never holds: create a short-lived token on the worker and store the "
+            "kubeconfig on the manager, again before the token expires"
+        ),
+        "createToken": (
+            f"kubectl --context {context} -n {KUEUE_NAMESPACE} create token {ACCOUNT} --duration=24h"
+        ),
+        "storeKubeconfig": (
+            f"kubectl -n {KUEUE_NAMESPACE} create secret generic {secret} --from-file=kubeconfig=<file> "
+            "--dry-run=client -o yaml | kubectl apply -f -"
+        ),
+        # The kubeconfig's server: https://<this>, the control plane's private endpoint, over VPC peering.
+        "endpoint": cluster.endpoint,
+    }

@@ -20,7 +20,7 @@ from ..workloads.batch_teams import DEFAULT_TEAM
 from ..workloads.nccl_allreduce_network import rdma_nic_count
 from ..workloads.team_namespaces import gpudirect_namespace
 from .declare import declare
-from .settings import Settings
+from .settings import AdmissionScope, Settings
 
 
 def stack_flavors(settings: Settings) -> dict[GpuDirectFlavor, list[GpuPool]]:
@@ -151,22 +151,27 @@ def gpudirect_software(
 
 def gpudirect_admission(
     settings: Settings,
-    confined: tuple[list[str], list[str]],
+    scope: AdmissionScope,
     kubernetes: pulumi.ResourceOptions,
     prefix: str = "",
 ) -> GpuDirectAdmission | None:
-    """The admission policies that confine GPUDirect's privilege (gpudirect/admission.py), once per
-    cluster with GPUDirect pools; `confined`: the namespaces they bind and those where the device
-    annotations are allowed (program_batch.gpudirect_namespaces)."""
+    """The admission policies that confine GPUDirect's privilege and the GPU networks
+    (gpudirect/admission.py), once per cluster with GPUDirect pools or G4's second network; `scope`:
+    the namespaces each policy admits (program_batch.admission_scope)."""
     flavors = list(stack_flavors(settings))
-    namespaces, device_namespaces = confined
-    if not flavors or not (namespaces or flavors_with_injector(flavors)):
+    if not (
+        scope.namespaces or flavors_with_injector(flavors) or scope.networks or scope.nic_claims is not None
+    ):
         return None
     args: GpuDirectAdmissionArgs = {
         "flavors": flavors,
-        "namespaces": namespaces,
-        "device_namespaces": device_namespaces,
+        "namespaces": scope.namespaces,
+        "device_namespaces": scope.device_namespaces,
     }
+    if scope.networks:
+        args["network_namespaces"] = scope.networks
+    if scope.nic_claims is not None:
+        args["nic_claim_namespaces"] = scope.nic_claims
     return declare(GpuDirectAdmission, f"{prefix}gpudirect-admission", args, opts=kubernetes)
 
 

@@ -43,10 +43,11 @@ def cluster_jobs(
     layer: GpuLayer,
     prefix: str = "",
     *,
-    cluster_queue_metrics: bool = False,
+    pods_ready_timeout_minutes: int | None = None,
 ) -> ClusterJobs:
     """Declare the samples, Kueue with the teams' queues, the all-reduce tests, the DRANET claim
-    templates and the teams' training data of a cluster (a fleet worker's: `prefix`)."""
+    templates and the teams' training data of a cluster (a fleet worker's: `prefix`, and its Kueue's
+    `waitForPodsReady` timeout)."""
     pools, software, driver = layer.pools, layer.software, layer.driver
     # The namespaces the admission policies confine are made only once the policies exist.
     guards = layer.guards
@@ -63,7 +64,7 @@ def cluster_jobs(
         [*pools.values(), *([samples_component] if samples_component else []), *guards],
         local_queue_namespace=SAMPLES_NAMESPACE if samples_component else None,
         prefix=prefix,
-        cluster_queue_metrics=cluster_queue_metrics,
+        pods_ready_timeout_minutes=pods_ready_timeout_minutes,
     )
     samples.update(
         nccl_allreduce_tests(

@@ -13,7 +13,7 @@ from ..gpu.compute_class import GpuComputeClass, compute_class_args
 from ..gpu.node_pool import GpuNodePool, node_pool_args
 from ..gpudirect.g4_network import G4SecondNetwork
 from .declare import declare
-from .program_batch import gpudirect_namespaces
+from .program_batch import admission_scope
 from .program_dra import dra_driver
 from .program_gpudirect import (
     g4_second_network,
@@ -66,7 +66,7 @@ def gpu_layer(settings: Settings, cluster: GkeCluster, prefix: str = "") -> GpuL
             opts=pulumi.ResourceOptions(provider=cluster.provider),
         )
     software = gpudirect_software(settings, networks, kubernetes, prefix)
-    admission = gpudirect_admission(settings, gpudirect_namespaces(settings), kubernetes, prefix)
+    admission = gpudirect_admission(settings, admission_scope(settings), kubernetes, prefix)
     driver = dra_driver(settings, cluster.provider, list(pools.values()), prefix)
     return GpuLayer(pools, list(software), admission, driver)
 

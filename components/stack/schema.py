@@ -56,6 +56,9 @@ class RuleBase:
     """State shared by the rule mixins: the shape-valid config, GCP context, problems, warnings."""
 
     config: StackConfig
+    # Where this file's keys start: `gke-gpu:` for a stack file, `gke-gpu:fleet.workers[1].` for a
+    # fleet worker's sections (checked by these rules, keyed where the user wrote them).
+    root: str
     project: str | None
     region: str | None
     stack: str

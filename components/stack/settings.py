@@ -16,8 +16,9 @@ from ..network.model import NetworkConfig
 from ..serving.model import ServingConfig
 from ..workloads.model import BatchConfig, WorkloadConfig
 
-if TYPE_CHECKING:
-    from .fleet_section import FleetSettings
+if TYPE_CHECKING:  # the fleet's plan is only read through a fleet's settings
+    from ..fleet.plan import FleetPlan
+    from ..fleet.rules import ResolvedWorker
 
 
 @dataclass(frozen=True)
@@ -42,3 +43,45 @@ class Settings:
     fleet: "FleetSettings | None" = None
     # Image name (no tag) -> digest, for the images run privileged or as root (gke-gpu:images.digests).
     image_digests: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AdmissionScope:
+    """Where the admission policies of the stack's GPU layer admit what (stack/program_batch.py
+    `admission_scope`, for GpuDirectAdmission): the namespaces the Pod policy confines, those of them
+    where the device annotations are allowed, each GPU Network's namespaces, and the namespaces whose
+    claims may request DRANET's NICs (None: no DRANET pool)."""
+
+    namespaces: list[str]
+    device_namespaces: list[str]
+    networks: dict[str, list[str]]
+    nic_claims: list[str] | None
+
+
+@dataclass(frozen=True)
+class FleetWorker:
+    """A fleet worker, resolved: the settings of its cluster (a whole gke-gpu stack, checked by a
+    single-cluster stack's rules under its key) and what the fleet's rules read of it."""
+
+    settings: Settings
+    resolved: "ResolvedWorker"
+
+    @property
+    def name(self) -> str:
+        return self.resolved.name
+
+
+@dataclass(frozen=True)
+class FleetSettings:
+    """The fleet whose manager the stack's cluster is: its workers and the plan between them."""
+
+    workers: tuple[FleetWorker, ...]
+    plan: "FleetPlan"
+
+    @property
+    def worker_names(self) -> list[str]:
+        return [w.name for w in self.workers]
+
+    @property
+    def dispatcher(self) -> str:
+        return self.plan.dispatcher

@@ -6,6 +6,7 @@ that the second pass skips the rules that would read it (instead of judging defa
 
 from __future__ import annotations
 
+import difflib
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -15,8 +16,8 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic.alias_generators import to_snake
 
 from ..cluster.model import ClusterConfig
-from ..core.common import NAMESPACE, TOP_LEVEL_KEYS, cut
-from ..core.messages import cut_key, describe_pydantic_error
+from ..core.common import TOP_LEVEL_KEYS, cut
+from ..core.messages import describe_pydantic_error, format_path
 from ..core.shapes import expected
 from ..gpu.pool import GpuPool
 from ..serving.model import ServingConfig
@@ -37,9 +38,16 @@ class Shape:
     broken: Broken = field(default_factory=Broken)
 
 
-def _errors(exc: ValidationError, prefix: tuple[Any, ...]) -> list[str]:
+def _errors(exc: ValidationError, prefix: tuple[Any, ...], root_loc: tuple[Any, ...] = ()) -> list[str]:
+    """Each error described against the stack file's model, its path under `root_loc` (a fleet
+    worker's sections: `gke-gpu:fleet.workers[1].gpuPools[0].maxNodes`)."""
     return [
-        describe_pydantic_error({**e, "loc": (*prefix, *e["loc"])}, root=StackConfig) for e in exc.errors()
+        describe_pydantic_error(
+            {**e, "loc": (*prefix, *e["loc"])},
+            root=StackConfig,
+            path=lambda loc: format_path((*root_loc, *loc)),
+        )
+        for e in exc.errors()
     ]
 
 
@@ -57,19 +65,30 @@ def _item_adapter(key: str) -> TypeAdapter[Any]:
     return TypeAdapter(_ITEM_MODELS[key])
 
 
-def validate_shape(raw: Mapping[str, Any]) -> Shape:
-    """Check every section's shape; return what passed, every problem, and what is broken."""
+def validate_shape(raw: Mapping[str, Any], root_loc: tuple[Any, ...] = ()) -> Shape:
+    """Check every section's shape; return what passed, every problem, and what is broken. `root_loc`:
+    where the sections sit in the stack file (a fleet worker's: `("fleet", "workers", 1)`)."""
+
+    def where(*loc: Any) -> str:
+        return format_path((*root_loc, *loc))
+
     problems: list[str] = []
     broken = Broken()
     valid: dict[str, Any] = {}
     for key in sorted(set(raw) - set(TOP_LEVEL_KEYS)):
+        meant = _near_miss(str(key), raw)
+        if meant is not None:
+            # What the user meant is absent, not empty: the rules reading it must not judge it empty.
+            broken.sections.add(meant)
         problems.append(
-            f"{NAMESPACE}:{cut_key(str(key))}: unknown key; allowed keys: "
-            + ", ".join(f"{NAMESPACE}:{k}" for k in TOP_LEVEL_KEYS)
+            f"{where(str(key))}: unknown key; "
+            + (f"did you mean {where(meant)}? " if meant is not None else "")
+            + "allowed keys: "
+            + ", ".join(where(k) for k in TOP_LEVEL_KEYS)
         )
-    if raw.get("cluster") is None:
+    if raw.get("cluster") is None and "cluster" not in broken.sections:
         problems.append(
-            f"{NAMESPACE}:cluster: required; at least `{NAMESPACE}:cluster: {{mode: autopilot}}` "
+            f"{where('cluster')}: required; at least `{where('cluster')}: {{mode: autopilot}}` "
             "(autopilot, standard or existing)"
         )
         broken.sections.add("cluster")
@@ -78,14 +97,14 @@ def validate_shape(raw: Mapping[str, Any]) -> Shape:
         if value is None:
             continue
         if key in _ITEM_MODELS:
-            items = _validate_items(key, value, problems, broken)
+            items = _validate_items(key, value, problems, broken, root_loc)
             if items is not None:
                 valid[key] = items
             continue
         try:
             _adapter(key).validate_python(value)
         except ValidationError as exc:
-            problems += _errors(exc, (key,))
+            problems += _errors(exc, (key,), root_loc)
             salvaged = _salvage_cluster(value, broken) if key == "cluster" else None
             if salvaged is None:
                 broken.sections.add(key)
@@ -96,6 +115,17 @@ def validate_shape(raw: Mapping[str, Any]) -> Shape:
     if "cluster" in broken.sections:
         return Shape(None, problems, broken)
     return Shape(StackConfig.model_validate(valid), problems, broken)
+
+
+def _near_miss(key: str, raw: Mapping[str, Any]) -> str | None:
+    """The top-level key `key` is a misspelling of, when that key is not in the stack file itself
+    (`gpuPool` for `gpuPools`, `Cluster` for `cluster`)."""
+    absent = [k for k in TOP_LEVEL_KEYS if k not in raw]
+    folded = {k.lower(): k for k in absent}
+    if key.lower() in folded:
+        return folded[key.lower()]
+    close = difflib.get_close_matches(key, absent, n=1, cutoff=0.8)
+    return close[0] if close else None
 
 
 def _salvage_cluster(value: Any, broken: Broken) -> dict[str, Any] | None:
@@ -120,17 +150,19 @@ def _salvage_cluster(value: Any, broken: Broken) -> dict[str, Any] | None:
     return kept
 
 
-def _validate_items(key: str, value: Any, problems: list[str], broken: Broken) -> list[Any] | None:
+def _validate_items(
+    key: str, value: Any, problems: list[str], broken: Broken, root_loc: tuple[Any, ...]
+) -> list[Any] | None:
     if not isinstance(value, list):
         shape = expected(StackConfig.model_fields[to_snake(key)].annotation, value)
         if key == "workloads" and isinstance(value, str) and _is_workload_name(value):
             shape = f"a list of workload names or mappings, such as [{value}]"  # the `- nvidia-smi` shorthand
-        problems.append(f"{NAMESPACE}:{key}: {cut(value)} is not allowed; expected {shape}")
+        problems.append(f"{format_path((*root_loc, key))}: {cut(value)} is not allowed; expected {shape}")
         broken.sections.add(key)
         return None
     max_items = _max_length(key)
     if max_items is not None and len(value) > max_items:
-        problems.append(f"{NAMESPACE}:{key}: has {len(value)} entries; at most {max_items}")
+        problems.append(f"{format_path((*root_loc, key))}: has {len(value)} entries; at most {max_items}")
         broken.sections.add(key)
         return None
     adapter = _item_adapter(key)
@@ -140,7 +172,7 @@ def _validate_items(key: str, value: Any, problems: list[str], broken: Broken) -
         try:
             adapter.validate_python(entry)
         except ValidationError as exc:
-            problems += _errors(exc, (key, i))
+            problems += _errors(exc, (key, i), root_loc)
             if key == "gpuPools":
                 name = entry.get("name") if isinstance(entry, dict) else None
                 if isinstance(name, str):

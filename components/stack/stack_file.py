@@ -83,6 +83,7 @@ class StackFile:
     config: dict[str, str]
     secret_keys: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    top_level: dict[str, Any] = field(default_factory=dict)  # (line, node) per top-level key
 
 
 def cut(value: Any, limit: int = _SHOWN) -> str:
@@ -440,18 +441,16 @@ def parse_stack_text(text: str, name: str) -> StackFile:
         notes.append(
             f"{name}: `environment` (Pulumi ESC) is not read offline: its config is not in this render"
         )
-    if "config" not in root.value:
-        return StackFile({}, notes=notes)
-    line, config = root.value["config"]
-    if config.kind == "scalar" and config.tag == f"{_TAG}null":
-        return StackFile({}, notes=notes)
+    result = StackFile({}, notes=notes, top_level=dict(root.value))
+    config = root.value.get("config", (None, None))[1]
+    if config is None or (config.kind == "scalar" and config.tag == f"{_TAG}null"):
+        return result
     if config.kind != "map":
         shape = "a list" if config.kind == "seq" else f"the scalar {cut(config.value)}"
         raise StackFileError.at(
             name, config.line, f"config is {shape}; it must be a map of `namespace:key: value`"
         )
     converter = _Converter(name)
-    result = StackFile({}, notes=notes)
     for key, (key_line, node) in config.value.items():
         namespace, colon, rest = key.partition(":")
         if not colon or not namespace.strip() or not rest.strip():

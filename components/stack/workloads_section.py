@@ -8,7 +8,6 @@ from ..cluster.model import ClusterConfig
 from ..core.common import (
     DNS_SUBDOMAIN,
     LABEL_VALUE_PATTERN,
-    NAMESPACE,
     KeyNames,
     cut,
     listing,
@@ -38,7 +37,7 @@ NCCL_DEFAULT_NODES = 2
 class WorkloadRules(RuleBase):
     def _monitoring(self, cluster: ClusterConfig, pools: tuple[GpuPool, ...]) -> MonitoringConfig:
         m = self.config.monitoring
-        prefix = f"{NAMESPACE}:monitoring"
+        prefix = f"{self.root}monitoring"
         generic = cluster.mode == "existing" and cluster.flavor == "generic"
         dcgm = m.dcgm or ("exporter" if generic else "managed")
         if dcgm == "managed":
@@ -58,7 +57,7 @@ class WorkloadRules(RuleBase):
                         else f"use DEFAULT or LATEST, or {prefix}.dcgm: exporter or none"
                     )
                     self.problems.add(
-                        f"{NAMESPACE}:gpuPools[{i}].driverVersion",
+                        f"{self.root}gpuPools[{i}].driverVersion",
                         f"'INSTALLATION_DISABLED' is not allowed with {managed}: GKE's DCGM needs "
                         f"GKE-installed drivers; {fix}",
                     )
@@ -117,7 +116,7 @@ class WorkloadRules(RuleBase):
             if "serving_queue_backlog" in a.model_fields_set and not self.config.serving:
                 self.problems.add(
                     f"{prefix}.alerts.servingQueueBacklog",
-                    f"only allowed with {NAMESPACE}:serving (the backlog alert watches the model servers)",
+                    f"only allowed with {self.root}serving (the backlog alert watches the model servers)",
                 )
             alerts = a.model_copy(update={"xid_errors": a.xid_errors and dcgm == "exporter"})
             self._note_mig_idle_signal(prefix, dcgm)
@@ -171,15 +170,15 @@ class WorkloadRules(RuleBase):
                 return ()  # the pools' own problem is reported; which pool a sample lands on is unknown
             if not self.config.gpu_pools and not self.broken.any_pool():
                 self.problems.add(
-                    f"{NAMESPACE}:workloads",
+                    f"{self.root}workloads",
                     f"{listing(w.name for w in on_pools)} "
                     f"{'needs' if len(on_pools) == 1 else 'need'} a GPU pool, and "
-                    "gke-gpu:gpuPools is empty",
+                    f"{self.root}gpuPools is empty",
                 )
                 return ()
         loaded: set[str] = set()
         for i, w in self.indexed_workloads():
-            path = f"{NAMESPACE}:workloads[{i}]"
+            path = f"{self.root}workloads[{i}]"
             if w.name == "serving-load":
                 if self._serving_load(w, path, cluster, loaded):
                     result.append(w)
@@ -295,7 +294,7 @@ class WorkloadRules(RuleBase):
         if w.service is None:
             self.problems.add(
                 f"{path}.service",
-                f"required for serving-load: the {NAMESPACE}:serving entry to load"
+                f"required for serving-load: the {self.root}serving entry to load"
                 + (f"; services: {listing(services)}" if services else ""),
             )
             return False
@@ -306,7 +305,7 @@ class WorkloadRules(RuleBase):
             if not serving_broken:
                 self.problems.add(
                     f"{path}.service",
-                    f"{cut(w.service)} is not a service of {NAMESPACE}:serving"
+                    f"{cut(w.service)} is not a service of {self.root}serving"
                     + (f"; services: {listing(services)}" if services else " (the section is empty)"),
                 )
             return False
@@ -326,7 +325,7 @@ class WorkloadRules(RuleBase):
             self.problems.add(
                 f"{path}.name",
                 f"'nccl-allreduce' is not allowed with cluster.mode {cluster.mode}: Kueue queues its JobSet "
-                f"on a queue of one of this stack's Standard GPU pools ({NAMESPACE}:batch.kueue)",
+                f"on a queue of one of this stack's Standard GPU pools ({self.root}batch.kueue)",
             )
             return False
         if "batch" in self.broken.sections:
@@ -334,7 +333,7 @@ class WorkloadRules(RuleBase):
         if not self.config.batch.kueue:
             self.problems.add(
                 f"{path}.name",
-                f"'nccl-allreduce' needs {NAMESPACE}:batch.kueue: true: Kueue admits its JobSet (all its "
+                f"'nccl-allreduce' needs {self.root}batch.kueue: true: Kueue admits its JobSet (all its "
                 "nodes at once) and installs JobSet, whose CRD the test needs",
             )
             return False
@@ -375,7 +374,7 @@ class WorkloadRules(RuleBase):
             for key in ("device_plugin", "gpu_nodes"):
                 if key in cfg.model_fields_set:
                     self.problems.add(
-                        f"{NAMESPACE}:{to_camel(key)}",
+                        f"{self.root}{to_camel(key)}",
                         "only allowed with cluster.mode existing and cluster.flavor generic "
                         "(GKE ships its own device plugin and labels its GPU nodes)",
                     )
@@ -390,14 +389,14 @@ class WorkloadRules(RuleBase):
             or not LABEL_VALUE_PATTERN.fullmatch(value)
         ):
             self.problems.add(
-                f"{NAMESPACE}:devicePlugin.gpuNodeLabel",
+                f"{self.root}devicePlugin.gpuNodeLabel",
                 f"{cut(label)} is not a Kubernetes label selector of the form key=value (e.g. "
                 "nvidia.com/gpu.present=true or gpus=true)",
             )
         nodes = tuple(cfg.gpu_nodes or ())
         for j, node in enumerate(nodes):
             if not DNS_SUBDOMAIN.fullmatch(node) or len(node) > 253:
-                self.problems.add(f"{NAMESPACE}:gpuNodes[{j}]", f"{cut(node)} is not a Kubernetes node name")
+                self.problems.add(f"{self.root}gpuNodes[{j}]", f"{cut(node)} is not a Kubernetes node name")
         if len(set(nodes)) != len(nodes):
-            self.problems.add(f"{NAMESPACE}:gpuNodes", "lists a node twice")
+            self.problems.add(f"{self.root}gpuNodes", "lists a node twice")
         return plugin, nodes

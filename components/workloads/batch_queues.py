@@ -6,6 +6,7 @@ from typing import Annotated, Any, NotRequired, TypedDict
 import pulumi
 import pulumi_kubernetes as k8s
 from pydantic import Field, model_validator
+from pydantic.alias_generators import to_camel
 
 from ..core.arg_types import DeviceClassName, K8sName, LabelKey
 from ..core.common import GPU_RESOURCE, KeyNames, Problems, cut, listing
@@ -23,6 +24,7 @@ from .batch_teams import (
     check_shares,
     check_team_names,
     egress_problems,
+    member_problems,
     queue_name,
     retry_problem,
     team_queue_name,
@@ -30,16 +32,8 @@ from .batch_teams import (
 from .kueue_config import DraQuotaPerGpu, controller_chart, kueue_values
 from .kueue_objects import cluster_queue, flavor
 from .model import MAX_TEAMS, NamespaceName, TeamName
-from .team_namespaces import (
-    MAX_EGRESS_ENTRIES,
-    TEAM_LABEL,
-    EgressSpec,
-    TeamPodSecurity,
-    declare_namespace,
-    gpudirect_labels,
-    gpudirect_namespace,
-    team_labels,
-)
+from .team_access import declare_team_role
+from .team_namespaces import TEAM_LABEL, TeamSpec, declare_team
 
 # Pinned upstream charts (../shared/reference/gke-gpu-scale-out.md, section 4): the real deploy
 # installs upstream's own manifests, CRDs included. Offline the charts cannot be expanded; the
@@ -138,8 +132,11 @@ class GpuBatchQueuesArgs(TypedDict):
     `gpu.nvidia.com` where a pool hands out GPUs through DRA): Kueue 0.19.2 never admits a Workload
     claiming an unmapped class. Defaults to none (the chart's default Configuration)."""
     cluster_queue_metrics: NotRequired[bool]
-    """Kueue reports each ClusterQueue's resource usage and quota (`metrics.enableClusterQueueResources`:
-    a fleet's dashboard charts a worker's GPUs in use from them). Defaults to false."""
+    """Kueue reports each ClusterQueue's resource usage and quota (`metrics.enableClusterQueueResources`).
+    Defaults to false."""
+    pods_ready_timeout_minutes: NotRequired[int]
+    """Kueue evicts and requeues an admitted job whose Pods are not all ready this many minutes after
+    admission (`waitForPodsReady`). Defaults to none (Kueue's default: no timeout)."""
 
 
 class _ShareSpec(ArgsModel):
@@ -174,26 +171,13 @@ class _QueueSpec(ArgsModel):
         return Quota(self.gpus, self.cpus, self.memory_gib, self.ephemeral_storage_gib)
 
 
-class _TeamSpec(ArgsModel):
-    name: TeamName
-    namespace: NamespaceName
-    create_namespace: bool = True
-    pod_security: TeamPodSecurity = "baseline"
-    gpudirect: bool = False
-    egress: Annotated[list[EgressSpec], Field(default_factory=list, max_length=MAX_EGRESS_ENTRIES)]
-
-    @property
-    def namespaces(self) -> list[str]:
-        """Where its LocalQueues are: its namespace and, on a GPUDirect pool, its GPUDirect one."""
-        return [self.namespace, *([gpudirect_namespace(self.name)] if self.gpudirect else [])]
-
-
 class _GpuBatchQueuesSpec(ArgsModel):
     queues: Annotated[list[_QueueSpec], Field(min_length=1, max_length=100)]
     local_queue_namespace: K8sName | None = None
-    teams: Annotated[list[_TeamSpec], Field(default_factory=list, max_length=MAX_TEAMS)]
+    teams: Annotated[list[TeamSpec], Field(default_factory=list, max_length=MAX_TEAMS)]
     dra_device_classes: Annotated[list[DeviceClassName], Field(max_length=8)] = Field(default_factory=list)
     cluster_queue_metrics: bool = False
+    pods_ready_timeout_minutes: int | None = Field(None, ge=1, le=10_080)
 
     @model_validator(mode="after")
     def _unique_names(self) -> "_GpuBatchQueuesSpec":
@@ -220,6 +204,7 @@ def _queue_rules(spec: _GpuBatchQueuesSpec) -> list[str]:
     for i, team in enumerate(spec.teams):
         egress = [(e.cidr, e.excluding, e.ports) for e in team.egress]
         egress_problems(egress, f"teams[{i}].egress", problems)
+        problems.items += member_problems(team.members, f"teams[{i}].members")
     teams = {t.name for t in spec.teams}
     entries: list[ShareEntry] = []
     for i, queue in enumerate(spec.queues):
@@ -282,7 +267,9 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
         args = self._given(name, args, kwargs)
         spec = self._begin(name, args, opts)
         dra_quota = sorted({r for q in spec.queues for r in q.dra_quota_per_gpu})
-        values = kueue_values(spec.dra_device_classes, spec.cluster_queue_metrics, dra_quota)
+        values = kueue_values(
+            spec.dra_device_classes, spec.cluster_queue_metrics, dra_quota, spec.pods_ready_timeout_minutes
+        )
         after_charts, after = batch_controllers(self, name, values)
 
         topology = None
@@ -294,7 +281,8 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
                 {"levels": [{"nodeLabel": label} for label in TOPOLOGY_LEVELS]},
                 after_charts,
             )
-        team_namespaces = {t.name: self._team_namespace(name, t) for t in spec.teams}
+        role = declare_team_role(self, name) if any(t.members for t in spec.teams) else None
+        team_namespaces = {t.name: declare_team(self, name, t, role) for t in spec.teams}
         cluster_queues: list[str] = []
         local_queues: list[str] = []
         team_local_queues: list[str] = []
@@ -425,13 +413,7 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
                     ]
                 },
                 **(
-                    {
-                        "retryStrategy": {
-                            "backoffLimitCount": retry.backoff_limit_count,
-                            "backoffBaseSeconds": retry.backoff_base_seconds,
-                            "backoffMaxSeconds": retry.backoff_max_seconds,
-                        }
-                    }
+                    {"retryStrategy": {to_camel(k): v for k, v in retry.model_dump().items()}}
                     if (retry := queue.provisioning_retry)
                     else {}
                 ),
@@ -443,22 +425,6 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
             "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig", "name": check},
         }
         return self._object(f"{prefix}-admission-check", "AdmissionCheck", check, admission, after(config))
-
-    def _team_namespace(self, name: str, team: _TeamSpec) -> list[pulumi.Resource]:
-        """The team's namespaces (its own when created; its GPUDirect one) and NetworkPolicies that
-        admit only their own Pods: what its LocalQueues wait for (team_namespaces.py)."""
-        created: list[pulumi.Resource] = []
-        egress = [e.as_egress() for e in team.egress]
-        if team.create_namespace:
-            labels = team_labels(team.namespace, team.name, team.pod_security)
-            resource = f"{name}-team-{team.name}-namespace"
-            created += declare_namespace(self, resource, team.namespace, labels, egress)
-        if team.gpudirect:
-            namespace = gpudirect_namespace(team.name)
-            labels = gpudirect_labels(namespace, team.name)
-            resource = f"{name}-team-{team.name}-gpudirect-namespace"
-            created += declare_namespace(self, resource, namespace, labels, egress)
-        return created
 
     def _object(
         self,
@@ -487,7 +453,7 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
         )
 
 
-def _local_queue_resource(prefix: str, team: _TeamSpec, namespace: str) -> str:
+def _local_queue_resource(prefix: str, team: TeamSpec, namespace: str) -> str:
     """A team LocalQueue's resource name (the GPUDirect namespace's with its own suffix)."""
     suffix = "-gpudirect" if namespace != team.namespace else ""
     return f"{prefix}/{team.name}{suffix}-local-queue"

@@ -16,7 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NotRequired, TypedDict
 
-from ..core.common import GPU_RESOURCE, KeyNames, Problems, cut, network_of
+from ..core.catalog import Catalog, load_catalog
+from ..core.common import GPU_RESOURCE, KeyNames, Problem, Problems, cut, network_of
 from ..gpu.pool import GpuPool
 from .egress_args import TeamEgress
 from .model import MAX_TEAM_NAME
@@ -73,6 +74,11 @@ class BatchTeam(TypedDict):
     egress: NotRequired[list[TeamEgress]]
     """More egress for the team's Pods, in both its namespaces: each denies egress but to GKE's DNS,
     their own Pods and the metadata server (`default-deny-egress`). Defaults to none."""
+    members: NotRequired[list[str]]
+    """Who may run and watch the team's jobs, each `group:<email>` or `user:<email>`: a RoleBinding
+    `gke-gpu-team-members` in each of the team's namespaces to the ClusterRole `gke-gpu-team-member`
+    (team_access.py), which cannot edit Namespaces, NetworkPolicies or RBAC. A group needs Google Groups
+    for RBAC on the cluster (GkeCluster's `rbac_security_group`). Defaults to none (no RoleBinding)."""
 
 
 class TeamShare(TypedDict):
@@ -118,6 +124,17 @@ class Quota:
             )
         return left
 
+    @staticmethod
+    def total(quotas: Iterable["Quota"]) -> "Quota":
+        """The sum of several queues' quotas (a fleet manager's queue: its workers' shares)."""
+        parts = list(quotas)
+        return Quota(
+            sum(q.gpus for q in parts),
+            sum(q.cpus for q in parts),
+            sum(q.memory_gib for q in parts),
+            sum(q.ephemeral_storage_gib for q in parts),
+        )
+
     def as_resources(self) -> dict[str, object]:
         return {
             GPU_RESOURCE: self.gpus,
@@ -125,6 +142,20 @@ class Quota:
             "memory": f"{self.memory_gib}Gi",
             "ephemeral-storage": f"{self.ephemeral_storage_gib}Gi",
         }
+
+
+def pool_quota(pool: GpuPool, catalog: Catalog | None = None) -> Quota:
+    """What a Standard pool can hold at most: its queue's quota (maxNodes x the `nvidia.com/gpu` each
+    node advertises, x the machine's vCPUs, memory and ephemeral storage)."""
+    accelerator = (catalog or load_catalog()).accelerator(pool.accelerator)
+    machine = accelerator.machine_type(pool.machine_type or "") if accelerator else None
+    assert machine is not None and pool.max_nodes is not None, "a resolved Standard pool"
+    return Quota(
+        gpus=pool.max_nodes * pool.schedulable_gpus_per_node,
+        cpus=pool.max_nodes * machine.vcpus,
+        memory_gib=int(pool.max_nodes * machine.memory_gb),
+        ephemeral_storage_gib=pool.max_nodes * pool.node_ephemeral_storage_gib,
+    )
 
 
 def egress_problems(
@@ -155,6 +186,14 @@ def egress_problems(
 def team_queue_name(pool: str, team: str) -> str:
     """A team's ClusterQueue for a pool."""
     return f"gpu-{pool}-{team}"
+
+
+GPUDIRECT_NAMESPACE_PREFIX = "gpudirect-"
+
+
+def gpudirect_namespace(team: str) -> str:
+    """The namespace of a team's GPUDirect Pods (team_namespaces.py declares it)."""
+    return f"{GPUDIRECT_NAMESPACE_PREFIX}{team}"
 
 
 def namespace_problem(namespace: str) -> str | None:
@@ -339,3 +378,15 @@ def retry_problem(base_seconds: int, max_seconds: int, names: KeyNames) -> str |
             "backoff cannot be shorter than the first"
         )
     return None
+
+
+def member_problems(members: Sequence[str], key: str) -> list[Problem]:
+    """A team member (`group:<email>` or `user:<email>`, team_access.py) listed twice, each under
+    `<key>[i]`; the shape of each is the model's."""
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for i, member in enumerate(members):
+        if member in seen:
+            problems.append(Problem(f"{key}[{i}]", f"{cut(member)} is listed twice"))
+        seen.add(member)
+    return problems

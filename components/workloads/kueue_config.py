@@ -59,13 +59,17 @@ def kueue_configuration(
     *,
     cluster_queue_metrics: bool = False,
     dra_quota: Sequence[str] | None = None,
+    pods_ready_timeout_minutes: int | None = None,
 ) -> dict[str, Any]:
     """The chart's default Configuration, with `resources.deviceClassMappings` for DRA GPU claims
     (Kueue charts `exactly.count` of each ExactCount request: site/.../dynamic_resource_allocation.md),
     each of `dra_quota` (names of DRA_QUOTA_CLASSES) mapped to its DeviceClass,
     MultiKueue's block where given, and with `cluster_queue_metrics` the ClusterQueue resource usage
     and quota metrics (`metrics.enableClusterQueueResources`, ControllerMetrics in
-    configuration_types.go; the chart's default leaves it commented out)."""
+    configuration_types.go; the chart's default leaves it commented out), and with
+    `pods_ready_timeout_minutes` Kueue's `waitForPodsReady` (configuration_types.go:302-329: an
+    admitted Workload whose Pods are not all ready in time is evicted and requeued; defaults for the
+    rest)."""
     configuration: dict[str, Any] = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -88,6 +92,8 @@ def kueue_configuration(
     }
     if cluster_queue_metrics:
         configuration["metrics"]["enableClusterQueueResources"] = True
+    if pods_ready_timeout_minutes is not None:
+        configuration["waitForPodsReady"] = {"timeout": f"{pods_ready_timeout_minutes}m"}
     mappings = []
     if dra_device_classes:
         mappings.append({"name": DRA_GPU_RESOURCE, "deviceClassNames": sorted(dra_device_classes)})
@@ -101,14 +107,20 @@ def kueue_configuration(
 
 
 def kueue_values(
-    dra_device_classes: list[str], cluster_queue_metrics: bool, dra_quota: Sequence[str]
+    dra_device_classes: list[str],
+    cluster_queue_metrics: bool,
+    dra_quota: Sequence[str],
+    pods_ready_timeout_minutes: int | None = None,
 ) -> dict[str, Any] | None:
     """The Kueue chart's values for a cluster's queues; None (the chart's default) when nothing is added."""
-    if not (dra_device_classes or cluster_queue_metrics or dra_quota):
+    if not (dra_device_classes or cluster_queue_metrics or dra_quota or pods_ready_timeout_minutes):
         return None
     return chart_values(
         kueue_configuration(
-            dra_device_classes, cluster_queue_metrics=cluster_queue_metrics, dra_quota=dra_quota
+            dra_device_classes,
+            cluster_queue_metrics=cluster_queue_metrics,
+            dra_quota=dra_quota,
+            pods_ready_timeout_minutes=pods_ready_timeout_minutes,
         )
     )
 

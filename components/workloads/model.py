@@ -16,6 +16,7 @@ from ..core.common import (
 )
 from ..core.model import (
     DNS_LABEL,
+    TEAM_MEMBER,
     Cidr,
     StackModel,
     example,
@@ -144,6 +145,9 @@ class WorkloadConfig(StackModel):
 # name (at most 40) + `-` leaves 18 characters for the team.
 MAX_TEAM_NAME = 18
 MAX_TEAMS = 50
+MAX_MEMBERS = 100
+# `group:<email>` or `user:<email>` (workloads/team_access.py binds each to the team's role).
+TeamMember = Annotated[str, Field(max_length=330, pattern=TEAM_MEMBER)]
 
 
 TeamName = matching(
@@ -202,6 +206,10 @@ class TeamConfig(StackModel):
     # The team's training data: a PersistentVolume and claim per bucket or Managed Lustre instance, and
     # for buckets a Kubernetes service account its jobs read them as (workloads/training_data.py).
     data: Annotated[list[TeamVolumeConfig], Field(default_factory=list, max_length=MAX_VOLUMES)]
+    # Who may run and watch the team's jobs: each gets a RoleBinding in the team's namespaces to the
+    # role `gke-gpu-team-member` (workloads/team_access.py); a group needs cluster.rbacSecurityGroup.
+    # Unset: no RoleBinding (RBAC is left as it is).
+    members: Annotated[list[TeamMember], Field(default_factory=list, max_length=MAX_MEMBERS)]
 
     @property
     def namespace_name(self) -> str:

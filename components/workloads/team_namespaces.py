@@ -29,13 +29,17 @@ from ..core.egress import (
 )
 from ..core.k8s import app_labels, pod_security_labels
 from ..core.validation import ArgsModel
+
+# Re-exported: the name is the batch rules' (batch_teams.py), which read no Kubernetes SDK.
+from .batch_teams import gpudirect_namespace as gpudirect_namespace
 from .egress_args import TeamEgress
+from .model import NamespaceName, TeamMember, TeamName
+from .team_access import declare_team_bindings
 
 TEAM_LABEL = "gke-gpu/team"
 # On a team's GPUDirect namespace (not TEAM_LABEL: the policy pack holds every TEAM_LABEL namespace
 # below `privileged`, and this one to the admission policy's binding instead).
 GPUDIRECT_TEAM_LABEL = "gke-gpu/gpudirect-team"
-GPUDIRECT_NAMESPACE_PREFIX = "gpudirect-"
 TeamPodSecurity = Literal["baseline", "restricted"]
 POD_SECURITY_LEVELS: tuple[TeamPodSecurity, ...] = ("baseline", "restricted")
 EGRESS_PROTOCOLS = ("TCP", "UDP", "SCTP")
@@ -61,6 +65,47 @@ class EgressSpec(ArgsModel):
         }
 
 
+class TeamSpec(ArgsModel):
+    """A `BatchTeam` (batch_teams.py), validated."""
+
+    name: TeamName
+    namespace: NamespaceName
+    create_namespace: bool = True
+    pod_security: TeamPodSecurity = "baseline"
+    gpudirect: bool = False
+    egress: Annotated[list[EgressSpec], Field(default_factory=list, max_length=MAX_EGRESS_ENTRIES)]
+    members: Annotated[list[TeamMember], Field(default_factory=list, max_length=100)]
+
+    @property
+    def namespaces(self) -> list[str]:
+        """Where its LocalQueues are: its namespace and, on a GPUDirect pool, its GPUDirect one."""
+        return [self.namespace, *([gpudirect_namespace(self.name)] if self.gpudirect else [])]
+
+
+def declare_team(
+    parent: pulumi.Resource, name: str, team: TeamSpec, role: pulumi.Resource | None
+) -> list[pulumi.Resource]:
+    """The team's namespaces (its own when created; its GPUDirect one), NetworkPolicies that admit only
+    their own Pods, and its members' RoleBindings to the team `role` in both: what its LocalQueues wait
+    for."""
+    created: list[pulumi.Resource] = []
+    egress = [e.as_egress() for e in team.egress]
+    if team.create_namespace:
+        labels = team_labels(team.namespace, team.name, team.pod_security)
+        resource = f"{name}-team-{team.name}-namespace"
+        created += declare_namespace(parent, resource, team.namespace, labels, egress)
+    if team.gpudirect:
+        namespace = gpudirect_namespace(team.name)
+        labels = gpudirect_labels(namespace, team.name)
+        resource = f"{name}-team-{team.name}-gpudirect-namespace"
+        created += declare_namespace(parent, resource, namespace, labels, egress)
+    if team.members and role is not None:
+        created += declare_team_bindings(
+            parent, f"{name}-team-{team.name}", team.namespaces, team.members, [role, *created]
+        )
+    return created
+
+
 def team_egress_rules(entries: Sequence[TeamEgress]) -> list[k8s.networking.v1.NetworkPolicyEgressRuleArgs]:
     """A team namespace's egress: GKE's DNS, the namespace's own Pods, the metadata server, and the
     team's entries."""
@@ -75,11 +120,6 @@ def team_egress_rules(entries: Sequence[TeamEgress]) -> list[k8s.networking.v1.N
             for e in entries
         ),
     ]
-
-
-def gpudirect_namespace(team: str) -> str:
-    """The namespace of a team's GPUDirect Pods."""
-    return f"{GPUDIRECT_NAMESPACE_PREFIX}{team}"
 
 
 def declare_namespace(

@@ -22,6 +22,10 @@ GPU_TAINT_VALUE = "present"
 GPU_TAINT_EFFECT = "NO_SCHEDULE"  # GKE API / pulumi-gcp spelling
 GPU_RESOURCE = "nvidia.com/gpu"
 
+# The cluster label GkeCluster sets when it turns Shielded GKE Nodes off for bare-metal nodes (A4X
+# Max): node-shielded-vm accepts `enableShieldedNodes: false` on such a cluster only.
+BARE_METAL_LABEL = "gke-gpu-bare-metal-nodes"
+
 # Resource types.
 NODE_POOL = "gcp:container/nodePool:NodePool"
 CLUSTER = "gcp:container/cluster:Cluster"

@@ -13,7 +13,7 @@ from typing import Any
 from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidationArgs
 
 from .base import PROD_PATTERN_PROPERTY, _effective, _prod_match, _report
-from .constants import CLUSTER, NODE_POOL
+from .constants import BARE_METAL_LABEL, CLUSTER, NODE_POOL
 from .props import UNKNOWN, get, stack_of
 
 # Policy names (IDs in `pulumi preview` output and keys of the pack config).
@@ -149,7 +149,8 @@ def validate_node_shielded(args: ResourceValidationArgs, report_violation: Repor
         autopilot = _is_autopilot(args.props)
         if autopilot is UNKNOWN or autopilot:
             return  # Autopilot nodes are always Shielded, with secure boot.
-        if _effective(args.props, "enableShieldedNodes") is False:
+        bare_metal = get(args.props, "resourceLabels", BARE_METAL_LABEL) == "true"
+        if _effective(args.props, "enableShieldedNodes") is False and not bare_metal:
             _report(report_violation, NODE_SHIELDED, subject, "enableShieldedNodes is false")
     else:
         return

@@ -54,6 +54,11 @@ def _is_gpu_pool(props: Any) -> Any:
 
 
 _ZONE = re.compile(r"[a-z]+-[a-z]+[0-9]+-[a-z]")
+# G4 machines' extra NIC (the stack's opt-in secondNetwork) is a plain gVNIC on a regional subnet, not
+# a GPUDirect NIC: "As RDMA networking and the Google gIB plugin are not supported for G4 machines, the
+# G4 instances use standard TCP/IP networking" (cluster-toolkit@1047080375 examples/gke-g4/README.md).
+# Nothing Google documents keeps such a pool in one zone, so the stack accepts several and so does this.
+_NO_GPUDIRECT_MACHINES = ("g4-",)
 
 
 def validate_gpudirect_single_zone(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
@@ -62,6 +67,9 @@ def validate_gpudirect_single_zone(args: ResourceValidationArgs, report_violatio
         return
     networks = items(get(args.props, "networkConfig", "additionalNodeNetworkConfigs"))
     if networks is UNKNOWN or not networks:
+        return
+    machine = get(args.props, "nodeConfig", "machineType")
+    if isinstance(machine, str) and machine.startswith(_NO_GPUDIRECT_MACHINES):
         return
     locations = items(get(args.props, "nodeLocations"))
     if locations is UNKNOWN:

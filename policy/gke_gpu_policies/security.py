@@ -41,17 +41,17 @@ ENFORCE = "pod-security.kubernetes.io/enforce"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
 DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
-# Privileged images pinned by tag because no digest could be recorded (docs/security.md, "Images"):
-# GPUDirect's NCCL plugin installers, A4X Max's ASAPD-lite, TCPXO's pre-install step, and the DCGM
-# exporter on GKE; and GKE's driver installer on DRA pools, an image GKE preloads on COS nodes and Google's
-# manifest names by tag only, never pulled (imagePullPolicy Never: dra/driver_installer.py).
+# Privileged images pinned by tag because no digest is published for their tags (docs/security.md,
+# "Images"; the render lists them: stack output privilegedImagesByTag): GPUDirect's TCPX and gIB NCCL
+# plugin installers, A4X Max's ASAPD-lite, and the DCGM exporter on GKE; and GKE's driver installer on DRA
+# pools, an image GKE preloads on COS nodes and Google's manifest names by tag only, never pulled
+# (imagePullPolicy Never: dra/driver_installer.py). TCPXO's installer and its `ubuntu` step run by the
+# digests NVIDIA publishes (gpudirect/images.py PUBLISHED_DIGESTS), so they are not listed.
 ACCEPTED_BY_TAG = [
     "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev",
-    "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/nccl-plugin-gpudirecttcpx-dev",
     "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib",
     "us-docker.pkg.dev/gce-ai-infra/gpudirect-gib/nccl-plugin-gib-arm64",
     "us-docker.pkg.dev/gce-ai-infra/asapd-lite/asapd-lite",
-    "ubuntu",
     "nvcr.io/nvidia/k8s/dcgm-exporter",
     "cos-nvidia-installer",
 ]

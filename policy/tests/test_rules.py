@@ -572,6 +572,21 @@ def test_shielded_compliant() -> None:
     assert check(rules.validate_node_shielded, NODE_POOL, pool) == []
 
 
+def test_shielded_nodes_off_is_accepted_only_on_a_bare_metal_cluster() -> None:
+    """The program turns Shielded GKE Nodes off for A4X Max (bare metal) and labels the cluster so;
+    an unlabelled cluster with it off is still a violation."""
+    from gke_gpu.cluster.gke_cluster import BARE_METAL_LABEL as PROGRAMS_LABEL
+    from policy.gke_gpu_policies.constants import BARE_METAL_LABEL
+
+    assert BARE_METAL_LABEL == PROGRAMS_LABEL
+    off = standard_cluster(enableShieldedNodes=False)
+    one(
+        check(rules.validate_node_shielded, CLUSTER, off), rules.NODE_SHIELDED, "enableShieldedNodes is false"
+    )
+    labelled = set_path(off, ("resourceLabels", BARE_METAL_LABEL), "true")
+    assert check(rules.validate_node_shielded, CLUSTER, labelled) == []
+
+
 @pytest.mark.parametrize(
     ("path", "value", "fragment"),
     [

@@ -92,6 +92,16 @@ def test_pools_without_gpudirect_nics_may_span_zones(network_config: Any) -> Non
     assert single_zone(gpudirect_pool(networkConfig=network_config, nodeLocations=["a", "b"])) == []
 
 
+def test_a_g4_pools_second_network_may_span_zones() -> None:
+    """G4's extra gVNIC (secondNetwork) is not GPUDirect: the stack accepts it in several zones, and
+    so does the policy; the same NICs on an A3 machine are still held to one zone."""
+    zones = ["us-central1-a", "us-central1-b"]
+    g4 = set_path(gpudirect_pool(nodeLocations=zones), "nodeConfig.machineType", "g4-standard-48")
+    assert single_zone(g4) == []
+    a3 = set_path(gpudirect_pool(nodeLocations=zones), "nodeConfig.machineType", "a3-megagpu-8g")
+    one(single_zone(a3), scale_out.GPUDIRECT_SINGLE_ZONE, "spans 2 zones")
+
+
 @pytest.mark.parametrize("kind", UNKNOWN_KINDS)
 def test_gpudirect_unknowns_are_not_violations(kind: str) -> None:
     assert single_zone(gpudirect_pool(nodeLocations=unknown(kind))) == []
