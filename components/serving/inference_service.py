@@ -185,7 +185,8 @@ class InferenceServiceArgs(TypedDict):
     data-parallel ranks of `tensor_parallel` GPUs under vLLM's supervisor, a LeaderWorkerSet of whole
     nodes when it spans them. Defaults to none."""
     role_sizes: NotRequired[RoleSizesArgs]
-    """With `disaggregation`: each role's Pod size. Defaults to the service's cpu, memory_gib, ...."""
+    """With `disaggregation`: each role's Pod size. Each defaults to the service's own (cpu, memory_gib,
+    shm_gib, disk_gib, the file cache)."""
 
 
 class InferenceService(GkeGpuComponent[InferenceServiceSpec]):

@@ -47,9 +47,12 @@ class RoleKeys(KeyNames):
         super().__init__(names.prefix, camel=names.camel)
         self.role = role
 
-    def at(self, name: str) -> str:
+    def key(self, name: str) -> str:
         field = name.split(".", 1)[0]
-        return super().at(f"disaggregation.{self.role}.{field}" if field in self.ROLE_FIELDS else name)
+        return super().key(f"disaggregation.{self.role}.{field}" if field in self.ROLE_FIELDS else name)
+
+    def at(self, name: str) -> str:
+        return f"{self.prefix}.{self.key(name)}" if self.prefix else self.key(name)
 
 
 def role_names(names: KeyNames, role: str) -> RoleKeys:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ..gpu.pool import GpuPool
 from .gpu_nics import GpuNicsArgs
 from .model import PREFILL, ServingConfig
-from .pd_pool_rules import pool_gpu_nics
+from .pd_pool_rules import pool_gpu_nics, uses_pool_nics
 from .role_args import PodSizeArgs, RoleSizesArgs
 from .role_parts import ALL2ALL, SIDECAR_CONTAINER, kv_transfer_config
 from .roles import RoleLayout
@@ -46,7 +46,7 @@ def disaggregated_args(
         sizes[layout.role] = role
     args["role_sizes"] = cast(RoleSizesArgs, sizes)
     nics = pool_gpu_nics(pool)
-    if nics is not None and disaggregation.kv_transport == "rdma":
+    if nics is not None and uses_pool_nics(service, pool):
         args["gpu_nics"] = cast(GpuNicsArgs, nics.model_dump())
 
 

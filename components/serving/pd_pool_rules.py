@@ -17,7 +17,7 @@ from .gpu_nics import NODE_GPUS, GpuNicsSpec
 from .model import ServingConfig
 from .pd_fit import check_roles_fit, role_names
 from .pd_rules import check_disaggregation, check_kv_transport, role_key
-from .pool_rules import Entry, check_pool, check_weights_cache, pool_replica
+from .pool_rules import Entry, check_pool, check_weights_cache, nodes_per_replica, pool_replica
 from .role_views import role_view
 
 
@@ -29,6 +29,18 @@ def pool_gpu_nics(pool: GpuPool) -> GpuNicsSpec | None:
     return GpuNicsSpec.model_validate(
         {"flavor": str(flavor), "networking": "dranet" if pool.dranet else "multiNetwork"}
     )
+
+
+def uses_pool_nics(service: ServingConfig, pool: GpuPool) -> bool:
+    """Whether the service's Pods get the pool's GPU NICs (InferenceService's `gpu_nics`, used): a
+    disaggregated service's whose KV cache travels over RDMA, a replica's over several nodes; the
+    admission policies admit its namespace to them (stack/program_batch.py)."""
+    if pool_gpu_nics(pool) is None:
+        return False
+    disaggregation = service.disaggregation
+    if disaggregation is not None:
+        return disaggregation.kv_transport == "rdma"
+    return nodes_per_replica(service, pool) > 1
 
 
 def role_entries(service: ServingConfig, pool: GpuPool, names: KeyNames) -> list[Entry]:

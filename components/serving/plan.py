@@ -22,7 +22,7 @@ from .load_floors import REFERENCE_LEVELS, default_floors
 from .load_test import JOB, ServingLoadTestArgs
 from .model import ModelServerSettings, ServingConfig
 from .pd_plan import disaggregated_args, disaggregated_summary
-from .pd_pool_rules import pool_gpu_nics
+from .pd_pool_rules import pool_gpu_nics, uses_pool_nics
 from .pool_rules import nodes_per_replica
 from .roles import RoleLayout, layouts_of
 from .rules import gcs_location, weights_source
@@ -126,8 +126,8 @@ class ServicePlan:
             summary["scaling"] = "fixed (each role's replicas)"
             summary["rollout"] = "; ".join(
                 f"{layout.role}: "
-                + describe_rollout(pool, layout.gpus, layout.replicas, self.surge).replace(
-                    "replicas.min 2", f"{layout.role} replicas 2"
+                + describe_rollout(
+                    pool, layout.gpus, layout.replicas, self.surge, f"disaggregation.{layout.role}.replicas"
                 )
                 for layout in self.roles
             )
@@ -271,7 +271,7 @@ def plan_service(
         args["dra_gpus"] = True
     if disaggregated:
         disaggregated_args(service, pool, layouts, args)
-    elif nodes > 1 and (nics := pool_gpu_nics(pool)) is not None:
+    elif uses_pool_nics(service, pool) and (nics := pool_gpu_nics(pool)) is not None:
         # A replica over nodes talks across them: on the GPU NICs where the pool has them.
         args["gpu_nics"] = cast(GpuNicsArgs, nics.model_dump())
     return ServicePlan(

@@ -312,7 +312,9 @@ def note_rollouts(entries: Sequence[Entry], pool: GpuPool, notes: list[str]) -> 
         if service.pool == pool.name and service.name not in surging and service.replicas.min < 2:
             notes.append(
                 f"note: {names.prefix}: a rollout of {service.name} "
-                + describe_rollout(pool, service.gpus_per_replica, service.replicas.min, False)
+                + describe_rollout(
+                    pool, service.gpus_per_replica, service.replicas.min, False, names.key("replicas.min")
+                )
             )
 
 

@@ -2,7 +2,6 @@
 multi-language schema see them (the checked model is serving/model.py's DisaggregationConfig and
 ExpertParallelConfig, and service_spec.py's role sizes)."""
 
-from __future__ import annotations
 
 from typing import NotRequired, TypedDict
 
@@ -44,15 +43,23 @@ class PodSizeArgs(TypedDict):
     """A role's Pod size; each defaults to the service's own."""
 
     cpu: NotRequired[float]
+    """CPU of the role's vLLM container (request = limit), in cores."""
     memory_gib: NotRequired[int]
+    """Memory of the role's vLLM container (request = limit), in GiB."""
     shm_gib: NotRequired[int]
+    """Shared memory (/dev/shm, in RAM), in GiB."""
     disk_gib: NotRequired[int]
+    """Writable disk for the home directory, in GiB."""
     weights_cache_gib: NotRequired[int]
+    """A gs:// model: the Cloud Storage FUSE file cache of a Pod of the role, in GiB."""
     weights_cache_medium: NotRequired[str]
+    """Where that cache lives: `memory` or `disk`."""
 
 
 class RoleSizesArgs(TypedDict):
     """Each role's Pod size."""
 
     prefill: NotRequired[PodSizeArgs]
+    """The prefill Pods' size."""
     decode: NotRequired[PodSizeArgs]
+    """The decode Pods' size."""
