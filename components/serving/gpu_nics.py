@@ -24,7 +24,6 @@ Sources: llm-d/llm-d@1aecf03f guides/pd-disaggregation/modelserver/gpu/vllm/gke/
 GoogleCloudPlatform/container-engine-accelerators@992db812 gpudirect-rdma/nccl-test.yaml and
 nccl-test-managed-rdma.yaml; GKE "Allocate network resources by using GKE managed DRANET"."""
 
-
 from typing import Any, Literal, NotRequired, TypedDict
 
 from ..core.arg_types import enum_values

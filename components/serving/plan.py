@@ -18,7 +18,16 @@ from .gpu_nics import GpuNicsArgs
 from .hyperdisk_ml import TRANSFER_TIMEOUT_S, throughput, volume_key
 from .inference_service import ROLLOUT_TIMEOUT_S, InferenceServiceArgs
 from .leader_worker_set import group_name
-from .load_floors import REFERENCE_LEVELS, default_floors
+from .load_floors import (
+    PD_GUIDE,
+    PD_GUIDE_FLOORS,
+    PD_GUIDE_INPUT_TOKENS,
+    PD_GUIDE_LEVELS,
+    PD_GUIDE_OUTPUT_TOKENS,
+    PD_GUIDE_PROMPT_WORDS,
+    REFERENCE_LEVELS,
+    default_floors,
+)
 from .load_test import JOB, ServingLoadTestArgs
 from .model import ModelServerSettings, ServingConfig
 from .pd_plan import disaggregated_args, disaggregated_summary
@@ -284,13 +293,25 @@ def load_test_args(service: ServingConfig, pool: GpuPool, given: Mapping[str, fl
     unset one the estimate for the pool's GPU."""
     estimate = default_floors(pool.accelerator, pool.mig_partition_size)
     gpu = pool.accelerator + (f" {pool.mig_partition_size}" if pool.mig_partition_size else "")
-    return {
+    extra: dict[str, Any] = {}
+    if service.disaggregation is not None:
+        # Through the gateway (its picker splits each request), at llm-d's P/D guide's lengths, judged
+        # against its published figures where the stack file gives none.
+        estimate = PD_GUIDE_FLOORS
+        extra = {
+            "gateway": True,
+            "levels": list(PD_GUIDE_LEVELS),
+            "prompt_words": PD_GUIDE_PROMPT_WORDS,
+            "max_tokens": PD_GUIDE_OUTPUT_TOKENS,
+        }
+    args: ServingLoadTestArgs = {
         "service": service.name,
         "min_output_tok_s": given.get("output_tokens_per_second") or estimate.min_output_tok_s,
         "max_p99_ttft_ms": given.get("ttft_p99_ms") or estimate.max_p99_ttft_ms,
         "max_mean_tpot_ms": given.get("tpot_mean_ms") or estimate.max_mean_tpot_ms,
         "label": f"{service.name} on {gpu}",
     }
+    return cast(ServingLoadTestArgs, args | extra)
 
 
 def load_test_summary(
@@ -304,11 +325,14 @@ def load_test_summary(
         "ttftP99Ms": (args["max_p99_ttft_ms"], "ttft_p99_ms"),
         "tpotMeanMs": (args["max_mean_tpot_ms"], "tpot_mean_ms"),
     }
+    disaggregated = service.disaggregation is not None
+    origin = f"third-party: {PD_GUIDE}" if disaggregated else f"estimate for {pool.accelerator}"
+    levels = args.get("levels") or REFERENCE_LEVELS
     summary: dict[str, Any] = {
         "job": job,
-        "levels": f"concurrency {', '.join(map(str, REFERENCE_LEVELS))}; the last is judged",
+        "levels": f"concurrency {', '.join(map(str, levels))}; the last is judged",
         "floors": {
-            key: f"{value:g} ({'stack file' if field in given else 'estimate for ' + pool.accelerator})"
+            key: f"{value:g} ({'stack file' if field in given else origin})"
             for key, (value, field) in floors.items()
         },
         "commands": {
@@ -316,7 +340,18 @@ def load_test_summary(
             "result": f"kubectl logs -n {namespace} job/{JOB} | grep 'SERVING-LOAD RESULT'",
         },
     }
-    if service.gpus_per_replica > 1 and len(given) < len(floors):
+    if disaggregated:
+        summary["requests"] = (
+            f"through the Inference Gateway (its address read from the Gateway), prompts of about "
+            f"{PD_GUIDE_INPUT_TOKENS} tokens and {PD_GUIDE_OUTPUT_TOKENS} output tokens (the guide's)"
+        )
+        if len(given) < len(floors):
+            summary["note"] = (
+                f"the floors not in the stack file are the published figures of {PD_GUIDE}, not a "
+                f"measurement of {service.name}'s model and GPUs: set floors measured for it "
+                "(workloads[].floors)"
+            )
+    elif service.gpus_per_replica > 1 and len(given) < len(floors):
         summary["note"] = (
             f"the estimates are for a model of up to 8B parameters on one GPU; {service.name} has "
             f"{service.gpus_per_replica} GPUs a replica, so set floors measured for its model "

@@ -2,7 +2,6 @@
 multi-language schema see them (the checked model is serving/model.py's DisaggregationConfig and
 ExpertParallelConfig, and service_spec.py's role sizes)."""
 
-
 from typing import NotRequired, TypedDict
 
 
