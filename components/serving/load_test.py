@@ -120,9 +120,9 @@ def load_command(spec: ServingLoadTestSpec) -> list[str]:
         f"--levels={','.join(str(level) for level in spec.levels)}",
         *lengths,
         f"--wait-s={WAIT_S}",
-        f"--min-output-tok-s={spec.min_output_tok_s:g}",
-        f"--max-p99-ttft-ms={spec.max_p99_ttft_ms:g}",
-        f"--max-mean-tpot-ms={spec.max_mean_tpot_ms:g}",
+        f"--min-output-tok-s={spec.min_output_tok_s:.10g}",
+        f"--max-p99-ttft-ms={spec.max_p99_ttft_ms:.10g}",
+        f"--max-mean-tpot-ms={spec.max_mean_tpot_ms:.10g}",
         f"--label={spec.label or spec.service}",
     ]
 
