@@ -128,13 +128,13 @@ class ExpertParallelConfig(StackModel):
     """vLLM's data and expert parallel for a MoE model, as llm-d's wide-EP guide runs it: each replica's
     GPUs are data-parallel ranks of `tensorParallel` GPUs, the experts spread over all of them."""
 
-    model_config = example(tensorParallel=1, all2all="allgatherReducescatter")
+    model_config = example(tensorParallel=1, allToAll="allgatherReducescatter")
 
     # GPUs of one data-parallel rank (its attention's tensor parallel).
     tensor_parallel: int = Field(1, ge=1, le=8)
     # vLLM's --all2all-backend: allgather_reducescatter (NCCL collectives, vLLM's default) is built;
     # the DeepEP ones are refused with the reason (serving/pd_rules.py).
-    all2all: Literal["allgatherReducescatter", "deepepHighThroughput", "deepepLowLatency"] = (
+    all_to_all: Literal["allgatherReducescatter", "deepepHighThroughput", "deepepLowLatency"] = (
         "allgatherReducescatter"
     )
 

@@ -135,5 +135,5 @@ def disaggregated_summary(service: ServingConfig, layouts: list[RoleLayout], wai
         "commands": commands,
     }
     if ep is not None:
-        summary["expertParallel"] = f"--enable-expert-parallel, --all2all-backend={ALL2ALL[ep.all2all]}"
+        summary["expertParallel"] = f"--enable-expert-parallel, --all2all-backend={ALL2ALL[ep.all_to_all]}"
     return summary

@@ -17,7 +17,14 @@ from .gpu_nics import NODE_GPUS, GpuNicsSpec
 from .model import ServingConfig
 from .pd_fit import check_roles_fit, role_names
 from .pd_rules import check_disaggregation, check_kv_transport, role_key
-from .pool_rules import Entry, check_pool, check_weights_cache, nodes_per_replica, pool_replica
+from .pool_rules import (
+    Entry,
+    check_pool,
+    check_stranded,
+    check_weights_cache,
+    nodes_per_replica,
+    pool_replica,
+)
 from .role_views import role_view
 
 
@@ -137,6 +144,16 @@ def check_disaggregated_on_pool(
         download_gib=replica.download_gib,
         download_fix=replica.download_fix,
     )
+    for layout in layouts:
+        # A replica of fewer GPUs than a node strands the rest (pool_rules.check_stranded).
+        check_stranded(
+            role_view(service, layout, whole=False),
+            pool,
+            facts,
+            role_names(names, layout.role),
+            problems,
+            autopilot=autopilot,
+        )
     if facts is not None:
         accelerator = None if replica.tensor_parallel is None else replica.accelerator
         check_roles_fit(

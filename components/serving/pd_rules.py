@@ -79,12 +79,22 @@ def check_disaggregation(
             "not allowed with disaggregation: a role's replicas are fixed (no autoscaler is built for "
             "prefill and decode)",
         )
-    if ep is not None and ep.all2all != "allgatherReducescatter":
-        problems.add(names.at("expert_parallel.all2all"), f"{ep.all2all} is refused: {DEEPEP_REFUSED}")
+    if ep is not None and ep.all_to_all != "allgatherReducescatter":
+        problems.add(names.at("expert_parallel.all_to_all"), f"{ep.all_to_all} is refused: {DEEPEP_REFUSED}")
     layouts = layouts_of(settings, gpus_per_node)
     sound = True
     for layout in layouts:
         sound &= _check_role(layout, names, problems, gpus_per_node=gpus_per_node)
+    prefill, decode = layouts
+    if sound and ep is not None and prefill.gpus_per_pod != decode.gpus_per_pod:
+        problems.add(
+            names.at(role_key("decode")),
+            f"{decode.gpus} gives decode's Pods {decode.gpus_per_pod} GPUs and prefill's "
+            f"{prefill.gpus_per_pod}: the InferencePool sends to the same ports (one a data-parallel rank) "
+            "on every Pod, so both roles' Pods run as many ranks; give both roles whole nodes, or the same "
+            "GPUs",
+        )
+        sound = False
     return layouts if sound else []
 
 

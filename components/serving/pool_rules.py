@@ -223,10 +223,10 @@ def check_model_on_pool(
 ) -> None:
     """What knowing the model decides on this pool (fit.py), and a replica size that strands GPUs."""
     facts = check_fit(service, pool_replica(service, pool), names, problems, notes)
-    _check_stranded(service, pool, facts, names, problems, autopilot=autopilot)
+    check_stranded(service, pool, facts, names, problems, autopilot=autopilot)
 
 
-def _check_stranded(
+def check_stranded(
     service: ServingConfig,
     pool: GpuPool,
     facts: ModelFacts | None,

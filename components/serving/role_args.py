@@ -33,7 +33,7 @@ class ExpertParallelArgs(TypedDict):
 
     tensor_parallel: NotRequired[int]
     """GPUs of one data-parallel rank. Defaults to 1."""
-    all2all: NotRequired[str]
+    all_to_all: NotRequired[str]
     """vLLM's all-to-all: `allgatherReducescatter` (NCCL collectives). The DeepEP backends are refused
     with the reason. Defaults to allgatherReducescatter."""
 

@@ -105,7 +105,7 @@ def role_vllm(spec: InferenceServiceSpec, layout: RoleLayout) -> tuple[list[str]
     assert ep is not None, "role_layouts sets expert_parallel from it"
     args += [
         "--enable-expert-parallel",
-        f"--all2all-backend={ALL2ALL[ep.all2all]}",
+        f"--all2all-backend={ALL2ALL[ep.all_to_all]}",
         f"--data-parallel-size={layout.data_parallel}",
         f"--data-parallel-size-local={layout.data_parallel_local}",
         "--data-parallel-multi-port-external-lb",
