@@ -413,3 +413,44 @@ def test_tcp_is_a_choice_said_with_its_cost_and_opens_every_port_between_the_rol
     assert any("kvTransport: tcp: the KV cache" in w for w in result.warnings)
     policies = {p.inputs["metadata"]["name"]: p.inputs["spec"] for p in result.of_type(NETPOL)}
     assert "ports" not in policies["chat-kv-transfer"]["ingress"][0]
+
+
+def _policy(result: RunResult, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    (policy,) = [p.inputs["spec"] for p in result.of_type(VAP) if p.inputs["metadata"]["name"] == name]
+    (binding,) = [
+        b.inputs["spec"]
+        for b in result.of_type("kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding")
+        if b.inputs["metadata"]["name"] == name
+    ]
+    return policy, binding
+
+
+def test_the_admission_policies_admit_exactly_the_serving_pods_to_the_nics(pd: RunResult) -> None:
+    """The cluster's policies (evaluated as the API server does: tests/admission_eval.py) admit the
+    service's NIC claim templates in its namespace and the same objects nowhere else."""
+    from tests.admission_eval import evaluate
+
+    policy, binding = _policy(pd, "gke-gpu-gpu-nic-claims")
+    for template in pd.of_type(RCT):
+        manifest = {**template.inputs, "kind": "ResourceClaimTemplate"}
+        assert evaluate(policy, binding, manifest, "serve-chat").admitted
+        assert not evaluate(policy, binding, manifest, "someone-else").admitted
+
+
+def test_on_a_multinetwork_pool_the_admission_policies_admit_the_serving_pods_only() -> None:
+    from tests.admission_eval import evaluate
+
+    config = example_config()
+    config["gke-gpu:gpuPools"][0]["gpudirectNetworking"] = "multiNetwork"
+    config["gke-gpu:network"] = {"gpudirectCidr": "192.168.0.0/16"}
+    config["gke-gpu:serving"][0]["disaggregation"] = {
+        "prefill": {"replicas": 1, "gpusPerReplica": 8},
+        "decode": {"replicas": 1, "gpusPerReplica": 8},
+    }
+    result = render_config(config)
+    policy, binding = _policy(result, "gke-gpu-gpu-networks")
+    for name in ("prefill", "decode"):
+        template = pod_of(role(result, name))
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": template["metadata"], "spec": template["spec"]}
+        assert evaluate(policy, binding, pod, "serve-chat").admitted
+        assert not evaluate(policy, binding, pod, "default").admitted
