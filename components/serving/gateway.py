@@ -205,6 +205,10 @@ class InferenceGateway(GkeGpuComponent[InferenceGatewaySpec]):
       health checkers to the server's port and to the picker's ext_proc and health ports; the picker
       admits nothing else, and reaches only the server's port and the Kubernetes API.
 
+    With `disaggregated`, the pool takes both roles' Pods and the picker runs llm-d's P/D profiles
+    (epp_config.py): a decode Pod, then a prefill Pod for decode's routing sidecar; `target_ports` are
+    an expert-parallel service's ranks' ports.
+
     The cluster needs GKE's Gateway API (GkeCluster's `gateway_api`), the InferencePool CRD (GKE
     installs it from 1.34.0-gke.1626000) and a proxy-only subnet in its region (GkeNetwork's
     `proxy_only_cidr`)."""

@@ -211,7 +211,13 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
     (NetworkPolicy); a PodMonitoring scrapes vLLM's /metrics. Rolling updates replace one replica at a
     time, or with `surge` a new replica first; a PodDisruptionBudget never lets a drain take the last
     replica that serves (rollout.disruption_budget). On a DRA-GPU pool (`dra_gpus`) each Pod claims its
-    GPUs through a ResourceClaimTemplate in the namespace instead of an nvidia.com/gpu limit."""
+    GPUs through a ResourceClaimTemplate in the namespace instead of an nvidia.com/gpu limit.
+
+    With `disaggregation`, prefill and decode are workloads of their own (`<name>-prefill`,
+    `<name>-decode`: disaggregated.py), vLLM's NixlConnector moving the KV cache between them and llm-d's
+    routing sidecar in front of decode; with `expert_parallel` too, each role's replica is data-parallel
+    ranks of a MoE model. With `gpu_nics` (a GPUDirect RDMA pool), the Pods that talk across nodes get
+    the NICs (gpu_nics.py). It refuses, besides, what pd_rules.py and pd_fit.py refuse."""
 
     service_url: pulumi.Output[str]
     """The in-cluster URL of the OpenAI-compatible API: http://<name>.serve-<name>.svc:8000."""
