@@ -20,7 +20,7 @@ import yaml
 from gke_gpu.serving.epp_config import pd_config
 from tests.kubernetes_schemas import validate
 from tests.test_gateway import chart_inference_pool
-from tests.test_serving_pd import container, env, example_config, pod_of, render_config, role, wide_ep_config
+from tests.test_serving_pd import container, env, pod_of, rendered, role
 from tools.offline import RunResult
 
 UPSTREAM = Path(__file__).parent / "upstream"
@@ -42,14 +42,14 @@ def llmd_epp_config(values_path: str) -> dict[str, Any]:
     return yaml.safe_load(epp["pluginsCustomConfig"][epp["pluginsConfigFile"]])
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def pd() -> RunResult:
-    return render_config(example_config())
+    return rendered("pd")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def wide() -> RunResult:
-    return render_config(wide_ep_config())
+    return rendered("wide")
 
 
 # ---- The endpoint picker's configuration --------------------------------------------------------

@@ -20,6 +20,7 @@ from ..dra.claims import gpu_claim_template_name, gpu_claim_template_spec
 from .gpu_nics import nic_claim_template_spec, pod_nics
 from .leader_worker_set import API_VERSION as LWS_API_VERSION
 from .leader_worker_set import KIND as LWS_KIND
+from .leader_worker_set import group_spec
 from .model import DECODE, PREFILL
 from .role_parts import nic_claim, role_pod, uses_nics
 from .roles import ROLE_LABEL, RoleLayout, role_layouts
@@ -154,27 +155,9 @@ def _workload(
         api_version=LWS_API_VERSION,
         kind=LWS_KIND,
         metadata=metadata,
-        spec={
-            "replicas": layout.replicas,
-            # Every Pod of a group starts at once: each runs its own ranks and the supervisor, and the
-            # group is ready only when all of them are.
-            "startupPolicy": "LeaderCreated",
-            "rolloutStrategy": {
-                "type": "RollingUpdate",
-                "rollingUpdateConfiguration": {
-                    "maxUnavailable": plan.max_unavailable,
-                    "maxSurge": plan.max_surge,
-                },
-            },
-            "leaderWorkerTemplate": {
-                "size": layout.nodes,
-                # The data-parallel group cannot take a rank back one at a time: a restart recreates it.
-                "restartPolicy": "RecreateGroupOnPodRestart",
-                # One template for the leader and the workers (LWS uses the worker's for the leader when
-                # it has none), as llm-d's wide-EP manifests.
-                "workerTemplate": template,
-            },
-        },
+        # One template for the leader and the workers (LWS uses the worker's for the leader when it has
+        # none), as llm-d's wide-EP manifests: every Pod runs its own ranks and the supervisor.
+        spec=group_spec(layout.replicas, plan, layout.nodes, {"workerTemplate": template}),
         opts=opts,
     )
 

@@ -26,8 +26,7 @@ import math
 
 from ..core.catalog import Accelerator
 from ..core.common import KeyNames, Problems
-from .fit import GPU_MEMORY_UTILIZATION, Replica, check_gpu_memory, check_tensor_parallel, gib
-from .kv_cache import kv_cache_bytes, tokens_in_flight
+from .fit import GPU_MEMORY_UTILIZATION, Replica, check_gpu_memory, check_tensor_parallel, gib, replica_need
 from .model import ModelServerSettings
 from .model_catalog import ModelFacts
 from .pd_rules import role_key
@@ -79,13 +78,11 @@ def expert_rank_need(
     facts: ModelFacts, max_model_len: int | None, gpus: int, tensor_parallel: int, accelerator: Accelerator
 ) -> int | None:
     """The heaviest GPU's weights and one sequence's KV cache (on one rank's GPUs), at the least."""
+    need = replica_need(facts, max_model_len, tensor_parallel, accelerator)
     weights = expert_rank_bytes(facts, gpus, tensor_parallel)
-    if weights is None:
+    if need is None or weights is None:
         return None
-    context = max_model_len or facts.max_context
-    in_flight = tokens_in_flight(accelerator.gpu_memory_bytes, accelerator.name)
-    kv = kv_cache_bytes(facts, context, tensor_parallel, in_flight) if context is not None else None
-    return weights + (kv or 0) // tensor_parallel
+    return weights + need[1] // tensor_parallel
 
 
 def expert_rank_fits(
