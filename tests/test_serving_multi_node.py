@@ -33,7 +33,7 @@ MULTI_NODE_ARGS = [
 def _docs_example() -> dict[str, Any]:
     """The stack file example of docs/serving.md's multi-node section, its bucket filled in."""
     blocks = re.findall(r"```yaml\n(.*?)```", DOCS.read_text(encoding="utf-8"), flags=re.DOTALL)
-    (block,) = [b for b in blocks if "gpusPerReplica: 16" in b]
+    (block,) = [b for b in blocks if "gpusPerReplica: 16" in b and "llama-405b" in b]
     return yaml.safe_load(block.replace("<your-bucket>", "models-bucket"))
 
 

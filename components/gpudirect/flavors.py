@@ -308,3 +308,9 @@ def counted_claim_template_spec(count: int) -> dict[str, Any]:
     count is what Kueue charges as `networking.gke.io/mrdma-nic` (workloads/kueue_config.py)."""
     exactly = {"deviceClassName": DRANET_DEVICE_CLASS, "allocationMode": "ExactCount", "count": count}
     return {"spec": {"devices": {"requests": [{"name": DRANET_REQUEST, "exactly": exactly}]}}}
+
+
+def rdma_nic_count(flavor: GpuDirectFlavor) -> int:
+    """The MRDMA NICs of a node of the flavour: what DRANET offers it as devices of `mrdma.google.com`
+    (one device per NIC: UNVERIFIED on a node)."""
+    return sum(1 for nic in FLAVORS[flavor].nics if nic.device_mode == "RDMA")

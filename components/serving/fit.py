@@ -102,7 +102,7 @@ def check_model(
         return None
     _check_token(settings, facts, names, problems, notes, huggingface=huggingface)
     if tensor_parallel is not None:
-        _check_tensor_parallel(facts, tensor_parallel, names, problems)
+        check_tensor_parallel(facts, tensor_parallel, names, problems)
     context = facts.max_context
     if settings.max_model_len is not None and context is not None and settings.max_model_len > context:
         problems.add(
@@ -159,13 +159,17 @@ def tensor_parallel_sizes(facts: ModelFacts, most: int) -> list[int]:
     ]
 
 
-def _check_tensor_parallel(facts: ModelFacts, tp: int, names: KeyNames, problems: Problems) -> None:
+def check_tensor_parallel(
+    facts: ModelFacts, tp: int, names: KeyNames, problems: Problems, key: str = "gpus_per_replica"
+) -> None:
+    """`tp` GPUs is a tensor-parallel size vLLM takes for the model (reported at `key`)."""
     if facts.attention_heads is None or tp in tensor_parallel_sizes(facts, tp):
         return
     kv = facts.kv_head_count
+    what = "GPUs a node" if key == "gpus_per_replica" else "GPUs"
     problems.add(
-        names.at("gpus_per_replica"),
-        f"{tp} GPUs a node is not a tensor-parallel size vLLM takes for {facts.name}: it splits the "
+        names.at(key),
+        f"{tp} {what} is not a tensor-parallel size vLLM takes for {facts.name}: it splits the "
         f"{facts.attention_heads} attention heads ({kv} KV heads) evenly over them; sizes that work: "
         f"{listing(tensor_parallel_sizes(facts, max(tp, 8)))}",
     )
@@ -214,7 +218,23 @@ def check_fit(
     )
     if facts is None:
         return None
-    unchecked = _unchecked(facts, settings, replica, names)
+    if replica.accelerator is not None and replica.tensor_parallel is not None:
+        check_gpu_memory(
+            settings, facts, replica, replica.accelerator, replica.tensor_parallel, names, problems
+        )
+    note_unchecked(facts, settings, replica, names, notes)
+    return facts
+
+
+def note_unchecked(
+    facts: ModelFacts,
+    settings: ModelServerSettings,
+    replica: Replica,
+    names: KeyNames,
+    notes: list[str] | None,
+) -> None:
+    """The note that says which checks a missing figure kept from running, and the keys that would let
+    them run."""
     if replica.tensor_parallel is None and notes is not None:
         # A MIG partition is a slice of a GPU's memory, which this check does not count: no model_info
         # figure would let it run, so the note says what will show it instead.
@@ -224,10 +244,7 @@ def check_fit(
             f"partitions{partition}, slices of a GPU whose memory this check does not count, whatever the "
             "model's figures; only the server's start will show whether the model fits"
         )
-    if replica.accelerator is not None and replica.tensor_parallel is not None:
-        _check_gpu_memory(
-            settings, facts, replica, replica.accelerator, replica.tensor_parallel, names, problems
-        )
+    unchecked = _unchecked(facts, settings, replica, names)
     if unchecked and notes is not None:
         info = names.key("model_info")
         how = (
@@ -244,7 +261,6 @@ def check_fit(
             f"note: {names.at('model_info')}: not checked for {whose}: {'; '.join(unchecked)}; to check "
             f"them, {how}"
         )
-    return facts
 
 
 def _unchecked(
@@ -311,7 +327,7 @@ def fits(
     return need is None or sum(need) <= int(gpus * accelerator.gpu_memory_bytes * utilization)
 
 
-def _check_gpu_memory(
+def check_gpu_memory(
     settings: ModelServerSettings,
     facts: ModelFacts,
     replica: Replica,

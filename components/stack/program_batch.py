@@ -10,6 +10,7 @@ from ..gpu.pool import GpuPool
 from ..gpu.scheduling import QUEUED_TOLERATION, node_selector, tolerations
 from ..gpudirect.flavors import FLAVORS, GpuDirectFlavor
 from ..gpudirect.g4_network import G4_NIC
+from ..serving.pd_pool_rules import uses_pool_nics
 from ..workloads.batch_queues import GpuBatchQueues, GpuBatchQueuesArgs
 from ..workloads.batch_teams import (
     DEFAULT_TEAM,
@@ -65,7 +66,10 @@ def admission_scope(settings: Settings) -> AdmissionScope:
       all-reduce's on a pool that attaches it and the GPUDirect namespace of each team with quota on
       one; G4's second network (its Pods need no privilege): the teams' own namespaces;
     * DRANET's NICs: the all-reduce's namespace on a DRANET pool and the GPUDirect namespace of each
-      team with quota on one."""
+      team with quota on one;
+    * and, for both, the namespace of each model server whose Pods get the pool's GPU NICs
+      (serving/pd_pool_rules.py `uses_pool_nics`: a disaggregated service's roles, a replica over
+      nodes)."""
     pools = {pool.name: pool for pool in settings.gpu_pools}
     with_injector = (GpuDirectFlavor.TCPX, GpuDirectFlavor.TCPXO)
     injector = {p for p, pool in pools.items() if pool.gpudirect_flavor in with_injector}
@@ -84,9 +88,16 @@ def admission_scope(settings: Settings) -> AdmissionScope:
         if on & injector:
             devices.append(gpudirect_namespace(name))
 
+    servers = [
+        (s.namespace, s.pool)
+        for s in settings.serving
+        if s.pool in pools and uses_pool_nics(s, pools[s.pool])
+    ]
+
     def allowed(names: set[str]) -> list[str]:
         own = [nccl_namespace(p) for p in sorted(allreduce & names)]
-        return own + [gpudirect_namespace(name) for name, _, on in teams if on & names]
+        teams_on = [gpudirect_namespace(name) for name, _, on in teams if on & names]
+        return own + teams_on + [namespace for namespace, pool in servers if pool in names]
 
     networks: dict[str, list[str]] = {}
     for flavor in dict.fromkeys(p.gpudirect_flavor for p in settings.gpu_pools if p.multi_network):

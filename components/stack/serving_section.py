@@ -11,6 +11,8 @@ from ..core.common import NAMESPACE, KeyNames, cut
 from ..gpu.pool import GpuPool
 from ..serving.fit import check_model
 from ..serving.model import ServingConfig
+from ..serving.pd_pool_rules import check_disaggregated_on_pool, role_entries
+from ..serving.pd_rules import check_disaggregation
 from ..serving.pool_rules import (
     Entry,
     check_availability,
@@ -53,7 +55,12 @@ class ServingRules(RuleBase):
                 )
             seen.setdefault(service.name, i)
             check_model_server(service, names, self.problems)
+            if service.disaggregation is not None:
+                sized += self._disaggregated(service, names, by_name, autopilot=autopilot)
+                continue
             check_scaling(service, names, self.problems)
+            # Expert parallel without disaggregation is refused there (the roles it needs).
+            check_disaggregation(service, names, self.problems, gpus_per_node=None, set_fields=set())
             if self.unknown_pool(f"{key}.pool", service.pool, by_name):
                 if weights_source(service.model):
                     check_model(service, None, names, self.problems, self.warnings)
@@ -72,6 +79,28 @@ class ServingRules(RuleBase):
             note_rollouts(sized, pool, self.warnings)
         self._note_team_quotas([service for _, service in sized])
         return tuple(service for _, service in services)
+
+    def _disaggregated(
+        self, service: ServingConfig, names: KeyNames, by_name: dict[str, GpuPool], *, autopilot: bool
+    ) -> list[Entry]:
+        """A disaggregated service's rules (serving/pd_pool_rules.py); its roles, for the pool's capacity."""
+        key = names.prefix
+        if self.unknown_pool(f"{key}.pool", service.pool, by_name):
+            check_disaggregated_on_pool(
+                service, None, names, self.problems, self.warnings, autopilot=autopilot
+            )
+            return []
+        pool = by_name[service.pool]
+        if not check_disaggregated_on_pool(
+            service, pool, names, self.problems, self.warnings, autopilot=autopilot
+        ):
+            return []
+        if service.weights.via == "hyperdiskMl" and weights_source(service.model) == "gcs":
+            check_hyperdisk_ml(pool, names, self.problems, self.warnings, autopilot=autopilot)
+        entries = role_entries(service, pool, names)
+        for role_keys, view in entries:
+            check_availability(view, pool, role_keys, self.warnings)
+        return entries
 
     def _note_team_quotas(self, services: list[ServingConfig]) -> None:
         """Kueue counts a team's quota against the pool's capacity, not what is free of it: GPUs the

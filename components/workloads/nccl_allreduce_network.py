@@ -7,7 +7,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from ..core.egress import dns_egress_rule
-from ..gpudirect.flavors import FLAVORS, GpuDirectFlavor, counted_claim_template_spec
+from ..gpudirect.flavors import GpuDirectFlavor, counted_claim_template_spec, rdma_nic_count
 
 
 def network_policy_spec(peers: dict[str, str]) -> "k8s.networking.v1.NetworkPolicySpecArgs":
@@ -38,12 +38,6 @@ def network_policy_spec(peers: dict[str, str]) -> "k8s.networking.v1.NetworkPoli
             dns_egress_rule(),
         ],
     )
-
-
-def rdma_nic_count(flavor: GpuDirectFlavor) -> int:
-    """The MRDMA NICs of a node of the flavour (gpudirect/flavors.py): what DRANET offers it as devices of
-    `mrdma.google.com` (one device per NIC: UNVERIFIED on a node)."""
-    return sum(1 for nic in FLAVORS[flavor].nics if nic.device_mode == "RDMA")
 
 
 def rdma_template_name(flavor: GpuDirectFlavor) -> str:
