@@ -7,23 +7,29 @@ import copy
 import functools
 import gc
 import json
+from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
+import hypothesis
 import pytest
-from hypothesis import HealthCheck, settings
 
 # The library, the tools and the SDK are imported where they are used: pytest-xdist's controller
 # loads this file too, runs no test, and starts its workers only after it (~0.3 s sooner this way).
 if TYPE_CHECKING:
+    from gke_gpu.stack.config import Settings
     from tools.offline import RunResult
 
 # Every property test runs the same examples on every run (a failure reproduces; CI does not find a
 # new one by chance), with no per-example deadline or "too slow" check: those time the machine, and
 # failed under load. Hangs are guarded by tests/hang_guard.py and the fuzz's own settings.
-settings.register_profile(
-    "gke-gpu", deadline=None, database=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+hypothesis.settings.register_profile(
+    "gke-gpu",
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=[hypothesis.HealthCheck.too_slow],
 )
-settings.load_profile("gke-gpu")
+hypothesis.settings.load_profile("gke-gpu")
 
 PROJECT = "test-project"
 REGION = "us-central1"
@@ -52,7 +58,7 @@ GC_THRESHOLD = (10_000, 10, 10)
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_collection(session: pytest.Session):
+def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
     gc.disable()
     try:
         return (yield)
@@ -158,7 +164,7 @@ def config_error(raw: dict[str, Any], *, project: str | None = PROJECT, region: 
     return str(info.value)
 
 
-def settings(raw: dict[str, Any], *, project: str | None = PROJECT, region: str | None = REGION):
+def settings(raw: dict[str, Any], *, project: str | None = PROJECT, region: str | None = REGION) -> Settings:
     from gke_gpu.stack.config import parse_settings
 
     value, _ = parse_settings(raw, project=project, region=region, stack="test")

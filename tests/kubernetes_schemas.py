@@ -203,10 +203,12 @@ def cel_rules(filename: str, api_version: str, kind: str) -> crd_cel._Node | Non
 
 def cel_outcome(obj: dict[str, Any]) -> list[crd_cel.Outcome]:
     """The CEL rules of every schema listed for the object's kind, evaluated over it."""
-    key = (obj.get("apiVersion"), obj.get("kind"))
+    api_version, kind = obj.get("apiVersion"), obj.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        return []
     outcomes = []
-    for filename in CRD_SCHEMAS.get(key, ()):  # type: ignore[call-overload]
-        node = cel_rules(filename, *key)
+    for filename in CRD_SCHEMAS.get((api_version, kind), ()):
+        node = cel_rules(filename, api_version, kind)
         if node is not None:
             outcomes.append(crd_cel.evaluate(obj, node))
     return outcomes

@@ -39,7 +39,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -197,11 +196,13 @@ class FloorComparison:
 
     def render_only_imports(self) -> list[tuple[str, float]]:
         """The modules the render imports and the floor does not, by top-level package (over 5 ms)."""
-        extra: Counter[str] = Counter()
+        extra: dict[str, float] = {}
         for module in self.real_imports.keys() - self.floor_imports.keys():
             parts = module.split(".")
-            extra[".".join(parts[:2]) if parts[0] == "google" else parts[0]] += self.real_imports[module]
-        return [(name, seconds) for name, seconds in extra.most_common() if seconds > 0.005]
+            package = ".".join(parts[:2]) if parts[0] == "google" else parts[0]
+            extra[package] = extra.get(package, 0.0) + self.real_imports[module]
+        ranked = sorted(extra.items(), key=lambda item: item[1], reverse=True)
+        return [(name, seconds) for name, seconds in ranked if seconds > 0.005]
 
 
 def import_times(stderr: str) -> dict[str, float]:

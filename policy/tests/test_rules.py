@@ -842,7 +842,8 @@ def test_sharing_unknown(kind: str, path: str) -> None:
 
 
 def test_sharing_strategy_unknown_is_still_sharing() -> None:
-    pool = shared_pool(**{f"nodeConfig.labels.{SHARING_TRUSTED_LABEL}": DELETE})
+    changes: dict[str, Any] = {f"nodeConfig.labels.{SHARING_TRUSTED_LABEL}": DELETE}
+    pool = shared_pool(**changes)
     pool = set_path(
         pool, "nodeConfig.guestAccelerators.0.gpuSharingConfig.gpuSharingStrategy", unknown("engine")
     )
