@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import atexit
 import copy
-import functools
 import gc
+import hashlib
 import json
-from collections.abc import Generator
+import os
+import pickle
+import shutil
+import tempfile
+from collections.abc import Callable, Generator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import hypothesis
@@ -46,6 +51,27 @@ DRA_L4_POOL = {
     "zones": ["us-central1-a"],
     "draGpus": True,
     "driverVersion": "INSTALLATION_DISABLED",
+}
+# The GPUDirect pools, zonal: A3 Mega with GPUDirect-TCPXO (2 nodes x 8 GPUs = 16; a3-megagpu-8g has
+# 208 vCPUs and 1,872 GB), A3 Ultra (H200, GPUDirect RDMA) in another zone, and a rack: reserved
+# GB200 capacity with its workload policy (the NVL72 rules, tests/test_nvl72_racks.py).
+ZONAL_CLUSTER = {**STANDARD_CLUSTER, "location": "us-central1-a"}
+MEGA_POOL = {
+    "name": "train",
+    "accelerator": "nvidia-h100-mega-80gb",
+    "gpusPerNode": 8,
+    "maxNodes": 2,
+    "zones": ["us-central1-a"],
+    "gpudirect": True,
+}
+ULTRA_POOL = {**MEGA_POOL, "name": "ultra", "accelerator": "nvidia-h200-141gb", "zones": ["us-central1-b"]}
+A4X_POOL = {
+    **MEGA_POOL,
+    "name": "gb",
+    "accelerator": "nvidia-gb200",
+    "gpusPerNode": 4,
+    "workloadPolicy": True,
+    "reservation": {"type": "SPECIFIC", "name": "rack"},
 }
 
 
@@ -119,40 +145,86 @@ def render(
     config: dict[str, Any], *, preview: bool = True, stack: str = "test", secret_keys: tuple[str, ...] = ()
 ) -> RunResult:
     """Run __main__.py with this config (`secret_keys`: the keys a stack file would hold as `secure:`);
-    fail the test if the program raised.
-
-    A render is deterministic (the same resources, inputs and outputs; only the order in which the
-    resources register can differ, as between any two runs), and many tests render the same config:
-    a successful one is kept per test process, keyed by the exact config and options, and each caller
-    gets its own deep copy. Not kept or reused while the test uses `monkeypatch` (every test that
-    patches does so through it), or outside a test: then the program runs as it is now."""
+    fail the test if the program raised. Shared (below): not while the test uses `monkeypatch` (every
+    test that patches does so through it), nor outside a test: then the program runs as it is now."""
     from tools.offline import run_program
 
     key = _render_key(config, preview=preview, stack=stack, secret_keys=secret_keys)
-    if key is not None and key in _RENDERS:
-        return copy.deepcopy(_RENDERS[key])
-    result = run_program(config, stack=stack, preview=preview, secret_keys=secret_keys)
+    result = _shared(key, lambda: run_program(config, stack=stack, preview=preview, secret_keys=secret_keys))
     if result.error is not None:
         raise result.error
-    if key is not None:
-        _RENDERS[key] = copy.deepcopy(result)
     return result
 
 
-_RENDERS: dict[tuple[Any, ...], RunResult] = {}
+def stack_render(stack: str, *, preview: bool = True) -> RunResult:
+    """`run_stack(stack, preview=preview)` (an example stack file, as a preview or as an update would
+    declare it), shared (below) even while a test patches: a test that patches the program must call
+    `run_stack` itself."""
+    from tools.offline import run_stack
+
+    return _shared(f"stack {stack} preview={preview}", lambda: run_stack(stack, preview=preview))
+
+
+# Renders, shared. A render is deterministic (the same resources, inputs and outputs; only the order
+# in which the resources register can differ, as between any two runs), and many tests render the
+# same config or example stack, in files that pytest-xdist's `--dist loadfile` may send to either
+# worker. So a successful render is kept by its content (the exact config and options, or the stack
+# file's name): in this process, and under xdist in a folder the controller makes for the session,
+# from which the other worker reads it instead of rendering it again. Each caller gets its own copy.
+_RENDERS: dict[str, RunResult] = {}
+_SHARED_FOLDER = "gke_gpu_render_folder"  # the workers' workerinput key
+_folder: dict[str, Path | None] = {"path": None}
+_controller_key = pytest.StashKey[dict[str, str]]()
+
+
+def _shared(key: str | None, make: Callable[[], RunResult]) -> RunResult:
+    if key is None:
+        return make()
+    found = _RENDERS.get(key)
+    folder = _folder["path"]
+    name = hashlib.sha256(key.encode()).hexdigest() + ".pickle"
+    if found is None and folder is not None and (folder / name).exists():
+        found = pickle.loads((folder / name).read_bytes())
+    if found is None:
+        found = make()
+        if found.error is not None:
+            return found
+        if folder is not None:  # written whole, then renamed: the other worker never reads a part
+            part = folder / f"{name}.{os.getpid()}"
+            part.write_bytes(pickle.dumps(found))
+            os.replace(part, folder / name)
+    _RENDERS[key] = found
+    return copy.deepcopy(found)
 
 
 def _render_key(
     config: dict[str, Any], *, preview: bool, stack: str, secret_keys: tuple[str, ...]
-) -> tuple[Any, ...] | None:
+) -> str | None:
     item = _running["item"]
     if item is None or "monkeypatch" in getattr(item, "fixturenames", ("monkeypatch",)):
         return None
     try:
-        values = tuple((key, type(value).__name__, json.dumps(value)) for key, value in config.items())
+        values = [(key, type(value).__name__, json.dumps(value)) for key, value in config.items()]
     except (TypeError, ValueError):
         return None
-    return (values, preview, stack, tuple(secret_keys))
+    return json.dumps([values, preview, stack, list(secret_keys)])
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None and workerinput.get(_SHARED_FOLDER):
+        _folder["path"] = Path(workerinput[_SHARED_FOLDER])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist's controller, for each worker it starts: the session's render folder."""
+    config = node.config
+    if _SHARED_FOLDER not in config.stash.get(_controller_key, {}):
+        folder = tempfile.mkdtemp(prefix="gke-gpu-renders-")
+        config.stash[_controller_key] = {_SHARED_FOLDER: folder}
+        config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+    node.workerinput[_SHARED_FOLDER] = config.stash[_controller_key][_SHARED_FOLDER]
 
 
 def config_error(raw: dict[str, Any], *, project: str | None = PROJECT, region: str | None = REGION) -> str:
@@ -169,18 +241,3 @@ def settings(raw: dict[str, Any], *, project: str | None = PROJECT, region: str 
 
     value, _ = parse_settings(raw, project=project, region=region, stack="test")
     return value
-
-
-@functools.cache
-def _stack_render(stack: str, preview: bool) -> RunResult:
-    from tools.offline import run_stack
-
-    return run_stack(stack, preview=preview)
-
-
-def stack_render(stack: str, *, preview: bool = True) -> RunResult:
-    """`run_stack(stack, preview=preview)` (an example stack file, as a preview or as an update would
-    declare it), rendered once per test process: the example stacks are rendered by many tests, and
-    a render is deterministic. Each caller gets its own copy. A test that patches the program must
-    call `run_stack` itself."""
-    return copy.deepcopy(_stack_render(stack, preview))
