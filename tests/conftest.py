@@ -42,16 +42,32 @@ REGION = "us-central1"
 STANDARD_CLUSTER = {"mode": "standard", "name": "gpu-test"}
 AUTOPILOT_CLUSTER = {"mode": "autopilot", "name": "gpu-test"}
 L4_POOL = {"name": "l4", "accelerator": "nvidia-l4", "maxNodes": 2}
-# An L4 pool whose GPUs the DRA driver hands out (GKE 1.34+; GKE installs no driver there).
-DRA_L4_POOL = {
+# L4 pools whose GPUs the DRA driver hands out (GKE 1.34+; GKE installs no driver there): two GPUs
+# a node (g2-standard-24), or one in one zone.
+DRA_CLUSTER = {**STANDARD_CLUSTER, "minimumVersion": "1.34"}
+DRA_POOL = {
     "name": "l4",
     "accelerator": "nvidia-l4",
-    "gpusPerNode": 1,
+    "gpusPerNode": 2,
     "maxNodes": 2,
-    "zones": ["us-central1-a"],
     "draGpus": True,
     "driverVersion": "INSTALLATION_DISABLED",
 }
+DRA_L4_POOL = {**DRA_POOL, "gpusPerNode": 1, "zones": ["us-central1-a"]}
+
+
+def service_args(pool: str = "l4", model: str = "gs://models-bucket/qwen", **more: Any) -> dict[str, Any]:
+    """InferenceService's required args (as a program passes them), serving `model` on node pool `pool`."""
+    return {
+        "model": model,
+        "node_selector": {"cloud.google.com/gke-nodepool": pool},
+        "tolerations": [],
+        "project": "p-123456",
+        "cluster_name": "gpu",
+        **more,
+    }
+
+
 # The GPUDirect pools, zonal: A3 Mega with GPUDirect-TCPXO (2 nodes x 8 GPUs = 16; a3-megagpu-8g has
 # 208 vCPUs and 1,872 GB), A3 Ultra (H200, GPUDirect RDMA) in another zone, and a rack: reserved
 # GB200 capacity with its workload policy (the NVL72 rules, tests/test_nvl72_racks.py).
