@@ -68,6 +68,21 @@ def service_args(pool: str = "l4", model: str = "gs://models-bucket/qwen", **mor
     }
 
 
+def pool_args(
+    accelerator: str = "nvidia-l4", gpus_per_node: int = 1, max_nodes: int = 2, **more: Any
+) -> dict[str, Any]:
+    """GpuNodePool's required args (as a program passes them): an L4 GPU a node by default."""
+    return {
+        "project": "p-123456",
+        "location": "us-central1",
+        "cluster_name": "gpu-cluster",
+        "accelerator": accelerator,
+        "gpus_per_node": gpus_per_node,
+        "max_nodes": max_nodes,
+        **more,
+    }
+
+
 # The GPUDirect pools, zonal: A3 Mega with GPUDirect-TCPXO (2 nodes x 8 GPUs = 16; a3-megagpu-8g has
 # 208 vCPUs and 1,872 GB), A3 Ultra (H200, GPUDirect RDMA) in another zone, and a rack: reserved
 # GB200 capacity with its workload policy (the NVL72 rules, tests/test_nvl72_racks.py).

@@ -10,16 +10,9 @@ import pytest
 
 from gke_gpu import GpuComputeClass, GpuNodePool, InvalidArgsError
 from gke_gpu.serving.inference_service import InferenceService
-from tests.conftest import service_args
+from tests.conftest import pool_args, service_args
 
-POOL = {
-    "project": "p-123456",
-    "location": "us-central1",
-    "cluster_name": "gpu-cluster",
-    "accelerator": "nvidia-l4",
-    "gpus_per_node": 1,
-    "max_nodes": 2,
-}
+POOL = pool_args()
 SERVICE = service_args()
 PROFILE = {"accelerator": "nvidia-l4", "gpus_per_node": 1}
 NAME_RULE = (
