@@ -83,6 +83,30 @@ def pool_args(
     }
 
 
+def cluster_args(**more: Any) -> dict[str, Any]:
+    """GkeCluster's args for a Standard cluster on a network of its own (as a program passes them)."""
+    return {
+        "project": "p-123456",
+        "name": "gpu",
+        "location": "us-central1",
+        "autopilot": False,
+        "network": "gpu-vpc",
+        "subnetwork": "gpu-nodes",
+        "pods_range_name": "pods",
+        "services_range_name": "services",
+        **more,
+    }
+
+
+# A GB200 rack's pool: reserved capacity and its workload policy (tests/test_nvl72_racks.py).
+RACK_POOL = {
+    "name": "rack",
+    "accelerator": "nvidia-gb200",
+    "maxNodes": 2,
+    "zones": ["us-central1-a"],
+    "workloadPolicy": True,
+    "reservation": {"type": "SPECIFIC", "name": "a4x-rack"},
+}
 # The GPUDirect pools, zonal: A3 Mega with GPUDirect-TCPXO (2 nodes x 8 GPUs = 16; a3-megagpu-8g has
 # 208 vCPUs and 1,872 GB), A3 Ultra (H200, GPUDirect RDMA) in another zone, and a rack: reserved
 # GB200 capacity with its workload policy (the NVL72 rules, tests/test_nvl72_racks.py).
