@@ -63,6 +63,8 @@ class _Unknown(enum.Enum):
     def __repr__(self) -> str:
         return "UNKNOWN"
 
+    __str__ = __repr__  # in a message, as before it was an enum
+
     def __bool__(self) -> bool:
         raise TypeError("UNKNOWN has no truth value: test `is UNKNOWN` first")
 
