@@ -18,9 +18,9 @@ from gke_gpu.fleet.kueue_config import DISPATCHERS, manager_configuration
 from gke_gpu.fleet.manager import MultiKueueManager
 from gke_gpu.fleet.manager_access import GATEWAY_ROLES, cluster_profile_name, kueue_fullname
 from gke_gpu.stack.config import parse_settings
-from tests.conftest import config_error, render
+from tests.conftest import config_error, render, stack_render
 from tests.kubernetes_schemas import cel_outcome, validate
-from tools.offline import MOCK_TOKEN_PREFIX, RunResult, run_stack
+from tools.offline import MOCK_TOKEN_PREFIX, RunResult
 from tools.prices import load_prices
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,7 +47,7 @@ def errors(raw: dict[str, Any]) -> str:
 @pytest.fixture(scope="module")
 def applied() -> RunResult:
     """The example as `pulumi up` would declare it (outputs computed: the fleet Memberships)."""
-    result = run_stack("fleet", preview=False)
+    result = stack_render("fleet", preview=False)
     assert result.error is None, result.error
     return result
 
@@ -591,7 +591,7 @@ def test_the_credentials_plugin_is_required_with_a_fleet_worker_only() -> None:
 
 
 def test_a_workers_notes_reach_the_render_keyed_under_the_worker() -> None:
-    result = run_stack("fleet")
+    result = stack_render("fleet")
     # The flex-start queued-provisioning version note a single-cluster stack's pool gets.
     notes = [w for w in result.warnings if "queuedProvisioning uses flex-start VMs" in w]
     assert [n.split(": ", 2)[1] for n in notes] == [

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from gke_gpu.gpu.pool import GpuPool
 from gke_gpu.serving.sizing import GIB, weights_cache
-from tests.conftest import L4_POOL, STANDARD_CLUSTER, config_error, render, stack_config
+from tests.conftest import L4_POOL, STANDARD_CLUSTER, config_error, render, service_args, stack_config
 from tests.kubernetes_schemas import validate
 from tools.offline import RunResult
 
@@ -285,13 +285,7 @@ def test_the_components_check_the_image_they_are_given() -> None:
     from gke_gpu.core.validation import InvalidArgsError
     from gke_gpu.serving.inference_service import InferenceService
 
-    args = {
-        "model": "gs://models-bucket/qwen",
-        "node_selector": {"cloud.google.com/gke-nodepool": "l4"},
-        "tolerations": [],
-        "project": "p-123456",
-        "cluster_name": "gpu",
-    }
+    args = service_args()
     with pytest.raises(
         InvalidArgsError, match=r"image: 'Docker\.io/VLLM' is not allowed: expected a container image"
     ):

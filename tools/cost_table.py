@@ -52,8 +52,8 @@ def format_table(cost: Mapping[str, Any], *, stack: str | None = None) -> list[s
         ]
         for index, column in enumerate(COLUMNS):
             label = _LABELS[column] + (" *" if p["expected"] == column else "")
-            left = [*(first if index == 0 else ["", "", ""]), label]
-            rows.append((left, _cells(p, column, hourly_monthly)))
+            cells = [*(first if index == 0 else ["", "", ""]), label]
+            rows.append((cells, _cells(p, column, hourly_monthly)))
     if not rows:
         rows.append(("(no GPU pools)", [_money(0.0)] * 4))
     totals, fee = cost["totals"], cost["managementFee"]
