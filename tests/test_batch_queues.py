@@ -229,3 +229,17 @@ def test_without_provisioning_retries_kueue_keeps_its_defaults(batch: RunResult)
 )
 def test_bad_provisioning_retries_are_refused_by_key(batch_keys: dict, pools: list, expected: str) -> None:
     assert expected in config_error({"cluster": STANDARD_CLUSTER, "gpuPools": pools, "batch": batch_keys})
+
+
+def test_a_readiness_timeout_is_written_out_whole_and_none_leaves_kueues_default() -> None:
+    from gke_gpu.workloads.kueue_config import KUEUE_DEFAULT_PODS_READY_TIMEOUT_MINUTES, kueue_configuration
+
+    # Left out, Kueue v0.19.2 defaults the block to a 30-minute timeout (defaults.go:48, 99-117).
+    assert "waitForPodsReady" not in kueue_configuration()
+    assert KUEUE_DEFAULT_PODS_READY_TIMEOUT_MINUTES == 30
+    assert kueue_configuration(pods_ready_timeout_minutes=45)["waitForPodsReady"] == {
+        "timeout": "45m",
+        "recoveryTimeout": "45m",
+        "blockAdmission": False,
+        "requeuingStrategy": {"timestamp": "Eviction", "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600},
+    }

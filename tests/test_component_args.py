@@ -21,6 +21,7 @@ from gke_gpu.monitoring import dcgm_exporter, gpu_monitoring
 from gke_gpu.monitoring.dcgm_exporter_args import DcgmExporterArgs, DcgmExporterSettings, ScrapeMode
 from gke_gpu.network import vpc as network
 from gke_gpu.workloads import samples as sample_workloads
+from tests.conftest import cluster_args
 from tools.offline import RunResult, run_program
 
 NAME = "checked"
@@ -34,16 +35,7 @@ NETWORK = {
     "pods_cidr": "10.4.0.0/14",
     "services_cidr": "10.8.0.0/20",
 }
-CLUSTER = {
-    "project": PROJECT,
-    "name": "gpu",
-    "location": "us-central1",
-    "autopilot": False,
-    "network": "gpu-vpc",
-    "subnetwork": "gpu-nodes",
-    "pods_range_name": "pods",
-    "services_range_name": "services",
-}
+CLUSTER = cluster_args(project=PROJECT)
 EXPORTER = {"flavor": "gke", "scraper_namespace": "gmp-system"}
 MONITORING = {"project": PROJECT, "cluster_name": "gpu", "dcgm": "managed"}
 PLUGIN = {"node_selector": {"nvidia.com/gpu.present": "true"}}

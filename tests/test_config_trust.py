@@ -12,7 +12,7 @@ import yaml
 
 from gke_gpu.stack.config import ConfigError, parse_settings, settings_from_config
 from gke_gpu.stack.keys import PROVIDER_KEYS_PATH, check_config_keys
-from tests.conftest import AUTOPILOT_CLUSTER, L4_POOL, STANDARD_CLUSTER, config_error, settings
+from tests.conftest import AUTOPILOT_CLUSTER, L4_POOL, STANDARD_CLUSTER, config_error, pool_args, settings
 
 
 def standard(*pools: dict, **extra: object) -> dict:
@@ -667,15 +667,9 @@ def test_an_empty_name_is_refused_not_taken_as_unset(raw: dict, key: str) -> Non
 def test_a_component_refuses_an_empty_reservation_name_too() -> None:
     from gke_gpu import GpuNodePool, InvalidArgsError
 
-    args = {
-        "project": "test-project",
-        "location": "us-central1",
-        "cluster_name": "gpu",
-        "accelerator": "nvidia-l4",
-        "gpus_per_node": 1,
-        "max_nodes": 1,
-        "reservation": {"type": "ANY", "name": ""},
-    }
+    args = pool_args(
+        project="test-project", cluster_name="gpu", max_nodes=1, reservation={"type": "ANY", "name": ""}
+    )
     with pytest.raises(InvalidArgsError) as info:
         GpuNodePool.check_args("l4", args)
     assert info.value.problems == [

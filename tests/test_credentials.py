@@ -19,7 +19,7 @@ from gke_gpu.serving.inference_service import InferenceService
 from gke_gpu.stack.config import settings_from_config
 from gke_gpu.stack.stack_file import StackFileError
 from gke_gpu.stack.stack_model import StackConfig
-from tests.conftest import L4_POOL, STANDARD_CLUSTER, stack_config
+from tests.conftest import L4_POOL, STANDARD_CLUSTER, service_args, stack_config
 from tests.hang_guard import no_hang
 from tools.offline import run_program
 
@@ -176,13 +176,7 @@ def test_a_token_through_the_whole_program_reaches_no_output(kind: str) -> None:
 @pytest.mark.parametrize("kind", list(TOKENS))
 def test_a_token_in_a_components_args_is_never_echoed(kind: str) -> None:
     token, secret = TOKENS[kind], SECRET_PART[kind]
-    service = {
-        "model": "gs://models-bucket/qwen",
-        "node_selector": {"cloud.google.com/gke-nodepool": "l4"},
-        "tolerations": [],
-        "project": "p-123456",
-        "cluster_name": "gpu",
-    }
+    service = service_args()
     pool = {
         "project": "p-123456",
         "location": "us-central1",

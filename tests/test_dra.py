@@ -14,7 +14,16 @@ import yaml
 
 from gke_gpu.core.validation import InvalidArgsError
 from gke_gpu.dra.driver import NvidiaDraDriver
-from tests.conftest import AUTOPILOT_CLUSTER, L4_POOL, STANDARD_CLUSTER, config_error, render, stack_config
+from tests.conftest import (
+    AUTOPILOT_CLUSTER,
+    DRA_CLUSTER,
+    DRA_POOL,
+    L4_POOL,
+    STANDARD_CLUSTER,
+    config_error,
+    render,
+    stack_config,
+)
 from tests.kubernetes_schemas import validate
 from tools.offline import RunResult
 
@@ -24,15 +33,6 @@ CHART_DEFAULTS = yaml.safe_load((UPSTREAM / "values.yaml").read_text(encoding="u
 KUBERNETES_VALUES = {"affinity", "tolerations"}
 CHART = "kubernetes:helm.sh/v4:Chart"
 CLAIM_TEMPLATE = "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
-DRA_CLUSTER = {**STANDARD_CLUSTER, "minimumVersion": "1.34"}
-DRA_POOL = {
-    "name": "l4",
-    "accelerator": "nvidia-l4",
-    "gpusPerNode": 2,
-    "maxNodes": 2,
-    "draGpus": True,
-    "driverVersion": "INSTALLATION_DISABLED",
-}
 # GKE's managed DCGM needs GKE's driver: a DRA pool's driver is installed by the user.
 NO_DCGM = {"dcgm": "none", "dashboard": False}
 

@@ -18,7 +18,7 @@ import yaml
 from gke_gpu.core.validation import InvalidArgsError
 from gke_gpu.dra.driver import NvidiaDraDriver
 from gke_gpu.dra.driver_installer import INSTALLER_COMMIT, InstallerVariant, installer_variant
-from tests.conftest import STANDARD_CLUSTER, config_error, render, stack_config
+from tests.conftest import RACK_POOL, STANDARD_CLUSTER, config_error, render, stack_config
 from tests.kubernetes_schemas import validate
 from tools.offline import RunResult, run_program
 
@@ -241,16 +241,7 @@ def test_serving_on_a_dra_pool_relies_on_the_installers_latest_driver() -> None:
 
 
 def test_a_gb200_dra_pool_gets_googles_a4x_installer_beside_the_x86_one() -> None:
-    rack = {
-        "name": "rack",
-        "accelerator": "nvidia-gb200",
-        "maxNodes": 2,
-        "zones": ["us-central1-a"],
-        "workloadPolicy": True,
-        "reservation": {"type": "SPECIFIC", "name": "a4x-rack"},
-        "draGpus": True,
-        "driverVersion": "INSTALLATION_DISABLED",
-    }
+    rack = {**RACK_POOL, "draGpus": True, "driverVersion": "INSTALLATION_DISABLED"}
     result = render(
         stack_config(
             cluster={**STANDARD_CLUSTER, "minimumVersion": "1.34"},

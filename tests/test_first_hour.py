@@ -73,3 +73,24 @@ def test_a_device_plugin_stack_keeps_its_gpu_checks() -> None:
 def test_an_nvl72_stack_checks_its_compute_domains() -> None:
     checks = stack_render("nvl72").outputs["checks"]
     assert checks["computeDomains"] == "kubectl get computedomains -A"
+
+
+def test_every_stacks_checks_run_as_given_and_the_manager_has_no_gpu_checks() -> None:
+    import subprocess
+
+    for stack in ("dev", "dra", "fleet"):
+        checks = stack_render(stack).outputs["checks"]
+        for name, command in checks.items():
+            checked = subprocess.run(["bash", "-n", "-c", command], capture_output=True, text=True)
+            assert checked.returncode == 0, (stack, name, checked.stderr)
+            # Quoted, so that the shell keeps the backslashes of a label's dots.
+            assert "custom-columns=NODE" not in command, (stack, name)
+        if stack == "fleet":
+            # The manager has no GPU pool: nothing of GPUs to check there.
+            assert set(checks) == {"getCredentials"}, checks
+            continue
+        # A field selector's comma-separated requirements must all hold: one reason per selector.
+        assert checks["gpuNodeEvents"] == (
+            "kubectl get events -A --field-selector reason=TriggeredScaleUp; "
+            "kubectl get events -A --field-selector reason=NotTriggerScaleUp"
+        )

@@ -6,6 +6,7 @@ bad input."""
 
 import copy
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,9 @@ from gke_gpu.fleet.manager import MultiKueueManager
 from gke_gpu.fleet.manager_access import GATEWAY_ROLES, cluster_profile_name, kueue_fullname
 from gke_gpu.fleet.manager_config import DISPATCHERS, manager_configuration
 from gke_gpu.stack.config import parse_settings
-from tests.conftest import config_error, render
+from tests.conftest import config_error, render, stack_render
 from tests.kubernetes_schemas import cel_outcome, validate
-from tools.offline import MOCK_TOKEN_PREFIX, RunResult, run_stack
+from tools.offline import MOCK_TOKEN_PREFIX, RunResult
 from tools.prices import load_prices
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,7 +47,7 @@ def errors(raw: dict[str, Any]) -> str:
 @pytest.fixture(scope="module")
 def applied() -> RunResult:
     """The example as `pulumi up` would declare it (outputs computed: the fleet Memberships)."""
-    result = run_stack("fleet", preview=False)
+    result = stack_render("fleet", preview=False)
     assert result.error is None, result.error
     return result
 
@@ -381,41 +382,70 @@ def test_each_worker_queue_behind_a_fleet_queue_admits_only_with_capacity(applie
     assert {w["admission"] for w in rows["research"]["workers"]} == {"ProvisioningRequest"}
 
 
-def test_a_flex_start_pool_without_queued_provisioning_is_refused_by_key() -> None:
+def _worker_kueue_config(result: Any, worker: str) -> dict[str, Any]:
+    (chart,) = [
+        r
+        for r in on_cluster(result, f"{worker}-gke")
+        if r.type == "kubernetes:helm.sh/v4:Chart" and r.name.endswith("-kueue")
+    ]
+    values = chart.inputs["values"]
+    assert values is not None, "a fleet worker's Kueue always gets its Configuration"
+    return yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
+
+
+def _admissions(result: Any) -> dict[str, dict[str, Any]]:
+    rows = {row["team"]: row for row in result.outputs["fleet"]["teams"]}
+    return {w["worker"]: w for w in rows["research"]["workers"]}
+
+
+def test_every_worker_writes_kueues_default_readiness_timeout_into_its_configuration() -> None:
+    # Kueue v0.19.2 turns waitForPodsReady on with a 30-minute timeout when the block is left out
+    # (apis/config/v1beta2/defaults.go:48, 99-117): the fleet writes exactly that, so the render shows it.
+    result = render(fleet_config(fleet_raw()))
+    for worker in ("us-east", "us-central"):
+        assert _worker_kueue_config(result, worker)["waitForPodsReady"] == {
+            "timeout": "30m",
+            "recoveryTimeout": "30m",
+            "blockAdmission": False,
+            "requeuingStrategy": {
+                "timestamp": "Eviction",
+                "backoffBaseSeconds": 60,
+                "backoffMaxSeconds": 3600,
+            },
+        }
+
+
+def test_a_flex_start_pool_without_queued_provisioning_fails_over_by_the_readiness_timeout() -> None:
     raw = fleet_raw()
     raw["fleet"]["workers"][0]["gpuPools"][0].pop("queuedProvisioning")
-    message = errors(raw)
-    assert (
-        "gke-gpu:fleet.workers[0].gpuPools[0].queuedProvisioning: pool 'h100' (flex-start) backs a fleet "
-        "queue without a capacity guarantee"
-    ) in message
-    assert message.count("capacity guarantee") == 1  # one line per worker and pool, not per queue
+    result = render(fleet_config(raw))
+    east = _admissions(result)["us-east"]
+    assert east["admission"] == "waitForPodsReady"
+    assert "its flex-start nodes come after admission" in east["admissionWhy"]
+    assert "not all ready 30 minutes after admission (Kueue's default" in east["admissionWhy"]
+    assert "queuedProvisioning: true would admit it only once its nodes are coming" in east["admissionWhy"]
+    assert _admissions(result)["us-central"]["admission"] == "ProvisioningRequest"
 
 
-def test_an_on_demand_pool_needs_a_readiness_timeout_then_the_worker_evicts_in_time() -> None:
+def test_an_on_demand_pool_fails_over_by_the_readiness_timeout_the_key_sets() -> None:
     raw = fleet_raw()
     central = raw["fleet"]["workers"][1]
     for key in ("flexStart", "queuedProvisioning"):
         central["gpuPools"][0].pop(key)
     central["gpuPools"][0]["spot"] = True
-    assert (
-        "gke-gpu:fleet.workers[1].podsReadyTimeoutMinutes: required: pool 'h100' (spot) backs a fleet queue"
-        in errors(raw)
-    )
     central["podsReadyTimeoutMinutes"] = 20
     result = render(fleet_config(raw))
-    (chart,) = [
-        r
-        for r in on_cluster(result, "us-central-gke")
-        if r.type == "kubernetes:helm.sh/v4:Chart" and r.name.endswith("-kueue")
-    ]
-    config = yaml.safe_load(chart.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
-    assert config["waitForPodsReady"] == {"timeout": "20m"}
-    rows = {row["team"]: row for row in result.outputs["fleet"]["teams"]}
-    assert {w["worker"]: w["admission"] for w in rows["research"]["workers"]} == {
+    assert _worker_kueue_config(result, "us-central")["waitForPodsReady"]["timeout"] == "20m"
+    assert _worker_kueue_config(result, "us-east")["waitForPodsReady"]["timeout"] == "30m"
+    workers = _admissions(result)
+    assert {name: w["admission"] for name, w in workers.items()} == {
         "us-east": "ProvisioningRequest",
         "us-central": "waitForPodsReady",
     }
+    assert (
+        "not all ready 20 minutes after admission (podsReadyTimeoutMinutes)"
+        in (workers["us-central"]["admissionWhy"])
+    )
 
 
 # -- every fleet queue can be admitted -------------------------------------------------------------
@@ -482,6 +512,13 @@ def test_a_token_worker_gets_namespaced_rbac_a_route_and_a_note_but_no_token() -
     assert central["project"] == "other-gpu-project"
     assert "fleet" not in central  # not a member of the fleet
     assert central["privateClusterConfig"]["masterGlobalAccessConfig"] == {"enabled": True}
+    # The manager's Kueue Pod (its Pod range: GKE keeps a Pod's address to RFC 1918 destinations) and
+    # nodes are the worker's authorized networks; the fleet worker gets none (Connect Gateway).
+    assert central["masterAuthorizedNetworksConfig"]["cidrBlocks"] == [
+        {"cidrBlock": "10.30.0.0/20", "displayName": "fleet manager nodes"},
+        {"cidrBlock": "10.32.0.0/14", "displayName": "fleet manager pods"},
+    ]
+    assert "cidrBlocks" not in clusters["gpu-fleet-us-east"]["masterAuthorizedNetworksConfig"]
     peerings = {r.inputs["name"] for r in result.of_type("gcp:compute/networkPeering:NetworkPeering")}
     assert peerings == {"fleet-us-central", "fleet-manager"}
     specs = {name: spec["spec"] for name, spec in kueue_objects(result, "MultiKueueCluster").items()}
@@ -513,6 +550,26 @@ def test_a_token_worker_gets_namespaced_rbac_a_route_and_a_note_but_no_token() -
     assert any("gke-gpu:fleet.workers[1].access: token" in w for w in result.warnings)
 
 
+def test_a_token_workers_own_authorized_networks_come_first_and_are_not_repeated() -> None:
+    raw = fleet_raw()
+    worker = _token_worker(raw)
+    worker["cluster"]["masterAuthorizedNetworks"] = [
+        {"cidrBlock": "203.0.113.0/24", "displayName": "office"},
+        {"cidrBlock": "10.30.0.0/20", "displayName": "manager subnet"},
+    ]
+    result = render(fleet_config(raw))
+    (central,) = [
+        r.inputs
+        for r in result.of_type("gcp:container/cluster:Cluster")
+        if r.inputs["name"] == "gpu-fleet-us-central"
+    ]
+    assert [b["cidrBlock"] for b in central["masterAuthorizedNetworksConfig"]["cidrBlocks"]] == [
+        "203.0.113.0/24",
+        "10.30.0.0/20",
+        "10.32.0.0/14",
+    ]
+
+
 def test_the_credentials_plugin_is_required_with_a_fleet_worker_only() -> None:
     raw = fleet_raw()
     del raw["fleet"]["credentialsPluginImage"]
@@ -534,7 +591,7 @@ def test_the_credentials_plugin_is_required_with_a_fleet_worker_only() -> None:
 
 
 def test_a_workers_notes_reach_the_render_keyed_under_the_worker() -> None:
-    result = run_stack("fleet")
+    result = stack_render("fleet")
     # The flex-start queued-provisioning version note a single-cluster stack's pool gets.
     notes = [w for w in result.warnings if "queuedProvisioning uses flex-start VMs" in w]
     assert [n.split(": ", 2)[1] for n in notes] == [
@@ -551,8 +608,26 @@ def test_the_outputs_follow_a_job_from_the_manager_to_its_workers_pods(applied: 
             f"get-credentials {summary['cluster']} --location {summary['location']}"
             in follow["workerCredentials"]
         )
-        assert "kueue.x-k8s.io/prebuilt-workload-name=<workload>" in follow["workerJobs"]
+        # Kueue v0.19.2 writes the Workload's name as an annotation (WorkloadIdentifierAnnotations,
+        # Beta and on: jobframework/utils.go:231-259): no label selector finds it; a column shows it.
+        assert "-l kueue.x-k8s.io/prebuilt-workload-name" not in follow["workerJobs"]
+        assert (
+            "-l kueue.x-k8s.io/multikueue-origin -o custom-columns='KIND:.kind,NAME:.metadata.name,"
+            "WORKLOAD:.metadata.annotations.kueue\\.x-k8s\\.io/prebuilt-workload-name'"
+        ) in follow["workerJobs"]
         assert "provisioningrequests" in follow["workerProvisioningRequests"]
+        # Kueue reads ClusterProfiles only if their CRD was there when it started (config.go:254-259).
+        controller = f"deployment/{kueue_fullname('fleet-kueue')}-controller-manager"
+        assert follow["managerClusterProfiles"].startswith(
+            "kubectl get crd clusterprofiles.multicluster.x-k8s.io && "
+        )
+        assert "Skipping MultiKueue ClusterProfile" in follow["managerKueueSkippedClusterProfiles"]
+        assert follow["managerKueueRestart"] == f"kubectl -n kueue-system rollout restart {controller}"
+        for command in follow.values():
+            # Every command is one the shell can run as given (placeholders filled in).
+            filled = command.replace("<namespace>", "ns").replace("<job>", "j").replace("<workload>", "w")
+            checked = subprocess.run(["bash", "-n", "-c", filled], capture_output=True, text=True)
+            assert checked.returncode == 0, (command, checked.stderr)
         # The worker's GPU pools, priced per worker by the render's cost table (tools/cost.py).
         assert summary["gpuPools"][0]["machineType"] == "a3-highgpu-8g"
 

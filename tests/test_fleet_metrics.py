@@ -51,11 +51,13 @@ def test_the_fleet_adds_nothing_to_kueues_metrics_it_no_longer_scrapes(applied: 
         on_cluster(applied, r): r for r in applied.of_type(CHART) if r.inputs["chart"].endswith("/kueue")
     }
     assert set(charts) == set(CLUSTERS)
-    # The workers' Kueue keeps the chart's own Configuration (queued provisioning needs nothing more);
-    # the manager's adds only MultiKueue's block.
-    assert not charts["us-east"].inputs.get("values") and not charts["us-central"].inputs.get("values")
-    (manager,) = kueue_configurations(applied).values()
-    assert manager["metrics"] == {"bindAddress": ":8443"}
+    # No cluster's Kueue adds metrics: the workers' Configuration adds only the readiness timeout written
+    # out (fleet.md, "Admission means capacity"), the manager's only MultiKueue's block.
+    configurations = kueue_configurations(applied)
+    assert set(configurations) == set(CLUSTERS)
+    for cluster, configuration in configurations.items():
+        assert configuration["metrics"] == {"bindAddress": ":8443"}, cluster
+        assert ("multiKueue" in configuration) == (cluster not in ("us-east", "us-central")), cluster
 
 
 def test_a_single_cluster_stack_keeps_the_charts_default_configuration() -> None:

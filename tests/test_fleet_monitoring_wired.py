@@ -12,9 +12,10 @@ import pytest
 from gke_gpu.core.validation import InvalidArgsError
 from gke_gpu.monitoring.fleet import worker_unreachable_query
 from gke_gpu.monitoring.gpu_monitoring import GpuMonitoring, GpuMonitoringArgs
+from tests.conftest import stack_render
 from tests.test_fleet import STACK_FILE, errors, fleet_raw
 from tests.test_monitoring import parse_with_google_types
-from tools.offline import RunResult, run_program, run_stack
+from tools.offline import RunResult, run_program
 
 DASHBOARD = "gcp:monitoring/dashboard:Dashboard"
 POLICY = "gcp:monitoring/alertPolicy:AlertPolicy"
@@ -25,7 +26,7 @@ WORKERS = {"us-east": f"{MANAGER}-us-east", "us-central": f"{MANAGER}-us-central
 
 @pytest.fixture(scope="module")
 def fleet() -> RunResult:
-    result = run_stack("fleet")
+    result = stack_render("fleet")
     assert result.error is None, result.error
     return result
 
@@ -71,7 +72,7 @@ def test_the_fleet_render_has_the_unreachable_alert_notifying_the_stacks_channel
 
 
 def test_a_stack_without_a_fleet_has_neither() -> None:
-    result = run_stack("prod")
+    result = stack_render("prod")
     assert result.error is None, result.error
     assert [r.name for r in result.of_type(DASHBOARD)] == ["monitoring-dashboard"]
     assert not [r for r in result.of_type(POLICY) if "fleet" in r.name]

@@ -109,7 +109,7 @@ def test_a_team_queue_on_a_dra_pool_is_refused_by_key_and_why() -> None:
     ) in message
     assert message.count("draGpus pool") == 1
     # No follow-on: the refused queue's pool is not asked for a capacity guarantee too.
-    assert "podsReadyTimeoutMinutes" not in message
+    assert "queuedProvisioning" not in message and "podsReadyTimeoutMinutes" not in message
 
 
 def _with_bad_queue(raw: dict[str, Any], *, ok: bool) -> dict[str, Any]:

@@ -8,7 +8,9 @@ from tests.conftest import (
     AUTOPILOT_CLUSTER,
     L4_POOL,
     STANDARD_CLUSTER,
+    ULTRA_POOL,
     config_error,
+    pool_args,
     render,
     settings,
     stack_config,
@@ -82,16 +84,7 @@ def test_flex_start_is_standard_only() -> None:
 
 
 def test_the_library_takes_flex_start_and_refuses_it_with_spot() -> None:
-    args = {
-        "project": "p-123456",
-        "location": "us-central1",
-        "cluster_name": "c",
-        "accelerator": "nvidia-l4",
-        "gpus_per_node": 1,
-        "max_nodes": 2,
-        "flex_start": True,
-        "max_run_duration": "90m",
-    }
+    args = pool_args(cluster_name="c", flex_start=True, max_run_duration="90m")
     result = run_program({}, program=lambda: GpuNodePool("train", args))
     assert result.error is None, result.error
     assert result.one("gcp:container/nodePool:NodePool").inputs["nodeConfig"]["maxRunDuration"] == "5400s"
@@ -209,17 +202,7 @@ def test_a_flex_start_example_stack_renders_and_passes_the_policy_pack() -> None
     from tools import check_policies, plan
     from tools.offline import run_program
 
-    ultra = {
-        "name": "ultra",
-        "accelerator": "nvidia-h200-141gb",
-        "gpusPerNode": 8,
-        "maxNodes": 2,
-        "zones": ["us-central1-b"],
-        "gpudirect": True,
-        "flexStart": True,
-        "maxRunDuration": "7d",
-        "compactPlacement": True,
-    }
+    ultra = {**ULTRA_POOL, "flexStart": True, "maxRunDuration": "7d", "compactPlacement": True}
     config = stack_config(
         cluster={**STANDARD_CLUSTER, "location": "us-central1-b"},
         gpuPools=[ultra, {**QUEUED, "zones": ["us-central1-b"]}],

@@ -87,8 +87,8 @@ def worker(draw: st.DrawFn) -> dict[str, Any]:
         "gpuPools": pools,
         "batch": {"kueue": mostly(draw, 7), "teams": teams},
     }
-    if mostly(draw, 2):
-        # Mostly a readiness timeout, which pools without queued provisioning need behind a fleet queue.
+    if draw(st.booleans()):
+        # A readiness timeout of its own; otherwise Kueue's default, which the fleet writes out.
         drawn["podsReadyTimeoutMinutes"] = draw(st.integers(1, 120))
     if rare(draw, 3):
         drawn["access"] = "token"
@@ -138,7 +138,13 @@ def fleets(draw: st.DrawFn) -> dict[str, Any]:
                 listed = st.sampled_from([*names, "nowhere"]) if rare(draw, 4) else st.sampled_from(names)
                 queue["workers"] = draw(st.lists(listed, min_size=1, max_size=3, unique=mostly(draw, 4)))
             queues.append(queue)
-        teams.append({"name": team, "queues": queues})
+        entry = {"name": team, "queues": queues}
+        if rare(draw, 3):
+            # Members on the manager: users, now and then a group (which needs rbacSecurityGroup) or one
+            # listed twice.
+            people = ["user:a@example.com", "user:b@example.com", "group:ml@example.com"]
+            entry["members"] = draw(st.lists(st.sampled_from(people), min_size=1, max_size=3))
+        teams.append(entry)
     fleet: dict[str, Any] = {
         "workers": workers,
         "teams": teams,
@@ -150,7 +156,10 @@ def fleets(draw: st.DrawFn) -> dict[str, Any]:
         fleet["credentialsPluginImage"] = (
             "europe-west4-docker.pkg.dev/p-123456/plugins/gcp-auth-plugin:v0.0.1"
         )
-    return {"cluster": {"mode": "standard", "name": "fleet", "location": "europe-west4-a"}, "fleet": fleet}
+    cluster = {"mode": "standard", "name": "fleet", "location": "europe-west4-a"}
+    if draw(st.booleans()):
+        cluster["rbacSecurityGroup"] = "gke-security-groups@example.com"
+    return {"cluster": cluster, "fleet": fleet}
 
 
 @given(fleets())
@@ -179,6 +188,8 @@ def test_what_the_fleet_rules_accept_the_components_accept(raw: dict[str, Any]) 
             event("accepted with workloads")
         if any(w.get("access") == "token" for w in raw["fleet"]["workers"]):
             event("accepted with a token worker")
+        if any(t.get("members") for t in raw["fleet"]["teams"]):
+            event("accepted with members on the manager")
         assert settings.fleet is not None
         check_components(settings, component_rules=True)  # a ConfigError if a component refuses it
 

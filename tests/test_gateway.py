@@ -18,7 +18,15 @@ from gke_gpu.serving.gateway import (
     InferenceGateway,
     epp_values,
 )
-from tests.conftest import AUTOPILOT_CLUSTER, L4_POOL, STANDARD_CLUSTER, config_error, render, stack_config
+from tests.conftest import (
+    AUTOPILOT_CLUSTER,
+    L4_POOL,
+    STANDARD_CLUSTER,
+    ULTRA_POOL,
+    config_error,
+    render,
+    stack_config,
+)
 from tests.kubernetes_schemas import validate
 from tools.offline import RunResult
 
@@ -377,14 +385,7 @@ def test_a_broken_serving_entry_is_not_judged_for_its_gateway() -> None:
 
 
 def test_the_gpudirect_range_is_kept_clear_too() -> None:
-    pool = {
-        "name": "ultra",
-        "accelerator": "nvidia-h200-141gb",
-        "gpusPerNode": 8,
-        "maxNodes": 2,
-        "zones": ["us-central1-b"],
-        "gpudirect": True,
-    }
+    pool = ULTRA_POOL
     message = config_error(
         {
             "cluster": STANDARD_CLUSTER,

@@ -7,16 +7,10 @@ import pulumi
 import pytest
 
 from gke_gpu import GpuNodePool, InvalidArgsError
+from tests.conftest import pool_args
 from tools.offline import RunResult, run_program
 
-REQUIRED = {
-    "project": "p-123456",
-    "location": "us-central1",
-    "cluster_name": "gpu-cluster",
-    "accelerator": "nvidia-l4",
-    "gpus_per_node": 1,
-    "max_nodes": 2,
-}
+REQUIRED = pool_args()
 
 
 def declare(args: dict, *, name: str = "train") -> RunResult:

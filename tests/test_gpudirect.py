@@ -16,30 +16,14 @@ from gke_gpu.gpudirect.flavors import (
 )
 from gke_gpu.gpudirect.networks import GpuDirectNetworks
 from gke_gpu.stack.config import parse_settings
+from tests.conftest import A4X_POOL as A4X
 from tests.conftest import AUTOPILOT_CLUSTER, STANDARD_CLUSTER, config_error, render, settings, stack_config
+from tests.conftest import MEGA_POOL as MEGA
+from tests.conftest import ULTRA_POOL as ULTRA
+from tests.conftest import ZONAL_CLUSTER as ZONAL
 from tools.offline import run_program
 
-ZONAL = {**STANDARD_CLUSTER, "location": "us-central1-a"}
-MEGA = {
-    "name": "train",
-    "accelerator": "nvidia-h100-mega-80gb",
-    "gpusPerNode": 8,
-    "maxNodes": 2,
-    "zones": ["us-central1-a"],
-    "gpudirect": True,
-}
 HIGH = {**MEGA, "name": "high", "accelerator": "nvidia-h100-80gb", "zones": ["us-central1-a"]}
-ULTRA = {**MEGA, "name": "ultra", "accelerator": "nvidia-h200-141gb", "zones": ["us-central1-b"]}
-# A rack: reserved capacity and its workload policy (the NVL72 rules, tests/test_nvl72_racks.py).
-A4X = {
-    **MEGA,
-    "name": "gb",
-    "accelerator": "nvidia-gb200",
-    "gpusPerNode": 4,
-    "zones": ["us-central1-a"],
-    "workloadPolicy": True,
-    "reservation": {"type": "SPECIFIC", "name": "rack"},
-}
 
 
 def raw(*pools: dict, network: dict | None = None, cluster: dict | None = None) -> dict:

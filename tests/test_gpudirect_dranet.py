@@ -14,31 +14,15 @@ from gke_gpu.gpudirect.dranet import DranetClaimTemplates, claim_template_spec
 from gke_gpu.gpudirect.flavors import GpuDirectFlavor
 from gke_gpu.gpudirect.pod_parts import dranet_pod_parts, gpudirect_pod_parts
 from gke_gpu.workloads.nccl_allreduce import NcclAllReduce
-from tests.conftest import STANDARD_CLUSTER, config_error, render, stack_config
+from tests.conftest import A4X_POOL, STANDARD_CLUSTER, ULTRA_POOL, config_error, render, stack_config
 from tests.kubernetes_schemas import validate
 from tools.offline import run_program
 from tools.plan import kubernetes_objects, to_document
 
 DRANET_VERSION = "1.34.1-gke.1829001"
 CLUSTER = {**STANDARD_CLUSTER, "minimumVersion": DRANET_VERSION}
-ULTRA = {
-    "name": "ultra",
-    "accelerator": "nvidia-h200-141gb",
-    "gpusPerNode": 8,
-    "maxNodes": 2,
-    "zones": ["us-central1-b"],
-    "gpudirect": True,
-    "gpudirectNetworking": "dranet",
-}
-A4X = {
-    **ULTRA,
-    "name": "gb",
-    "accelerator": "nvidia-gb200",
-    "gpusPerNode": 4,
-    "zones": ["us-central1-a"],
-    "workloadPolicy": True,
-    "reservation": {"type": "SPECIFIC", "name": "rack"},
-}
+ULTRA = {**ULTRA_POOL, "gpudirectNetworking": "dranet"}
+A4X = {**A4X_POOL, "gpudirectNetworking": "dranet"}
 MEGA = {**ULTRA, "name": "mega", "accelerator": "nvidia-h100-mega-80gb", "zones": ["us-central1-a"]}
 RCT = "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
 

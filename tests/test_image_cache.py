@@ -18,6 +18,7 @@ from tests.conftest import (
     L4_POOL,
     STANDARD_CLUSTER,
     config_error,
+    pool_args,
     render,
     stack_config,
 )
@@ -40,14 +41,7 @@ LADDER = {
     "capacityLadder": ["onDemand", "spot"],
     "imageCache": {"diskImage": VLLM},
 }
-ARGS = {
-    "project": "p-123456",
-    "location": "us-central1",
-    "cluster_name": "c",
-    "accelerator": "nvidia-l4",
-    "gpus_per_node": 1,
-    "max_nodes": 2,
-}
+ARGS = pool_args(cluster_name="c")
 # Git blob id of the vendored GCPResourceAllowlist schema (see tests/schemas/SOURCES.md).
 ALLOWLIST_SCHEMA = "crds-catalog/node.gke.io/gcpresourceallowlist_v1.json"
 ALLOWLIST_SCHEMA_BLOB = "b19e195e52c879bbac933c6af8c314429c183a3a"

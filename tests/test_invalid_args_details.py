@@ -10,22 +10,10 @@ import pytest
 
 from gke_gpu import GpuComputeClass, GpuNodePool, InvalidArgsError
 from gke_gpu.serving.inference_service import InferenceService
+from tests.conftest import pool_args, service_args
 
-POOL = {
-    "project": "p-123456",
-    "location": "us-central1",
-    "cluster_name": "gpu-cluster",
-    "accelerator": "nvidia-l4",
-    "gpus_per_node": 1,
-    "max_nodes": 2,
-}
-SERVICE = {
-    "model": "gs://models-bucket/qwen",
-    "node_selector": {"cloud.google.com/gke-nodepool": "l4"},
-    "tolerations": [],
-    "project": "p-123456",
-    "cluster_name": "gpu",
-}
+POOL = pool_args()
+SERVICE = service_args()
 PROFILE = {"accelerator": "nvidia-l4", "gpus_per_node": 1}
 NAME_RULE = (
     "is not a valid node pool name; use at most 40 lowercase letters, digits and hyphens, starting with a "

@@ -15,6 +15,7 @@ from gke_gpu.stack.config import parse_settings
 from gke_gpu.workloads.kueue_config import CHANNEL_RESOURCE, RDMA_NIC_RESOURCE
 from tests.conftest import (
     PROJECT,
+    RACK_POOL,
     REGION,
     STANDARD_CLUSTER,
     render,
@@ -28,14 +29,7 @@ RCT = "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
 CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
 LOCAL_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:LocalQueue"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-RACK = {
-    "name": "rack",
-    "accelerator": "nvidia-gb200",
-    "maxNodes": 2,
-    "zones": ["us-central1-a"],
-    "workloadPolicy": True,
-    "reservation": {"type": "SPECIFIC", "name": "a4x-rack"},
-}
+RACK = RACK_POOL
 
 
 def kueue_configuration(result: Any) -> dict[str, Any]:

@@ -168,7 +168,7 @@ DOMAIN_EDGES: dict[str, set[str]] = {
     "gpu": {"cluster", "gpudirect"},
     "dra": {"gpu", "gpudirect"},
     "monitoring": {"cluster", "gpu"},
-    "serving": {"cluster", "dra", "gpu"},
+    "serving": {"cluster", "dra", "gpu", "gpudirect"},
     "workloads": {"cluster", "dra", "gpu", "gpudirect", "serving"},
     "fleet": {"cluster", "gpu", "monitoring", "network", "serving", "workloads"},
     "project": set(),

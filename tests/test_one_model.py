@@ -87,7 +87,7 @@ SAME_VALUE = {
     },
     "pulumi": {"core/k8s.py:MANAGED_BY", "stack/keys.py:ENGINE_NAMESPACE"},
     "5m": {"monitoring/alert_rules.py:BACKLOG_WINDOW", "monitoring/dashboard_serving.py:WINDOW"},
-    "vllm": {"serving/inference_service.py:KSA", "serving/server_parts.py:CONTAINER"},
+    "vllm": {"serving/server_pod.py:KSA", "serving/server_parts.py:CONTAINER"},
 }
 
 

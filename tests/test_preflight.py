@@ -92,12 +92,27 @@ def test_prod_quota_is_each_pools_most_gpus_on_demand() -> None:
         ("global", "GPUS_ALL_REGIONS"): 6,
         ("us-central1", "NVIDIA_L4_GPUS"): 4,
         ("us-central1", "NVIDIA_A100_GPUS"): 2,
+        # The GPU machines' vCPUs: 4 g2-standard-8, 2 a2-highgpu-1g (12 vCPUs each: A2's own metric).
+        ("us-central1", "CPUS"): 32,
+        ("us-central1", "A2_CPUS"): 24,
+        ("global", "NETWORKS"): 1,
     }
 
 
 def test_a_reserved_rack_needs_its_reservation_not_quota() -> None:
-    quotas = _project("nvl72")["quotas"]
+    quotas = [q for q in _project("nvl72")["quotas"] if q["kind"] != "networks"]
     assert [(q["metric"], q["max"], q["kind"]) for q in quotas] == [("reservation a4x-rack", 64, "reserved")]
+
+
+def test_train_counts_its_nine_networks_and_its_nodes_vcpus() -> None:
+    # The cluster's VPC and the 8 GPU NIC VPCs of A3 Mega (TCPXO), against the project's NETWORKS quota,
+    # which counts the default network too (cloud.google.com/vpc/docs/quota): the live check reads it.
+    quotas = {(q["region"], q["metric"]): q for q in _project("train")["quotas"]}
+    networks = quotas[("global", "NETWORKS")]
+    assert networks["max"] == 9 and networks["kind"] == "networks" and len(networks["pools"]) == 9
+    # Two a3-megagpu-8g (208 vCPUs each) through DWS: the preemptible vCPU quota, marked UNVERIFIED.
+    cpus = quotas[("us-central1", "PREEMPTIBLE_CPUS")]
+    assert cpus["max"] == 416 and cpus["unverified"] is True
 
 
 def test_a_fleet_gets_a_quota_line_per_region_of_its_workers() -> None:

@@ -124,8 +124,8 @@ def _everything(preflight: dict[str, Any]) -> dict[str, Any]:
         "enabled": {a["api"] for a in project["apis"]},
         "held": permissions | bucket,
         "quotas": {
-            "us-central1": {"NVIDIA_L4_GPUS": (8.0, 0.0)},
-            "global": {"GPUS_ALL_REGIONS": (16.0, 2.0)},
+            "us-central1": {"NVIDIA_L4_GPUS": (8.0, 0.0), "CPUS": (72.0, 0.0)},
+            "global": {"GPUS_ALL_REGIONS": (16.0, 2.0), "NETWORKS": (15.0, 1.0)},
         },
     }
 
@@ -193,8 +193,8 @@ def test_a_missing_bucket_permission_names_the_bucket(serve: dict[str, Any]) -> 
 def test_insufficient_quota(serve: dict[str, Any]) -> None:
     given = _everything(serve)
     given["quotas"] = {
-        "us-central1": {"NVIDIA_L4_GPUS": (2.0, 1.0)},
-        "global": {"GPUS_ALL_REGIONS": (0.0, 0.0)},
+        "us-central1": {"NVIDIA_L4_GPUS": (2.0, 1.0), "CPUS": (24.0, 8.0)},
+        "global": {"GPUS_ALL_REGIONS": (0.0, 0.0), "NETWORKS": (5.0, 5.0)},
     }
     report = live.check(serve, _session(FakeGoogle(**given)))
     assert report.exit_code() == live.EXIT_MISSING
@@ -205,6 +205,15 @@ def test_insufficient_quota(serve: dict[str, Any]) -> None:
     )
     assert any(
         "global: GPUS_ALL_REGIONS: the pools may ask 3, but the limit is 0" in line for line in report.missing
+    )
+    # The L4 nodes' 24 vCPUs against 16 left, and one more network where the project has none left.
+    assert any(
+        "us-central1: CPUS: the pools may ask 24, but the limit is 24 and 8 is in use" in m
+        for m in report.missing
+    )
+    assert any(
+        "global: NETWORKS: the stack creates 1, but the limit is 5 and 5 is in use" in m
+        for m in report.missing
     )
 
 
@@ -263,3 +272,111 @@ def test_the_member_of_the_commands_is_the_service_account_when_known() -> None:
 
     assert live.caller_member(Service()) == "serviceAccount:deployer@ci.iam.gserviceaccount.com"
     assert live.caller_member(Credentials(token=TOKEN)) == "user:<you@example.com>"
+
+
+# -- credentials that exist but cannot be used --------------------------------------------------------
+
+TOKEN_HOST = "oauth2.googleapis.com"
+
+
+class WithTokenEndpoint(FakeGoogle):
+    """FakeGoogle with Google's OAuth token endpoint, answering a refresh as it documents: a new access
+    token, or `invalid_grant` (an expired or revoked refresh token); or, with `unreachable`, no network to
+    the named hosts (requests' ConnectionError, as its HTTPAdapter raises it)."""
+
+    def __init__(self, *, refresh: str = "ok", unreachable: set[str] | None = None, **given: Any) -> None:
+        super().__init__(**given)
+        self.refresh, self.unreachable = refresh, unreachable or set()
+
+    def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
+        host = urlsplit(request.url or "").netloc
+        if host in self.unreachable:
+            self.calls.append(request)
+            raise requests.exceptions.ConnectionError(f"Failed to resolve '{host}'", request=request)
+        if host == TOKEN_HOST:
+            self.calls.append(request)
+            if self.refresh == "ok":
+                return self._answer(
+                    request, 200, {"access_token": TOKEN, "expires_in": 3599, "token_type": "Bearer"}
+                )
+            return self._answer(
+                request,
+                400,
+                {"error": "invalid_grant", "error_description": "Token has been expired or revoked."},
+            )
+        return super().send(request, **kwargs)
+
+
+def _adc_file(tmp_path: Any, monkeypatch: pytest.MonkeyPatch, content: str) -> Any:
+    """An Application Default Credentials file named by GOOGLE_APPLICATION_CREDENTIALS."""
+    path = tmp_path / "adc.json"
+    path.write_text(content)
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(path))
+    return path
+
+
+AUTHORIZED_USER = json.dumps(
+    {
+        "type": "authorized_user",
+        "client_id": "764086051850-example.apps.googleusercontent.com",
+        "client_secret": "d-FL95Q19q7MQmFpd7hHD0Ty",
+        "refresh_token": "1//fake-refresh-token",
+    }
+)
+
+
+def _route_all_sessions(monkeypatch: pytest.MonkeyPatch, adapter: FakeGoogle) -> None:
+    """Every requests Session (AuthorizedSession's and the token refresh's own) through `adapter`."""
+    monkeypatch.setattr(requests.Session, "get_adapter", lambda self, url: adapter)
+
+
+def test_a_login_that_cannot_be_refreshed_says_log_in_again(
+    serve: dict[str, Any], tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _adc_file(tmp_path, monkeypatch, AUTHORIZED_USER)
+    adapter = WithTokenEndpoint(refresh="invalid_grant", **_everything(serve))
+    _route_all_sessions(monkeypatch, adapter)
+    assert live.main(["--stack", "serve"]) == live.EXIT_CANNOT_RUN
+    err = capsys.readouterr().err
+    assert err.startswith("error: the Google credentials could not be refreshed (")
+    assert "invalid_grant" in err and "gcloud auth application-default login" in err
+    assert "Traceback" not in err and "1//fake-refresh-token" not in err
+    # It stopped at the refresh: no API was asked.
+    assert {urlsplit(c.url or "").netloc for c in adapter.calls} == {TOKEN_HOST}
+
+
+def test_a_token_endpoint_out_of_reach_says_check_the_network(
+    serve: dict[str, Any], tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _adc_file(tmp_path, monkeypatch, AUTHORIZED_USER)
+    _route_all_sessions(monkeypatch, WithTokenEndpoint(unreachable={TOKEN_HOST}, **_everything(serve)))
+    assert live.main(["--stack", "serve"]) == live.EXIT_CANNOT_RUN
+    err = capsys.readouterr().err
+    assert err.startswith("error: Google's token endpoint could not be reached to refresh the credentials")
+    assert "check the network" in err and "Traceback" not in err
+
+
+def test_an_api_out_of_reach_says_check_the_network(
+    serve: dict[str, Any], tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _adc_file(tmp_path, monkeypatch, AUTHORIZED_USER)
+    adapter = WithTokenEndpoint(unreachable={"serviceusage.googleapis.com"}, **_everything(serve))
+    _route_all_sessions(monkeypatch, adapter)
+    assert live.main(["--stack", "serve"]) == live.EXIT_CANNOT_RUN
+    err = capsys.readouterr().err
+    assert err.startswith("error: Google's APIs could not be reached (") and "Traceback" not in err
+
+
+def test_a_malformed_credentials_file_is_unreadable_not_missing(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _adc_file(tmp_path, monkeypatch, '{"type": "authorized_user", ')
+    assert live.main(["--stack", "serve"]) == live.EXIT_CANNOT_RUN
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: the credentials file {path} is unreadable (")
+    assert "no Google credentials found" not in err and "Traceback" not in err
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "gone.json"))
+    assert live.main(["--stack", "serve"]) == live.EXIT_CANNOT_RUN
+    assert f"GOOGLE_APPLICATION_CREDENTIALS names {tmp_path / 'gone.json'}, which is not a file" in (
+        capsys.readouterr().err
+    )

@@ -25,6 +25,8 @@ ASKS = re.compile(
     r"\b(?:set|raise)\s+`?(?P<key>[A-Za-z][\w.]*|it)`?(?::\s*|\s+to\s+)`?(?P<value>[\w.\-]+)`?",
 )
 KEY_AT = re.compile(r"^(?:note|warning): gke-gpu:(?P<path>[\w.\[\]]+):")
+# "warning: gke-gpu:cluster.dnsEndpointExternal: false: ..." (a warning about the key's own value)
+WARNED_VALUE = re.compile(r"^warning: gke-gpu:(?P<path>[\w.\[\]]+): (?P<value>[\w.\-]+):")
 
 
 def _stack_values(stack: str) -> dict[str, Any]:
@@ -105,3 +107,33 @@ def test_the_check_finds_a_message_asking_for_what_is_set() -> None:
     assert _asked_but_already_set(asks_set, values) == ["gpuPools[0].compactPlacement is already True"]
     assert not _asked_but_already_set(asks_set, {"cluster.minimumVersion": "1.35"})
     assert not _asked_but_already_set("note: gke-gpu:x: needs GKE 1.36 or later", values)
+
+
+def _warned_about_own_choice(message: str, values: dict[str, Any]) -> str | None:
+    """The setting a `warning:` is about when the stack file sets it to the very value the warning
+    quotes: a deliberate choice, which a note explains and a warning does not."""
+    found = WARNED_VALUE.match(message)
+    if found is None:
+        return None
+    held = values.get(found.group("path"))
+    if held is not None and str(held).lower() == found.group("value").lower():
+        return f"{found.group('path')}: {held!r}"
+    return None
+
+
+@pytest.mark.parametrize("stack", stacks())
+def test_no_example_stack_is_warned_about_a_value_it_chose(stack: str) -> None:
+    values = _stack_values(stack)
+    offending = [m for m in stack_render(stack).warnings if _warned_about_own_choice(m, values)]
+    assert not offending, offending
+
+
+def test_prods_private_dns_endpoint_is_a_note_of_where_to_run_from() -> None:
+    messages = stack_render("prod").warnings
+    (dns,) = [m for m in messages if "dnsEndpointExternal" in m]
+    assert dns == (
+        "note: gke-gpu:cluster.dnsEndpointExternal: false: the DNS endpoint answers only requests from "
+        "Google Cloud's networks, so `pulumi up` and kubectl must run there (docs/security.md)"
+    )
+    # The checker finds the warning this was.
+    assert _warned_about_own_choice("warning: " + dns.removeprefix("note: "), _stack_values("prod"))

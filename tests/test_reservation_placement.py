@@ -4,7 +4,7 @@ placement policy, never both by accident, and the render says which one places t
 import pytest
 
 from gke_gpu import GpuNodePool, InvalidArgsError
-from tests.conftest import STANDARD_CLUSTER, config_error, render, stack_config
+from tests.conftest import STANDARD_CLUSTER, config_error, pool_args, render, stack_config
 from tools.offline import run_program
 
 ULTRA = {
@@ -28,17 +28,14 @@ def test_a_reservation_block_with_compact_placement_is_refused_naming_the_key() 
 
 
 def test_the_library_refuses_the_same_pair() -> None:
-    args = {
-        "project": "p-123456",
-        "location": "us-central1",
-        "cluster_name": "c",
-        "accelerator": "nvidia-h200-141gb",
-        "gpus_per_node": 8,
-        "max_nodes": 2,
-        "zones": ["us-central1-b"],
-        "reservation": BLOCK,
-        "compact_placement": True,
-    }
+    args = pool_args(
+        "nvidia-h200-141gb",
+        8,
+        cluster_name="c",
+        zones=["us-central1-b"],
+        reservation=BLOCK,
+        compact_placement=True,
+    )
     result = run_program({}, program=lambda: GpuNodePool("ultra", args))
     assert isinstance(result.error, InvalidArgsError)
     assert any(

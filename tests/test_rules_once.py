@@ -34,6 +34,7 @@ from gke_gpu.gpudirect import flavors
 from gke_gpu.monitoring import dcgm_exporter_args
 from gke_gpu.monitoring import rules as monitoring_rules
 from gke_gpu.network import rules as network_rules
+from gke_gpu.serving import fit, pd_rules, pool_rules
 from gke_gpu.serving import rules as serving_rules
 from gke_gpu.workloads import batch_teams, training_data_rules
 from tests.conftest import AUTOPILOT_CLUSTER, STANDARD_CLUSTER, render, settings, stack_config
@@ -53,6 +54,10 @@ SHARED_RULES: list[Callable[..., Any]] = [
     dcgm_exporter_args.check_exporter,
     serving_rules.check_model_server,
     serving_rules.check_replica_nodes,
+    fit.check_model,
+    pool_rules.check_pool,
+    pool_rules.check_weights_cache,
+    pd_rules.check_disaggregation,
     batch_teams.check_team_names,
     batch_teams.check_queue_names,
     batch_teams.check_shares,
@@ -63,10 +68,17 @@ SHARED_RULES: list[Callable[..., Any]] = [
     training_data_rules.check_volumes,
     image_digests.check_digests,
 ]
+# At most once per service: a service's model, its pool, its cache, its roles.
+PER_SERVICE = {"check_model", "check_pool", "check_weights_cache", "check_disaggregation"}
 # Once per team: a team's members and egress.
 PER_TEAM = {"check_members", "check_egress", "check_volumes"}
 # Once per render: each of these judges the stack's one cluster, network, monitoring or batch section.
-PER_RENDER = {f.__name__ for f in SHARED_RULES} - {"check_model_server", "check_replica_nodes", *PER_TEAM}
+PER_RENDER = {f.__name__ for f in SHARED_RULES} - {
+    "check_model_server",
+    "check_replica_nodes",
+    *PER_SERVICE,
+    *PER_TEAM,
+}
 EXAMPLE_STACKS = ["dev", "prod", "onprem", "train", "serve"]
 
 
@@ -158,6 +170,7 @@ def assert_once_per_render(calls: Counter[str], validated: Counter[tuple[str, st
     assert calls["check_model_server"] == len(resolved.serving), calls
     assert calls["check_replica_nodes"] <= len(resolved.serving), calls
     assert all(calls[rule] <= len(resolved.batch.teams) for rule in PER_TEAM), calls
+    assert all(calls[rule] <= len(resolved.serving) for rule in PER_SERVICE), calls
     if resolved.cluster.mode != "existing":
         assert calls["check_nodes"] == calls["check_private_nodes"] == calls["check_ranges"] == 1, calls
     assert validated, "the stack declares components that validate their args"

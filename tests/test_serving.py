@@ -7,7 +7,15 @@ from gke_gpu.core import images
 from gke_gpu.core.validation import InvalidArgsError
 from gke_gpu.serving.inference_service import InferenceService
 from gke_gpu.serving.weights_reader import service_account_id
-from tests.conftest import AUTOPILOT_CLUSTER, L4_POOL, STANDARD_CLUSTER, config_error, render, stack_config
+from tests.conftest import (
+    AUTOPILOT_CLUSTER,
+    L4_POOL,
+    STANDARD_CLUSTER,
+    config_error,
+    render,
+    service_args,
+    stack_config,
+)
 from tests.kubernetes_schemas import validate
 from tools.offline import RunResult
 
@@ -270,13 +278,7 @@ def test_two_services_may_not_share_a_name() -> None:
     assert "gke-gpu:serving[1].name: 'chat' is also serving[0]'s name" in message
 
 
-ARGS = {
-    "model": "gs://models-bucket/qwen",
-    "node_selector": {"cloud.google.com/gke-nodepool": "l4"},
-    "tolerations": [],
-    "project": "p-123456",
-    "cluster_name": "gpu",
-}
+ARGS = service_args()
 
 
 def test_the_component_checks_its_args() -> None:

@@ -64,6 +64,33 @@ def test_the_meta_models_are_their_arch_args() -> None:
     assert all(facts(m).gated for m in catalogue() if m.startswith("meta-llama/llama-3"))
 
 
+def qwen2_parameters(hidden: int, layers: int, heads: int, kv: int, mlp: int, vocab: int = 151936) -> int:
+    """A Qwen2 config.json to a parameter count: tied embeddings, q/k/v with biases, o, the gated MLP,
+    two norms a layer and the final one (hidden / heads a head: no head_dim in a Qwen2 config)."""
+    head = hidden // heads
+    attention = (hidden + 1) * heads * head + 2 * (hidden + 1) * kv * head + hidden * hidden
+    return vocab * hidden + layers * (attention + 3 * hidden * mlp + 2 * hidden) + hidden
+
+
+def test_qwen_2_5_1_5b_is_its_config_json() -> None:
+    # hubconfig: vllm-project/vllm-ascend#109 quotes the Qwen2Config transformers loaded from
+    # Qwen/Qwen2.5-1.5B-Instruct/config.json (hidden 1536, 28 layers, 12/2 heads, MLP 8960, bfloat16).
+    qwen = facts("Qwen/Qwen2.5-1.5B-Instruct")
+    assert qwen.parameters == qwen2_parameters(1536, 28, 12, 2, 8960) == 1_543_714_304
+    # The card's 1.31B without the embeddings.
+    assert round((qwen.parameters - 151936 * 1536) / 1e9, 2) == 1.31
+    assert (qwen.dtype, qwen.attention_heads, qwen.kv_heads, qwen.layers, qwen.head_dim) == (
+        "bfloat16",
+        12,
+        2,
+        28,
+        128,
+    )
+    assert qwen.max_context == 32768 and qwen.gated is None  # the card copy has no front matter
+    # The 3B holds to the same arithmetic (mlc qwen2.5_3b).
+    assert facts("Qwen/Qwen2.5-3B-Instruct").parameters == qwen2_parameters(2048, 36, 16, 2, 11008)
+
+
 def test_gemma_3_is_its_transformer_configs_and_slides() -> None:
     # google-deepmind/gemma@7691fd4e gemma/gm/nn/_gemma.py: Gemma3_4B, Gemma3_12B, Gemma3_27B.
     for name, shape in {

@@ -12,23 +12,16 @@ import pytest
 
 from gke_gpu.core.validation import InvalidArgsError
 from gke_gpu.serving.inference_service import InferenceService
-from tests.conftest import STANDARD_CLUSTER, config_error, render, stack_config
+from tests.conftest import DRA_CLUSTER, config_error, render, stack_config
+from tests.conftest import DRA_POOL as DRA_SHARED_POOL
 from tests.kubernetes_schemas import validate
 from tools.offline import RunResult
 
 CLAIM_TEMPLATE = "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 LWS = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
-DRA_CLUSTER = {**STANDARD_CLUSTER, "minimumVersion": "1.34"}
 # Two L4 GPUs a node (g2-standard-24), GKE's driver off as GKE's DRA page asks.
-DRA_POOL = {
-    "name": "l4",
-    "accelerator": "nvidia-l4",
-    "gpusPerNode": 2,
-    "maxNodes": 6,
-    "draGpus": True,
-    "driverVersion": "INSTALLATION_DISABLED",
-}
+DRA_POOL = {**DRA_SHARED_POOL, "maxNodes": 6}
 NO_DCGM = {"dcgm": "none", "dashboard": False}
 MODEL = "gs://models-bucket/qwen2.5-1.5b-instruct"
 # One node a replica, autoscaled (a Deployment, its HPA and PDB); a replica over two nodes (an LWS).

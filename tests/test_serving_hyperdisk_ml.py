@@ -11,7 +11,15 @@ import pytest
 
 from gke_gpu.core.validation import InvalidArgsError
 from gke_gpu.serving.inference_service import InferenceService
-from tests.conftest import AUTOPILOT_CLUSTER, L4_POOL, STANDARD_CLUSTER, config_error, render, stack_config
+from tests.conftest import (
+    AUTOPILOT_CLUSTER,
+    L4_POOL,
+    STANDARD_CLUSTER,
+    config_error,
+    render,
+    service_args,
+    stack_config,
+)
 from tests.kubernetes_schemas import SCHEMAS, validate
 from tools import offline
 from tools.offline import RunResult, run_program
@@ -391,13 +399,7 @@ def test_independent_problems_are_listed_together() -> None:
     assert "serving[1].weights.sizeGib: 10 is only allowed" in message
 
 
-ARGS = {
-    "model": "gs://models-bucket/qwen",
-    "node_selector": {"cloud.google.com/gke-nodepool": "l4"},
-    "tolerations": [],
-    "project": "p-123456",
-    "cluster_name": "gpu",
-}
+ARGS = service_args()
 HDML_ARGS = {"via": "hyperdiskMl", "size_gib": 50}
 
 

@@ -101,7 +101,7 @@ def _run(
     floors: tuple[str, str, str] = ("1", "60000", "1000"),
 ) -> tuple[int, str]:
     argv = [
-        f"--url={url}",
+        *([f"--url={url}"] if url else []),
         "--model=chat",
         "--levels=1,3",
         "--requests-per-level=6",
@@ -195,3 +195,66 @@ def test_the_summary_is_the_format_the_judge_reads() -> None:
     assert figures["mean_ttft_ms"] == pytest.approx(100)
     assert figures["mean_tpot_ms"] == pytest.approx(100)  # (500 - 100) / (5 - 1)
     assert figures["output_tok_s"] == pytest.approx(5) and figures["request_throughput"] == pytest.approx(1)
+
+
+# ---- Through the Inference Gateway (a disaggregated service) ------------------------------------
+
+
+def test_the_gateway_s_address_is_read_once_gke_gives_it_one() -> None:
+    answers = iter([{}, {"status": {"addresses": []}}, {"status": {"addresses": [{"value": "10.0.0.7"}]}}])
+    paths: list[str] = []
+
+    def read(path: str) -> dict:
+        paths.append(path)
+        return next(answers)
+
+    address, error = client.gateway_address("serve-chat", "chat", 60, read=read, sleep=lambda s: None)
+    assert (address, error) == ("10.0.0.7", "")
+    assert paths == ["/apis/gateway.networking.k8s.io/v1/namespaces/serve-chat/gateways/chat"] * 3
+
+
+def test_a_gateway_that_never_gets_an_address_is_an_error_not_a_hang(capsys, monkeypatch) -> None:
+    ticks = iter(range(0, 10_000, 10))
+
+    def refused(path: str) -> dict:
+        raise OSError("connection refused")
+
+    address, error = client.gateway_address(
+        "serve-chat", "chat", 30, read=refused, clock=lambda: next(ticks), sleep=lambda s: None
+    )
+    assert address == "" and error == "OSError: connection refused"
+    monkeypatch.setattr(client, "_read_api", lambda path: {})
+    code = client.main(
+        [
+            "--gateway=serve-chat/chat",
+            "--model=chat",
+            "--wait-s=0",
+            "--min-output-tok-s=1",
+            "--max-p99-ttft-ms=1",
+            "--max-mean-tpot-ms=1",
+            "--label=chat",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 2
+    assert out.splitlines()[-1] == (
+        "SERVING-LOAD RESULT ERROR chat: the gateway has no address: gateway serve-chat/chat has no "
+        "address yet"
+    )
+
+
+def test_through_the_gateway_it_loads_the_address_and_skips_health(server, capsys, monkeypatch) -> None:
+    url, behaviour = server
+    host = url.removeprefix("http://")
+    monkeypatch.setattr(client, "_read_api", lambda path: {"status": {"addresses": [{"value": host}]}})
+    code, out = _run("", capsys, "--gateway=serve-chat/chat")
+    assert code == 0, out
+    # No /health (the gateway sends every path to the picker): a completion proves it serves.
+    assert behaviour.health_calls == 0
+    assert len(behaviour.seen) == 14  # the readiness completion, the warm-up, 6 + 6
+
+
+def test_url_and_gateway_are_one_or_the_other(capsys) -> None:
+    with pytest.raises(SystemExit):
+        client.main(["--model=chat", "--min-output-tok-s=1", "--max-p99-ttft-ms=1", "--max-mean-tpot-ms=1"])
+    assert "give --url or --gateway" in capsys.readouterr().err

@@ -16,7 +16,7 @@ from gke_gpu.serving.inference_service import InferenceService
 from gke_gpu.serving.model import ModelServerSettings
 from gke_gpu.serving.model_catalog import catalogue, catalogued, weights_bytes
 from gke_gpu.stack.config import parse_settings
-from tests.conftest import L4_POOL, STANDARD_CLUSTER, config_error, render, stack_config
+from tests.conftest import L4_POOL, STANDARD_CLUSTER, config_error, render, service_args, stack_config
 
 L4 = {**L4_POOL, "driverVersion": "LATEST"}
 H100X8 = {
@@ -252,16 +252,9 @@ def test_model_info_is_checked_and_used(info: dict[str, Any], expected: str) -> 
 
 
 def test_the_component_knows_the_model_too() -> None:
-    args = {
-        "model": "Qwen/Qwen2.5-7B-Instruct",
-        "node_selector": {"cloud.google.com/gke-nodepool": "a100"},
-        "tolerations": [],
-        "project": "p-123456",
-        "cluster_name": "gpu",
-        "gpus_per_replica": 8,
-        "max_model_len": 65536,
-        "disk_gib": 10,
-    }
+    args = service_args(
+        "a100", "Qwen/Qwen2.5-7B-Instruct", gpus_per_replica=8, max_model_len=65536, disk_gib=10
+    )
     with pytest.raises(InvalidArgsError) as refused:
         InferenceService.check_args("chat", args)
     text = str(refused.value)

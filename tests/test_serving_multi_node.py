@@ -12,7 +12,14 @@ import yaml
 from gke_gpu.core.validation import InvalidArgsError
 from gke_gpu.serving.inference_service import InferenceService
 from gke_gpu.serving.lws_controller import LeaderWorkerSetController
-from tests.conftest import AUTOPILOT_CLUSTER, STANDARD_CLUSTER, config_error, render, stack_config
+from tests.conftest import (
+    AUTOPILOT_CLUSTER,
+    STANDARD_CLUSTER,
+    config_error,
+    render,
+    service_args,
+    stack_config,
+)
 from tests.kubernetes_schemas import validate
 from tools.offline import RunResult
 
@@ -33,7 +40,7 @@ MULTI_NODE_ARGS = [
 def _docs_example() -> dict[str, Any]:
     """The stack file example of docs/serving.md's multi-node section, its bucket filled in."""
     blocks = re.findall(r"```yaml\n(.*?)```", DOCS.read_text(encoding="utf-8"), flags=re.DOTALL)
-    (block,) = [b for b in blocks if "gpusPerReplica: 16" in b]
+    (block,) = [b for b in blocks if "gpusPerReplica: 16" in b and "llama-405b" in b]
     return yaml.safe_load(block.replace("<your-bucket>", "models-bucket"))
 
 
@@ -336,13 +343,7 @@ def test_two_independent_problems_are_both_reported_and_nothing_else() -> None:
     assert message.count("gke-gpu:serving") == 2, message
 
 
-ARGS = {
-    "model": "gs://models-bucket/llama",
-    "node_selector": {"cloud.google.com/gke-nodepool": "h100"},
-    "tolerations": [],
-    "project": "p-123456",
-    "cluster_name": "gpu",
-}
+ARGS = service_args("h100", "gs://models-bucket/llama")
 
 
 def test_the_component_refuses_a_replica_that_is_not_whole_nodes() -> None:

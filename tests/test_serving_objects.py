@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from gke_gpu.gpu.pool import GpuPool
 from gke_gpu.serving.sizing import GIB, weights_cache
-from tests.conftest import L4_POOL, STANDARD_CLUSTER, config_error, render, stack_config
+from tests.conftest import L4_POOL, STANDARD_CLUSTER, config_error, render, service_args, stack_config
 from tests.kubernetes_schemas import validate
 from tools.offline import RunResult
 
@@ -285,13 +285,7 @@ def test_the_components_check_the_image_they_are_given() -> None:
     from gke_gpu.core.validation import InvalidArgsError
     from gke_gpu.serving.inference_service import InferenceService
 
-    args = {
-        "model": "gs://models-bucket/qwen",
-        "node_selector": {"cloud.google.com/gke-nodepool": "l4"},
-        "tolerations": [],
-        "project": "p-123456",
-        "cluster_name": "gpu",
-    }
+    args = service_args()
     with pytest.raises(
         InvalidArgsError, match=r"image: 'Docker\.io/VLLM' is not allowed: expected a container image"
     ):
@@ -366,3 +360,17 @@ def test_replicas_sharing_a_node_ask_for_its_ephemeral_storage_together_not_each
     )
     asked += _gib(spec["metadata"]["annotations"].get("gke-gcsfuse/ephemeral-storage-request", "0Gi"))
     assert 8 * asked <= allocatable_ephemeral_gib(16 * LOCAL_SSD_GIB), asked
+
+
+def test_a_mig_pool_gets_its_own_note_not_a_model_info_one() -> None:
+    mig = {**H100, "maxNodes": 2, "migPartitionSize": "3g.40gb"}
+    service = {"name": "chat", "pool": "h100", "model": "Qwen/Qwen2.5-1.5B-Instruct"}
+    result = render(stack_config(cluster=STANDARD_CLUSTER, gpuPools=[mig], serving=[service]))
+    notes = [w for w in result.warnings if "gke-gpu:serving[0]" in w]
+    assert (
+        "note: gke-gpu:serving[0].model: not checked against the GPUs' memory: the replicas run on MIG "
+        "partitions (3g.40gb), slices of a GPU whose memory this check does not count, whatever the model's "
+        "figures; only the server's start will show whether the model fits"
+    ) in notes
+    # No model_info figure would let that check run: no note says so.
+    assert not [n for n in notes if "GPUs' memory" in n and "modelInfo" in n], notes

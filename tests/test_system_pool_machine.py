@@ -14,19 +14,10 @@ from gke_gpu.cluster.rules import machine_type_problem
 from gke_gpu.core.catalog import load_catalog, load_machine_types
 from gke_gpu.core.model import MACHINE_TYPE
 from gke_gpu.core.validation import InvalidArgsError
-from tests.conftest import L4_POOL, STANDARD_CLUSTER, config_error, settings
+from tests.conftest import L4_POOL, STANDARD_CLUSTER, cluster_args, config_error, settings
 
 KEY = "gke-gpu:cluster.systemPool.machineType"
-CLUSTER_ARGS = {
-    "project": "test-project",
-    "name": "gpu",
-    "location": "us-central1",
-    "autopilot": False,
-    "network": "gpu-vpc",
-    "subnetwork": "gpu-nodes",
-    "pods_range_name": "pods",
-    "services_range_name": "services",
-}
+CLUSTER_ARGS = cluster_args(project="test-project")
 
 VALID = [
     "e2-standard-4",

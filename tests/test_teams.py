@@ -15,23 +15,14 @@ from gke_gpu.core.validation import InvalidArgsError
 from gke_gpu.stack.config import parse_settings
 from gke_gpu.workloads.batch_queues import GpuBatchQueues
 from gke_gpu.workloads.batch_teams import Quota
-from tests.conftest import L4_POOL, STANDARD_CLUSTER, config_error, render, stack_config
+from tests.conftest import L4_POOL, MEGA_POOL, STANDARD_CLUSTER, config_error, render, stack_config
+from tests.conftest import ZONAL_CLUSTER as ZONAL
 from tests.kubernetes_schemas import validate
 from tools.offline import RunResult
 
 KUEUE = "kubernetes:kueue.x-k8s.io/v1beta2"
-ZONAL = {**STANDARD_CLUSTER, "location": "us-central1-a"}
-# A3 Mega with GPUDirect-TCPXO: 2 nodes x 8 GPUs = 16; a3-megagpu-8g has 208 vCPUs and 1,872 GB.
-MEGA = {
-    "name": "train",
-    "accelerator": "nvidia-h100-mega-80gb",
-    "gpusPerNode": 8,
-    "maxNodes": 2,
-    "zones": ["us-central1-a"],
-    "gpudirect": True,
-    # Kueue places by topology only nodes that exist or that queued provisioning obtains first.
-    "queuedProvisioning": True,
-}
+# Kueue places by topology only nodes that exist or that queued provisioning obtains first.
+MEGA = {**MEGA_POOL, "queuedProvisioning": True}
 TEAMS = [
     {"name": "research", "pools": {"train": {"gpus": 8}}},
     {"name": "platform", "namespace": "platform-jobs", "pools": {"train": {"gpus": 4, "borrow": 4}}},

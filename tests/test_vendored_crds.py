@@ -11,6 +11,7 @@ import hashlib
 import re
 from typing import Any
 
+import jsonschema
 import pytest
 
 from tests.kubernetes_schemas import (
@@ -21,6 +22,7 @@ from tests.kubernetes_schemas import (
     crd_manifest,
     crd_schema,
     validate,
+    validator_schema,
 )
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -427,6 +429,16 @@ def test_vendored_crd_is_the_published_file_unchanged(filename: str) -> None:
     assert _blob((SCHEMAS / filename).read_bytes()) == VENDORED_BLOBS[filename], (
         "re-vendor verbatim and update SOURCES.md and VENDORED_BLOBS"
     )
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind", "filename"),
+    [(*key, filename) for key, files in sorted(CRD_SCHEMAS.items()) for filename in files],
+)
+def test_each_schema_validate_uses_is_a_valid_json_schema(api_version: str, kind: str, filename: str) -> None:
+    # Checked once here rather than wherever a process builds its validator (the LeaderWorkerSet
+    # CRD's, with two Pod templates, takes about a second).
+    jsonschema.Draft202012Validator.check_schema(validator_schema(filename, api_version, kind))
 
 
 @pytest.mark.parametrize("kind", sorted(VALID))

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Benchmark: offline render time per stack, for generated 1- and 64-pool stacks, and over a floor.
 
-    .venv/bin/python tools/benchmark.py [--repeat 3] [--floor STACK] [--floor-only] [--tests]
+    .venv/bin/python tools/benchmark.py [--repeat 3] [--floor STACK] [--floor-only] [--tests] [--tests-only]
 
 Each fresh-process figure is the median of `--repeat` runs in a new Python process (what a user or
 CI pays), as wall time and as the child's CPU time (user + sys, from getrusage: steadier than wall
@@ -14,7 +14,9 @@ the resources a render of that stack declares (type tokens, names, parents, prov
 the same SDK classes, under the same mocks, and prints them as JSON, with nothing else; the benchmark
 checks that its declarations equal the render's, times both alternately and prints render / floor,
 and names the imports only the render pays for (from one `-X importtime` run of each).
-`--tests` also times the whole pytest suite once. Nothing here asserts a time: it reports.
+`--tests` also times the whole pytest suite once on 2 workers (`-n 2`, the suite's other options from
+pyproject.toml), as wall time and as CPU time (user + sys of pytest and its workers; on a shared
+machine the steadier of the two); `--tests-only` times only that. Nothing here asserts a time.
 
 Bytecode: before timing, the repository's own modules (components/, tools/, policy/) are compiled to
 their __pycache__, as pip compiles an installed package's at install time and as the SDKs' were; so
@@ -32,6 +34,7 @@ import argparse
 import compileall
 import dataclasses
 import json
+import re
 import resource
 import shutil
 import statistics
@@ -39,7 +42,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -197,11 +199,13 @@ class FloorComparison:
 
     def render_only_imports(self) -> list[tuple[str, float]]:
         """The modules the render imports and the floor does not, by top-level package (over 5 ms)."""
-        extra: Counter[str] = Counter()
+        extra: dict[str, float] = {}
         for module in self.real_imports.keys() - self.floor_imports.keys():
             parts = module.split(".")
-            extra[".".join(parts[:2]) if parts[0] == "google" else parts[0]] += self.real_imports[module]
-        return [(name, seconds) for name, seconds in extra.most_common() if seconds > 0.005]
+            package = ".".join(parts[:2]) if parts[0] == "google" else parts[0]
+            extra[package] = extra.get(package, 0.0) + self.real_imports[module]
+        ranked = sorted(extra.items(), key=lambda item: item[1], reverse=True)
+        return [(name, seconds) for name, seconds in ranked if seconds > 0.005]
 
 
 def import_times(stderr: str) -> dict[str, float]:
@@ -305,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
         "--floor", metavar="STACK", default="prod", help="stack to set against its floor ('': none)"
     )
     parser.add_argument("--floor-only", action="store_true", help="only the floor comparison")
-    parser.add_argument("--tests", action="store_true", help="also time the pytest suite once")
+    parser.add_argument("--tests", action="store_true", help="also time the pytest suite once, on 2 workers")
+    parser.add_argument("--tests-only", action="store_true", help="only time the pytest suite")
     parser.add_argument(
         "--from-source",
         action="store_true",
@@ -318,17 +323,30 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp)
-        if args.floor:
+        if args.floor and not args.tests_only:
             rows += floor_rows(compare_with_floor(args.floor, args.repeat, directory))
-        if not args.floor_only:
+        if not args.floor_only and not args.tests_only:
             rows += _sdk_rows(python, args.repeat) + _render_rows(directory, args.repeat)
 
-    if args.tests:
-        timing = run_process([python, "-m", "pytest", "-q"])[0]
-        rows.append(("pytest (whole suite, pyproject's addopts)", timing, ""))
+    if args.tests or args.tests_only:
+        rows.append(_suite_row(python))
     print_table(rows, args.repeat)
     print(bytecode_note)
     return 0
+
+
+def _suite_row(python: str) -> Row:
+    """The whole suite once on 2 workers: wall and CPU time (pytest and its workers), and its tally."""
+    cpu, start = _children_cpu(), time.perf_counter()
+    done = subprocess.run(
+        [python, "-m", "pytest", "-n", "2"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    timing = Timing(time.perf_counter() - start, _children_cpu() - cpu)
+    summary = [line for line in done.stdout.splitlines() if re.search(r"\d+ (passed|failed)", line)]
+    tally = (summary or ["no summary line"])[-1].strip("= ")
+    if done.returncode != 0:
+        tally = f"FAILED (exit {done.returncode}): {tally}"
+    return ("pytest, whole suite on 2 workers (-n 2)", timing, tally)
 
 
 def _sdk_rows(python: str, repeat: int) -> list[Row]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import inspect
 import json
 import sys
@@ -309,13 +310,14 @@ def check_document(
                 _provider(r, by_urn),
                 dict(settings[policy.name].properties),
             )
-            run(policy, lambda p=policy, a=args, r=r: p.validate(a, reporter(p, r)), r.name)
+            run(policy, functools.partial(policy.validate, args, reporter(policy, r)), r.name)
 
     stack_resources = _policy_resources(resources, by_urn)
     for policy in active:
         if isinstance(policy, StackValidationPolicy):
-            args = StackValidationArgs(stack_resources, dict(settings[policy.name].properties))
-            run(policy, lambda p=policy, a=args: p.validate(a, reporter(p, None)), f"stack {stack}")
+            stack_args = StackValidationArgs(stack_resources, dict(settings[policy.name].properties))
+            validate = functools.partial(policy.validate, stack_args, reporter(policy, None))
+            run(policy, validate, f"stack {stack}")
     return violations
 
 

@@ -399,6 +399,11 @@ def _service_estimates(serving: Mapping[str, Any], pools: list[dict[str, Any]]) 
         # A fixed count, or an autoscaled {min, max}: the most it costs is at max.
         count = service.get("replicas") or 1
         replicas = int(count.get("max", 1)) if isinstance(count, Mapping) else int(count)
+        roles = (service.get("disaggregation") or {}).get("roles")
+        if isinstance(roles, Mapping):
+            # A disaggregated service: one "replica" is every role's replicas together (fixed counts).
+            gpus = sum(int(r["replicas"]) * int(r["gpusPerReplica"]) for r in roles.values())
+            replicas = 1
         replica_hour: Figure = NA if not isinstance(node, float | int) else _hourly(node * gpus / per_node)
         at_max: Figure = replica_hour if isinstance(replica_hour, str) else _hourly(replica_hour * replicas)
         estimate = {
@@ -412,6 +417,8 @@ def _service_estimates(serving: Mapping[str, Any], pools: list[dict[str, Any]]) 
             "hourlyAtMax": at_max,
             "monthlyAtMax": _monthly(at_max),
         }
+        if isinstance(roles, Mapping):
+            estimate["disaggregated"] = True
         volume = service.get("hyperdiskMl")
         if isinstance(volume, Mapping):
             # Hyperdisk ML is billed per GiB and per provisioned MiB/s; the price data has neither.

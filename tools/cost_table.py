@@ -52,8 +52,8 @@ def format_table(cost: Mapping[str, Any], *, stack: str | None = None) -> list[s
         ]
         for index, column in enumerate(COLUMNS):
             label = _LABELS[column] + (" *" if p["expected"] == column else "")
-            left = [*(first if index == 0 else ["", "", ""]), label]
-            rows.append((left, _cells(p, column, hourly_monthly)))
+            cells = [*(first if index == 0 else ["", "", ""]), label]
+            rows.append((cells, _cells(p, column, hourly_monthly)))
     if not rows:
         rows.append(("(no GPU pools)", [_money(0.0)] * 4))
     totals, fee = cost["totals"], cost["managementFee"]
@@ -105,7 +105,9 @@ def format_table(cost: Mapping[str, Any], *, stack: str | None = None) -> list[s
     for svc in cost.get("services") or []:
         details.append(
             f"model server {svc['name']} on {svc['pool']} ({_LABELS[svc['pricing']]}): "
-            f"{_dollars(svc['replicaHourly'])}/h a replica ({svc['gpusPerReplica']} GPU(s)"
+            f"{_dollars(svc['replicaHourly'])}/h "
+            + ("its prefill and decode replicas together" if svc.get("disaggregated") else "a replica")
+            + f" ({svc['gpusPerReplica']} GPU(s)"
             + (
                 f" on {svc['gpusPerReplica'] // svc['gpusPerNode']} nodes"
                 if svc["gpusPerReplica"] > svc["gpusPerNode"]

@@ -89,6 +89,8 @@ def declare(spec: dict[str, Any]) -> dict[str, Any]:
     made: dict[str, pulumi.Resource] = {}
     for entry in spec["resources"]:
         provider = made.get((entry["provider"] or "").rsplit("::", 1)[0])
+        if provider is not None and not isinstance(provider, pulumi.ProviderResource):
+            raise FloorError(f"{entry['urn']}'s provider {entry['provider']} is not a provider")
         opts = pulumi.ResourceOptions(parent=made.get(entry["parent"] or ""), provider=provider)
         sdk_component = not entry["custom"] and entry["type"].split(":")[0] in SDK_PACKAGES
         if not entry["custom"] and not sdk_component:
@@ -108,7 +110,10 @@ def declare(spec: dict[str, Any]) -> dict[str, Any]:
             continue
         if issubclass(cls, pulumi.ProviderResource):  # the SDK sent booleans and numbers as JSON
             inputs = {key: _scalar(value) for key, value in inputs.items()}
-        made[entry["urn"]] = cls(entry["name"], opts, **keyword_arguments(cls, inputs))
+        # A generated SDK class takes (resource_name, opts, **inputs), which its base's __init__
+        # (t, name, props, opts) does not say: called as what it is.
+        constructor: Callable[..., pulumi.Resource] = cls
+        made[entry["urn"]] = constructor(entry["name"], opts, **keyword_arguments(cls, inputs))
     return dict(spec["outputs"])
 
 

@@ -128,7 +128,7 @@ class _RecordingMocks(pulumi.runtime.Mocks):
                 urn=urn,
                 type=args.typ,
                 name=args.name,
-                custom=args.custom,
+                custom=bool(args.custom),
                 parent=parent,
                 provider=(args.provider or None),
                 inputs=normalise(args.inputs),
@@ -141,7 +141,7 @@ class _RecordingMocks(pulumi.runtime.Mocks):
         computed = _computed_outputs(args)
         return computed.pop("id", f"{args.name}-id"), {**args.inputs, **computed}
 
-    def call(self, args: pulumi.runtime.MockCallArgs) -> dict:
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
         # The program makes no invokes (no cloud look-ups): any call is a bug worth seeing.
         raise AssertionError(f"unexpected invoke {args.token} in an offline run")
 

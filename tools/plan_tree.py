@@ -288,7 +288,7 @@ def format_preflight(preflight: dict[str, Any]) -> list[str]:
             )
         for q in p.get("quotas") or []:
             most = "no set maximum" if q["max"] is None else f"up to {q['max']}"
-            mark = " (metric name UNVERIFIED)" if q.get("unverified") else ""
+            mark = " (metric UNVERIFIED)" if q.get("unverified") else ""
             lines.append(
                 f"    quota {q['region']}: {q['metric']} {most} ({q['kind']}; {', '.join(q['pools'])}){mark}"
             )

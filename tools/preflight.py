@@ -18,9 +18,10 @@ Identity Federation in CI), through google-auth's AuthorizedSession:
 * Compute Engine `regions.get` and `projects.get` (compute.regions.get, compute.projects.get): the
   quota limits and usage per metric.
 
-Exit codes: 0 everything present; 2 nothing could be checked (an invalid stack, no credentials, a
-Python without google-auth); 4 the project lacks something (listed with the commands); 5 something
-could not be checked (an API call failed: the error is printed).
+Exit codes: 0 everything present; 2 nothing could be checked (an invalid stack, no credentials or
+ones that cannot be refreshed or read, no network, a Python without google-auth); 4 the project lacks
+something (listed with the commands); 5 something could not be checked (an API call failed: the error
+is printed).
 """
 
 from __future__ import annotations
@@ -44,11 +45,12 @@ STORAGE = "https://storage.googleapis.com/storage/v1"
 # Service Usage batchGet takes at most 30 names per call; testIamPermissions at most 100 permissions.
 BATCH_SERVICES = 30
 BATCH_PERMISSIONS = 100
-NO_CREDENTIALS = (
-    "no Google credentials found: run `gcloud auth application-default login` (your user), or set "
-    "GOOGLE_APPLICATION_CREDENTIALS to a service account key file, or in CI authenticate first "
-    "(google-github-actions/auth, docs/ci.md); then run this again"
+LOGIN = (
+    "run `gcloud auth application-default login` (your user), or set GOOGLE_APPLICATION_CREDENTIALS to "
+    "a service account key file, or in CI authenticate first (google-github-actions/auth, docs/ci.md); "
+    "then run this again"
 )
+NO_CREDENTIALS = f"no Google credentials found: {LOGIN}"
 
 
 class Session(Protocol):
@@ -257,8 +259,9 @@ def _quotas(session: Session, project: str, quotas: list[dict[str, Any]], report
             else:
                 report.ok.append(f"{where}: limit {limit:g} (usage {usage:g})")
         elif limit - usage < q["max"]:
+            asks = "the stack creates" if q["kind"] == "networks" else "the pools may ask"
             report.missing.append(
-                f"{where}: the pools may ask {q['max']}, but the limit is {limit:g} and {usage:g} is in "
+                f"{where}: {asks} {q['max']}, but the limit is {limit:g} and {usage:g} is in "
                 f"use; request at least {int(usage) + q['max']} at {console}"
             )
         else:
@@ -282,18 +285,65 @@ def caller_member(credentials: Any) -> str:
     return "user:<you@example.com>"
 
 
-def authorized_session() -> tuple[Any, str] | None:
+def authorized_session() -> tuple[Any, str] | str:
     """google-auth's AuthorizedSession on Application Default Credentials, and the caller as a member;
-    None when there are no credentials."""
+    or, where there are none to use, why and what to do."""
     import google.auth
     from google.auth.exceptions import DefaultCredentialsError
     from google.auth.transport.requests import AuthorizedSession
 
     try:
         credentials, _ = google.auth.default(scopes=[SCOPE])
-    except DefaultCredentialsError:
-        return None
+    except DefaultCredentialsError as exc:
+        return credentials_missing(exc)
     return AuthorizedSession(credentials), caller_member(credentials)
+
+
+def credentials_missing(exc: Exception) -> str:
+    """Why Application Default Credentials gave none (google-auth's search order: the file
+    GOOGLE_APPLICATION_CREDENTIALS names, else gcloud's application-default file, else the metadata
+    server): a file that is there but cannot be read as credentials is unreadable, not missing."""
+    import os
+
+    from google.auth import _cloud_sdk, environment_vars
+
+    named = os.environ.get(environment_vars.CREDENTIALS, "")
+    if named and not Path(named).is_file():
+        return f"GOOGLE_APPLICATION_CREDENTIALS names {named}, which is not a file: {LOGIN}"
+    path = named or _cloud_sdk.get_application_default_credentials_path()
+    if Path(path).is_file():
+        return f"the credentials file {path} is unreadable ({_short(exc)}): {LOGIN}"
+    return NO_CREDENTIALS
+
+
+def _short(exc: BaseException) -> str:
+    """An exception's text, cut short (google-auth's carry no secret, but can run long)."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+def call_failure(exc: BaseException) -> str | None:
+    """What to do when a call could not be made at all, or None for an error that is not about
+    credentials or the network. google-auth refreshes the access token before the first call
+    (AuthorizedSession.request): RefreshError when the token endpoint refuses (an expired or revoked
+    login, a deleted key), TransportError when it cannot be reached; requests' ConnectionError and
+    Timeout when an API cannot."""
+    import requests
+    from google.auth.exceptions import RefreshError, TransportError
+
+    if isinstance(exc, RefreshError):
+        return (
+            f"the Google credentials could not be refreshed ({_short(exc)}): the login has expired or "
+            f"was revoked, or the key was deleted; {LOGIN}"
+        )
+    if isinstance(exc, TransportError):
+        return (
+            f"Google's token endpoint could not be reached to refresh the credentials ({_short(exc)}): "
+            f"check the network and any proxy; if they are fine, {LOGIN}"
+        )
+    if isinstance(exc, requests.exceptions.ConnectionError | requests.exceptions.Timeout):
+        return f"Google's APIs could not be reached ({_short(exc)}): check the network and any proxy"
+    return None
 
 
 def print_report(report: Report) -> None:
@@ -359,11 +409,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"stack {args.stack} creates nothing in GCP: nothing to check")
         return EXIT_OK
     authorized = authorized_session()
-    if authorized is None:
-        print(f"error: {NO_CREDENTIALS}", file=sys.stderr)
+    if isinstance(authorized, str):
+        print(f"error: {authorized}", file=sys.stderr)
         return EXIT_CANNOT_RUN
     session, member = authorized
-    report = check(preflight, session, mode=args.mode, member=member)
+    try:
+        report = check(preflight, session, mode=args.mode, member=member)
+    except Exception as exc:
+        why = call_failure(exc)
+        if why is None:
+            raise
+        print(f"error: {why}", file=sys.stderr)
+        return EXIT_CANNOT_RUN
     print_report(report)
     return report.exit_code()
 

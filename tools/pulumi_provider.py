@@ -20,7 +20,7 @@ if _PULUMI in sys.modules:
     sys.modules.setdefault(_GOOGLE, sys.modules[_PULUMI])
 else:
     sys.modules[_PULUMI] = importlib.import_module(_GOOGLE)
-    _pulumi_proto.status_pb2 = sys.modules[_PULUMI]  # type: ignore[attr-defined]
+    _pulumi_proto.status_pb2 = sys.modules[_PULUMI]
 
 from pulumi.provider.experimental.component import ComponentProvider  # noqa: E402
 from pulumi.provider.server import ComponentInitError  # noqa: E402

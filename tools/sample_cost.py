@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gke_gpu.core.catalog import Catalog, load_catalog
@@ -280,7 +280,7 @@ def sample_runs(
     ]
 
 
-def format_samples(samples: list[Mapping[str, Any]]) -> list[str]:
+def format_samples(samples: Sequence[Mapping[str, Any]]) -> list[str]:
     """The samples as text lines for the tree (none without samples)."""
     if not samples:
         return []

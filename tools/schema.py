@@ -106,7 +106,10 @@ def provider(
 
 def generate(components: Sequence[type[pulumi.ComponentResource]] | None = None) -> dict[str, Any]:
     """The package schema of the components, as the plugin's GetSchema would return it."""
-    return json.loads(provider(components).schema)
+    schema = provider(components).schema
+    if schema is None:  # Provider.schema is optional; a ComponentProvider always sets it
+        raise SchemaError("the component provider has no schema")
+    return json.loads(schema)
 
 
 def serialize(schema: Mapping[str, Any]) -> str:

@@ -143,8 +143,9 @@ def _check_hardening(c: ClusterConfig, prefix: str, ctx: SectionContext) -> None
             "true contradicts binaryAuthorization: true; remove one",
         )
     if not c.dns_endpoint_external:
+        # What the setting means for where to run from, which no setting expresses: a note.
         ctx.notes.append(
-            f"{prefix}.dnsEndpointExternal: false: the DNS endpoint answers only requests from "
+            f"note: {prefix}.dnsEndpointExternal: false: the DNS endpoint answers only requests from "
             "Google Cloud's networks, so `pulumi up` and kubectl must run there (docs/security.md)"
         )
 

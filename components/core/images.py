@@ -44,6 +44,11 @@ PYTHON = "python:3.13.9-slim-bookworm"
 # here too. Distroless, user 65532 (Dockerfile.epp at the tag). Its digest could not be read from here
 # (UNVERIFIED).
 EPP = "ghcr.io/llm-d/llm-d-router-endpoint-picker:v0.10.0"
+# llm-d-router's routing sidecar on a disaggregated service's decode Pods (serving/role_parts.py): the
+# release component of llm-d v0.9.0 (its release notes: llm-d-router-disagg-sidecar v0.10.0, the
+# endpoint picker's release). Distroless, user 65532 (Dockerfile.sidecar at llm-d/llm-d-router@v0.10.0).
+# Its digest could not be read from here (UNVERIFIED).
+DISAGG_SIDECAR = "ghcr.io/llm-d/llm-d-router-disagg-sidecar:v0.10.0"
 
 # kube-state-metrics, for the MultiKueue fleet's custom resource state metrics on the manager
 # (monitoring/kube_state_metrics.py): v2.20.0 (kubernetes/kube-state-metrics tag, commit 4ffeda2e,

@@ -69,7 +69,7 @@ def dra_checks(pools: Sequence[GpuPool], *, standard: bool) -> dict[str, str]:
     if any(p.dra_gpus for p in pools):
         checks["draResourceSlices"] = (
             f"kubectl get resourceslices --field-selector spec.driver={GPU_DEVICE_CLASS} "
-            f"-o custom-columns={DRA_SLICE_COLUMNS}"
+            f"-o custom-columns='{DRA_SLICE_COLUMNS}'"
         )
         checks["draResourceClaims"] = "kubectl get resourceclaims -A -o wide"
     if needs_dra_driver(pools, standard=standard):

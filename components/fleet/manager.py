@@ -16,9 +16,11 @@ from ..core.k8s import app_labels, pod_security_labels
 from ..core.validation import ArgsModel, Deferrable
 from ..monitoring.kube_state_metrics import MultiKueueStateMetrics
 from ..workloads.batch_queues import KUEUE_API, batch_controllers
-from ..workloads.batch_teams import Quota, queue_name, team_queue_name
+from ..workloads.batch_teams import Quota, check_members, queue_name, team_queue_name
 from ..workloads.kueue_objects import cluster_queue
-from ..workloads.model import NamespaceName, TeamName
+from ..workloads.model import MAX_MEMBERS, NamespaceName, TeamMember, TeamName
+from ..workloads.queue_admission import declare_queue_name_policy
+from ..workloads.team_access import declare_team_bindings, declare_team_role
 from ..workloads.team_namespaces import (
     GPUDIRECT_TEAM_LABEL,
     declare_namespace,
@@ -77,9 +79,15 @@ class _QueueSpec(ArgsModel):
         return f"multikueue-{team_queue_name(self.pool, self.team)}"
 
 
+class _TeamSpec(ArgsModel):
+    name: TeamName
+    members: Annotated[list[TeamMember], Field(min_length=1, max_length=MAX_MEMBERS)]
+
+
 class _Spec(ArgsModel):
     workers: Annotated[list[_WorkerSpec], Field(min_length=1, max_length=MAX_WORKERS)]
     queues: Annotated[list[_QueueSpec], Field(min_length=1, max_length=1000)]
+    teams: Annotated[list[_TeamSpec], Field(default_factory=list, max_length=1000)]
     dispatcher: Literal["allAtOnce", "incremental"] = "allAtOnce"
     fleet_access: _FleetAccessSpec | None = None
 
@@ -102,6 +110,15 @@ def _manager_rules(spec: _Spec) -> list[str]:
     for i, name in enumerate(names):
         if name in names[:i]:
             problems.add(f"workers[{i}].name", f"{cut(name)} names two workers")
+    queued = {q.team for q in spec.queues}
+    for i, team in enumerate(spec.teams):
+        if team.name not in queued:
+            problems.add(
+                f"teams[{i}].name", f"{cut(team.name)} has no queue; teams: {listing(sorted(queued))}"
+            )
+        elif team.name in [t.name for t in spec.teams[:i]]:
+            problems.add(f"teams[{i}].name", f"{cut(team.name)} is listed twice")
+        check_members(team.members, f"teams[{i}].members", problems)
     seen: set[tuple[str, str]] = set()
     for i, queue in enumerate(spec.queues):
         if (queue.team, queue.pool) in seen:
@@ -127,7 +144,9 @@ class MultiKueueManager(GkeGpuComponent[_Spec]):
     MultiKueueConfig listing its workers in order, an AdmissionCheck (controller
     `kueue.x-k8s.io/multikueue`), a ClusterQueue `gpu-<pool>-<team>` in the cohort `gpu-<pool>`
     carrying the check with the workers' summed quota, and the LocalQueue `gpu-<pool>` in the team's
-    namespace."""
+    namespace. In those namespaces a Job or JobSet is admitted only through one of their LocalQueues
+    (workloads/queue_admission.py), and each team's `members` are bound to the team role
+    (workloads/team_access.py)."""
 
     worker_names: pulumi.Output[list[str]]
     """The workers, in the fleet's order (the monitoring's per-worker panels take them)."""
@@ -203,8 +222,10 @@ class MultiKueueManager(GkeGpuComponent[_Spec]):
                     gpudirect,
                     _manager_gpudirect_labels(gpudirect, queue.team),
                 )
+        self._bind_members(name, spec, namespaces)
         flavors: dict[str, pulumi.Resource] = {}
         cluster_queues: list[str] = []
+        local_queues: dict[str, list[str]] = {}
         for queue in spec.queues:
             flavor_id = queue_name(queue.pool)
             if flavor_id not in flavors:
@@ -252,6 +273,8 @@ class MultiKueueManager(GkeGpuComponent[_Spec]):
                 after(flavors[flavor_id], check),
             )
             cluster_queues.append(queue_id)
+            for namespace in queue.namespaces:
+                local_queues.setdefault(namespace, []).append(flavor_id)
             self._object(
                 f"{prefix}-local-queue",
                 "LocalQueue",
@@ -270,6 +293,8 @@ class MultiKueueManager(GkeGpuComponent[_Spec]):
                     after(cq, *namespaces[gpudirect]),
                     namespace=gpudirect,
                 )
+        # A Job or JobSet in a team's namespace only through one of its LocalQueues (queue_admission.py).
+        declare_queue_name_policy(name, local_queues, after_charts)
         self.worker_names = pulumi.Output.from_input([w.name for w in spec.workers])
         self.cluster_profiles = pulumi.Output.all(**profiles).apply(
             lambda names: {worker: f"{KUEUE_NAMESPACE}/{name}" for worker, name in names.items()}
@@ -283,6 +308,21 @@ class MultiKueueManager(GkeGpuComponent[_Spec]):
                 "clusterProfiles": self.cluster_profiles,
             }
         )
+
+    def _bind_members(self, name: str, spec: _Spec, namespaces: dict[str, list[pulumi.Resource]]) -> None:
+        """Each team's members, bound to the team role in its namespaces on the manager."""
+        if not spec.teams:
+            return
+        role = declare_team_role(self, name)
+        for team in spec.teams:
+            mine = list(dict.fromkeys(n for q in spec.queues if q.team == team.name for n in q.namespaces))
+            declare_team_bindings(
+                self,
+                f"{name}-team-{team.name}",
+                mine,
+                team.members,
+                [role, *(r for n in mine for r in namespaces[n])],
+            )
 
     def _object(
         self,

@@ -81,8 +81,11 @@ def access_configuration() -> dict[str, Any]:
 def cluster_profile_name(membership: str | None) -> str:
     """The ClusterProfile GKE's fleet keeps for a member: `<membership id>-<membership location>`, as
     Google's sample refers to its workers' (G@ multikueue-setup.yaml:54-79, clusters `multikueue-worker`
-    in three regions; fleet-clusterprofile-syncer/membership-to-clusterprofile.sh:43 names them alike).
-    UNVERIFIED in GKE's own pages."""
+    in three regions: regional clusters, whose location is their Membership's). Google's older script
+    syncer (fleet-clusterprofile-syncer/membership-to-clusterprofile.sh:29-43, 72) uses the cluster's
+    location (`monitoringConfig.location`), a zone for a zonal cluster, and is not GKE's sync: for a
+    zonal worker the name is UNVERIFIED (docs/fleet.md, "A worker's ClusterProfile name"), as it is in
+    GKE's own pages."""
     parts = (membership or "").split("/")
     if len(parts) < 4 or parts[-2] != "memberships":
         return ""

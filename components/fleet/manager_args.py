@@ -54,9 +54,21 @@ class ManagerQueue(TypedDict):
     (MultiKueue creates the job in the namespace it was submitted from). Defaults to false."""
 
 
+class ManagerTeam(TypedDict):
+    name: str
+    """The team, as its queues name it."""
+    members: list[str]
+    """`group:<email>` or `user:<email>`: each bound by a RoleBinding `gke-gpu-team-members` in the
+    team's namespaces on the manager (its own, and `gpudirect-<team>` where a queue has it) to the
+    ClusterRole `gke-gpu-team-member` (workloads/team_access.py); a group needs Google Groups for RBAC
+    on the manager's cluster."""
+
+
 class MultiKueueManagerArgs(TypedDict):
     workers: list[ManagerWorker]
     queues: list[ManagerQueue]
+    teams: NotRequired[list[ManagerTeam]]
+    """Who submits each team's jobs on the manager. Defaults to none: no RoleBinding."""
     dispatcher: NotRequired[Literal["allAtOnce", "incremental"]]
     """Kueue's dispatcher (docs/fleet.md). Defaults to allAtOnce."""
     fleet_access: NotRequired[FleetAccess]

@@ -9,7 +9,7 @@ from ..core.arg_types import ProjectId, RegionName, matching
 from ..core.common import K8S_NAME
 from ..core.model import StackModel, example
 from ..serving.model import IMAGE_MEANING, IMAGE_REFERENCE
-from ..workloads.model import MAX_TEAMS, NamespaceName, TeamName
+from ..workloads.model import MAX_MEMBERS, MAX_TEAMS, NamespaceName, TeamMember, TeamName
 
 # Kueue's namespace on every cluster of the fleet (its chart's release namespace).
 KUEUE_NAMESPACE = "kueue-system"
@@ -26,7 +26,8 @@ Dispatcher = Literal["allAtOnce", "incremental"]
 # program never holds.
 WorkerAccess = Literal["fleet", "token"]
 # How long a worker's Kueue waits for an admitted job's Pods before it evicts the copy (Kueue's
-# waitForPodsReady.timeout), in minutes: at most 7 days, a flex-start node's longest run.
+# waitForPodsReady.timeout), in minutes: at least 1 (Kueue defaults a zero timeout to its 30 minutes,
+# K@ apis/config/v1beta2/defaults.go:104-108), at most 7 days, a flex-start node's longest run.
 PodsReadyTimeoutMinutes = Annotated[int, Field(ge=1, le=7 * 24 * 60)]
 PluginImage = matching(IMAGE_REFERENCE, IMAGE_MEANING, max_length=512)
 
@@ -45,7 +46,7 @@ class FleetQueueConfig(StackModel):
 
 
 class FleetTeamConfig(StackModel):
-    """A team of the fleet: its namespace on the manager, and its queues there."""
+    """A team of the fleet: its namespace on the manager, its queues there, and who submits to them."""
 
     model_config = example(name="research", queues=[{"pool": "h100"}])
 
@@ -53,6 +54,11 @@ class FleetTeamConfig(StackModel):
     # Defaults to the team's name; the workers' team of the same name must use the same namespace.
     namespace: Annotated[NamespaceName, Field(min_length=1)] | None = None
     queues: Annotated[list[FleetQueueConfig], Field(min_length=1, max_length=100)]
+    # Who submits the team's jobs on the manager: `group:<email>` or `user:<email>`, each bound in the
+    # team's namespaces there (its own and `gpudirect-<team>`) to the team role `gke-gpu-team-member`,
+    # as batch.teams[].members on a cluster (workloads/team_access.py); a group needs the manager's
+    # cluster.rbacSecurityGroup. Unset: nobody is bound on the manager.
+    members: Annotated[list[TeamMember], Field(default_factory=list, max_length=MAX_MEMBERS)]
 
     @property
     def namespace_name(self) -> str:
@@ -77,10 +83,11 @@ class FleetWorkerConfig(StackModel):
     # is outside the fleet: it needs access: token.
     project: ProjectId | None = None
     access: WorkerAccess = "fleet"
-    # For a pool with no capacity admission check (on-demand, Spot, reservations): the worker's Kueue
-    # evicts a job whose Pods are not all ready this many minutes after admission, and the manager
-    # dispatches it again (docs/fleet.md, "Admission means capacity"). Unset: required where a fleet
-    # queue uses such a pool.
+    # The worker's Kueue evicts a job whose Pods are not all ready this many minutes after admission,
+    # and the manager dispatches it again: the guarantee of a pool with no capacity admission check
+    # (on-demand, Spot, reservations, flex-start without queued provisioning; docs/fleet.md, "Admission
+    # means capacity"). Unset: Kueue v0.19.2's default, 30 minutes, which the fleet writes into the
+    # worker's Configuration.
     pods_ready_timeout_minutes: PodsReadyTimeoutMinutes | None = None
     # Unset keys as for a stack file; the name defaults to `<manager cluster>-<worker>`.
     cluster: Annotated[dict[str, Any], Field(default_factory=dict)]

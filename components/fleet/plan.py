@@ -13,15 +13,27 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from ..core.catalog import Catalog, load_catalog
 from ..workloads.batch_teams import Quota, gpudirect_namespace, pool_quota
-from .manager_args import ManagerQueue, ManagerQuota
+from .manager_args import ManagerQueue, ManagerQuota, ManagerTeam
 from .model import KUEUE_NAMESPACE, FleetConfig
 from .rules import FleetQueue, ResolvedWorker, capacity, most_gpus
 
 AdmissionCheck = Literal["ProvisioningRequest", "waitForPodsReady"]
-# The label MultiKueue puts on the job it creates on a worker (K@ pkg/controller/constants/constants.go:33)
-# and on the remote Workload (K@ apis/kueue/v1beta2/multikueue_types.go:29).
-PREBUILT_WORKLOAD_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+# What MultiKueue writes on the job it creates on a worker (K@ pkg/controller/jobframework/utils.go:231-259,
+# SetMultiKueueMeta, called by the Job and JobSet adapters: job_multikueue_adapter.go:101,
+# jobset_multikueue_adapter.go:68): the origin label, also on the remote Workload (K@
+# apis/kueue/v1beta2/multikueue_types.go:29; workload.go cloneForCreate), and the Workload's name as
+# the prebuilt-workload-name **annotation**, since the gate WorkloadIdentifierAnnotations is Beta and on
+# (K@ pkg/features/kube_features.go:884-886; the label only with the gate off, or for a name over 63
+# characters: constants.go:29-39). The remote job keeps its name, labels and annotations
+# (K@ pkg/util/api/api.go:50-57).
+PREBUILT_WORKLOAD_ANNOTATION = "kueue.x-k8s.io/prebuilt-workload-name"
 MULTIKUEUE_ORIGIN_LABEL = "kueue.x-k8s.io/multikueue-origin"
+# The manager's MultiKueueManager resource: its Kueue release is `<name>-kueue` (fleet/manager.py), whose
+# controller Deployment is `<fullname>-controller-manager` (manager_access.kueue_fullname; a test holds
+# the two together).
+MANAGER_RESOURCE = "fleet"
+MANAGER_KUEUE_CONTROLLER = "fleet-kueue-controller-manager"
+CLUSTER_PROFILE_CRD = "clusterprofiles.multicluster.x-k8s.io"
 
 
 class WorkerAccess(TypedDict):
@@ -55,6 +67,8 @@ class FleetPlan:
     admissions: tuple[PoolAdmission, ...]
     workers: tuple[ResolvedWorker, ...]
     credentials_plugin_image: str | None = None
+    # Each team's members, bound on the manager (FleetTeamConfig.members); teams without any left out.
+    members: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def worker(self, name: str) -> ResolvedWorker:
         return next(w for w in self.workers if w.name == name)
@@ -74,7 +88,10 @@ class FleetPlan:
 
 
 def admission(worker: ResolvedWorker, pool_name: str) -> PoolAdmission:
-    """The guarantee the fleet's rules made sure the pool has (fleet/rules.py `check_admission`)."""
+    """How the worker's pool admits a fleet job only when it can run it, and why: on a
+    queued-provisioning pool, once Dynamic Workload Scheduler has its nodes; on any other, Kueue's
+    readiness timeout, which every worker has (Kueue v0.19.2 turns it on by default; the fleet writes
+    it into each worker's Configuration, docs/fleet.md "Admission means capacity")."""
     pool = worker.pool(pool_name)
     assert pool is not None
     if pool.queued_provisioning:
@@ -86,15 +103,29 @@ def admission(worker: ResolvedWorker, pool_name: str) -> PoolAdmission:
             f"has provisioned its nodes (admission check dws-{pool_name}), so the first worker to admit is "
             "one that can run it",
         )
-    minutes = worker.pods_ready_timeout_minutes
-    assert minutes is not None, "the fleet's rules require it"
+    minutes = worker.readiness_timeout_minutes
+    source = (
+        "podsReadyTimeoutMinutes"
+        if worker.pods_ready_timeout_minutes is not None
+        else "Kueue's default, written into the worker's Configuration"
+    )
+    later = (
+        "its flex-start nodes come after admission, when GKE finds them"
+        if pool.flex_start
+        else "no capacity check exists for such a pool"
+    )
     return PoolAdmission(
         worker.name,
         pool_name,
         "waitForPodsReady",
-        f"{capacity(pool)}: no capacity check exists for such a pool; the worker's Kueue evicts a job whose "
-        f"Pods are not all ready {minutes} minutes after admission, and the manager dispatches it again "
-        "(MultiKueueRedoAdmissionOnEvictionInWorker, GA in Kueue 0.18)",
+        f"{capacity(pool)}: {later}; the worker's Kueue evicts a job whose Pods are not all ready "
+        f"{minutes} minutes after admission ({source}), and the manager dispatches it again "
+        "(MultiKueueRedoAdmissionOnEvictionInWorker, GA in Kueue 0.18)"
+        + (
+            "; queuedProvisioning: true would admit it only once its nodes are coming"
+            if pool.flex_start
+            else ""
+        ),
     )
 
 
@@ -112,7 +143,13 @@ def plan_fleet(
         tuple(admissions.values()),
         tuple(workers),
         fleet.credentials_plugin_image,
+        tuple((t.name, tuple(t.members)) for t in fleet.teams if t.members),
     )
+
+
+def manager_teams(plan: FleetPlan) -> list[ManagerTeam]:
+    """The teams with members, as MultiKueueManager takes them (their RoleBindings on the manager)."""
+    return [{"name": team, "members": list(members)} for team, members in plan.members]
 
 
 def team_quotas(
@@ -184,6 +221,7 @@ def team_rows(plan: FleetPlan, catalog: Catalog | None = None) -> list[dict[str,
                     "mayBorrowGpus": most_gpus(worker, queue.team, queue.pool) - team_gpus,
                     "capacity": capacity(pool),
                     "admission": admissions[(name, queue.pool)].check,
+                    "admissionWhy": admissions[(name, queue.pool)].why,
                 }
             )
         rows.append(
@@ -212,10 +250,11 @@ def follow_commands(plan: FleetPlan, worker: ResolvedWorker) -> dict[str, str]:
     cluster = worker.cluster
     queued = any(a.check == "ProvisioningRequest" for a in plan.admissions if a.worker == worker.name)
     commands = {
+        # Quoted: the shell would take the filters' parentheses as its own.
         "managerWorkloads": (
-            "kubectl -n <namespace> get workloads -o custom-columns=NAME:.metadata.name,"
+            "kubectl -n <namespace> get workloads -o custom-columns='NAME:.metadata.name,"
             "WORKER:.status.clusterName,NOMINATED:.status.nominatedClusterNames,"
-            'ADMITTED:.status.conditions[?(@.type=="Admitted")].status'
+            'ADMITTED:.status.conditions[?(@.type=="Admitted")].status\''
         ),
         "managerWorkerActive": (
             f"kubectl get multikueuecluster {worker.name} -o jsonpath="
@@ -227,13 +266,31 @@ def follow_commands(plan: FleetPlan, worker: ResolvedWorker) -> dict[str, str]:
         ),
         "workerWorkloads": (
             f"kubectl -n <namespace> get workloads -l {MULTIKUEUE_ORIGIN_LABEL} -o custom-columns="
-            "NAME:.metadata.name,QUEUE:.spec.queueName,"
+            "'NAME:.metadata.name,QUEUE:.spec.queueName,"
             'ADMITTED:.status.conditions[?(@.type=="Admitted")].status,'
-            'PODS_READY:.status.conditions[?(@.type=="PodsReady")].status'
+            'PODS_READY:.status.conditions[?(@.type=="PodsReady")].status\''
         ),
-        "workerJobs": f"kubectl -n <namespace> get jobs,jobsets -l {PREBUILT_WORKLOAD_LABEL}=<workload>",
+        # The jobs MultiKueue created, each with its manager's Workload (an annotation: no label selects it).
+        "workerJobs": (
+            f"kubectl -n <namespace> get jobs,jobsets -l {MULTIKUEUE_ORIGIN_LABEL} -o custom-columns="
+            "'KIND:.kind,NAME:.metadata.name,WORKLOAD:.metadata.annotations."
+            + PREBUILT_WORKLOAD_ANNOTATION.replace(".", "\\.")
+            + "'"
+        ),
         "workerPods": "kubectl -n <namespace> get pods -o wide -l batch.kubernetes.io/job-name=<job>",
     }
+    if worker.access == "fleet":
+        # Kueue reads ClusterProfiles only if their CRD existed when it started (K@
+        # pkg/config/config.go:254-259); GKE's sync installs it some time after the manager exists.
+        controller = f"deployment/{MANAGER_KUEUE_CONTROLLER}"
+        commands["managerClusterProfiles"] = (
+            f"kubectl get crd {CLUSTER_PROFILE_CRD} && kubectl -n {KUEUE_NAMESPACE} get clusterprofiles"
+        )
+        commands["managerKueueSkippedClusterProfiles"] = (
+            f"kubectl -n {KUEUE_NAMESPACE} logs {controller} | grep -e 'Skipping MultiKueue ClusterProfile' "
+            "-e 'if kind is a CRD'"
+        )
+        commands["managerKueueRestart"] = f"kubectl -n {KUEUE_NAMESPACE} rollout restart {controller}"
     if queued:
         commands["workerProvisioningRequests"] = "kubectl -n <namespace> get provisioningrequests"
     return commands

@@ -17,8 +17,8 @@ from ..cluster.model import ClusterConfig
 from ..core.common import Problems, cut, listing
 from ..gpu.pool import GpuPool
 from ..network.model import NetworkConfig
-from ..workloads.batch_teams import queue_name, team_queue_name
-from ..workloads.model import BatchConfig, TeamConfig
+from ..workloads.batch_teams import check_members, queue_name, team_queue_name
+from ..workloads.model import KUEUE_DEFAULT_PODS_READY_TIMEOUT_MINUTES, BatchConfig, TeamConfig
 from .model import FleetConfig, FleetWorkerConfig
 
 
@@ -36,7 +36,15 @@ class ResolvedWorker:
     network: NetworkConfig | None
     pools: tuple[GpuPool, ...]
     batch: BatchConfig
+    # The worker's `podsReadyTimeoutMinutes`, None where unset.
     pods_ready_timeout_minutes: int | None
+
+    @property
+    def readiness_timeout_minutes(self) -> int:
+        """How long the worker's Kueue waits for an admitted job's Pods before it evicts the copy: the
+        key, else Kueue v0.19.2's default, which is on whether or not a Configuration sets the block
+        (workloads/kueue_config.py). The fleet writes it into each worker's Configuration."""
+        return self.pods_ready_timeout_minutes or KUEUE_DEFAULT_PODS_READY_TIMEOUT_MINUTES
 
     def pool(self, name: str) -> GpuPool | None:
         return next((p for p in self.pools if p.name == name), None)
@@ -134,15 +142,60 @@ def _check_plugin(fleet: FleetConfig, key: str, problems: Problems) -> None:
         )
 
 
-def worker_sections(worker: FleetWorkerConfig, manager_name: str) -> dict[str, Any]:
+def check_fleet_members(
+    fleet: FleetConfig, key: str, manager_cluster: ClusterConfig | None, security_key: str, problems: Problems
+) -> None:
+    """The fleet's team members, bound on the manager as batch.teams[].members on a cluster: each once,
+    and a Google group only where the manager's cluster has Google Groups for RBAC
+    (`manager_cluster` None: its own checks failed, and say so)."""
+    for i, team in enumerate(fleet.teams):
+        mkey = f"{key}.teams[{i}].members"
+        groups = [j for j, m in enumerate(team.members) if m.startswith("group:")]
+        if groups and manager_cluster is not None and manager_cluster.rbac_security_group is None:
+            problems.add(
+                f"{mkey}[{groups[0]}]",
+                f"{cut(team.members[groups[0]])} is a Google group, which the manager's RBAC sees only with "
+                f"Google Groups for RBAC: set {security_key} to gke-security-groups@<your domain> (a group "
+                "of that name, with the team's groups nested in it)",
+            )
+        check_members(team.members, mkey, problems)
+
+
+def manager_clients(manager: NetworkConfig | None) -> list[dict[str, str]]:
+    """The addresses the manager's Kueue reaches a token worker's control plane from, over VPC peering,
+    as authorized networks: its Pod's own address, since GKE keeps a Pod's source address for RFC 1918
+    destinations (the IP masquerade agent's default non-masquerade ranges, GKE "IP masquerade agent",
+    cloud.google.com/kubernetes-engine/docs/concepts/ip-masquerade-agent, read 2026-12), so the
+    manager's Pod range; and its node subnet (a node's own traffic). None for a VPC the program does not
+    manage (its ranges are not known here)."""
+    if manager is None or manager.existing is not None:
+        return []
+    return [
+        {"cidrBlock": str(cidr), "displayName": f"fleet manager {what}"}
+        for cidr, what in ((manager.subnet_cidr, "nodes"), (manager.pods_cidr, "pods"))
+        if isinstance(cidr, str)
+    ]
+
+
+def worker_sections(
+    worker: FleetWorkerConfig, manager_name: str, manager_network: NetworkConfig | None = None
+) -> dict[str, Any]:
     """The worker's own sections as a single-cluster stack's rules read them: a Standard cluster named
     `<manager cluster>-<worker>` unless named, and, for a worker reached by token, its control plane's
-    private endpoint reachable from the manager's region (control-plane global access)."""
+    private endpoint reachable from the manager's region (control-plane global access) and from the
+    manager's ranges (its authorized networks, `manager_clients`, after the worker's own)."""
     cluster: dict[str, Any] = {"mode": "standard", "name": f"{manager_name}-{worker.name}"[:40]}
     if worker.access == "token":
         cluster["controlPlaneGlobalAccess"] = True
+    cluster.update(worker.cluster)
+    own = worker.cluster.get("masterAuthorizedNetworks", [])
+    if worker.access == "token" and isinstance(own, list):
+        listed = {entry.get("cidrBlock") for entry in own if isinstance(entry, dict)}
+        added = [c for c in manager_clients(manager_network) if c["cidrBlock"] not in listed]
+        if added:
+            cluster["masterAuthorizedNetworks"] = [*own, *added]
     sections: dict[str, Any] = {
-        "cluster": {**cluster, **worker.cluster},
+        "cluster": cluster,
         "gpuPools": worker.gpu_pools,
         "batch": {**worker.batch, "kueue": True},
     }
@@ -243,14 +296,13 @@ def fleet_queues(
     problems: Problems,
 ) -> list[FleetQueue]:
     """Each team queue of the manager and the workers it dispatches to: every one of them has the
-    team's LocalQueue, in the same namespace; Kueue could admit its jobs there; the pool is alike on
-    each; and each gives a capacity guarantee (`check_admissions`). `workers`: the resolved workers
-    (one that failed its own checks is missing, and no queue problem names it again)."""
+    team's LocalQueue, in the same namespace; Kueue could admit its jobs there; and the pool is alike
+    on each. `workers`: the resolved workers (one that failed its own checks is missing, and no queue
+    problem names it again)."""
     queues: list[FleetQueue] = []
     order = list(dict.fromkeys(declared))
     complete = len(workers) == len(order)
     seen_teams: set[str] = set()
-    guaranteed: set[tuple[str, str]] = set()
     for i, team in enumerate(fleet.teams):
         tkey = f"{key}.teams[{i}]"
         if team.name in seen_teams:
@@ -290,13 +342,13 @@ def fleet_queues(
                         missing = True
                     chosen.append(name)
             usable = [workers[n] for n in chosen if _share(workers[n], team.name, queue.pool)]
-            if not missing and usable and len(usable) == len(chosen):
-                if _check_queue_pool(usable, team.name, queue.pool, qkey, problems):
-                    continue
-                for worker in usable:
-                    if (worker.name, queue.pool) not in guaranteed:
-                        guaranteed.add((worker.name, queue.pool))
-                        check_admission(worker, queue.pool, key, problems)
+            if (
+                not missing
+                and usable
+                and len(usable) == len(chosen)
+                and _check_queue_pool(usable, team.name, queue.pool, qkey, problems)
+            ):
+                continue
             found = [p for w in usable if (p := w.pool(queue.pool)) is not None]
             gpudirect = any(p.multi_network for p in found)
             queues.append(FleetQueue(team.name, team.namespace_name, queue.pool, tuple(chosen), gpudirect))
@@ -358,36 +410,6 @@ def _shape(pool: GpuPool) -> str:
     """What a job sized for the pool's nodes depends on."""
     flavor = f", {pool.gpudirect_flavor}" if pool.gpudirect_flavor else ""
     return f"{pool.accelerator}, {pool.schedulable_gpus_per_node} GPUs a node{flavor}"
-
-
-def check_admission(worker: ResolvedWorker, pool_name: str, key: str, problems: Problems) -> None:
-    """A worker admits a fleet job only when it can run it: through the ProvisioningRequest check on a
-    queued-provisioning pool (its nodes are coming), else its Kueue evicts a job whose Pods are not
-    ready in time, and the manager dispatches it again (docs/fleet.md, "Admission means capacity")."""
-    pool = worker.pool(pool_name)
-    assert pool is not None
-    if pool.queued_provisioning or worker.pods_ready_timeout_minutes is not None:
-        return
-    wkey = f"{key}.workers[{worker.index}]"
-    if pool.flex_start:
-        problems.add(
-            f"{wkey}.gpuPools[{worker.pool_index(pool_name)}].queuedProvisioning",
-            f"pool {cut(pool_name)} (flex-start) backs a fleet queue without a capacity guarantee: set "
-            "queuedProvisioning: true, so that worker "
-            f"{worker.name} admits a job only once Dynamic Workload Scheduler has its nodes "
-            "(ProvisioningRequest admission check); as it is, its Kueue admits on quota alone, MultiKueue "
-            "keeps that copy and the job waits for nodes in this region while another may have them "
-            "(or set podsReadyTimeoutMinutes on the worker)",
-        )
-        return
-    problems.add(
-        f"{wkey}.podsReadyTimeoutMinutes",
-        f"required: pool {cut(pool_name)} ({capacity(pool)}) backs a fleet queue and has no capacity "
-        "admission check, so worker "
-        f"{worker.name}'s Kueue admits on quota alone; set how long it waits for an admitted job's Pods "
-        "before it evicts the copy and the manager dispatches it again (Kueue's waitForPodsReady), or "
-        "give the pool queuedProvisioning",
-    )
 
 
 def capacity(pool: GpuPool) -> str:

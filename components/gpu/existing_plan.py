@@ -68,7 +68,7 @@ def plan_existing(
 ) -> ExistingGpuPlan:
     """A generic cluster's GPU layer (`plugin`: its device plugin's settings, resolved; `gpu_nodes`:
     the nodes to label), or GKE's (`plugin` None: GKE runs its own, and labels its GPU nodes)."""
-    checks = {"allocatableGpus": f"kubectl get nodes -o custom-columns={ALLOCATABLE_GPUS_COLUMNS_GENERIC}"}
+    checks = {"allocatableGpus": f"kubectl get nodes -o custom-columns='{ALLOCATABLE_GPUS_COLUMNS_GENERIC}'"}
     if plugin is None:
         # GKE: its own device plugin and labels; any node with a GKE accelerator label is a GPU node.
         checks.update(devicePluginPods=GKE_DEVICE_PLUGIN_PODS, managedDcgm=MANAGED_DCGM_PODS)

@@ -44,6 +44,9 @@ UNGATED_MINIMUMS = {
 # The version a cluster-toolkit example runs each of them on: a stack whose minimumVersion is at
 # least that gets no note (it has done what the note would ask).
 UNGATED_KNOWN_GOOD = {
+    # A3 Ultra and A4: cluster-toolkit's blueprints ran 1.31 first (Dec 2024 - May 2025), 1.35 now
+    # (../shared/reference/gke-gpu-scale-out.md 1b, "RDMA on A3 Ultra / A4").
+    GpuDirectFlavor.RDMA: "1.31",
     GpuDirectFlavor.RDMA_A4X: "1.35",
     GpuDirectFlavor.RDMA_A4X_MAX: "1.34.3-gke.1318000",
 }

@@ -23,7 +23,13 @@ ALLOCATABLE_GPUS_COLUMNS = (
     r"ACCELERATOR:.metadata.labels.cloud\.google\.com/gke-accelerator,"
     r"GPUS:.status.allocatable.nvidia\.com/gpu"
 )
-GPU_NODE_EVENTS = "kubectl get events -A --field-selector reason=TriggeredScaleUp,reason=NotTriggerScaleUp"
+# The cluster autoscaler's events on the Pods it scaled up for, or could not: one selector each, as a
+# field selector's comma-separated requirements must all hold (kubernetes.io "Field Selectors", "Chained
+# selectors").
+GPU_NODE_EVENTS = (
+    "kubectl get events -A --field-selector reason=TriggeredScaleUp; "
+    "kubectl get events -A --field-selector reason=NotTriggerScaleUp"
+)
 
 
 def pool_kind(pool: GpuPool, *, autopilot: bool) -> PoolKind:
@@ -92,15 +98,19 @@ def pool_summary(pool: GpuPool, *, autopilot: bool) -> dict[str, Any]:
 def gpu_checks(pools: Sequence[GpuPool], dra: Mapping[str, str]) -> dict[str, str]:
     """Copy-paste commands that prove the GPUs are there after `pulumi up`, for the pools the stack
     has: GKE's device plugin advertises `nvidia.com/gpu` on its pools; a `draGpus` pool has none, its
-    GPUs are the DRA driver's ResourceSlices (`dra`: the DRA driver's commands, dra/plan.py)."""
+    GPUs are the DRA driver's ResourceSlices (`dra`: the DRA driver's commands, dra/plan.py). None for
+    a cluster without GPU pools (a fleet's manager: its workers' commands are in the output `fleet`)."""
     checks: dict[str, str] = {}
+    if not pools:
+        return checks
     dra_pools = sorted(p.name for p in pools if p.dra_gpus)
     if not dra_pools or len(dra_pools) < len(pools):
         selector = ACCELERATOR_LABEL
         if dra_pools:
             selector = f"'{selector},cloud.google.com/gke-nodepool notin ({','.join(dra_pools)})'"
+        # Quoted: unquoted, the shell drops the backslashes that keep a label's dots in one key.
         checks["allocatableGpus"] = (
-            f"kubectl get nodes -l {selector} -o custom-columns={ALLOCATABLE_GPUS_COLUMNS}"
+            f"kubectl get nodes -l {selector} -o custom-columns='{ALLOCATABLE_GPUS_COLUMNS}'"
         )
         checks["devicePluginPods"] = GKE_DEVICE_PLUGIN_PODS
     checks.update(dra)

@@ -51,7 +51,7 @@ def network_policy(allowed: dict[str, list[str]]) -> dict[str, Any]:
                 f"request.namespace in {cel(list(allowed_in))}",
                 "message": f"the GPU networks {', '.join(names)} may be attached ({INTERFACES_ANNOTATION}) "
                 f"only in {', '.join(allowed_in) or 'no namespace'}: the namespaces of the teams with quota "
-                "on their pools",
+                "on their pools, and of the all-reduce and the model servers that use them",
             }
         )
     return {
@@ -101,7 +101,7 @@ def nic_claim_policy(namespaces: list[str]) -> dict[str, Any]:
                 f"request.namespace in {cel(list(namespaces))}",
                 "message": f"claims of the GPU NICs ({', '.join(DRANET_DEVICE_CLASSES)}) are allowed only in "
                 f"{', '.join(namespaces) or 'no namespace'}: the namespaces of the teams with quota on "
-                "the DRANET pools",
+                "the DRANET pools, and of the all-reduce and the model servers that use them",
             }
         ],
     }

@@ -12,12 +12,13 @@ from typing import Any
 
 from .apis import API_TITLES, ApiNeed, apis_of
 from .permissions import feature_permissions_of, permissions_of
-from .quotas import QuotaLine, compute_class_quota, merge, node_pool_quota, region_of
+from .quotas import QuotaLine, compute_class_quota, merge, network_quota, node_pool_quota, region_of
 from .roles import PREVIEW_ROLES, UP_ROLES, RoleGrant, least_roles
 
 CLUSTER = "gcp:container/cluster:Cluster"
 NODE_POOL = "gcp:container/nodePool:NodePool"
 COMPUTE_CLASS = "kubernetes:cloud.google.com/v1:ComputeClass"
+NETWORK = "gcp:compute/network:Network"
 BUCKET_IAM = "gcp:storage/bucketIAMMember:BucketIAMMember"
 
 
@@ -140,6 +141,7 @@ def compute_preflight(resources: Iterable[DeclaredResource], *, default_project:
         preview: set[str] = set()
         buckets: dict[str, tuple[set[str], set[str]]] = {}
         quotas: list[QuotaLine] = []
+        networks: list[str] = []
         for r in members:
             perms = permissions_of(r.type)
             if perms is not None and perms.scope == "bucket":
@@ -157,6 +159,8 @@ def compute_preflight(resources: Iterable[DeclaredResource], *, default_project:
                 result.clusters.append(str(r.inputs.get("name")))
             elif r.type == NODE_POOL:
                 quotas += node_pool_quota(project, r.inputs, str(r.inputs.get("name")))
+            elif r.type == NETWORK:
+                networks.append(str(r.inputs.get("name")))
             elif r.type == COMPUTE_CLASS:
                 region = next(iter(cluster_region.values()), "") if len(cluster_region) == 1 else ""
                 name = str((r.inputs.get("metadata") or {}).get("name"))
@@ -169,6 +173,6 @@ def compute_preflight(resources: Iterable[DeclaredResource], *, default_project:
             grants_preview, left_preview = least_roles(bucket_preview, PREVIEW_ROLES)
             result.buckets.append(BucketGrant(bucket, grants_up, grants_preview))
             result.ungranted = sorted({*result.ungranted, *left_up, *left_preview})
-        result.quotas = merge(quotas)
+        result.quotas = merge([*quotas, *network_quota(project, networks)])
         results.append(result)
     return Preflight(results, unknown)

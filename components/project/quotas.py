@@ -8,6 +8,14 @@ the preemptible one, as Google documents it for DWS Flex Start on Managed Servic
 ("DWS Flex Start consumes the preemptible version of the GPU quota pool rather than the standard
 pool", docs.cloud.google.com/managed-spark/docs/guides/dws-serverless, read 2026-12-07); for GKE no
 page read says so: UNVERIFIED. A SPECIFIC reservation's VMs were counted when the reservation was made.
+
+Besides the GPUs, what a new project may lack (docs/preflight.md, "CPU and network quota"): the vCPUs
+of the GPU machines, per region (`cpu_metric`: which vCPU quota a GPU machine series draws on is not
+stated in the pages read, 2026-12: UNVERIFIED), and the VPC networks the stack creates, a project quota
+that counts the default network too (cloud.google.com/vpc/docs/quota, "Networks ... This includes the
+default network, which you can remove", read 2026-12; its default limit is not published there, only on
+the project's Quotas page). No stack is refused for either: the render lists them, `tools/preflight.py`
+compares them with the project's limits.
 """
 
 from __future__ import annotations
@@ -57,8 +65,34 @@ PREEMPTIBLE = "PREEMPTIBLE_"
 LOCAL_SSD_GB = 375
 
 
+# The Compute API's Quota.metric names for vCPUs (its enum, as Google's client libraries list it,
+# read 2026-12: cloud.google.com/dotnet/docs/reference/Google.Cloud.Compute.V1/latest/
+# Google.Cloud.Compute.V1.Quota.Types.Metric): CPUS ("Guest CPUs") and per-series ones such as
+# A2_CPUS; no A3, A4, G2 or G4 metric is among them. Which one a GPU machine's vCPUs draw on:
+# UNVERIFIED, every CPU line is marked so.
+CPUS = "CPUS"
+SERIES_CPU_METRICS = {"a2": "A2_CPUS"}
+# The VPC networks of a project (the same enum's NETWORKS; the excerpt read stops before it: UNVERIFIED).
+NETWORKS = "NETWORKS"
+
+
 def preemptible(metric: str) -> str:
     return PREEMPTIBLE + metric
+
+
+def cpu_metric(machine_type: str, kind: str) -> str:
+    """The vCPU quota metric a machine type's VMs are counted against, as far as the names tell: the
+    series' own where the enum has one, else CPUS; the preemptible one for Spot and DWS (as for GPUs)."""
+    base = SERIES_CPU_METRICS.get(machine_type.split("-", 1)[0], CPUS)
+    return preemptible(CPUS) if kind in ("spot", "dws") else base
+
+
+def network_quota(project: str, networks: list[str]) -> list[QuotaLine]:
+    """The VPC networks the stack creates in `project`, against the project's NETWORKS quota (which
+    counts the default network and any other already there: the live check reads the usage)."""
+    if not networks:
+        return []
+    return [QuotaLine(project, "global", NETWORKS, len(networks), "networks", list(networks), verified=False)]
 
 
 @dataclass
@@ -132,6 +166,15 @@ def node_pool_quota(project: str, inputs: Mapping[str, Any], name: str) -> list[
         QuotaLine(project, region, metric, gpus, kind, [name], verified=base in VERIFIED_METRICS),
         QuotaLine(project, "global", ALL_REGIONS, gpus, "all", [name]),
     ]
+    machine = _get(node_config, "machineType")
+    gpu = load_catalog().accelerator(accelerator)
+    found = gpu.machine_type(machine) if gpu is not None and isinstance(machine, str) else None
+    if found is not None and isinstance(machine, str):
+        lines.append(
+            QuotaLine(
+                project, region, cpu_metric(machine, kind), nodes * found.vcpus, kind, [name], verified=False
+            )
+        )
     ssds = _get(node_config, "ephemeralStorageLocalSsdConfig", "localSsdCount")
     if isinstance(ssds, int) and ssds:
         # Whether a machine type's bundled Local SSDs count against these is UNVERIFIED.

@@ -99,6 +99,65 @@ def wait_ready(
         sleep(min(interval_s, max(0.0, end - clock())))
 
 
+# In a Pod: the Kubernetes API's address and the Pod's service account token and CA (Kubernetes'
+# "Accessing the Kubernetes API from a Pod").
+API = "https://kubernetes.default.svc"
+ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def gateway_address(
+    namespace: str,
+    name: str,
+    deadline_s: float,
+    *,
+    read: Callable[[str], dict] | None = None,
+    interval_s: float = 10.0,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[str, str]:
+    """(the Gateway's first address, '') once GKE has given it one, or ('', the last error) at the
+    deadline. `read` reads a path of the Kubernetes API (default: as the Pod's service account)."""
+    read = read or _read_api
+    path = f"/apis/gateway.networking.k8s.io/v1/namespaces/{namespace}/gateways/{name}"
+    end = clock() + deadline_s
+    last = "no address yet"
+    while True:
+        try:
+            addresses = (read(path).get("status") or {}).get("addresses") or []
+            if addresses and addresses[0].get("value"):
+                return str(addresses[0]["value"]), ""
+            last = f"gateway {namespace}/{name} has no address yet"
+        except (OSError, ValueError, http.client.HTTPException) as exc:
+            last = f"{type(exc).__name__}: {exc}"
+        if clock() >= end:
+            return "", last
+        sleep(min(interval_s, max(0.0, end - clock())))
+
+
+def _read_api(path: str) -> dict:
+    import ssl
+    import urllib.request
+
+    token = Path(ACCOUNT_DIR, "token").read_text(encoding="utf-8").strip()
+    context = ssl.create_default_context(cafile=f"{ACCOUNT_DIR}/ca.crt")
+    request = urllib.request.Request(f"{API}{path}", headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=10, context=context) as response:
+        return json.loads(response.read())
+
+
+def wait_serving(url: str, model: str, deadline_s: float, *, interval_s: float = 10.0) -> str:
+    """Through a gateway (where /health is not the server's): retry one short completion until it
+    succeeds or the deadline passes; '' when served, else the last error."""
+    end = time.monotonic() + deadline_s
+    while True:
+        outcome = complete(url, model, "Hello", 8, 60)
+        if outcome.ok:
+            return ""
+        if time.monotonic() >= end:
+            return outcome.error
+        time.sleep(min(interval_s, max(0.0, end - time.monotonic())))
+
+
 def complete(url: str, model: str, prompt: str, max_tokens: int, timeout_s: float) -> Outcome:
     """One streamed completion, timed."""
     body = json.dumps(
@@ -231,7 +290,10 @@ def _levels(text: str) -> list[int]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--url", required=True, help="the service, e.g. http://chat.serve-chat.svc:8000")
+    parser.add_argument("--url", default="", help="the service, e.g. http://chat.serve-chat.svc:8000")
+    parser.add_argument(
+        "--gateway", default="", help="instead of --url: <namespace>/<name> of the Inference Gateway to load"
+    )
     parser.add_argument("--model", required=True, help="the served model name")
     parser.add_argument("--levels", type=_levels, default=[1, 4, 16])
     parser.add_argument(
@@ -246,9 +308,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-mean-tpot-ms", type=float, required=True)
     parser.add_argument("--label", default="")
     args = parser.parse_args(argv)
+    if bool(args.url) == bool(args.gateway):
+        parser.error("give --url or --gateway (one of them)")
 
-    print(f"waiting up to {args.wait_s:g} s for {args.url}/health", flush=True)
-    error = wait_ready(args.url, args.wait_s)
+    if args.gateway:
+        namespace, _, name = args.gateway.partition("/")
+        print(f"waiting up to {args.wait_s:g} s for gateway {args.gateway}'s address", flush=True)
+        address, error = gateway_address(namespace, name, args.wait_s)
+        if error:
+            print(
+                f"SERVING-LOAD RESULT ERROR {args.label}: the gateway has no address: {error}".replace(
+                    "  ", " "
+                )
+            )
+            return 2
+        args.url = f"http://{address}"
+        print(f"waiting up to {args.wait_s:g} s for {args.url} to serve a completion", flush=True)
+        error = wait_serving(args.url, args.model, args.wait_s)
+    else:
+        print(f"waiting up to {args.wait_s:g} s for {args.url}/health", flush=True)
+        error = wait_ready(args.url, args.wait_s)
     if error:
         print(
             f"SERVING-LOAD RESULT ERROR {args.label}: the server did not become ready: {error}".replace(

@@ -102,7 +102,7 @@ def check_model(
         return None
     _check_token(settings, facts, names, problems, notes, huggingface=huggingface)
     if tensor_parallel is not None:
-        _check_tensor_parallel(facts, tensor_parallel, names, problems)
+        check_tensor_parallel(facts, tensor_parallel, names, problems)
     context = facts.max_context
     if settings.max_model_len is not None and context is not None and settings.max_model_len > context:
         problems.add(
@@ -159,13 +159,17 @@ def tensor_parallel_sizes(facts: ModelFacts, most: int) -> list[int]:
     ]
 
 
-def _check_tensor_parallel(facts: ModelFacts, tp: int, names: KeyNames, problems: Problems) -> None:
+def check_tensor_parallel(
+    facts: ModelFacts, tp: int, names: KeyNames, problems: Problems, key: str = "gpus_per_replica"
+) -> None:
+    """`tp` GPUs is a tensor-parallel size vLLM takes for the model (reported at `key`)."""
     if facts.attention_heads is None or tp in tensor_parallel_sizes(facts, tp):
         return
     kv = facts.kv_head_count
+    what = "GPUs a node" if key == "gpus_per_replica" else "GPUs"
     problems.add(
-        names.at("gpus_per_replica"),
-        f"{tp} GPUs a node is not a tensor-parallel size vLLM takes for {facts.name}: it splits the "
+        names.at(key),
+        f"{tp} {what} is not a tensor-parallel size vLLM takes for {facts.name}: it splits the "
         f"{facts.attention_heads} attention heads ({kv} KV heads) evenly over them; sizes that work: "
         f"{listing(tensor_parallel_sizes(facts, max(tp, 8)))}",
     )
@@ -191,6 +195,8 @@ class Replica:
     """The disk a Hugging Face model is downloaded to (None: not checked)."""
     download_fix: str = ""
     """How to grow that disk, for the message."""
+    mig_partition: str | None = None
+    """The MIG partition size a Pod runs on (`1g.10gb`), where `tensor_parallel` is None for it."""
 
 
 def check_fit(
@@ -212,11 +218,33 @@ def check_fit(
     )
     if facts is None:
         return None
-    unchecked = _unchecked(facts, settings, replica, names)
     if replica.accelerator is not None and replica.tensor_parallel is not None:
-        _check_gpu_memory(
+        check_gpu_memory(
             settings, facts, replica, replica.accelerator, replica.tensor_parallel, names, problems
         )
+    note_unchecked(facts, settings, replica, names, notes)
+    return facts
+
+
+def note_unchecked(
+    facts: ModelFacts,
+    settings: ModelServerSettings,
+    replica: Replica,
+    names: KeyNames,
+    notes: list[str] | None,
+) -> None:
+    """The note that says which checks a missing figure kept from running, and the keys that would let
+    them run."""
+    if replica.tensor_parallel is None and notes is not None:
+        # A MIG partition is a slice of a GPU's memory, which this check does not count: no model_info
+        # figure would let it run, so the note says what will show it instead.
+        partition = f" ({replica.mig_partition})" if replica.mig_partition else ""
+        notes.append(
+            f"note: {names.at('model')}: not checked against the GPUs' memory: the replicas run on MIG "
+            f"partitions{partition}, slices of a GPU whose memory this check does not count, whatever the "
+            "model's figures; only the server's start will show whether the model fits"
+        )
+    unchecked = _unchecked(facts, settings, replica, names)
     if unchecked and notes is not None:
         info = names.key("model_info")
         how = (
@@ -233,7 +261,6 @@ def check_fit(
             f"note: {names.at('model_info')}: not checked for {whose}: {'; '.join(unchecked)}; to check "
             f"them, {how}"
         )
-    return facts
 
 
 def _unchecked(
@@ -246,14 +273,14 @@ def _unchecked(
         return ", ".join(names.key(f"model_info.{f}") for f in fields)
 
     found: list[str] = []
-    if replica.tensor_parallel is None:
-        found.append("the GPUs' memory: a MIG partition's memory is not counted here")
-    elif replica.accelerator is None:
+    # On a MIG partition the GPUs' memory is not checked whatever the figures (check_fit's own note):
+    # only what a figure would let run is listed.
+    whole = replica.tensor_parallel is not None
+    if whole and replica.accelerator is None:
         found.append(f"the GPUs' memory: {replica.unknown_gpu}")
     if facts.parameters is None and facts.stated_weights_bytes is None:
-        found.append(
-            f"the weights' size, for the GPUs' memory and the download disk ({keys('parameters', 'dtype')})"
-        )
+        uses = "the GPUs' memory and the download disk" if whole else "the download disk"
+        found.append(f"the weights' size, for {uses} ({keys('parameters', 'dtype')})")
     elif facts.weights_bytes is None:
         found.append(
             f"the weights' exact size: they are counted at {LEAST_WEIGHT_BYTES * 8:g} bits a weight, the "
@@ -261,7 +288,7 @@ def _unchecked(
         )
     context = settings.max_model_len or facts.max_context
     missing = missing_kv_figures(facts)
-    if missing or context is None:
+    if whole and (missing or context is None):
         fields = [*missing, *([] if context is not None else ["max_context"])]
         also = f", or {names.key('max_model_len')}" if context is None else ""
         found.append(f"the KV cache of one sequence, for the GPUs' memory ({keys(*fields)}{also})")
@@ -300,7 +327,7 @@ def fits(
     return need is None or sum(need) <= int(gpus * accelerator.gpu_memory_bytes * utilization)
 
 
-def _check_gpu_memory(
+def check_gpu_memory(
     settings: ModelServerSettings,
     facts: ModelFacts,
     replica: Replica,

@@ -2,10 +2,11 @@
 Gateway, an HTTPRoute to the service's InferencePool, and the pool's endpoint picker (EPP) from its
 pinned upstream Helm chart."""
 
-from typing import Any, NotRequired, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
+from pydantic import Field
 
 from ..core import images
 from ..core.arg_types import matching
@@ -15,6 +16,7 @@ from ..core.egress import HTTPS_PORT, egress_policy_spec
 from ..core.k8s import NONROOT_ID, app_labels, selector_labels
 from ..core.model import Cidr
 from ..core.validation import ArgsModel
+from .epp_config import pd_epp_values
 from .leader_worker_set import ROLE_LABEL
 from .model import MAX_SERVICE_NAME, SERVICE_NAME_MEANING, service_namespace
 from .server_parts import PORT, server_labels
@@ -55,17 +57,36 @@ class InferenceGatewayArgs(TypedDict):
     leaders_only: NotRequired[bool]
     """The service is a LeaderWorkerSet (a replica over several nodes): the InferencePool takes only
     its leaders, the Pods that run the API server. Defaults to false (every server Pod)."""
+    disaggregated: NotRequired[bool]
+    """The service runs prefill and decode apart (InferenceService's `disaggregation`): the picker
+    runs llm-d's P/D profiles (serving/epp_config.py), choosing a decode Pod and, for its routing
+    sidecar, a prefill Pod. Defaults to false."""
+    target_ports: NotRequired[list[int]]
+    """The server Pods' ports the pool sends requests to: one a data-parallel rank from 8000 with
+    expert parallel. Defaults to [8000]."""
 
 
 class InferenceGatewaySpec(ArgsModel):
     service: matching(K8S_NAME, SERVICE_NAME_MEANING, max_length=MAX_SERVICE_NAME)  # type: ignore[valid-type]
     proxy_only_cidr: Cidr
     leaders_only: bool = False
+    disaggregated: bool = False
+    target_ports: Annotated[
+        list[Annotated[int, Field(ge=1, le=65535)]],
+        Field(default_factory=lambda: [PORT], min_length=1, max_length=16),
+    ]
 
 
 def _rules(spec: InferenceGatewaySpec) -> list[str]:
     problems = Problems()
     network_of(spec.proxy_only_cidr, "proxy_only_cidr", problems)
+    if len(set(spec.target_ports)) < len(spec.target_ports):
+        problems.add("target_ports", "lists a port more than once")
+    if spec.leaders_only and spec.disaggregated:
+        problems.add(
+            "leaders_only",
+            "not allowed with disaggregated: every Pod of a disaggregated service's roles serves",
+        )
     return problems.items
 
 
@@ -87,33 +108,44 @@ def pool_selector(service: str, *, leaders_only: bool = False) -> dict[str, str]
     return {**selector, ROLE_LABEL: "leader"} if leaders_only else selector
 
 
-def epp_values(service: str, *, leaders_only: bool = False) -> dict[str, Any]:
+def epp_values(
+    service: str,
+    *,
+    leaders_only: bool = False,
+    disaggregated: bool = False,
+    target_ports: list[int] | None = None,
+) -> dict[str, Any]:
     """The chart's values: an InferencePool `<service>` of the server's Pods on port 8000 (vLLM over
-    HTTP), one pinned EPP with bounded resources, GKE's health check and backend policies, and no
-    HTTPRoute (InferenceGateway declares its own)."""
+    HTTP; `target_ports`: a wide-EP service's ranks), one pinned EPP with bounded resources (a
+    disaggregated service's with its P/D configuration), GKE's health check and backend policies, and
+    no HTTPRoute (InferenceGateway declares its own)."""
     image, _, tag = images.EPP.rpartition(":")
     registry, _, repository = image.rpartition("/")
+    # One replica, as llm-d's P/D guide keeps it too: the picker's in-flight accounting is per process.
+    epp: dict[str, Any] = {
+        "replicas": 1,
+        "image": {
+            "registry": registry,
+            "repository": repository,
+            "tag": tag,
+            "pullPolicy": "IfNotPresent",
+        },
+        "resources": EPP_RESOURCES,
+    }
+    if disaggregated:
+        epp |= pd_epp_values()
     return {
         "provider": {"name": "gke"},
         "router": {
             "modelServers": {
                 "type": "vllm",
                 "protocol": "http",
-                "targetPorts": [{"number": PORT}],
+                "targetPorts": [{"number": port} for port in (target_ports or [PORT])],
                 "matchLabels": pool_selector(service, leaders_only=leaders_only),
             },
             # FailOpen: with the picker down, the load balancer still sends requests to the pool.
             "inferencePool": {"create": True, "failureMode": "FailOpen"},
-            "epp": {
-                "replicas": 1,
-                "image": {
-                    "registry": registry,
-                    "repository": repository,
-                    "tag": tag,
-                    "pullPolicy": "IfNotPresent",
-                },
-                "resources": EPP_RESOURCES,
-            },
+            "epp": epp,
         },
         "httpRoute": {"create": False},
     }
@@ -129,7 +161,7 @@ def _ingress_from(cidrs: list[str], ports: list[int]) -> k8s.networking.v1.Netwo
     )
 
 
-def epp_egress_spec(service: str) -> k8s.networking.v1.NetworkPolicySpecArgs:
+def epp_egress_spec(service: str, ports: list[int] | None = None) -> k8s.networking.v1.NetworkPolicySpecArgs:
     """What the endpoint picker reaches besides DNS (the namespace's `default-deny-egress`): the
     server's Pods on their port (it reads vLLM's /metrics to pick a Pod) and the Kubernetes API on
     TCP 443 (it watches the InferencePool and its Pods). The API's address is the control plane's
@@ -142,7 +174,11 @@ def epp_egress_spec(service: str) -> k8s.networking.v1.NetworkPolicySpecArgs:
     return egress_policy_spec(
         [
             k8s.networking.v1.NetworkPolicyEgressRuleArgs(
-                to=[server], ports=[k8s.networking.v1.NetworkPolicyPortArgs(port=PORT, protocol="TCP")]
+                to=[server],
+                ports=[
+                    k8s.networking.v1.NetworkPolicyPortArgs(port=port, protocol="TCP")
+                    for port in ports or [PORT]
+                ],
             ),
             k8s.networking.v1.NetworkPolicyEgressRuleArgs(
                 ports=[k8s.networking.v1.NetworkPolicyPortArgs(port=HTTPS_PORT, protocol="TCP")]
@@ -168,6 +204,10 @@ class InferenceGateway(GkeGpuComponent[InferenceGatewaySpec]):
     - NetworkPolicies admitting the load balancer's proxies (the proxy-only subnet) and Google's
       health checkers to the server's port and to the picker's ext_proc and health ports; the picker
       admits nothing else, and reaches only the server's port and the Kubernetes API.
+
+    With `disaggregated`, the pool takes both roles' Pods and the picker runs llm-d's P/D profiles
+    (epp_config.py): a decode Pod, then a prefill Pod for decode's routing sidecar; `target_ports` are
+    an expert-parallel service's ranks' ports.
 
     The cluster needs GKE's Gateway API (GkeCluster's `gateway_api`), the InferencePool CRD (GKE
     installs it from 1.34.0-gke.1626000) and a proxy-only subnet in its region (GkeNetwork's
@@ -210,7 +250,7 @@ class InferenceGateway(GkeGpuComponent[InferenceGatewaySpec]):
                         match_labels=selector_labels(server_labels(service))
                     ),
                     policy_types=["Ingress"],
-                    ingress=[_ingress_from(ranges, [PORT])],
+                    ingress=[_ingress_from(ranges, spec.target_ports)],
                 ),
                 opts=child,
             ),
@@ -231,7 +271,7 @@ class InferenceGateway(GkeGpuComponent[InferenceGatewaySpec]):
                 metadata=k8s.meta.v1.ObjectMetaArgs(
                     name=f"{epp_name(service)}-egress", namespace=namespace, labels=labels
                 ),
-                spec=epp_egress_spec(service),
+                spec=epp_egress_spec(service, spec.target_ports),
                 opts=child,
             ),
         ]
@@ -241,7 +281,12 @@ class InferenceGateway(GkeGpuComponent[InferenceGatewaySpec]):
             version=EPP_VERSION,
             name=service,
             namespace=namespace,
-            values=epp_values(service, leaders_only=spec.leaders_only),
+            values=epp_values(
+                service,
+                leaders_only=spec.leaders_only,
+                disaggregated=spec.disaggregated,
+                target_ports=spec.target_ports,
+            ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=policies),
         )
         self._harden_epp(name, service, namespace, chart)

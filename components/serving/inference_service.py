@@ -6,49 +6,36 @@ from typing import Any, NotRequired, TypedDict, cast
 import pulumi
 import pulumi_kubernetes as k8s
 
-from ..core import images
 from ..core.component import NO_ARGS, GkeGpuComponent
 from ..core.k8s import (
     Toleration,
     app_labels,
     pod_security_labels,
-    restricted_container_security_context,
-    toleration_args,
 )
 from ..dra.claims import gpu_claim_template_name, gpu_claim_template_spec
 from .autoscaler import horizontal_pod_autoscaler
 from .deployment import deployment
+from .disaggregated import declare_roles, role_selector
+from .gpu_nics import GpuNicsArgs, nic_claim_template_spec, pod_nics
 from .hyperdisk_ml import TRANSFER_KSA, TRANSFER_TIMEOUT_S, declare_volume, uses_hyperdisk_ml
 from .leader_worker_set import leader_worker_set, serving_selector
-from .model import service_namespace
+from .model import DECODE, service_namespace
+from .role_args import DisaggregationArgs, ExpertParallelArgs, RoleSizesArgs
+from .role_parts import attach_nics, nic_claim, uses_nics
 from .rollout import pod_disruption_budget
 from .rules import weights_source
 from .server_parts import (
-    CONTAINER,
-    HOME,
     PORT,
-    VLLM_GROUP,
-    VLLM_USER,
-    WEIGHTS_DIR,
     egress_policies,
-    gpu_claims,
-    gpu_resources,
     network_policy,
     pod_annotations,
     server_labels,
-    vllm_args,
-    weights_volumes,
 )
+from .server_pod import KSA, server_pod_spec
 from .service_rules import service_notes, service_rules
 from .service_spec import InferenceServiceSpec
 from .weights_reader import declare_weights_reader
 
-KSA = "vllm"
-# vLLM answers only once the model is loaded (docs/serving-research.md 1c): the startup probe gives
-# the weights and the engine 30 minutes, the readiness probe takes the replica out of the Service the
-# moment /health fails (503: the engine died), and liveness restarts it after 3 minutes of that.
-STARTUP_PERIOD_S, STARTUP_FAILURES = 10, 180
-PROBE_TIMEOUT_S = 5
 ROLLOUT_TIMEOUT_S = 45 * 60
 
 
@@ -182,6 +169,24 @@ class InferenceServiceArgs(TypedDict):
     claims its GPUs through a ResourceClaimTemplate of the DeviceClass gpu.nvidia.com in the service's
     namespace instead of an nvidia.com/gpu limit (needs an NvidiaDraDriver with gpus). Not with
     scale_on gpu. Defaults to false."""
+    gpu_nics: NotRequired[GpuNicsArgs]
+    """The pool's GPUDirect RDMA NICs (A3 Ultra, A4, A4X, A4X Max): the Pods that talk across nodes (a
+    replica over several nodes, a disaggregated service's roles) get them, as training Pods do (the
+    interfaces' annotation or a DRANET claim), with NCCL's own IB transport. Defaults to none: the Pod
+    network's TCP."""
+    disaggregation: NotRequired[DisaggregationArgs]
+    """Prefill and decode as separate workloads (`<name>-prefill`, `<name>-decode`), the KV cache moved
+    by vLLM's NixlConnector, llm-d's routing sidecar on decode; needs an InferenceGateway with
+    `disaggregated` in front (its endpoint picker picks the prefill Pod), and with kv_transport rdma
+    `gpu_nics`. Replaces gpus_per_replica, replicas, max_replicas and scale_on. Defaults to one
+    aggregated workload."""
+    expert_parallel: NotRequired[ExpertParallelArgs]
+    """A MoE model's data and expert parallel (with `disaggregation` only): each role's replica is
+    data-parallel ranks of `tensor_parallel` GPUs under vLLM's supervisor, a LeaderWorkerSet of whole
+    nodes when it spans them. Defaults to none."""
+    role_sizes: NotRequired[RoleSizesArgs]
+    """With `disaggregation`: each role's Pod size. Each defaults to the service's own (cpu, memory_gib,
+    shm_gib, disk_gib, the file cache)."""
 
 
 class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
@@ -206,7 +211,13 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
     (NetworkPolicy); a PodMonitoring scrapes vLLM's /metrics. Rolling updates replace one replica at a
     time, or with `surge` a new replica first; a PodDisruptionBudget never lets a drain take the last
     replica that serves (rollout.disruption_budget). On a DRA-GPU pool (`dra_gpus`) each Pod claims its
-    GPUs through a ResourceClaimTemplate in the namespace instead of an nvidia.com/gpu limit."""
+    GPUs through a ResourceClaimTemplate in the namespace instead of an nvidia.com/gpu limit.
+
+    With `disaggregation`, prefill and decode are workloads of their own (`<name>-prefill`,
+    `<name>-decode`: disaggregated.py), vLLM's NixlConnector moving the KV cache between them and llm-d's
+    routing sidecar in front of decode; with `expert_parallel` too, each role's replica is data-parallel
+    ranks of a MoE model. With `gpu_nics` (a GPUDirect RDMA pool), the Pods that talk across nodes get
+    the NICs (gpu_nics.py). It refuses, besides, what pd_rules.py and pd_fit.py refuse."""
 
     service_url: pulumi.Output[str]
     """The in-cluster URL of the OpenAI-compatible API: http://<name>.serve-<name>.svc:8000."""
@@ -269,7 +280,7 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
         after_ksa = pulumi.ResourceOptions(parent=self, depends_on=[ns, ksa, *grants])
         # No ignoreChanges on spec.replicas: it would keep sending the count from the state (rollout.py).
         workload = after_ksa
-        if spec.dra_gpus:  # the template each Pod's claim is made from, before the Pods
+        if spec.dra_gpus and spec.disaggregation is None:  # each Pod's claim's template, before the Pods
             template = k8s.resource.v1.ResourceClaimTemplate(
                 f"{name}-gpu-claim",
                 metadata=k8s.meta.v1.ObjectMetaArgs(
@@ -279,27 +290,22 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
                 opts=in_namespace,
             )
             workload = pulumi.ResourceOptions(parent=self, depends_on=[ns, ksa, *grants, template])
-        # One node a replica: a Deployment; several: a LeaderWorkerSet, a group of Pods a replica.
-        build = leader_worker_set if spec.nodes_per_replica > 1 else deployment
-        build(
-            name,
-            spec,
-            namespace,
-            labels,
-            self._pod_spec(spec),
-            annotations=pod_annotations(spec),
-            # A Hyperdisk ML volume is filled before the first replica can start.
-            timeout_s=ROLLOUT_TIMEOUT_S + (TRANSFER_TIMEOUT_S if hyperdisk else 0),
-            opts=workload,
-        )
-        if spec.max_replicas is not None:
-            horizontal_pod_autoscaler(name, spec, namespace, labels, in_namespace)
-        pod_disruption_budget(name, spec, namespace, labels, in_namespace)
+        # A Hyperdisk ML volume is filled before the first replica can start.
+        timeout_s = ROLLOUT_TIMEOUT_S + (TRANSFER_TIMEOUT_S if hyperdisk else 0)
+        if spec.disaggregation is not None:
+            declare_roles(
+                self, name, spec, namespace, labels, timeout_s=timeout_s, depends_on=[ns, ksa, *grants]
+            )
+            # Without the gateway's header decode's sidecar serves alone (decode-only).
+            selector = role_selector(labels, DECODE)
+        else:
+            self._aggregated(name, spec, namespace, labels, timeout_s, workload, in_namespace)
+            selector = serving_selector(spec, labels)
         k8s.core.v1.Service(
             f"{name}-service",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=spec.name, namespace=namespace, labels=labels),
             spec=k8s.core.v1.ServiceSpecArgs(
-                selector=serving_selector(spec, labels),
+                selector=selector,
                 ports=[k8s.core.v1.ServicePortArgs(name="http", port=PORT, target_port=PORT, protocol="TCP")],
             ),
             opts=in_namespace,
@@ -317,6 +323,45 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
                 spec=policy,
                 opts=in_namespace,
             )
+        self.namespace = pulumi.Output.from_input(namespace)
+        self.service_url = pulumi.Output.from_input(f"http://{spec.name}.{namespace}.svc:{PORT}")
+        self.register_outputs({"serviceUrl": self.service_url, "namespace": self.namespace})
+
+    def _aggregated(
+        self,
+        name: str,
+        spec: InferenceServiceSpec,
+        namespace: str,
+        labels: dict[str, str],
+        timeout_s: int,
+        workload: pulumi.ResourceOptions,
+        in_namespace: pulumi.ResourceOptions,
+    ) -> None:
+        """One workload of identical replicas: a Deployment (one node a replica) or a LeaderWorkerSet (a
+        group of Pods a replica, on the GPU NICs where the pool has them), its autoscaler, budget and
+        scrape."""
+        pod, annotations = server_pod_spec(spec), pod_annotations(spec)
+        nics = uses_nics(spec)
+        if nics is not None:
+            pod, more = attach_nics(pod, nics, spec.gpus_per_pod, kv_transfer=False)
+            annotations = {**(annotations or {}), **more}
+            claim = nic_claim(nics, spec.gpus_per_pod)
+            if claim is not None:
+                template = k8s.resource.v1.ResourceClaimTemplate(
+                    f"{name}-nic-claim",
+                    metadata=k8s.meta.v1.ObjectMetaArgs(name=claim[1], namespace=namespace, labels=labels),
+                    spec=cast(Any, nic_claim_template_spec(pod_nics(nics, spec.gpus_per_pod))),
+                    opts=in_namespace,
+                )
+                workload = pulumi.ResourceOptions.merge(
+                    workload, pulumi.ResourceOptions(depends_on=[template])
+                )
+        # One node a replica: a Deployment; several: a LeaderWorkerSet, a group of Pods a replica.
+        build = leader_worker_set if spec.nodes_per_replica > 1 else deployment
+        build(name, spec, namespace, labels, pod, annotations=annotations, timeout_s=timeout_s, opts=workload)
+        if spec.max_replicas is not None:
+            horizontal_pod_autoscaler(name, spec, namespace, labels, in_namespace)
+        pod_disruption_budget(name, spec, namespace, labels, in_namespace)
         k8s.apiextensions.CustomResource(
             f"{name}-pod-monitoring",
             api_version="monitoring.googleapis.com/v1",
@@ -327,111 +372,4 @@ class InferenceService(GkeGpuComponent[InferenceServiceSpec]):
                 "endpoints": [{"port": PORT, "path": "/metrics", "interval": "15s"}],
             },
             opts=in_namespace,
-        )
-        self.namespace = pulumi.Output.from_input(namespace)
-        self.service_url = pulumi.Output.from_input(f"http://{spec.name}.{namespace}.svc:{PORT}")
-        self.register_outputs({"serviceUrl": self.service_url, "namespace": self.namespace})
-
-    def _pod_spec(self, spec: InferenceServiceSpec) -> k8s.core.v1.PodSpecArgs:
-        source = weights_source(spec.model)
-        # The whole home directory is writable scratch (vLLM's, Triton's, CUDA's and Hugging Face's
-        # caches live under it), counted against the container's ephemeral-storage limit.
-        mounts = [
-            k8s.core.v1.VolumeMountArgs(name="home", mount_path=HOME),
-            k8s.core.v1.VolumeMountArgs(name="tmp", mount_path="/tmp"),
-            k8s.core.v1.VolumeMountArgs(name="dshm", mount_path="/dev/shm"),
-        ]
-        volumes = [
-            k8s.core.v1.VolumeArgs(
-                name="home", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit=f"{spec.disk_gib}Gi")
-            ),
-            k8s.core.v1.VolumeArgs(
-                name="tmp", empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(size_limit="1Gi")
-            ),
-            k8s.core.v1.VolumeArgs(
-                name="dshm",
-                empty_dir=k8s.core.v1.EmptyDirVolumeSourceArgs(
-                    medium="Memory", size_limit=f"{spec.shm_gib}Gi"
-                ),
-            ),
-        ]
-        env = [
-            k8s.core.v1.EnvVarArgs(name="HOME", value=HOME),
-            # No usage statistics sent to vLLM's project.
-            k8s.core.v1.EnvVarArgs(name="VLLM_NO_USAGE_STATS", value="1"),
-            k8s.core.v1.EnvVarArgs(name="DO_NOT_TRACK", value="1"),
-        ]
-        if source == "gcs":
-            mounts.append(k8s.core.v1.VolumeMountArgs(name="weights", mount_path=WEIGHTS_DIR, read_only=True))
-            volumes += weights_volumes(spec, "weights")
-        elif spec.hf_token_secret is not None:  # a public model is downloaded without a token
-            env.append(
-                k8s.core.v1.EnvVarArgs(
-                    name="HF_TOKEN",
-                    value_from=k8s.core.v1.EnvVarSourceArgs(
-                        secret_key_ref=k8s.core.v1.SecretKeySelectorArgs(
-                            name=spec.hf_token_secret, key="token"
-                        )
-                    ),
-                )
-            )
-        probe = k8s.core.v1.HTTPGetActionArgs(path="/health", port=PORT)
-        resources = {
-            "cpu": f"{spec.cpu:g}",
-            "memory": f"{spec.memory_gib}Gi",
-            # The home emptyDir and /tmp: the kubelet evicts a Pod whose emptyDirs outgrow this.
-            "ephemeral-storage": f"{spec.disk_gib + 1}Gi",
-            **gpu_resources(spec),
-        }
-        pod_claims, container_claims = gpu_claims(spec)
-        return k8s.core.v1.PodSpecArgs(
-            service_account_name=KSA,
-            node_selector=dict(spec.node_selector),
-            tolerations=[toleration_args(t) for t in spec.tolerations],
-            security_context=k8s.core.v1.PodSecurityContextArgs(
-                run_as_non_root=True,
-                run_as_user=VLLM_USER,
-                run_as_group=VLLM_GROUP,
-                fs_group=VLLM_GROUP,
-                seccomp_profile=k8s.core.v1.SeccompProfileArgs(type="RuntimeDefault"),
-            ),
-            termination_grace_period_seconds=60,
-            # No Kubernetes API for vLLM. The Cloud Storage FUSE driver gets the Pod's Workload Identity
-            # token from the kubelet's CSI request, not from the Pod (gcs-fuse-csi-driver
-            # pkg/cloud_provider/auth/token_sources.go).
-            automount_service_account_token=False,
-            resource_claims=pod_claims,
-            containers=[
-                k8s.core.v1.ContainerArgs(
-                    name=CONTAINER,
-                    image=spec.image or images.VLLM,
-                    args=vllm_args(spec),
-                    env=env,
-                    ports=[k8s.core.v1.ContainerPortArgs(name="http", container_port=PORT)],
-                    resources=k8s.core.v1.ResourceRequirementsArgs(
-                        limits=resources, requests=resources, claims=container_claims
-                    ),
-                    startup_probe=k8s.core.v1.ProbeArgs(
-                        http_get=probe,
-                        period_seconds=STARTUP_PERIOD_S,
-                        failure_threshold=STARTUP_FAILURES,
-                        timeout_seconds=PROBE_TIMEOUT_S,
-                    ),
-                    readiness_probe=k8s.core.v1.ProbeArgs(
-                        http_get=probe,
-                        period_seconds=10,
-                        failure_threshold=3,
-                        timeout_seconds=PROBE_TIMEOUT_S,
-                    ),
-                    liveness_probe=k8s.core.v1.ProbeArgs(
-                        http_get=probe,
-                        period_seconds=30,
-                        failure_threshold=6,
-                        timeout_seconds=PROBE_TIMEOUT_S,
-                    ),
-                    security_context=restricted_container_security_context(),
-                    volume_mounts=mounts,
-                )
-            ],
-            volumes=volumes,
         )

@@ -9,13 +9,13 @@ Sources and what is UNVERIFIED: docs/serving.md, "Multi-node replicas"."""
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from ..core.k8s import selector_labels
-from .rollout import fixed_replicas, replica_owner_annotations, rollout_plan
+from .rollout import RolloutPlan, fixed_replicas, replica_owner_annotations, rollout_plan
 
 if TYPE_CHECKING:
     from .service_spec import InferenceServiceSpec
@@ -94,30 +94,46 @@ def leader_worker_set(
                 **replica_owner_annotations(spec),
             },
         ),
-        spec={
-            **({} if (replicas := fixed_replicas(spec)) is None else {"replicas": replicas}),
-            # The workers start with the leader, not once it is ready: the leader is ready only when
-            # the whole engine, workers included, has loaded the model.
-            "startupPolicy": "LeaderCreated",
-            # A whole surge group first where the pool has room for its nodes, else one group at a time.
-            "rolloutStrategy": {
-                "type": "RollingUpdate",
-                "rollingUpdateConfiguration": {
-                    "maxUnavailable": plan.max_unavailable,
-                    "maxSurge": plan.max_surge,
-                },
-            },
-            "leaderWorkerTemplate": {
-                "size": nodes,
-                # A restarted container or Pod recreates its whole group: the engine's ranks cannot
-                # rejoin a running group one at a time.
-                "restartPolicy": "RecreateGroupOnPodRestart",
+        spec=group_spec(
+            fixed_replicas(spec),
+            plan,
+            nodes,
+            {
                 "leaderTemplate": template("leader", pod),
                 "workerTemplate": template("worker", _worker_pod(pod, labels)),
             },
-        },
+        ),
         opts=opts,
     )
+
+
+def group_spec(
+    replicas: int | None, plan: RolloutPlan, size: int, templates: dict[str, k8s.core.v1.PodTemplateSpecArgs]
+) -> dict[str, Any]:
+    """A LeaderWorkerSet's spec: `replicas` groups (None: the autoscaler's count) of `size` Pods made from
+    `templates` (`leaderTemplate`, `workerTemplate`), started together, a restarted Pod recreating its
+    group, rolled over as `plan` says."""
+    return {
+        **({} if replicas is None else {"replicas": replicas}),
+        # The workers start with the leader, not once it is ready: the leader is ready only when the
+        # whole engine, workers included, has loaded the model.
+        "startupPolicy": "LeaderCreated",
+        # A whole surge group first where the pool has room for its nodes, else one group at a time.
+        "rolloutStrategy": {
+            "type": "RollingUpdate",
+            "rollingUpdateConfiguration": {
+                "maxUnavailable": plan.max_unavailable,
+                "maxSurge": plan.max_surge,
+            },
+        },
+        "leaderWorkerTemplate": {
+            "size": size,
+            # A restarted container or Pod recreates its whole group: the engine's ranks cannot rejoin a
+            # running group one at a time.
+            "restartPolicy": "RecreateGroupOnPodRestart",
+            **templates,
+        },
+    }
 
 
 def _worker_pod(leader: k8s.core.v1.PodSpecArgs, labels: dict[str, str]) -> k8s.core.v1.PodSpecArgs:

@@ -61,3 +61,23 @@ def default_floors(accelerator: str, mig_partition_size: str | None = None) -> L
         round(floors.max_p99_ttft_ms / share),
         round(floors.max_mean_tpot_ms / share, 1),
     )
+
+
+# A disaggregated service's load: llm-d v0.9.0's P/D guide's published run, THIRD-PARTY figures (llm-d/llm-d
+# @1aecf03f guides/pd-disaggregation/README.md "Benchmarking", lines 413-629): gpt-oss-120b on 16 H200 GPUs
+# of GKE A3 Ultra (DRANET RoCE), 8 prefill replicas of TP 1 and 2 decode of TP 4, vLLM v0.26.0; inputs of
+# 5000 tokens and outputs of 250 at a constant 45 requests a second for 120 s. Its results: TTFT p99
+# 2.0101 s, time per output token mean 0.005698 s, output 12,035.85 tokens a second; mean request latency
+# 2.7755 s. Its inter-token latency percentiles are not a floor ("Chunked streaming delivers several
+# tokens per event, so 95% of inter-token gaps measure below 1 ms"): the mean TPOT stands for them.
+PD_GUIDE_FLOORS = LoadFloors(min_output_tok_s=12035.85, max_p99_ttft_ms=2010.1, max_mean_tpot_ms=5.698)
+PD_GUIDE_INPUT_TOKENS, PD_GUIDE_OUTPUT_TOKENS = 5000, 250
+# The load test's client sends about 1.3 tokens a word (scripts/serving_load.py): words for 5000 tokens.
+PD_GUIDE_PROMPT_WORDS = round(PD_GUIDE_INPUT_TOKENS / 1.3)
+# The guide's rate held 45 x 2.7755 s = 125 requests in flight on average (Little's law): the client,
+# which keeps a fixed number in flight, judges that level; one request alone first.
+PD_GUIDE_LEVELS = (1, 125)
+PD_GUIDE = (
+    "llm-d v0.9.0's P/D guide: gpt-oss-120b on 16 H200 (8 prefill TP1 + 2 decode TP4), 5000 "
+    "input and 250 output tokens, 45 req/s"
+)

@@ -86,6 +86,57 @@ class ModelInfo(StackModel):
     max_context: int | None = Field(None, ge=16, le=100_000_000)
     # Whether the Hugging Face repo asks to accept terms (then hfTokenSecret is required).
     gated: bool | None = None
+    # A MoE model: its routed experts a layer (config.json's n_routed_experts / num_local_experts /
+    # num_experts), and their parameters over every layer (for each expert-parallel rank's share).
+    experts: int | None = Field(None, ge=1, le=4096)
+    expert_parameters: int | None = Field(None, ge=1_000_000, le=100_000_000_000_000)
+
+
+# The roles of a disaggregated service (llm-d's `llm-d.ai/role` values, which its endpoint picker's
+# prefill-filter and decode-filter select on: llm-d/llm-d-router@v0.10.0
+# pkg/epp/framework/plugins/scheduling/filter/bylabel/roles.go).
+PREFILL, DECODE = "prefill", "decode"
+ROLES = (PREFILL, DECODE)
+
+
+class RoleConfig(StackModel):
+    """One role of a disaggregated service: its replicas and the GPUs of one replica (vLLM's tensor
+    parallel size on one node; with expertParallel, its data x tensor parallel ranks, whole nodes when
+    above a node)."""
+
+    model_config = example(replicas=2, gpusPerReplica=4)
+
+    replicas: int = Field(1, ge=1, le=100)
+    gpus_per_replica: int = Field(1, ge=1, le=64)
+
+
+class DisaggregationConfig(StackModel):
+    """Prefill and decode as separate vLLM workloads, the KV cache moved from prefill to decode by vLLM's
+    NixlConnector, the llm-d routing sidecar on decode and the endpoint picker's P/D profiles in front
+    (docs/serving.md, "Disaggregated prefill and decode")."""
+
+    model_config = example(prefill={"replicas": 2, "gpusPerReplica": 4}, decode={"gpusPerReplica": 8})
+
+    prefill: RoleConfig
+    decode: RoleConfig
+    # How the KV cache travels: over the pool's GPUDirect RDMA NICs (`rdma`, the default), or the Pod
+    # network's TCP (`tcp`: NIXL's UCX falls back to TCP; llm-d: "only for testing and development").
+    kv_transport: Literal["rdma", "tcp"] = "rdma"
+
+
+class ExpertParallelConfig(StackModel):
+    """vLLM's data and expert parallel for a MoE model, as llm-d's wide-EP guide runs it: each replica's
+    GPUs are data-parallel ranks of `tensorParallel` GPUs, the experts spread over all of them."""
+
+    model_config = example(tensorParallel=1, allToAll="allgatherReducescatter")
+
+    # GPUs of one data-parallel rank (its attention's tensor parallel).
+    tensor_parallel: int = Field(1, ge=1, le=8)
+    # vLLM's --all2all-backend: allgather_reducescatter (NCCL collectives, vLLM's default) is built;
+    # the DeepEP ones are refused with the reason (serving/pd_rules.py).
+    all_to_all: Literal["allgatherReducescatter", "deepepHighThroughput", "deepepLowLatency"] = (
+        "allgatherReducescatter"
+    )
 
 
 class ReplicasConfig(StackModel):
@@ -125,6 +176,10 @@ class ModelServerSettings(StackModel):
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
     # A model the catalogue does not hold: its figures (or the catalogue entry it is a copy of).
     model_info: ModelInfo | None = None
+    # Prefill and decode as separate workloads (P/D disaggregation).
+    disaggregation: DisaggregationConfig | None = None
+    # A MoE model's data and expert parallel (with disaggregation: llm-d's wide-EP path).
+    expert_parallel: ExpertParallelConfig | None = None
 
 
 class _ServiceChoice(StackModel):

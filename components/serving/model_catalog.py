@@ -78,6 +78,20 @@ class ModelFacts:
     stated_weights_bytes: int | None = None
     kv_dtype: str | None = None
     attention: Attention = field(default_factory=Attention)
+    expert_parameters: int | None = None
+    """MoE: the routed experts' parameters over every layer (held in `dtype`), the part expert parallel
+    spreads over its ranks; the rest is on every rank."""
+    moe: bool | None = None
+    """Whether the model is a mixture of experts: True with experts, False where the source shows a
+    dense model, None where it is not known (a catalogue entry whose experts are unverified, model_info
+    that states none)."""
+
+    @property
+    def expert_bytes(self) -> int | None:
+        """The routed experts' weights in bytes, where their parameters and dtype are known."""
+        if self.expert_parameters is None or self.dtype is None:
+            return None
+        return int(self.expert_parameters * DTYPE_BYTES[self.dtype])
 
     @property
     def weights_bytes(self) -> int | None:
@@ -125,6 +139,7 @@ _FIELDS = {
     "sharedExperts": "shared_experts",
     "weightsBytes": "stated_weights_bytes",
     "kvDtype": "kv_dtype",
+    "expertParameters": "expert_parameters",
 }
 _ATTENTION_FIELDS = {
     "type": "type",
@@ -142,7 +157,9 @@ def _facts(name: str, entry: dict[str, Any]) -> ModelFacts:
     attention = Attention(**{attr: layout[key] for key, attr in _ATTENTION_FIELDS.items() if key in layout})
     # The KV heads of a model without grouped-query attention default to its attention heads only where
     # model_info states them (declared()); the catalogue names both, or neither is known.
-    return ModelFacts(name=name, source=entry["source"], attention=attention, **known)
+    # Dense where the source shows no experts; not known where the experts are unverified.
+    moe = True if known.get("experts") is not None else (None if "experts" in unverified else False)
+    return ModelFacts(name=name, source=entry["source"], attention=attention, moe=moe, **known)
 
 
 @functools.cache
@@ -172,6 +189,9 @@ def declared(info: ModelInfo) -> ModelFacts | None:
         head_dim=info.head_dim,
         max_context=info.max_context,
         gated=info.gated,
+        experts=info.experts,
+        expert_parameters=info.expert_parameters,
+        moe=True if info.experts is not None else None,
         source="model_info",
     )
 

@@ -14,13 +14,26 @@ from typing import Any, cast
 from ..gpu.pool import GpuPool
 from ..gpu.scheduling import node_selector, tolerations
 from .gateway import EPP_CHART, EPP_VERSION, GATEWAY_CLASS, InferenceGatewayArgs, epp_name
+from .gpu_nics import GpuNicsArgs
 from .hyperdisk_ml import TRANSFER_TIMEOUT_S, throughput, volume_key
 from .inference_service import ROLLOUT_TIMEOUT_S, InferenceServiceArgs
 from .leader_worker_set import group_name
-from .load_floors import REFERENCE_LEVELS, default_floors
+from .load_floors import (
+    PD_GUIDE,
+    PD_GUIDE_FLOORS,
+    PD_GUIDE_INPUT_TOKENS,
+    PD_GUIDE_LEVELS,
+    PD_GUIDE_OUTPUT_TOKENS,
+    PD_GUIDE_PROMPT_WORDS,
+    REFERENCE_LEVELS,
+    default_floors,
+)
 from .load_test import JOB, ServingLoadTestArgs
 from .model import ModelServerSettings, ServingConfig
+from .pd_plan import disaggregated_args, disaggregated_summary
+from .pd_pool_rules import pool_gpu_nics, uses_pool_nics
 from .pool_rules import nodes_per_replica
+from .roles import RoleLayout, layouts_of
 from .rules import gcs_location, weights_source
 from .server_parts import CONTAINER, PORT
 from .sizing import (
@@ -46,6 +59,13 @@ class ServicePlan:
     """Nodes a replica spans (1: a Deployment; more: a LeaderWorkerSet)."""
     surge: bool
     cache: WeightsCache
+    roles: tuple[RoleLayout, ...] = ()
+    """A disaggregated service's roles (none for one workload)."""
+
+    @property
+    def spans_nodes(self) -> bool:
+        """A replica (or a role's) is a LeaderWorkerSet: the cluster needs the LWS controller."""
+        return self.nodes > 1 or any(layout.nodes > 1 for layout in self.roles)
 
     @property
     def resource_name(self) -> str:
@@ -104,6 +124,23 @@ class ServicePlan:
                 "logs": f"kubectl logs -n {namespace} {group}-0 -c {CONTAINER}",
                 "workerLogs": f"kubectl logs -n {namespace} {group}-0-1 -c {CONTAINER}",
             }
+        if self.roles:
+            # No one workload: each role's size, rollout and commands (pd_plan.py).
+            for key in ("gpusPerReplica", "replicas"):
+                del summary[key]
+            del summary["commands"]["wait"]
+            summary["commands"]["logs"] = (
+                f"kubectl logs -n {namespace} deployment/{service.name}-decode -c {CONTAINER}"
+            )
+            summary["scaling"] = "fixed (each role's replicas)"
+            summary["rollout"] = "; ".join(
+                f"{layout.role}: "
+                + describe_rollout(
+                    pool, layout.gpus, layout.replicas, self.surge, f"disaggregation.{layout.role}.replicas"
+                )
+                for layout in self.roles
+            )
+            summary["disaggregation"] = disaggregated_summary(service, list(self.roles), timeout)
         if service.weights.via == "hyperdiskMl":
             volume = self._hyperdisk_ml_volume()
             summary["hyperdiskMl"] = volume
@@ -158,6 +195,11 @@ class ServicePlan:
         args: InferenceGatewayArgs = {"service": self.service.name, "proxy_only_cidr": proxy_only_cidr}
         if self.nodes > 1:  # a LeaderWorkerSet: the pool takes its leaders only
             args["leaders_only"] = True
+        if self.roles:  # every Pod of both roles; each data-parallel rank's port
+            args["disaggregated"] = True
+            ports = sorted({port for layout in self.roles for port in layout.api_ports})
+            if ports != [PORT]:
+                args["target_ports"] = ports
         return args
 
     def gateway_summary(self, region: str | None, proxy_only_cidr: str) -> dict[str, Any]:
@@ -193,15 +235,23 @@ def plan_service(
 ) -> ServicePlan:
     """The plan of a service the stack rules accepted, on its pool (`surge`: whether the pool has room
     for a rollout's surge replica, sizing.surge_services)."""
+    disaggregated = service.disaggregation is not None
+    layouts = layouts_of(service, pool.gpus_per_node)
     nodes = nodes_per_replica(service, pool)
-    per_pod = service.gpus_per_replica // nodes
+    # A disaggregated service's Pod sizes are its roles' (role_sizes); its own, its smallest role's.
+    per_pod = min(r.gpus_per_pod for r in layouts) if disaggregated else service.gpus_per_replica // nodes
     # The settings the section and the component share (ModelServerSettings), by their snake_case names:
-    # each is written once, in the shared model.
-    shared = service.model_dump(include=set(ModelServerSettings.model_fields), exclude_none=True)
+    # each is written once, in the shared model. A disaggregated service's replicas are its roles'.
+    shared = service.model_dump(
+        include=set(ModelServerSettings.model_fields),
+        exclude={"gpus_per_replica"} if disaggregated else set(),
+        exclude_none=True,
+    )
     args = cast(InferenceServiceArgs, shared)
+    if not disaggregated:
+        args["replicas"] = service.replicas.min
     args |= {
         "name": service.name,
-        "replicas": service.replicas.min,
         "node_selector": node_selector(pool, autopilot=autopilot),
         # The GPU, for the fit rules, where the selector does not name it (a ComputeClass's).
         "accelerator": pool.accelerator,
@@ -223,12 +273,19 @@ def plan_service(
         args["surge"] = True
     if service.replicas.max > service.replicas.min:
         args["max_replicas"] = service.replicas.max
-    if nodes > 1:
+    if nodes > 1 and not disaggregated:
         args["gpus_per_node"] = per_pod
     if pool.dra_gpus:
         # GKE's device plugin is off there: the Pods claim their GPUs (dra/plan.py).
         args["dra_gpus"] = True
-    return ServicePlan(service=service, pool=pool, args=args, nodes=nodes, surge=surge, cache=cache)
+    if disaggregated:
+        disaggregated_args(service, pool, layouts, args)
+    elif uses_pool_nics(service, pool) and (nics := pool_gpu_nics(pool)) is not None:
+        # A replica over nodes talks across them: on the GPU NICs where the pool has them.
+        args["gpu_nics"] = cast(GpuNicsArgs, nics.model_dump())
+    return ServicePlan(
+        service=service, pool=pool, args=args, nodes=nodes, surge=surge, cache=cache, roles=tuple(layouts)
+    )
 
 
 def load_test_args(service: ServingConfig, pool: GpuPool, given: Mapping[str, float]) -> ServingLoadTestArgs:
@@ -236,13 +293,25 @@ def load_test_args(service: ServingConfig, pool: GpuPool, given: Mapping[str, fl
     unset one the estimate for the pool's GPU."""
     estimate = default_floors(pool.accelerator, pool.mig_partition_size)
     gpu = pool.accelerator + (f" {pool.mig_partition_size}" if pool.mig_partition_size else "")
-    return {
+    extra: dict[str, Any] = {}
+    if service.disaggregation is not None:
+        # Through the gateway (its picker splits each request), at llm-d's P/D guide's lengths, judged
+        # against its published figures where the stack file gives none.
+        estimate = PD_GUIDE_FLOORS
+        extra = {
+            "gateway": True,
+            "levels": list(PD_GUIDE_LEVELS),
+            "prompt_words": PD_GUIDE_PROMPT_WORDS,
+            "max_tokens": PD_GUIDE_OUTPUT_TOKENS,
+        }
+    args: ServingLoadTestArgs = {
         "service": service.name,
         "min_output_tok_s": given.get("output_tokens_per_second") or estimate.min_output_tok_s,
         "max_p99_ttft_ms": given.get("ttft_p99_ms") or estimate.max_p99_ttft_ms,
         "max_mean_tpot_ms": given.get("tpot_mean_ms") or estimate.max_mean_tpot_ms,
         "label": f"{service.name} on {gpu}",
     }
+    return cast(ServingLoadTestArgs, args | extra)
 
 
 def load_test_summary(
@@ -256,11 +325,14 @@ def load_test_summary(
         "ttftP99Ms": (args["max_p99_ttft_ms"], "ttft_p99_ms"),
         "tpotMeanMs": (args["max_mean_tpot_ms"], "tpot_mean_ms"),
     }
+    disaggregated = service.disaggregation is not None
+    origin = f"third-party: {PD_GUIDE}" if disaggregated else f"estimate for {pool.accelerator}"
+    levels = args.get("levels") or REFERENCE_LEVELS
     summary: dict[str, Any] = {
         "job": job,
-        "levels": f"concurrency {', '.join(map(str, REFERENCE_LEVELS))}; the last is judged",
+        "levels": f"concurrency {', '.join(map(str, levels))}; the last is judged",
         "floors": {
-            key: f"{value:g} ({'stack file' if field in given else 'estimate for ' + pool.accelerator})"
+            key: f"{value:g} ({'stack file' if field in given else origin})"
             for key, (value, field) in floors.items()
         },
         "commands": {
@@ -268,7 +340,18 @@ def load_test_summary(
             "result": f"kubectl logs -n {namespace} job/{JOB} | grep 'SERVING-LOAD RESULT'",
         },
     }
-    if service.gpus_per_replica > 1 and len(given) < len(floors):
+    if disaggregated:
+        summary["requests"] = (
+            f"through the Inference Gateway (its address read from the Gateway), prompts of about "
+            f"{PD_GUIDE_INPUT_TOKENS} tokens and {PD_GUIDE_OUTPUT_TOKENS} output tokens (the guide's)"
+        )
+        if len(given) < len(floors):
+            summary["note"] = (
+                f"the floors not in the stack file are the published figures of {PD_GUIDE}, not a "
+                f"measurement of {service.name}'s model and GPUs: set floors measured for it "
+                "(workloads[].floors)"
+            )
+    elif service.gpus_per_replica > 1 and len(given) < len(floors):
         summary["note"] = (
             f"the estimates are for a model of up to 8B parameters on one GPU; {service.name} has "
             f"{service.gpus_per_replica} GPUs a replica, so set floors measured for its model "

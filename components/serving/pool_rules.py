@@ -17,6 +17,7 @@ from ..gpu.pool import GpuPool
 from .fit import GIB, Replica, check_fit, tensor_parallel_sizes
 from .model import ServingConfig
 from .model_catalog import ModelFacts, model_facts, weights_bytes
+from .role_views import capacity_views
 from .rules import (
     DRA_DUTY_CYCLE_UNKNOWN,
     POPULATOR_MIN_VERSION,
@@ -208,6 +209,7 @@ def pool_replica(service: ServingConfig, pool: GpuPool) -> Replica:
         unknown_gpu=why,
         download_gib=disk,
         download_fix=fix,
+        mig_partition=pool.mig_partition_size,
     )
 
 
@@ -222,10 +224,10 @@ def check_model_on_pool(
 ) -> None:
     """What knowing the model decides on this pool (fit.py), and a replica size that strands GPUs."""
     facts = check_fit(service, pool_replica(service, pool), names, problems, notes)
-    _check_stranded(service, pool, facts, names, problems, autopilot=autopilot)
+    check_stranded(service, pool, facts, names, problems, autopilot=autopilot)
 
 
-def _check_stranded(
+def check_stranded(
     service: ServingConfig,
     pool: GpuPool,
     facts: ModelFacts | None,
@@ -293,9 +295,14 @@ def check_availability(service: ServingConfig, pool: GpuPool, names: KeyNames, n
 
 
 def pool_surges(pool: GpuPool, services: Sequence[ServingConfig]) -> set[str]:
-    """The names of the pool's services whose rollouts surge a replica (sizing.surge_services)."""
+    """The names of the pool's services whose rollouts surge a replica (sizing.surge_services); a
+    disaggregated service's where each of its roles does."""
     users = [s for s in services if s.pool == pool.name]
-    return surge_services(pool, ((s.name, s.replicas.max, s.gpus_per_replica) for s in users))
+    views = {s.name: capacity_views(s, pool) for s in users}
+    surging = surge_services(
+        pool, ((v.name, v.replicas.max, v.gpus_per_replica) for s in users for v in views[s.name])
+    )
+    return {s.name for s in users if all(v.name in surging for v in views[s.name])}
 
 
 def note_rollouts(entries: Sequence[Entry], pool: GpuPool, notes: list[str]) -> None:
@@ -306,7 +313,9 @@ def note_rollouts(entries: Sequence[Entry], pool: GpuPool, notes: list[str]) -> 
         if service.pool == pool.name and service.name not in surging and service.replicas.min < 2:
             notes.append(
                 f"note: {names.prefix}: a rollout of {service.name} "
-                + describe_rollout(pool, service.gpus_per_replica, service.replicas.min, False)
+                + describe_rollout(
+                    pool, service.gpus_per_replica, service.replicas.min, False, names.key("replicas.min")
+                )
             )
 
 

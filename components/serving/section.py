@@ -14,6 +14,8 @@ from ..core.section import SectionContext
 from ..gpu.pool import GpuPool
 from .fit import check_model
 from .model import ServingConfig
+from .pd_pool_rules import check_disaggregated_on_pool, role_entries
+from .pd_rules import check_disaggregation
 from .pool_rules import (
     Entry,
     check_availability,
@@ -59,7 +61,12 @@ def check_serving(
             )
         seen.setdefault(service.name, i)
         check_model_server(service, names, ctx.problems)
+        if service.disaggregation is not None:
+            sized += _disaggregated(service, names, by_name, ctx, autopilot=autopilot)
+            continue
         check_scaling(service, names, ctx.problems)
+        # Expert parallel without disaggregation is refused there (the roles it needs).
+        check_disaggregation(service, names, ctx.problems, gpus_per_node=None, set_fields=set())
         if ctx.unknown_pool(f"{key}.pool", service.pool, by_name):
             if weights_source(service.model):
                 check_model(service, None, names, ctx.problems, ctx.notes)
@@ -77,3 +84,27 @@ def check_serving(
         check_capacity(sized, pool, ctx.problems)
         note_rollouts(sized, pool, ctx.notes)
     return tuple(service for _, service in services)
+
+
+def _disaggregated(
+    service: ServingConfig,
+    names: KeyNames,
+    by_name: dict[str, GpuPool],
+    ctx: SectionContext,
+    *,
+    autopilot: bool,
+) -> list[Entry]:
+    """A disaggregated service's rules (serving/pd_pool_rules.py); its roles, for the pool's capacity."""
+    key = names.prefix
+    if ctx.unknown_pool(f"{key}.pool", service.pool, by_name):
+        check_disaggregated_on_pool(service, None, names, ctx.problems, ctx.notes, autopilot=autopilot)
+        return []
+    pool = by_name[service.pool]
+    if not check_disaggregated_on_pool(service, pool, names, ctx.problems, ctx.notes, autopilot=autopilot):
+        return []
+    if service.weights.via == "hyperdiskMl" and weights_source(service.model) == "gcs":
+        check_hyperdisk_ml(pool, names, ctx.problems, ctx.notes, autopilot=autopilot)
+    entries = role_entries(service, pool, names)
+    for role_keys, view in entries:
+        check_availability(view, pool, role_keys, ctx.notes)
+    return entries

@@ -19,13 +19,15 @@ from ..core.egress import (
 from ..core.k8s import app_labels, image_version, selector_labels
 from ..dra.claims import GPU_CLAIM, container_claim, gpu_claim_template_name, pod_claim
 from .hyperdisk_ml import claim_volume, uses_hyperdisk_ml
+from .roles import API_PORT, served_ports
 from .rules import gcs_location, weights_source
 from .sizing import file_cache_max_mb
 
 if TYPE_CHECKING:
     from .service_spec import InferenceServiceSpec
 
-PORT = 8000
+# The OpenAI API's port (a disaggregated service's too: roles.py).
+PORT = API_PORT
 # The server's container (the GPU duty-cycle autoscaler selects it by name).
 CONTAINER = "vllm"
 # vLLM's image has a user 2000 in group 0 (home /home/vllm): the one UID the stock image knows
@@ -63,17 +65,20 @@ def server_labels(name: str) -> dict[str, str]:
     return app_labels(name, component="inference-server", version=image_version(images.VLLM))
 
 
-def vllm_args(spec: InferenceServiceSpec) -> list[str]:
+def vllm_args(
+    spec: InferenceServiceSpec, *, port: int = PORT, tensor_parallel: int | None = None
+) -> list[str]:
     """The `vllm serve` arguments (the image's entrypoint): the model, its name, the GPUs, the port;
-    for a replica over several nodes, the leader's (a worker adds --headless)."""
+    for a replica over several nodes, the leader's (a worker adds --headless). A disaggregated role
+    gives its own port and tensor-parallel size (role_parts.py)."""
     source = weights_source(spec.model)
     model = f"{WEIGHTS_DIR}" if source == "gcs" else spec.model
     args = [
         model,
         f"--served-model-name={spec.name}",
-        f"--tensor-parallel-size={spec.gpus_per_pod}",
+        f"--tensor-parallel-size={tensor_parallel or spec.gpus_per_pod}",
         "--host=0.0.0.0",
-        f"--port={PORT}",
+        f"--port={port}",
     ]
     if spec.max_model_len is not None:
         args.append(f"--max-model-len={spec.max_model_len}")
@@ -208,7 +213,11 @@ def network_policy(
     ]
     ingress = [
         k8s.networking.v1.NetworkPolicyIngressRuleArgs(
-            from_=peers, ports=[k8s.networking.v1.NetworkPolicyPortArgs(port=PORT, protocol="TCP")]
+            from_=peers,
+            ports=[
+                k8s.networking.v1.NetworkPolicyPortArgs(port=port, protocol="TCP")
+                for port in served_ports(spec)
+            ],
         )
     ]
     if spec.nodes_per_replica > 1:

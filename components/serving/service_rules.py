@@ -12,8 +12,11 @@ from ..core.catalog import load_catalog
 from ..core.common import KeyNames, Problems, cut, listing
 from ..core.k8s import check_toleration
 from ..core.nodes import ACCELERATOR_LABEL, PARTITION_LABEL, SHARING_STRATEGY_LABEL
-from .fit import Replica, check_fit
+from .fit import Replica, check_fit, check_model, note_unchecked
 from .hyperdisk_ml import check_volume_args
+from .pd_fit import check_roles_fit
+from .pd_rules import check_disaggregation, check_kv_transport
+from .roles import RoleLayout
 from .rules import DRA_DUTY_CYCLE_UNKNOWN, check_model_server, check_replica_nodes, weights_source
 from .service_spec import InferenceServiceSpec
 
@@ -53,27 +56,74 @@ def service_replica(spec: InferenceServiceSpec, problems: Problems) -> Replica:
         unknown_gpu=why,
         download_gib=spec.disk_gib,
         download_fix=" (disk_gib): raise disk_gib",
+        mig_partition=spec.node_selector.get(PARTITION_LABEL),
     )
 
 
-def _fit(spec: InferenceServiceSpec, problems: Problems, notes: list[str] | None) -> None:
+def _fit(
+    spec: InferenceServiceSpec, problems: Problems, notes: list[str] | None, layouts: list[RoleLayout]
+) -> None:
     replica = service_replica(spec, problems)
-    if weights_source(spec.model):
+    if not weights_source(spec.model):
+        return
+    if spec.disaggregation is None:
         check_fit(spec, replica, ARGS, problems, notes)
+        return
+    if not layouts:  # the roles' shape is refused: their fit would follow from it
+        return
+    facts = check_model(
+        spec, None, ARGS, problems, notes, download_gib=spec.disk_gib, download_fix=replica.download_fix
+    )
+    if facts is not None:
+        check_roles_fit(
+            spec, facts, layouts, replica.accelerator, ARGS, problems, notes, gpus_per_node=spec.gpus_per_node
+        )
+        note_unchecked(facts, spec, replica, ARGS, notes)
+
+
+def _disaggregation(
+    spec: InferenceServiceSpec, problems: Problems, notes: list[str] | None
+) -> list[RoleLayout]:
+    """A disaggregated service's roles (pd_rules.py), and the args it takes from them."""
+    layouts = check_disaggregation(
+        spec, ARGS, problems, gpus_per_node=spec.gpus_per_node, set_fields=spec.model_fields_set
+    )
+    if spec.disaggregation is None:
+        if spec.role_sizes is not None:
+            problems.add("role_sizes", "only allowed with disaggregation (each role's Pod size)")
+        return layouts
+    for field in ("replicas", "max_replicas", "queue_target", "duty_cycle_target"):
+        if field in spec.model_fields_set:
+            problems.add(
+                field,
+                "not allowed with disaggregation: each role's replicas are fixed (disaggregation."
+                "prefill.replicas, disaggregation.decode.replicas)",
+            )
+    check_kv_transport(
+        spec,
+        layouts,
+        spec.gpu_nics,
+        ARGS,
+        problems,
+        notes,
+        no_nics="give gpu_nics (the pool's GPUDirect RDMA flavour and networking), or kv_transport tcp",
+        whole_node_fix="a DRANET pool (gpu_nics.networking dranet)",
+    )
+    return layouts
 
 
 def service_notes(spec: InferenceServiceSpec) -> list[str]:
     """What the args leave for the user to check (a plain program's warnings: the stack reports its
     own)."""
     notes: list[str] = []
-    _fit(spec, Problems(), notes)
+    _fit(spec, Problems(), notes, _disaggregation(spec, Problems(), notes))
     return notes
 
 
 def service_rules(spec: InferenceServiceSpec) -> list[str]:
     problems = Problems()
     check_model_server(spec, ARGS, problems)
-    _fit(spec, problems, None)
+    _fit(spec, problems, None, _disaggregation(spec, problems, None))
     if spec.gpus_per_node is not None:
         per_node = f"gpus_per_node {spec.gpus_per_node}"
         check_replica_nodes(spec.gpus_per_replica, spec.gpus_per_node, per_node, ARGS, problems)

@@ -12,6 +12,7 @@ from ..core.arg_types import K8sName, LabelKey, LabelValue, ProjectId, matching
 from ..core.common import K8S_NAME, ZONE_PATTERN
 from ..core.k8s import TolerationSpec
 from ..core.validation import ArgsModel
+from .gpu_nics import GpuNicsSpec
 from .model import IMAGE_MEANING, IMAGE_REFERENCE, MAX_SERVICE_NAME, SERVICE_NAME_MEANING, ModelServerSettings
 
 ZoneName = matching(ZONE_PATTERN, "a GCP zone such as us-central1-a", max_length=40)
@@ -29,6 +30,22 @@ class _Place(ArgsModel):
     accelerator: Annotated[str, Field(min_length=1, max_length=100)] | None = None
 
 
+class PodSizeSpec(ArgsModel):
+    """A disaggregated role's Pod size (the service's own where a role has none)."""
+
+    cpu: float | None = Field(None, gt=0, le=1000)
+    memory_gib: int | None = Field(None, ge=1, le=10_000)
+    shm_gib: int | None = Field(None, ge=1, le=1000)
+    disk_gib: int | None = Field(None, ge=5, le=10_000)
+    weights_cache_gib: int | None = Field(None, ge=0, le=100_000)
+    weights_cache_medium: Literal["memory", "disk"] | None = None
+
+
+class RoleSizesSpec(ArgsModel):
+    prefill: PodSizeSpec | None = None
+    decode: PodSizeSpec | None = None
+
+
 class InferenceServiceSpec(ModelServerSettings, _Place):
     gpus_per_node: int | None = Field(None, ge=1, le=16)
     replicas: int = Field(1, ge=1, le=100)
@@ -44,6 +61,10 @@ class InferenceServiceSpec(ModelServerSettings, _Place):
     weights_cache_medium: Literal["memory", "disk"] = "memory"
     image: matching(IMAGE_REFERENCE, IMAGE_MEANING, max_length=512) | None = None  # type: ignore[valid-type]
     dra_gpus: bool = False
+    # The pool's GPUDirect RDMA NICs (serving/gpu_nics.py), for Pods that talk across nodes.
+    gpu_nics: GpuNicsSpec | None = None
+    # A disaggregated service's Pod sizes per role.
+    role_sizes: RoleSizesSpec | None = None
 
     @property
     def gpus_per_pod(self) -> int:

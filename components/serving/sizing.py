@@ -199,8 +199,11 @@ def describe_cache(cache: WeightsCache) -> str:
     )
 
 
-def describe_rollout(pool: GpuPool, gpus: int, min_replicas: int, surge: bool) -> str:
-    """The render's words for what a rollout of a service costs."""
+def describe_rollout(
+    pool: GpuPool, gpus: int, min_replicas: int, surge: bool, replicas_key: str = "replicas.min"
+) -> str:
+    """The render's words for what a rollout of a service costs (`replicas_key`: the key that sets its
+    fewest replicas)."""
     if surge:
         return (
             f"a surge replica ({gpus} GPU(s)) starts and serves before an old one stops (maxSurge 1, "
@@ -212,7 +215,7 @@ def describe_rollout(pool: GpuPool, gpus: int, min_replicas: int, surge: bool) -
     return (
         f"takes the service down: its one replica stops before the new one starts (up to 45 minutes: a "
         f"node, the image, the weights), as {room}; raise maxNodes by {gpus} GPU(s)' worth of nodes, or "
-        "run replicas.min 2"
+        f"run {replicas_key} 2"
     )
 
 

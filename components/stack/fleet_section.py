@@ -16,6 +16,7 @@ from ..fleet.model import FleetConfig, FleetWorkerConfig
 from ..fleet.plan import plan_fleet
 from ..fleet.rules import (
     ResolvedWorker,
+    check_fleet_members,
     check_fleet_workers,
     check_peering,
     check_worker_clusters,
@@ -71,6 +72,8 @@ def fleet_settings(
         )
         manager_name = manager.cluster.name or manager_name
     skipped = check_fleet_workers(fleet, FLEET_KEY, project, problems)
+    security = f"{NAMESPACE}:cluster.rbacSecurityGroup"
+    check_fleet_members(fleet, FLEET_KEY, manager.cluster if manager else None, security, problems)
     loaded: list[FleetWorker] = []
     unresolved = False
     for i, worker in enumerate(fleet.workers):
@@ -85,7 +88,8 @@ def fleet_settings(
             project_key=f"{key}.project" if worker.project else "gcp:project",
         )
         try:
-            settings, worker_notes = resolve_sections(worker_sections(worker, manager_name), place, catalog)
+            sections = worker_sections(worker, manager_name, manager.network if manager else None)
+            settings, worker_notes = resolve_sections(sections, place, catalog)
         except ConfigError as exc:
             problems.items += [p for p in exc.problems if p not in problems.items]
             unresolved = True

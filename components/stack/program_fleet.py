@@ -14,7 +14,14 @@ from ..fleet.manager import MultiKueueManager
 from ..fleet.manager_access import HUB_LABELS
 from ..fleet.manager_args import ManagerWorker, MultiKueueManagerArgs
 from ..fleet.peering import FleetPeering
-from ..fleet.plan import access_summary, follow_commands, manager_queues, team_rows
+from ..fleet.plan import (
+    MANAGER_RESOURCE,
+    access_summary,
+    follow_commands,
+    manager_queues,
+    manager_teams,
+    team_rows,
+)
 from ..fleet.worker_access import MultiKueueWorkerAccess, MultiKueueWorkerAccessArgs
 from ..gpu.plan import pool_summary
 from ..monitoring.kube_state_metrics import MultiKueueStateMetrics
@@ -64,6 +71,8 @@ def fleet(
         "queues": manager_queues(plan),
         "dispatcher": plan.dispatcher,  # type: ignore[typeddict-item]
     }
+    if teams := manager_teams(plan):
+        args["teams"] = teams
     if plan.through_fleet():
         assert plan.credentials_plugin_image is not None, "the fleet's rules require it"
         args["fleet_access"] = {
@@ -73,7 +82,7 @@ def fleet(
         }
     manager = declare(
         MultiKueueManager,
-        "fleet",
+        MANAGER_RESOURCE,
         args,
         opts=pulumi.ResourceOptions(provider=manager_provider),
         section="fleet",
@@ -146,13 +155,13 @@ def _worker(worker: FleetWorker, fleet_project: str | None) -> _DeclaredWorker:
     member = worker.resolved.access == "fleet"
     cluster, vpc = gke_cluster(settings, prefix, fleet_project=fleet_project if member else None)
     layer = gpu_layer(settings, cluster, prefix)
-    # Kueue evicts a job whose Pods are not ready in time, where the fleet's plan asks for it.
+    # Kueue's readiness timeout, written out on every worker (fleet/rules.py readiness_timeout_minutes).
     jobs = cluster_jobs(
         settings,
         cluster.provider,
         layer,
         prefix,
-        pods_ready_timeout_minutes=worker.resolved.pods_ready_timeout_minutes,
+        pods_ready_timeout_minutes=worker.resolved.readiness_timeout_minutes,
     )
     assert jobs.queues is not None, "the fleet rules give every worker Kueue"
     monitoring = cluster_monitoring(settings, cluster.provider, prefix)

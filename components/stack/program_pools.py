@@ -109,7 +109,7 @@ def gpu_layer(settings: Settings, cluster: GkeCluster, prefix: str = "") -> GpuL
                 )
             )
     admission = None
-    scope = admission_scope(settings.gpu_pools, settings.workloads, settings.batch)
+    scope = admission_scope(settings.gpu_pools, settings.workloads, settings.batch, settings.serving)
     if (admission_args := plan.admission(scope)) is not None:
         from ..gpudirect.admission import GpuDirectAdmission
 

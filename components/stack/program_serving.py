@@ -88,7 +88,7 @@ def serving(
     if any(s.weights.via == "hyperdiskMl" for s in settings.serving):
         depends_on = [*depends_on, _transfer_class(provider, node_service_account)]
     lws: list[pulumi.Resource] = []
-    if any(plan.nodes > 1 for plan in plans):
+    if any(plan.spans_nodes for plan in plans):
         # One per cluster: a replica that spans nodes is a LeaderWorkerSet, which its webhooks admit.
         lws = [
             declare(
@@ -107,7 +107,8 @@ def serving(
             plan.resource_name,
             plan.args,
             opts=pulumi.ResourceOptions(
-                providers={"kubernetes": provider}, depends_on=[*depends_on, *(lws if plan.nodes > 1 else [])]
+                providers={"kubernetes": provider},
+                depends_on=[*depends_on, *(lws if plan.spans_nodes else [])],
             ),
             section="serving",
             section_checked=True,

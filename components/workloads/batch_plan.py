@@ -35,6 +35,7 @@ from .batch_teams import (
 from .model import BatchConfig, TeamConfig, TeamShare, WorkloadConfig
 
 if TYPE_CHECKING:
+    from ..serving.model import ServingConfig
     from .batch_queues import GpuBatchQueuesArgs
     from .nccl_allreduce_args import NcclAllReduceArgs
     from .training_data import DataVolume, TrainingDataArgs
@@ -125,7 +126,10 @@ def team_data_drivers(batch: BatchConfig) -> tuple[bool, bool]:
 
 
 def admission_scope(
-    pools: Sequence[GpuPool], workloads: Sequence[WorkloadConfig], batch: BatchConfig
+    pools: Sequence[GpuPool],
+    workloads: Sequence[WorkloadConfig],
+    batch: BatchConfig,
+    services: Sequence[ServingConfig] = (),
 ) -> AdmissionScope:
     """Where GpuDirectAdmission's policies admit what:
 
@@ -137,7 +141,10 @@ def admission_scope(
       all-reduce's on a pool that attaches it and the GPUDirect namespace of each team with quota on
       one; G4's second network (its Pods need no privilege): the teams' own namespaces;
     * DRANET's NICs: the all-reduce's namespace on a DRANET pool and the GPUDirect namespace of each
-      team with quota on one."""
+      team with quota on one;
+    * and, for both, the namespace of each model server whose Pods get the pool's GPU NICs
+      (serving/pd_pool_rules.py `uses_pool_nics`: a disaggregated service's roles, a replica over
+      nodes; `services`: the stack's model servers)."""
     by_name = {pool.name: pool for pool in pools}
     with_injector = (GpuDirectFlavor.TCPX, GpuDirectFlavor.TCPXO)
     injector = {p for p, pool in by_name.items() if pool.gpudirect_flavor in with_injector}
@@ -156,9 +163,21 @@ def admission_scope(
         if on & injector:
             devices.append(gpudirect_namespace(name))
 
+    servers: list[tuple[str, str]] = []
+    if services:
+        # Imported here: a stack without model servers does not pay for serving's rules.
+        from ..serving.pd_pool_rules import uses_pool_nics
+
+        servers = [
+            (s.namespace, s.pool)
+            for s in services
+            if s.pool in by_name and uses_pool_nics(s, by_name[s.pool])
+        ]
+
     def allowed(names: set[str]) -> list[str]:
         own = [nccl_namespace(p) for p in sorted(allreduce & names)]
-        return own + [gpudirect_namespace(name) for name, _, on in teams if on & names]
+        teams_on = [gpudirect_namespace(name) for name, _, on in teams if on & names]
+        return own + teams_on + [namespace for namespace, pool in servers if pool in names]
 
     networks: dict[str, list[str]] = {}
     for flavor in dict.fromkeys(p.gpudirect_flavor for p in pools if p.multi_network):

@@ -32,6 +32,7 @@ from .batch_teams import (
 from .kueue_config import DraQuotaPerGpu, controller_chart, kueue_values
 from .kueue_objects import cluster_queue, flavor
 from .model import MAX_TEAMS, NamespaceName, TeamName
+from .queue_admission import declare_queue_name_policy, local_queues_by_namespace
 from .team_access import declare_team_role
 from .team_namespaces import TEAM_LABEL, TeamSpec, declare_team
 
@@ -136,7 +137,8 @@ class GpuBatchQueuesArgs(TypedDict):
     Defaults to false."""
     pods_ready_timeout_minutes: NotRequired[int]
     """Kueue evicts and requeues an admitted job whose Pods are not all ready this many minutes after
-    admission (`waitForPodsReady`). Defaults to none (Kueue's default: no timeout)."""
+    admission (`waitForPodsReady`, written out with Kueue's defaults for the rest of the block).
+    Defaults to none: Kueue v0.19.2's own default applies, a 30-minute timeout (kueue_config.py)."""
 
 
 class _ShareSpec(ArgsModel):
@@ -243,8 +245,10 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
 
     Jobs and JobSets are queued by the label `kueue.x-k8s.io/queue-name: <LocalQueue>`; Kueue admits a
     JobSet only when the whole of it fits the quota (and, for a queued pool, once GKE has provisioned
-    all its nodes). The quota is node capacity, not allocatable, and Kueue's waitForPodsReady is off
-    (the chart's default): an admitted job can still wait for room on its nodes."""
+    all its nodes). The quota is node capacity, not allocatable: an admitted job can still wait for
+    room on its nodes, and Kueue v0.19.2 evicts and requeues a job whose Pods are not all ready 30
+    minutes after admission (its default `waitForPodsReady`; `pods_ready_timeout_minutes` sets another
+    timeout; kueue_config.py)."""
 
     cluster_queue_names: pulumi.Output[list[str]]
     """The ClusterQueues, one per pool: `gpu-<pool>`."""
@@ -376,6 +380,9 @@ class GpuBatchQueues(GkeGpuComponent[_GpuBatchQueuesSpec]):
                         team=team.name,
                     )
                     team_local_queues.append(f"{namespace}/{queue_id}")
+        if team_local_queues:
+            # A Job or JobSet in a team's namespace only through one of its LocalQueues (queue_admission.py).
+            declare_queue_name_policy(name, local_queues_by_namespace(team_local_queues), after_charts)
         self.cluster_queue_names = pulumi.Output.from_input(cluster_queues)
         self.local_queue_names = pulumi.Output.from_input(local_queues)
         self.team_local_queue_names = pulumi.Output.from_input(team_local_queues)

@@ -17,6 +17,7 @@ from ..core.common import GPU_RESOURCE
 from ..core.k8s import app_labels, pod_security_labels
 from ..dra.claims import CHANNEL_DEVICE_CLASS
 from ..gpudirect.flavors import DRANET_DEVICE_CLASS
+from .model import KUEUE_DEFAULT_PODS_READY_TIMEOUT_MINUTES as KUEUE_DEFAULT_PODS_READY_TIMEOUT_MINUTES
 
 # The chart's integrations at v0.19.2.
 FRAMEWORKS = [
@@ -51,6 +52,23 @@ RDMA_NIC_RESOURCE = "networking.gke.io/mrdma-nic"
 DRA_QUOTA_CLASSES = {CHANNEL_RESOURCE: CHANNEL_DEVICE_CLASS, RDMA_NIC_RESOURCE: DRANET_DEVICE_CLASS}
 DraQuotaResource = Literal["resource.nvidia.com/compute-domain-channel", "networking.gke.io/mrdma-nic"]
 DraQuotaPerGpu = dict[DraQuotaResource, Annotated[int, Field(ge=1, le=64)]]
+# The rest of the block as Kueue defaults it (defaults.go:51-52, 110-117): readiness lost after start is
+# given as long again (recoveryTimeout), admission is not blocked, and an evicted Workload is requeued
+# with an exponential backoff from 60 s up to 3600 s, without limit (no backoffLimitCount).
+_REQUEUING = {"timestamp": "Eviction", "backoffBaseSeconds": 60, "backoffMaxSeconds": 3600}
+
+
+def wait_for_pods_ready(minutes: int) -> dict[str, Any]:
+    """Kueue's `waitForPodsReady` block with `minutes` as its timeout and the rest as Kueue v0.19.2
+    defaults it, written out so that the render shows what the controller runs with and a change of
+    Kueue's defaults cannot change it silently (configuration_types.go:302-329, 400-440)."""
+    timeout = f"{minutes}m"
+    return {
+        "timeout": timeout,
+        "recoveryTimeout": timeout,
+        "blockAdmission": False,
+        "requeuingStrategy": dict(_REQUEUING),
+    }
 
 
 def kueue_configuration(
@@ -67,9 +85,9 @@ def kueue_configuration(
     MultiKueue's block where given, and with `cluster_queue_metrics` the ClusterQueue resource usage
     and quota metrics (`metrics.enableClusterQueueResources`, ControllerMetrics in
     configuration_types.go; the chart's default leaves it commented out), and with
-    `pods_ready_timeout_minutes` Kueue's `waitForPodsReady` (configuration_types.go:302-329: an
-    admitted Workload whose Pods are not all ready in time is evicted and requeued; defaults for the
-    rest)."""
+    `pods_ready_timeout_minutes` Kueue's `waitForPodsReady` written out (`wait_for_pods_ready`: an
+    admitted Workload whose Pods are not all ready in time is evicted and requeued). Without it the
+    block is left out and Kueue's own default applies (KUEUE_DEFAULT_PODS_READY_TIMEOUT_MINUTES)."""
     configuration: dict[str, Any] = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -93,7 +111,7 @@ def kueue_configuration(
     if cluster_queue_metrics:
         configuration["metrics"]["enableClusterQueueResources"] = True
     if pods_ready_timeout_minutes is not None:
-        configuration["waitForPodsReady"] = {"timeout": f"{pods_ready_timeout_minutes}m"}
+        configuration["waitForPodsReady"] = wait_for_pods_ready(pods_ready_timeout_minutes)
     mappings = []
     if dra_device_classes:
         mappings.append({"name": DRA_GPU_RESOURCE, "deviceClassNames": sorted(dra_device_classes)})

@@ -150,6 +150,16 @@ MAX_MEMBERS = 100
 TeamMember = Annotated[str, Field(max_length=330, pattern=TEAM_MEMBER)]
 
 
+# Kueue v0.19.2 (kubernetes-sigs/kueue@8eab6877) turns waitForPodsReady on by default: a Configuration
+# without the block is defaulted to a 30-minute timeout (apis/config/v1beta2/defaults.go:48, 99-108;
+# commit f3f98ea5 "enable waitForPodsReady by default"; CHANGELOG/CHANGELOG-0.19.md:215), the config
+# file's decoder applying the defaults
+# (pkg/config/config.go:55-66, 219-236). Only the alpha feature gate DisableWaitForPodsReady (off,
+# pkg/features/kube_features.go:667-669; pkg/util/waitforpodsready/waitforpodsready.go:24-29) turns it
+# off, and this program never sets it; a zero timeout is defaulted to 30 minutes too.
+KUEUE_DEFAULT_PODS_READY_TIMEOUT_MINUTES = 30
+
+
 TeamName = matching(
     K8S_NAME, "lowercase letters, digits and hyphens, starting with a letter", max_length=MAX_TEAM_NAME
 )

@@ -38,7 +38,6 @@ from .nccl_allreduce_pod import (
     CONTAINER,
     JOBSET_API,
     POD_SECURITY_REASONS_ANNOTATION,
-    QUEUE_LABEL,
     RUN_SECONDS,
     SCRIPT,
     SCRIPT_FILE,
@@ -47,6 +46,7 @@ from .nccl_allreduce_pod import (
     nccl_pod_spec,
     pod_parts,
 )
+from .queue_admission import QUEUE_LABEL
 
 
 class NcclAllReduce(GkeGpuComponent[NcclAllReduceSpec]):

@@ -42,7 +42,6 @@ SCRIPT_FILE = "nccl_allreduce.sh"
 SCRIPT_DIR = "/opt/nccl-allreduce"
 SCRIPT_SHA256 = hashlib.sha256(SCRIPT.encode()).hexdigest()
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 CONTAINER = "main"
 HEALTH_CONTAINER = "gpu-health"
 # A Job's deadline starts when Kueue admits (unsuspends) it. Time in the Kueue queue does not count,

@@ -17,6 +17,11 @@ leaves out on purpose, each a way out of the controls the program sets:
 * ResourceClaims and their templates (a GPU NIC or GPU claimed outside the queue);
 * admission policies and their bindings, which are cluster-scoped: no RoleBinding grants them.
 
+Creating a Job or JobSet is not by itself running it through Kueue: Kueue ignores a job without the
+label `kueue.x-k8s.io/queue-name` (`manageJobsWithoutQueueName` is false by default), which would then
+run around the team's quota. The policy `gke-gpu-team-queue-name` (queue_admission.py) refuses such a
+Job or JobSet in the team's namespaces, and one naming a LocalQueue that is not the namespace's.
+
 A RoleBinding binds a ClusterRole within its namespace only (kubernetes.io "Using RBAC Authorization",
 RoleBinding and ClusterRoleBinding). A `Group` subject names a Google group only on a cluster with
 Google Groups for RBAC (GkeCluster's `rbac_security_group`; GKE "Configure Google Groups for RBAC"); a

@@ -95,13 +95,15 @@ def pool_gpus(resource: PolicyResource, clusters: Mapping[str, Any]) -> PoolGpus
     """The most GPUs a GPU node pool can hold (its autoscaling max, or its fixed size)."""
     props = resource.props
     accelerators = gpu_accelerators(props)
-    per_node: int | None = None if accelerators is UNKNOWN else 0
-    for accelerator in [] if accelerators is UNKNOWN else accelerators or []:
-        count = as_int(get(accelerator, "count"))
-        if count is None or count is UNKNOWN:
-            per_node = None
-            break
-        per_node += count
+    per_node: int | None = None
+    if accelerators is not UNKNOWN:
+        per_node = 0
+        for accelerator in accelerators or []:
+            count = as_int(get(accelerator, "count"))
+            if count is None or count is UNKNOWN:
+                per_node = None
+                break
+            per_node += count
     autoscaling = get(props, "autoscaling")
     if autoscaling is UNKNOWN:
         return PoolGpus(resource.name, resource.urn, None, per_node, "autoscaling not known yet")

@@ -32,7 +32,7 @@ from pulumi_policy import (
 
 from .base import _report
 from .constants import GPU_RESOURCE, NODE_POOL
-from .props import UNKNOWN, as_int, entries, get, items
+from .props import UNKNOWN, as_int, entries, get, items, known_items
 from .shared import group_kind
 
 DRA_POOL_CLAIMS = "dra-pool-gpu-claims"
@@ -67,7 +67,7 @@ def _pools(resources: Iterable[PolicyResource]) -> tuple[set[str], set[str]]:
             continue
         if get(r.props, "nodeConfig", "labels", NO_DEVICE_PLUGIN_LABEL) == "true":
             dra.add(name)
-        for accelerator in items(get(r.props, "nodeConfig", "guestAccelerators")) or []:
+        for accelerator in known_items(get(r.props, "nodeConfig", "guestAccelerators")):
             if get(accelerator, "type") in RACK_ACCELERATORS:
                 racks.add(name)
     return dra, racks
@@ -76,7 +76,7 @@ def _pools(resources: Iterable[PolicyResource]) -> tuple[set[str], set[str]]:
 def _pod_specs(r: PolicyResource) -> Iterator[tuple[str, Any, int | None]]:
     """(where, Pod spec, Pods at once or None) of each Pod template of a workload."""
     if _JOBSET.fullmatch(r.resource_type):
-        for index, job in enumerate(items(get(r.props, "spec", "replicatedJobs")) or []):
+        for index, job in enumerate(known_items(get(r.props, "spec", "replicatedJobs"))):
             spec = get(job, "template", "spec")
             replicas = as_int(get(job, "replicas"))
             parallelism = as_int(get(spec, "parallelism"))
@@ -104,7 +104,7 @@ def _pool_of(pod: Any) -> Any:
 def _limit_askers(pod: Any) -> list[str]:
     asking = []
     for field in ("initContainers", "containers"):
-        for index, container in enumerate(items(get(pod, field)) or []):
+        for index, container in enumerate(known_items(get(pod, field))):
             for section in ("limits", "requests"):
                 resources = entries(get(container, "resources", section))
                 if resources is not UNKNOWN and resources is not None and GPU_RESOURCE in resources:

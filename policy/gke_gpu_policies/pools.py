@@ -20,7 +20,7 @@ from .constants import (
     SHARING_TRUSTED_LABEL,
     SHARING_TRUSTED_VALUE,
 )
-from .props import UNKNOWN, as_int, entries, get, is_unknown, items
+from .props import UNKNOWN, as_int, entries, get, is_unknown, known_items
 from .shared import gpu_accelerators, gpu_taint
 
 # Policy names (IDs in `pulumi preview` output and keys of the pack config).
@@ -58,7 +58,7 @@ def validate_gpu_pool_taint(args: ResourceValidationArgs, report_violation: Repo
         return
     if gpu_taint(args.props) is not None:  # the taint, or one not known yet
         return
-    taints = items(get(args.props, "nodeConfig", "taints")) or []
+    taints = known_items(get(args.props, "nodeConfig", "taints"))
     _report(
         report_violation,
         GPU_POOL_TAINT,

@@ -17,6 +17,7 @@ Rules must treat `UNKNOWN` as "cannot check", never as a violation. The props ar
 
 from __future__ import annotations
 
+import enum
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -53,24 +54,22 @@ _UNKNOWN_STRINGS: Final = frozenset(
 )
 
 
-class _Unknown:
-    """The one value that means "not known until the resource exists"."""
+class _Unknown(enum.Enum):
+    """The one value that means "not known until the resource exists". An enum of one member, so
+    that `value is UNKNOWN` narrows a `T | _Unknown` to `T` for the type checker."""
 
-    _instance: _Unknown | None = None
-
-    def __new__(cls) -> _Unknown:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
+    UNKNOWN = "UNKNOWN"
 
     def __repr__(self) -> str:
         return "UNKNOWN"
+
+    __str__ = __repr__  # in a message, as before it was an enum
 
     def __bool__(self) -> bool:
         raise TypeError("UNKNOWN has no truth value: test `is UNKNOWN` first")
 
 
-UNKNOWN: Final = _Unknown()
+UNKNOWN: Final = _Unknown.UNKNOWN
 
 
 def is_unknown(value: Any) -> bool:
@@ -118,6 +117,13 @@ def items(value: Any) -> list[Any] | _Unknown | None:
     if not _is_list(value):
         return None
     return [get(value, index) for index in range(len(value))]
+
+
+def known_items(value: Any) -> list[Any]:
+    """A list's elements as `items` gives them, or [] when the list is missing or not known yet: for a
+    rule that checks only what it can see (an unknown list hides nothing it could report)."""
+    found = items(value)
+    return [] if found is UNKNOWN or found is None else found
 
 
 def entries(value: Any) -> dict[str, Any] | _Unknown | None:

@@ -37,7 +37,7 @@ from .constants import (
     NODE_POOL,
     SERVER_COMPONENT,
 )
-from .props import UNKNOWN, as_int, entries, get, is_unknown, items
+from .props import UNKNOWN, as_int, entries, get, is_unknown, items, known_items
 from .scale_out import NODEPOOL_LABEL, _report
 from .servers import ServerPod, server_pods
 from .shared import GpuContainer, container_label, gpu_accelerators, gpu_ask, gpu_taint, tolerates
@@ -83,6 +83,8 @@ def _gpu_limit_problem(ask: GpuContainer) -> str | None:
             return f"{ask.name} has no {GPU_RESOURCE} limit"
         return f"{ask.name} requests {ask.request!r} {GPU_RESOURCE} without a limit"
     limit = as_int(ask.limit)
+    if limit is UNKNOWN:
+        return None
     if limit is None or limit < 1:
         return f"{ask.name} has {GPU_RESOURCE} limit {ask.limit!r}, not a whole number of at least 1"
     if ask.request is None or ask.request is UNKNOWN or as_int(ask.request) == limit:
@@ -124,7 +126,7 @@ def validate_serving_gpu_limit(args: ResourceValidationArgs, report_violation: R
                 for label, c in server.servers
             ]
         else:
-            containers = items(get(server.pod, "containers")) or []
+            containers = known_items(get(server.pod, "containers"))
             asks = [gpu_ask(c, container_label("containers", i, c)) for i, c in enumerate(containers)]
             found = [_gpu_limit_problem(a) for a in asks]
             if not asks or None not in found:
@@ -177,7 +179,7 @@ def _term_selects(term: Any, selection: _Selection) -> Any:
         if operator == "Exists" and key == ACCELERATOR_LABEL:
             verdict = True
         elif operator == "In":
-            names = items(values) or []
+            names = known_items(values)
             if names and all(isinstance(n, str) and n for n in names):
                 verdict = True
                 for value in names:
@@ -239,10 +241,11 @@ def _class_pools(props: Any) -> tuple[list[str], set[str]] | None:
     priorities = items(get(props, "spec", "priorities"))
     if priorities is UNKNOWN:
         return None
-    without, pools = [], set()
+    without: list[str] = []
+    pools: set[str] = set()
     for index, priority in enumerate(priorities or []):
         gpu, named = get(priority, "gpu"), items(get(priority, "nodepools"))
-        if any(v is UNKNOWN for v in (priority, gpu, named)):
+        if priority is UNKNOWN or gpu is UNKNOWN or named is UNKNOWN:
             return None
         if named:
             pools.update(n for n in named if isinstance(n, str))
@@ -290,10 +293,10 @@ def _placement_problems(
             value = None if taint is None or taint is UNKNOWN else get(taint, "value")
             if taint is not None and taint is not UNKNOWN and (value is None or isinstance(value, str)):
                 values.add(value or "")  # a taint without a value matches an Equal toleration of ""
-    tolerations = items(get(pod, "tolerations"))
+    tolerations = get(pod, "tolerations")
     # An `Equal` toleration must match the value of the named pools' taint, else the configured one.
-    for value in [] if tolerations is UNKNOWN else sorted(values or {default_value}):
-        verdicts = [tolerates(t, value) for t in tolerations or []]
+    for value in [] if is_unknown(tolerations) else sorted(values or {default_value}):
+        verdicts = [tolerates(t, value) for t in known_items(tolerations)]
         if True not in verdicts and UNKNOWN not in verdicts:
             shown = f"{GPU_TAINT_KEY}={value}" if value else GPU_TAINT_KEY
             problems.append(
@@ -340,7 +343,10 @@ def _volume_kind(volume: Any) -> Any:
     """A volume's source (`csi`, `persistentVolumeClaim`, ...), or UNKNOWN."""
     if is_unknown(volume):
         return UNKNOWN
-    sources = entries(volume) or {}
+    sources = entries(volume)
+    if sources is UNKNOWN:
+        return UNKNOWN
+    sources = sources or {}
     kinds = [k for k, v in sources.items() if k != "name" and v is not None]
     if any(sources[k] is UNKNOWN for k in kinds):
         return UNKNOWN

@@ -90,9 +90,9 @@ def _check_gpu_limits(subject: str, pod: Any, report_violation: ReportViolation)
                 "resources.limits (requests, if given, must equal the limit)",
             )
             continue
-        if c.limit is UNKNOWN:
-            continue
         limit = as_int(c.limit)
+        if limit is UNKNOWN:
+            continue
         if limit is None or limit < 0:
             _report(
                 report_violation,

@@ -7,15 +7,19 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
+
 from policy.gke_gpu_policies import dra, rules
 from policy.gke_gpu_policies.constants import NODE_POOL
 from policy.tests.factories import (
     JOB,
     JOBSET,
+    UNKNOWN_KINDS,
     gpu_pod_spec,
     gpu_pool,
     jobset,
     stack_args,
+    unknown,
     violations,
     workload,
 )
@@ -68,6 +72,22 @@ def test_a_gpu_limit_on_a_dra_pool_is_a_violation_and_a_claim_is_not() -> None:
     assert violations(dra.validate_dra_pool_claims, claimed) == []
 
 
+@pytest.mark.parametrize("kind", UNKNOWN_KINDS)
+def test_a_list_not_known_yet_is_not_checked_and_no_crash(kind: str) -> None:
+    """Containers, replicated jobs or a pool's accelerators not known yet (preview): nothing to
+    report, and no TypeError from UNKNOWN's truth value (mypy found `items(...) or []` here)."""
+    containers = on_pool("l4", containers=unknown(kind))
+    args = stack_args([(NODE_POOL, "gpu-l4", dra_pool()), (JOB, "smi", workload(JOB, containers))])
+    assert violations(dra.validate_dra_pool_claims, args) == []
+    jobs = jobset(on_pool("a4x"))
+    jobs["spec"]["replicatedJobs"] = unknown(kind)
+    args = stack_args([(NODE_POOL, "gpu-a4x", rack_pool()), (JOBSET, "nccl", jobs)])
+    assert violations(dra.validate_rack_compute_domain, args) == []
+    pool = gpu_pool(**{"name": "a4x", "nodeConfig.guestAccelerators": unknown(kind)})
+    args = stack_args([(NODE_POOL, "gpu-a4x", pool), (JOBSET, "nccl", jobset(on_pool("a4x")))])
+    assert violations(dra.validate_rack_compute_domain, args) == []
+
+
 def test_a_gpu_limit_on_a_pool_with_the_device_plugin_is_fine() -> None:
     plain = gpu_pool(name="l4")
     args = stack_args([(NODE_POOL, "gpu-l4", plain), (JOB, "smi", workload(JOB, on_pool("l4")))])
@@ -81,7 +101,7 @@ def test_a_multi_node_jobset_on_a_rack_needs_its_compute_domain_channel() -> Non
     assert "2 Pods on rack node pool a4x claim no ComputeDomain channel" in message
     claimed = copy.deepcopy(spec)
     claimed["resourceClaims"] = [{"name": "channel", "resourceClaimTemplateName": "nccl-channel"}]
-    domain = {
+    domain: dict[str, Any] = {
         "metadata": {"name": "nccl", "namespace": "gpu-samples"},
         "spec": {"numNodes": 2, "channel": {"resourceClaimTemplate": {"name": "nccl-channel"}}},
     }

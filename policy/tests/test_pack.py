@@ -41,8 +41,9 @@ def analyzer() -> Iterator[analyzer_pb2_grpc.AnalyzerStub]:
         text=True,
     )
     try:
+        assert process.stdout is not None  # stdout=PIPE
         ready, _, _ = select.select([process.stdout], [], [], 60)
-        line = process.stdout.readline() if ready else ""  # type: ignore[union-attr]
+        line = process.stdout.readline() if ready else ""
         if not line.strip().isdigit():
             process.kill()
             pytest.fail(f"the policy pack did not start: {line!r} {process.communicate(timeout=10)[1]}")

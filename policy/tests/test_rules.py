@@ -6,6 +6,7 @@ offline render's marker and a real preview's sentinel behind pulumi-policy's pro
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
@@ -104,6 +105,9 @@ def test_get_turns_unknowns_into_unknown(kind: str, proxy: bool) -> None:
 def test_unknown_has_no_truth_value() -> None:
     with pytest.raises(TypeError):
         bool(props.UNKNOWN)
+    # One value (copies too), shown as UNKNOWN in a message.
+    assert copy.deepcopy(props.UNKNOWN) is props.UNKNOWN
+    assert str(props.UNKNOWN) == f"{props.UNKNOWN}" == repr(props.UNKNOWN) == "UNKNOWN"
 
 
 @pytest.mark.parametrize(
@@ -842,7 +846,8 @@ def test_sharing_unknown(kind: str, path: str) -> None:
 
 
 def test_sharing_strategy_unknown_is_still_sharing() -> None:
-    pool = shared_pool(**{f"nodeConfig.labels.{SHARING_TRUSTED_LABEL}": DELETE})
+    changes: dict[str, Any] = {f"nodeConfig.labels.{SHARING_TRUSTED_LABEL}": DELETE}
+    pool = shared_pool(**changes)
     pool = set_path(
         pool, "nodeConfig.guestAccelerators.0.gpuSharingConfig.gpuSharingStrategy", unknown("engine")
     )

@@ -467,8 +467,12 @@ def test_a_named_pool_that_is_not_a_tainted_gpu_pool_is_a_violation(pool: dict[s
 
 def test_the_violation_is_reported_on_the_server() -> None:
     reported: list[tuple[str, str | None]] = []
+
+    def report(message: str, urn: str | None = None) -> None:
+        reported.append((message, urn))
+
     args = stack((DEPLOYMENT, deployment(server_pod(tolerations=[]))))
-    serving.validate_serving_on_gpu_pool(args, lambda message, urn=None: reported.append((message, urn)))
+    serving.validate_serving_on_gpu_pool(args, report)
     assert [u for _, u in reported] == [urn(DEPLOYMENT, "server-0")]
 
 
@@ -501,7 +505,7 @@ def test_placement_unknowns_are_not_violations(kind: str) -> None:
 
 
 def test_read_only_weights_comply() -> None:
-    scratch = [
+    scratch: list[dict[str, Any]] = [
         {"name": "config", "configMap": {"name": "chat"}},
         {"name": "token", "secret": {"secretName": "hf"}},
         {
@@ -632,7 +636,7 @@ def test_weights_unknowns_are_not_violations(kind: str) -> None:
 # --------------------------------------------------------------------------------------------------
 # The program's own model servers (InferenceService), on each kind of pool it serves from.
 
-SERVED = {
+SERVED: dict[str, dict[str, Any]] = {
     "standard": {
         "gke-gpu:cluster": {"mode": "standard", "name": "gpu-test"},
         "gke-gpu:gpuPools": [
