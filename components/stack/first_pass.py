@@ -101,19 +101,21 @@ def validate_shape(raw: Mapping[str, Any], root_loc: tuple[Any, ...] = ()) -> Sh
                 valid[key] = items
             continue
         try:
-            _adapter(key).validate_python(value)
+            valid[key] = _adapter(key).validate_python(value)
         except ValidationError as exc:
             problems += _errors(exc, (key,), root_loc)
             salvaged = _salvage_cluster(value, broken) if key == "cluster" else None
             if salvaged is None:
                 broken.sections.add(key)
             else:
-                valid[key] = salvaged
-        else:
-            valid[key] = value
+                valid[key] = _adapter(key).validate_python(salvaged)
     if "cluster" in broken.sections:
         return Shape(None, problems, broken)
-    return Shape(StackConfig.model_validate(valid), problems, broken)
+    # Each section is validated already, by its own adapter: the whole file's model is put together
+    # from them, not validated again (that would build every section's validator, those of the
+    # sections a stack leaves out included).
+    fields = {to_snake(key): value for key, value in valid.items()}
+    return Shape(StackConfig.model_construct(set(fields), **fields), problems, broken)
 
 
 def _near_miss(key: str, raw: Mapping[str, Any]) -> str | None:
@@ -171,7 +173,7 @@ def _validate_items(
     for i, item in enumerate(value):
         entry = {"name": item} if key == "workloads" and isinstance(item, str) else item
         try:
-            adapter.validate_python(entry)
+            checked = adapter.validate_python(entry)
         except ValidationError as exc:
             problems += _errors(exc, (key, i), root_loc)
             if key == "gpuPools":
@@ -183,7 +185,7 @@ def _validate_items(
             else:
                 broken.sections.add(f"{key}[{i}]")
         else:
-            kept.append(entry)
+            kept.append(checked)
             indexes = {"gpuPools": broken.pool_indexes, "serving": broken.serving_indexes}
             indexes.get(key, broken.workload_indexes).append(i)
     return kept
