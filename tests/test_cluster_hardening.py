@@ -90,6 +90,19 @@ def test_a_secrets_key_that_is_not_a_kms_key_is_refused() -> None:
     assert "Cloud KMS key" in message
 
 
+@pytest.mark.parametrize(
+    "key",
+    [
+        "projects/my-project/locations/us-central1/keyRings/clé/cryptoKeys/secrets",  # not ASCII
+        "projects/my-project/locations/us-central1/keyRings/gke/cryptoKeys/" + "k" * 64,  # 64 characters
+    ],
+)
+def test_a_kms_key_ring_or_key_id_kms_refuses_is_refused(key: str) -> None:
+    # KMS IDs are 1-63 of [A-Za-z0-9_-]; a Unicode letter is not one (the pattern once used `\w`).
+    message = config_error({"cluster": {**STANDARD_CLUSTER, "secretsEncryptionKey": key}})
+    assert "gke-gpu:cluster.secretsEncryptionKey:" in message
+
+
 @pytest.mark.parametrize("stack", ["dev", "serve", "train", "prod", "onprem"])
 def test_every_namespace_the_program_creates_or_installs_into_has_pod_security_labels(stack: str) -> None:
     result = stack_render(stack)

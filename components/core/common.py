@@ -42,9 +42,9 @@ NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 MAX_SHARED_CLIENTS = 48  # GKE's documented upper bound for clients per physical GPU.
 
 K8S_NAME = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-REGION_PATTERN = re.compile(r"^[a-z]+-[a-z]+\d+$")
+REGION_PATTERN = re.compile(r"^[a-z]+-[a-z]+[0-9]+$")
 PROJECT_PATTERN = re.compile(r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
-ZONE_PATTERN = re.compile(r"^([a-z]+-[a-z]+\d+)-[a-z]$")
+ZONE_PATTERN = re.compile(r"^([a-z]+-[a-z]+[0-9]+)-[a-z]$")
 LABEL_VALUE_PATTERN = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 # A reservation, optionally shared from another project, optionally one of its blocks.
