@@ -319,6 +319,15 @@ def test_every_manifest_validates_against_the_schemas_and_crds(
             )
 
 
+@pytest.mark.parametrize("variant", ["pd", "wide"])
+def test_the_policy_pack_passes_both_variants(variant: str, request: pytest.FixtureRequest) -> None:
+    # CI runs the pack over Pulumi.pd.yaml's render; the wide-EP variant has no stack file, so here.
+    from tools import check_policies, plan
+
+    report = check_policies.report(plan.to_document(request.getfixturevalue(variant)))
+    assert report["checked"] and report["passed"] and report["violations"] == [], report["summary"]
+
+
 def test_the_wide_ep_variant_runs_data_and_expert_parallel_ranks_as_llm_d_does(wide: RunResult) -> None:
     prefill = wide.one(LWS, "serve-dsr1-prefill-leader-worker-set").inputs
     decode = wide.one(LWS, "serve-dsr1-decode-leader-worker-set").inputs
