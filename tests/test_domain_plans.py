@@ -9,7 +9,13 @@ from gke_gpu.cluster.plan import ClusterFeatures, NetworkRefs, hpa_profile, plan
 from gke_gpu.core.validation import UNKNOWN, ArgsModel, Deferrable, with_outputs
 from gke_gpu.dra.plan import dra_checks, driver_args, needs_dra_driver
 from gke_gpu.gpu.existing_plan import plan_existing
-from gke_gpu.gpu.plan import gpu_checks, ladder_images, pool_kind
+from gke_gpu.gpu.plan import (
+    attached_networks,
+    declares_compute_class,
+    gpu_checks,
+    ladder_images,
+    pool_kind,
+)
 from gke_gpu.gpudirect.plan import AdmissionScope, plan_gpudirect
 from gke_gpu.monitoring.plan import MonitoredCluster, existing_exporter, monitoring_args
 from gke_gpu.network.plan import existing_refs, vpc_args
@@ -79,6 +85,23 @@ def test_the_pools_plan_says_what_each_pool_is_and_how_to_see_its_gpus() -> None
     assert ladder_images(pools, autopilot=False) == []
     checks = gpu_checks(pools, {"draDriverPods": "kubectl get pods -n x"})
     assert list(checks) == ["allocatableGpus", "devicePluginPods", "draDriverPods", "gpuNodeEvents"]
+
+
+def test_the_pools_plan_says_which_networks_a_pool_attaches_and_which_profiles_are_compute_classes() -> None:
+    g4 = {"name": "g4", "accelerator": "nvidia-rtx-pro-6000", "gpusPerNode": 8, "maxNodes": 2}
+    plain, rdma, second = _settings(gpuPools=[L4, H100_RDMA, {**g4, "secondNetwork": True}]).gpu_pools
+    assert [attached_networks(p) for p in (plain, rdma, second)] == [None, "gpudirect", "second"]
+    profiles = settings(
+        {
+            "cluster": AUTOPILOT_CLUSTER,
+            "gpuPools": [
+                {"name": "l4", "accelerator": "nvidia-l4", "spot": True, "onDemandFallback": True},
+                {"name": "t4", "accelerator": "nvidia-tesla-t4", "spot": True, "onDemandFallback": False},
+            ],
+        }
+    ).gpu_pools
+    assert [declares_compute_class(p, autopilot=True) for p in profiles] == [True, False]
+    assert not declares_compute_class(plain, autopilot=False)
 
 
 def test_the_dra_plan_is_nothing_without_a_rack_or_dra_gpus() -> None:

@@ -68,8 +68,10 @@ SHARED_RULES: list[Callable[..., Any]] = [
     training_data_rules.check_volumes,
     image_digests.check_digests,
 ]
-# At most once per service: a service's model, its pool, its cache, its roles.
-PER_SERVICE = {"check_model", "check_pool", "check_weights_cache", "check_disaggregation"}
+# At most once per service: a service's model, its cache, its roles.
+PER_SERVICE = {"check_model", "check_weights_cache", "check_disaggregation"}
+# What the pool offers one Pod: once per service, once per role of a disaggregated one.
+PER_POD_SHAPE = {"check_pool"}
 # Once per team: a team's members and egress.
 PER_TEAM = {"check_members", "check_egress", "check_volumes"}
 # Once per render: each of these judges the stack's one cluster, network, monitoring or batch section.
@@ -77,9 +79,11 @@ PER_RENDER = {f.__name__ for f in SHARED_RULES} - {
     "check_model_server",
     "check_replica_nodes",
     *PER_SERVICE,
+    *PER_POD_SHAPE,
     *PER_TEAM,
 }
-EXAMPLE_STACKS = ["dev", "prod", "onprem", "train", "serve"]
+# Every example stack but the fleet, whose rules run once per cluster (the manager and each worker).
+EXAMPLE_STACKS = ["dev", "prod", "onprem", "train", "serve", "pd", "dra", "nvl72"]
 
 
 def _modules() -> Iterator[Any]:
@@ -171,6 +175,8 @@ def assert_once_per_render(calls: Counter[str], validated: Counter[tuple[str, st
     assert calls["check_replica_nodes"] <= len(resolved.serving), calls
     assert all(calls[rule] <= len(resolved.batch.teams) for rule in PER_TEAM), calls
     assert all(calls[rule] <= len(resolved.serving) for rule in PER_SERVICE), calls
+    shapes = sum(2 if service.disaggregation else 1 for service in resolved.serving)
+    assert all(calls[rule] <= shapes for rule in PER_POD_SHAPE), calls
     if resolved.cluster.mode != "existing":
         assert calls["check_nodes"] == calls["check_private_nodes"] == calls["check_ranges"] == 1, calls
     assert validated, "the stack declares components that validate their args"

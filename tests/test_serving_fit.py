@@ -185,6 +185,27 @@ def test_a_partial_model_info_runs_what_its_figures_decide_and_says_what_did_not
     assert "weights at least 32.6 GiB (at 4 bits a weight)" in config_error(stack(big))
 
 
+@pytest.mark.parametrize(
+    ("info", "says"),
+    [
+        ({"parameters": 671_000_000_000, "experts": 256}, "only counted with dtype"),
+        ({"parameters": 671_000_000_000, "dtype": "fp8"}, "only counted with experts"),
+        ({"parameters": 671_000_000_000}, "only counted with experts and dtype"),
+        (
+            {"parameters": 600_000_000_000, "experts": 256, "dtype": "fp8"},
+            "654000000000 is more than parameters 600000000000",
+        ),
+    ],
+)
+def test_expert_parameters_that_would_go_uncounted_or_exceed_the_model_are_refused(
+    info: dict[str, Any], says: str
+) -> None:
+    # Without experts and dtype the fit rules had no use for them and said nothing (review of issue 39).
+    bad = service("gs://models-bucket/m", modelInfo={**info, "expertParameters": 654_000_000_000})
+    message = config_error(stack(bad))
+    assert f"gke-gpu:serving[0].modelInfo.expertParameters: {says}" in message
+
+
 def test_llama_405b_on_one_h100_node_is_refused_from_the_catalogue() -> None:
     message = config_error(
         stack(

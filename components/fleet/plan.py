@@ -296,6 +296,12 @@ def follow_commands(plan: FleetPlan, worker: ResolvedWorker) -> dict[str, str]:
     return commands
 
 
+def needs_peering(worker: ResolvedWorker) -> bool:
+    """Whether the manager reaches the worker over VPC peering: a token-access worker's endpoint, read
+    from a kubeconfig Secret; a fleet-access worker is reached through Connect Gateway, with no peering."""
+    return worker.access == "token"
+
+
 def access_summary(worker: ResolvedWorker, *, membership: Any, endpoint: Any) -> WorkerAccess:
     """How the manager reaches the worker (its fleet `membership`, or for a token what the user does:
     the worker's private `endpoint` over VPC peering), as the stack output `fleet.workers[].access`."""

@@ -40,6 +40,20 @@ def pool_kind(pool: GpuPool, *, autopilot: bool) -> PoolKind:
     return "capacity-ladder" if pool.capacity_ladder is not None else "node-pool"
 
 
+def declares_compute_class(pool: GpuPool, *, autopilot: bool) -> bool:
+    """An Autopilot profile with an on-demand fallback is a ComputeClass; one without is nothing the
+    program declares (GKE makes its nodes from the Pods' node selectors)."""
+    return autopilot and bool(pool.on_demand_fallback)
+
+
+def attached_networks(pool: GpuPool) -> Literal["gpudirect", "second"] | None:
+    """Which additional node networks a pool attaches: its GPUDirect flavour's VPCs (where the stack
+    makes them), G4's second network, or none."""
+    if pool.gpudirect_flavor is not None and pool.stack_networks:
+        return "gpudirect"
+    return "second" if pool.second_network else None
+
+
 def ladder_images(pools: Sequence[GpuPool], *, autopilot: bool) -> list[str]:
     """GKE creates a ladder's node pools itself: it attaches their preloaded disk only for an image the
     cluster's one allowlist (ImageCacheAllowlist) names."""

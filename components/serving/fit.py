@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ..core.catalog import Accelerator, load_catalog
 from ..core.common import KeyNames, Problems, cut, listing
 from .kv_cache import kv_cache_bytes, missing_kv_figures, tokens_in_flight
-from .model import ModelServerSettings
+from .model import ModelInfo, ModelServerSettings
 from .model_catalog import LEAST_WEIGHT_BYTES, ModelFacts, catalogue, model_facts
 from .rules import weights_source
 
@@ -68,6 +68,30 @@ def check_model_info(settings: ModelServerSettings, names: KeyNames, problems: P
         problems.add(
             names.at("model_info.kv_heads"),
             f"{kv} does not divide attentionHeads {heads} (each KV head serves a whole group of query heads)",
+        )
+        return False
+    return _check_expert_parameters(info, names, problems)
+
+
+def _check_expert_parameters(info: ModelInfo, names: KeyNames, problems: Problems) -> bool:
+    """expertParameters counts only with experts and dtype (each expert-parallel rank's share of the
+    weights is their parameters in dtype), and is part of the model's parameters."""
+    experts = info.expert_parameters
+    if experts is None:
+        return True
+    missing = [names.key(k) for k, v in (("experts", info.experts), ("dtype", info.dtype)) if v is None]
+    if missing:
+        problems.add(
+            names.at("model_info.expert_parameters"),
+            f"only counted with {' and '.join(missing)} (the routed experts' share of each expert-parallel "
+            "rank's weights is their parameters in dtype): state them, or leave expertParameters out",
+        )
+        return False
+    if info.parameters is not None and experts > info.parameters:
+        problems.add(
+            names.at("model_info.expert_parameters"),
+            f"{experts} is more than parameters {info.parameters}: the routed experts' parameters are part "
+            "of the model's",
         )
         return False
     return True

@@ -1,8 +1,9 @@
 """A disaggregated service on its GPU pool (the stack file's `serving[i]` with `disaggregation`): its
 roles' shape (pd_rules.py), what the pool must offer each role's Pods (pool_rules.check_pool, on a
 view of the service as one role's Pod), the KV cache's path over the pool's GPU NICs, the model's fit
-on each role (pd_fit.py), and the roles as the pool's capacity and rollout rules count them. The stack
-layer only calls this (stack/serving_section.py); every message names the key to change.
+on each role (pd_fit.py), and the roles as the pool's capacity and rollout rules count them. The
+serving section (serving/section.py) and InferenceService's checks call this; every message names the
+key to change.
 
 The gateway is required: decode's routing sidecar learns which prefill Pod to use from the endpoint
 picker's `x-prefiller-host-port` header, and nothing else sets it (llm-d v0.9.0
@@ -16,7 +17,7 @@ from .fit import check_model, note_unchecked
 from .gpu_nics import NODE_GPUS, GpuNicsSpec
 from .model import ServingConfig
 from .pd_fit import check_roles_fit, role_names
-from .pd_rules import check_disaggregation, check_kv_transport, role_key
+from .pd_rules import RoleLayout, check_disaggregation, check_kv_transport, role_key
 from .pool_rules import (
     Entry,
     check_pool,
@@ -50,12 +51,9 @@ def uses_pool_nics(service: ServingConfig, pool: GpuPool) -> bool:
     return nodes_per_replica(service, pool) > 1
 
 
-def role_entries(service: ServingConfig, pool: GpuPool, names: KeyNames) -> list[Entry]:
-    """The roles as the pool's capacity and rollout rules count them (whole replicas), each keyed to
-    its role."""
-    layouts = check_disaggregation(
-        service, names, Problems(), gpus_per_node=pool.gpus_per_node, set_fields=service.model_fields_set
-    )
+def role_entries(service: ServingConfig, layouts: list[RoleLayout], names: KeyNames) -> list[Entry]:
+    """The roles (as check_disaggregated_on_pool laid them out) as the pool's capacity and rollout
+    rules count them (whole replicas), each keyed to its role."""
     return [(role_names(names, layout.role), role_view(service, layout, whole=True)) for layout in layouts]
 
 
@@ -74,9 +72,10 @@ def check_disaggregated_on_pool(
     notes: list[str],
     *,
     autopilot: bool,
-) -> bool:
+) -> list[RoleLayout] | None:
     """Every rule of a disaggregated service (`pool`: None where the pool is not known, then only what
-    needs no pool); whether its roles are sound enough for the pool's capacity rules to count them."""
+    needs no pool); its roles' layouts when they are sound enough for the pool's capacity rules to
+    count them (role_entries), else None."""
     if "replicas" in service.model_fields_set:
         problems.add(
             names.at("replicas"),
@@ -102,9 +101,9 @@ def check_disaggregated_on_pool(
             facts = check_model(service, None, names, problems, notes)
             if facts is not None:
                 check_roles_fit(service, facts, layouts, None, names, problems, notes, gpus_per_node=None)
-        return False
+        return None
     if not layouts:
-        return False
+        return None
     sound = True
     found, noted = Problems(), list[str]()
     for layout in layouts:
@@ -160,4 +159,4 @@ def check_disaggregated_on_pool(
             service, facts, layouts, accelerator, names, problems, notes, gpus_per_node=pool.gpus_per_node
         )
         note_unchecked(facts, service, replica, names, notes)
-    return sound
+    return layouts if sound else None

@@ -100,11 +100,12 @@ def _disaggregated(
         check_disaggregated_on_pool(service, None, names, ctx.problems, ctx.notes, autopilot=autopilot)
         return []
     pool = by_name[service.pool]
-    if not check_disaggregated_on_pool(service, pool, names, ctx.problems, ctx.notes, autopilot=autopilot):
+    layouts = check_disaggregated_on_pool(service, pool, names, ctx.problems, ctx.notes, autopilot=autopilot)
+    if layouts is None:
         return []
     if service.weights.via == "hyperdiskMl" and weights_source(service.model) == "gcs":
         check_hyperdisk_ml(pool, names, ctx.problems, ctx.notes, autopilot=autopilot)
-    entries = role_entries(service, pool, names)
+    entries = role_entries(service, layouts, names)
     for role_keys, view in entries:
         check_availability(view, pool, role_keys, ctx.notes)
     return entries

@@ -4,9 +4,10 @@ Two passes, both before any resource is declared:
 
 1. *Shape* (pydantic): types, enums, ranges, required keys, and unknown keys (every model forbids
    extras, so a typo such as ``gpusPerNodes`` is an error, not a silently ignored key).
-2. *Meaning* (this module, against the accelerator catalog): an accelerator GKE does not offer, a GPU
-   count the machine type does not take, a zone without that GPU, MIG on a GPU without MIG, Spot with a
-   reservation, overlapping CIDRs, Autopilot with Standard-only fields, and so on.
+2. *Meaning* (each domain's `check_*` rules, which its `<domain>/section.py` runs; stack/sections.py
+   loops over the sections): an accelerator GKE does not offer, a GPU count the machine type does not
+   take, a zone without that GPU, MIG on a GPU without MIG, Spot with a reservation, overlapping CIDRs,
+   Autopilot with Standard-only fields, and so on.
 
 Every problem becomes one line naming the key, the bad value and what is allowed; all lines are raised
 together as one :class:`ConfigError`. The result is a frozen :class:`Settings` in which every default
@@ -47,7 +48,8 @@ from .settings import FleetSettings, Settings
 from .stack_file import StackFileError
 from .stack_model import StackConfig
 
-# The public names of the config layer; components import the settings types from here.
+# The public names of the config layer, for the stack layer, tools and tests (a domain imports its own
+# section models, never this layer: tests/test_layers.py).
 __all__ = [
     "GPU_TAINT",
     "GPU_TAINT_KEY",

@@ -20,6 +20,7 @@ from ..fleet.plan import (
     follow_commands,
     manager_queues,
     manager_teams,
+    needs_peering,
     team_rows,
 )
 from ..fleet.worker_access import MultiKueueWorkerAccess, MultiKueueWorkerAccessArgs
@@ -107,7 +108,7 @@ def fleet(
             section="fleet",
         )
         worker_network = _network(worker.settings, each.vpc)
-        if worker.resolved.access == "token" and manager_network is not None and worker_network is not None:
+        if needs_peering(worker.resolved) and manager_network is not None and worker_network is not None:
             peering = declare(
                 FleetPeering,
                 f"{worker.name}-peering",

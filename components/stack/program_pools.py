@@ -12,7 +12,7 @@ import pulumi
 
 from ..cluster.gke_cluster import GkeCluster
 from ..dra.plan import driver_args
-from ..gpu.plan import ladder_images, pool_kind
+from ..gpu.plan import attached_networks, declares_compute_class, ladder_images, pool_kind
 from ..gpu.pool import GpuPool
 from ..gpudirect.plan import GpuDirectPlan, plan_gpudirect
 from ..workloads.batch_plan import admission_scope
@@ -135,11 +135,11 @@ def gpu_layer(settings: Settings, cluster: GkeCluster, prefix: str = "") -> GpuL
 
 
 def _node_networks(pool: GpuPool, networks: dict[Any, Any], second: Any) -> Any:
-    """The additional node networks a pool attaches: its GPUDirect flavour's, G4's second, or None."""
-    flavor = pool.gpudirect_flavor
-    if flavor is not None and pool.stack_networks:
-        return networks[flavor].node_networks
-    if pool.second_network and second is not None:
+    """The node networks gpu/plan.py's attached_networks names for the pool, as declared."""
+    attached = attached_networks(pool)
+    if attached == "gpudirect":
+        return networks[pool.gpudirect_flavor].node_networks
+    if attached == "second" and second is not None:
         return second.node_networks
     return None
 
@@ -177,7 +177,7 @@ def _pool(
             additional_node_networks=node_networks,
         )
         return declare(GpuNodePool, name, node_pool, section="gpuPools")
-    if not pool.on_demand_fallback:
+    if not declares_compute_class(pool, autopilot=settings.cluster.autopilot):
         return None
     from ..gpu.compute_class import GpuComputeClass, compute_class_args
 

@@ -13,26 +13,12 @@ from ..core import images
 from ..gpu.pool import GpuPool
 from ..serving.image_source import DEFAULT_REPOSITORY, describe_image, mirrored, registry_path
 from ..serving.model import ServingConfig
-from ..serving.rules import weights_source
 from .declare import declare
 from .settings import Settings
 
 if TYPE_CHECKING:
     from ..serving.inference_service import InferenceService
     from ..workloads.model import WorkloadConfig
-
-
-def needs_gcs_fuse(settings: Settings) -> bool:
-    """A service mounts its weights from a bucket: the cluster needs the Cloud Storage FUSE driver (a
-    Hyperdisk ML volume does not: the PD CSI driver and the Volume Populator are on by default)."""
-    return any(
-        weights_source(s.model) == "gcs" and s.weights.via == "cloudStorageFuse" for s in settings.serving
-    )
-
-
-def needs_gateway_api(settings: Settings) -> bool:
-    """A service has an Inference Gateway: the cluster needs GKE's Gateway API."""
-    return any(s.gateway for s in settings.serving)
 
 
 def serving(
@@ -53,6 +39,7 @@ def serving(
     if not settings.serving:
         return {}
     # Imported here: a stack without model servers does not pay for their modules.
+    from ..serving.cluster_needs import needs_metrics_adapter, needs_transfer_class
     from ..serving.inference_service import InferenceService
     from ..serving.lws_controller import LeaderWorkerSetController
     from ..serving.metrics_adapter import CustomMetricsAdapter
@@ -75,8 +62,7 @@ def serving(
         )
         for service in settings.serving
     ]
-    if any(s.replicas.max > s.replicas.min for s in settings.serving):
-        # One per cluster: the autoscalers read vLLM's queue through it.
+    if needs_metrics_adapter(settings.serving):
         adapter = declare(
             CustomMetricsAdapter,
             "custom-metrics",
@@ -85,7 +71,7 @@ def serving(
             section="serving",
         )
         depends_on = [*depends_on, adapter]
-    if any(s.weights.via == "hyperdiskMl" for s in settings.serving):
+    if needs_transfer_class(settings.serving):
         depends_on = [*depends_on, _transfer_class(provider, node_service_account)]
     lws: list[pulumi.Resource] = []
     if any(plan.spans_nodes for plan in plans):
