@@ -54,11 +54,10 @@ def test_a_confirmed_rule_refuses_the_pool() -> None:
     h100 = catalog.accelerator("nvidia-h100-80gb")
     assert h100 is not None
     machines = {
-        n: dataclasses.replace(m, on_demand_confirmed=True) if not m.on_demand else m
+        n: m._replace(on_demand_confirmed=True) if not m.on_demand else m
         for n, m in h100.machine_types.items()
     }
-    confirmed = dataclasses.replace(
-        catalog,
+    confirmed = catalog._replace(
         accelerators={**catalog.accelerators, h100.name: dataclasses.replace(h100, machine_types=machines)},
     )
     with pytest.raises(ConfigError) as refused:

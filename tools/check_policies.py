@@ -28,9 +28,8 @@ import inspect
 import json
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -78,8 +77,7 @@ class PolicyConfigError(ValueError):
     """A policy pack config that does not fit the pack's policies and their schemas."""
 
 
-@dataclass(frozen=True)
-class Violation:
+class Violation(NamedTuple):
     policy: str
     enforcement_level: str  # "mandatory" or "advisory"
     resource_name: str
@@ -96,8 +94,7 @@ class Violation:
         return f"{self.resource_name} [{self.resource_type}]: {self.policy}: {self.message}{advisory}"
 
 
-@dataclass(frozen=True)
-class _PolicySettings:
+class _PolicySettings(NamedTuple):
     level: EnforcementLevel
     properties: dict[str, Any]
 
@@ -202,8 +199,7 @@ def engine_props(inputs: Mapping[str, Any]) -> Any:
     return unknown_checking_proxy(_engine_value(dict(inputs)))
 
 
-@dataclass(frozen=True)
-class _Resource:
+class _Resource(NamedTuple):
     type: str
     name: str
     urn: str

@@ -12,7 +12,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .data import DATA_DIR, load_yaml
 
@@ -35,8 +35,7 @@ _N1_CUSTOM_PATTERN = re.compile(r"^(?:n1-)?custom-(\d+)-(\d+)(-ext)?$")
 _N1_CUSTOM_MEMORY_PER_VCPU_GB = (0.9, 6.5)
 
 
-@dataclass(frozen=True)
-class MachineType:
+class MachineType(NamedTuple):
     """A GCE machine type able to carry GPUs of one accelerator type."""
 
     name: str
@@ -62,16 +61,14 @@ class MachineType:
         return "n1" if self.name.startswith("custom-") else self.name.split("-", 1)[0]
 
 
-@dataclass(frozen=True)
-class AttachLimit:
+class AttachLimit(NamedTuple):
     """For accelerators attached to N1 machines: the largest N1 shape a given GPU count allows."""
 
     max_vcpus: int
     max_memory_gb: float
 
 
-@dataclass(frozen=True)
-class NvlinkDomain:
+class NvlinkDomain(NamedTuple):
     """An NVL72 rack's NVLink domain: the workload policy's accelerator topology and the VMs it holds."""
 
     accelerator_topology: str
@@ -216,14 +213,12 @@ class Accelerator:
         return sorted(self.machine_types, key=_natural_key)
 
 
-@dataclass(frozen=True)
-class Series:
+class Series(NamedTuple):
     name: str
     boot_disk_types: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class Catalog:
+class Catalog(NamedTuple):
     captured: str
     accelerators: dict[str, Accelerator]
     series: dict[str, Series]
@@ -329,8 +324,7 @@ def load_catalog(path: Path = CATALOG_PATH) -> Catalog:
     return _parse(load_yaml(path))
 
 
-@dataclass(frozen=True)
-class MachineSeries:
+class MachineSeries(NamedTuple):
     """A Compute Engine machine series (``data/machine_types.yaml``) and its predefined machine types."""
 
     name: str
@@ -345,8 +339,7 @@ class MachineSeries:
         return sorted(self.shapes or (), key=_natural_key)
 
 
-@dataclass(frozen=True)
-class MachineTypes:
+class MachineTypes(NamedTuple):
     captured: str
     series: dict[str, MachineSeries]
 
