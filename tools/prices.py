@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from gke_gpu.core.data import DATA_DIR, load_yaml
+from gke_gpu.core.data import DATA_DIR, load_data
 
 PRICES_PATH = DATA_DIR / "prices.yaml"
 HOURS_PER_MONTH = 730
@@ -87,7 +87,7 @@ def _parse_prices(raw: Mapping[str, Any]) -> PriceTable:
 @functools.cache
 def load_prices(path: Path = PRICES_PATH) -> PriceTable:
     """Load and cache the price table shipped with the program."""
-    return _parse_prices(load_yaml(path))
+    return _parse_prices(load_data(path))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .data import DATA_DIR, load_yaml
+from .data import DATA_DIR, load_data
 
 CATALOG_PATH = DATA_DIR / "accelerators.yaml"
 MACHINE_TYPES_PATH = DATA_DIR / "machine_types.yaml"
@@ -321,7 +321,7 @@ def _parse(raw: dict[str, Any]) -> Catalog:
 @functools.cache
 def load_catalog(path: Path = CATALOG_PATH) -> Catalog:
     """Load and cache the accelerator catalog shipped with the program."""
-    return _parse(load_yaml(path))
+    return _parse(load_data(path))
 
 
 class MachineSeries(NamedTuple):
@@ -365,7 +365,7 @@ def _series_shapes(name: str, shapes: dict[str, Any] | None) -> frozenset[str] |
 @functools.cache
 def load_machine_types(path: Path = MACHINE_TYPES_PATH) -> MachineTypes:
     """Load and cache the table of Compute Engine machine series shipped with the program."""
-    raw = load_yaml(path)
+    raw = load_data(path)
     return MachineTypes(
         captured=str(raw["captured"]),
         series={

@@ -12,7 +12,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..core.data import DATA_DIR, load_yaml
+from ..core.data import DATA_DIR, load_data
 from .model import ModelInfo, ModelServerSettings
 
 # Bytes vLLM holds a weight in, by the dtype the catalogue and `model_info.dtype` name. vLLM's --dtype
@@ -165,7 +165,7 @@ def _facts(name: str, entry: dict[str, Any]) -> ModelFacts:
 @functools.cache
 def catalogue() -> dict[str, ModelFacts]:
     """The catalogue by lowercase Hugging Face id (Hugging Face resolves ids case-insensitively)."""
-    entries = load_yaml(DATA_DIR / "models.yaml")["models"]
+    entries = load_data(DATA_DIR / "models.yaml")["models"]
     return {name.lower(): _facts(name, entry) for name, entry in entries.items()}
 
 
