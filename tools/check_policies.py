@@ -205,12 +205,25 @@ class _Resource(NamedTuple):
     urn: str
     parent: str | None
     provider: str | None
-    inputs: dict[str, Any]
+    # The inputs with the engine's unknown sentinels (_engine_value), converted once per resource; each
+    # policy still gets its own proxy over them (props), as the engine deserializes them per policy.
+    engine_inputs: dict[str, Any]
+
+    def props(self) -> Any:
+        """The inputs as a policy sees them in `pulumi preview` (engine_props); a new proxy each call."""
+        return unknown_checking_proxy(self.engine_inputs)
 
 
 def _custom_resources(document: Mapping[str, Any]) -> list[_Resource]:
     return [
-        _Resource(r["type"], r["name"], r["urn"], r.get("parent"), r.get("provider"), r.get("inputs") or {})
+        _Resource(
+            r["type"],
+            r["name"],
+            r["urn"],
+            r.get("parent"),
+            r.get("provider"),
+            _engine_value(dict(r.get("inputs") or {})),
+        )
         for r in document["resources"]
         if not r.get("component")
     ]
@@ -232,7 +245,7 @@ def _provider(resource: _Resource, by_urn: Mapping[str, _Resource]) -> PolicyPro
     provider = by_urn.get(resource.provider or "")
     if provider is None:
         return None
-    return PolicyProviderResource(provider.type, engine_props(provider.inputs), provider.urn, provider.name)
+    return PolicyProviderResource(provider.type, provider.props(), provider.urn, provider.name)
 
 
 def _run_validation(result: Awaitable[Any] | None) -> None:
@@ -299,7 +312,7 @@ def check_document(
         for r in resources:
             args = ResourceValidationArgs(
                 r.type,
-                engine_props(r.inputs),
+                r.props(),
                 r.urn,
                 r.name,
                 _options(r),
@@ -323,7 +336,7 @@ def _policy_resources(
     result = {
         r.urn: PolicyResource(
             r.type,
-            engine_props(r.inputs),
+            r.props(),
             r.urn,
             r.name,
             _options(r),
