@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ..core.data import DATA_DIR, load_data
 from .model import ModelInfo, ModelServerSettings
@@ -41,8 +41,7 @@ KV_BYTES_UNQUANTIZED, KV_BYTES_LEAST = 2, 1
 AttentionType = Literal["full", "sliding", "chunked", "mla"]
 
 
-@dataclass(frozen=True)
-class Attention:
+class Attention(NamedTuple):
     """The layout of a model's KV cache (serving/kv_cache.py)."""
 
     type: AttentionType = "full"
