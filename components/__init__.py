@@ -155,4 +155,4 @@ def public_components() -> list[type["pulumi.ComponentResource"]]:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    return sorted({*globals(), *_LAZY, "__version__"})
