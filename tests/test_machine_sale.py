@@ -3,7 +3,6 @@ needs Spot, flex-start or a reservation; the rule lives in the catalog's machine
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import pytest
@@ -58,7 +57,7 @@ def test_a_confirmed_rule_refuses_the_pool() -> None:
         for n, m in h100.machine_types.items()
     }
     confirmed = catalog._replace(
-        accelerators={**catalog.accelerators, h100.name: dataclasses.replace(h100, machine_types=machines)},
+        accelerators={**catalog.accelerators, h100.name: h100._replace(machine_types=machines)},
     )
     with pytest.raises(ConfigError) as refused:
         warnings_for({**A3_1G, "gpusPerNode": 2}, catalog=confirmed)

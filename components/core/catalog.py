@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from .data import DATA_DIR, load_data
 
+# An Accelerator's mappings that its entry leaves out: empty, and read-only like the record.
+_NO_ENTRIES: Mapping[Any, Any] = MappingProxyType({})
 CATALOG_PATH = DATA_DIR / "accelerators.yaml"
 MACHINE_TYPES_PATH = DATA_DIR / "machine_types.yaml"
 
@@ -75,26 +78,25 @@ class NvlinkDomain(NamedTuple):
     vms: int
 
 
-@dataclass(frozen=True)
-class Accelerator:
+class Accelerator(NamedTuple):
     name: str
     display_name: str
     memory_gb: int
     # Fixed-shape accelerators (L4, A100, H100, ...): the machine types that carry them.
-    machine_types: dict[str, MachineType] = field(default_factory=dict)
+    machine_types: Mapping[str, MachineType] = _NO_ENTRIES
     # Attachable accelerators (T4, V100, ...): GPU count -> the N1 shape limits for that count.
-    attach_limits: dict[int, AttachLimit] = field(default_factory=dict)
-    default_machine_types: dict[int, str] = field(default_factory=dict)
+    attach_limits: Mapping[int, AttachLimit] = _NO_ENTRIES
+    default_machine_types: Mapping[int, str] = _NO_ENTRIES
     # MIG partition size -> partitions per GPU. Empty when the GPU has no MIG.
-    mig_partitions: dict[str, int] = field(default_factory=dict)
+    mig_partitions: Mapping[str, int] = _NO_ENTRIES
     # GPU counts a single Autopilot Pod may request; empty when Autopilot does not offer it.
     autopilot_counts: tuple[int, ...] = ()
     # Region -> zones that offer this accelerator (and its machine types).
-    zones: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    zones: Mapping[str, tuple[str, ...]] = _NO_ENTRIES
     # Free-form caveats shown to users (e.g. "1g/2g/4g only as Spot or flex-start").
     notes: tuple[str, ...] = ()
     # GPU count -> the first GKE version that offers it on Autopilot.
-    autopilot_min_versions: dict[int, str] = field(default_factory=dict)
+    autopilot_min_versions: Mapping[int, str] = _NO_ENTRIES
     # MPS clients one GPU serves (16 before Volta, 48 from Volta on).
     mps_max_clients: int = 48
     # Host CPU architecture of the machine types ("arm64" for A4X).
@@ -111,7 +113,7 @@ class Accelerator:
     # True where pools of the GPU get NUMA-aligned kubelet settings unless they say otherwise (G4).
     numa_aligned_default: bool = False
     # Machine types Compute Engine sells with a fraction of one GPU (name -> fraction), refused here.
-    fractional_machine_types: dict[str, str] = field(default_factory=dict)
+    fractional_machine_types: Mapping[str, str] = _NO_ENTRIES
     # GPU memory as the device reports it to CUDA (vLLM's budget is a share of it), where measured or
     # logged, and the data file's source key for it; None elsewhere (the sold figure, memory_gb, stands in).
     device_memory_bytes: int | None = None
