@@ -41,7 +41,9 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from .workloads.samples import SampleWorkloads, SampleWorkloadsArgs
     from .workloads.training_data import TrainingData, TrainingDataArgs
 
-__version__: str = version("gke-gpu")
+# Read from the installed package's metadata on first use (module `__getattr__`): ~1 ms that a render,
+# which never reads it, need not pay.
+__version__: str
 
 # The public components, by class name, with the module (of this package) that defines each and
 # its args TypedDict `<Class>Args`. One list for the package's exports (here), the multi-language
@@ -134,6 +136,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        globals()[name] = version("gke-gpu")
+        return globals()[name]
     module = _LAZY.get(name)
     if module is None:
         # AttributeError (not ImportError) so that `from . import images` falls through to the submodule.
@@ -150,4 +155,4 @@ def public_components() -> list[type["pulumi.ComponentResource"]]:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    return sorted({*globals(), *_LAZY, "__version__"})

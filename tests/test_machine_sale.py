@@ -3,7 +3,6 @@ needs Spot, flex-start or a reservation; the rule lives in the catalog's machine
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import pytest
@@ -54,12 +53,11 @@ def test_a_confirmed_rule_refuses_the_pool() -> None:
     h100 = catalog.accelerator("nvidia-h100-80gb")
     assert h100 is not None
     machines = {
-        n: dataclasses.replace(m, on_demand_confirmed=True) if not m.on_demand else m
+        n: m._replace(on_demand_confirmed=True) if not m.on_demand else m
         for n, m in h100.machine_types.items()
     }
-    confirmed = dataclasses.replace(
-        catalog,
-        accelerators={**catalog.accelerators, h100.name: dataclasses.replace(h100, machine_types=machines)},
+    confirmed = catalog._replace(
+        accelerators={**catalog.accelerators, h100.name: h100._replace(machine_types=machines)},
     )
     with pytest.raises(ConfigError) as refused:
         warnings_for({**A3_1G, "gpusPerNode": 2}, catalog=confirmed)

@@ -28,9 +28,8 @@ import inspect
 import json
 import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -78,8 +77,7 @@ class PolicyConfigError(ValueError):
     """A policy pack config that does not fit the pack's policies and their schemas."""
 
 
-@dataclass(frozen=True)
-class Violation:
+class Violation(NamedTuple):
     policy: str
     enforcement_level: str  # "mandatory" or "advisory"
     resource_name: str
@@ -96,8 +94,7 @@ class Violation:
         return f"{self.resource_name} [{self.resource_type}]: {self.policy}: {self.message}{advisory}"
 
 
-@dataclass(frozen=True)
-class _PolicySettings:
+class _PolicySettings(NamedTuple):
     level: EnforcementLevel
     properties: dict[str, Any]
 
@@ -202,19 +199,31 @@ def engine_props(inputs: Mapping[str, Any]) -> Any:
     return unknown_checking_proxy(_engine_value(dict(inputs)))
 
 
-@dataclass(frozen=True)
-class _Resource:
+class _Resource(NamedTuple):
     type: str
     name: str
     urn: str
     parent: str | None
     provider: str | None
-    inputs: dict[str, Any]
+    # The inputs with the engine's unknown sentinels (_engine_value), converted once per resource; each
+    # policy still gets its own proxy over them (props), as the engine deserializes them per policy.
+    engine_inputs: dict[str, Any]
+
+    def props(self) -> Any:
+        """The inputs as a policy sees them in `pulumi preview` (engine_props); a new proxy each call."""
+        return unknown_checking_proxy(self.engine_inputs)
 
 
 def _custom_resources(document: Mapping[str, Any]) -> list[_Resource]:
     return [
-        _Resource(r["type"], r["name"], r["urn"], r.get("parent"), r.get("provider"), r.get("inputs") or {})
+        _Resource(
+            r["type"],
+            r["name"],
+            r["urn"],
+            r.get("parent"),
+            r.get("provider"),
+            _engine_value(dict(r.get("inputs") or {})),
+        )
         for r in document["resources"]
         if not r.get("component")
     ]
@@ -236,7 +245,7 @@ def _provider(resource: _Resource, by_urn: Mapping[str, _Resource]) -> PolicyPro
     provider = by_urn.get(resource.provider or "")
     if provider is None:
         return None
-    return PolicyProviderResource(provider.type, engine_props(provider.inputs), provider.urn, provider.name)
+    return PolicyProviderResource(provider.type, provider.props(), provider.urn, provider.name)
 
 
 def _run_validation(result: Awaitable[Any] | None) -> None:
@@ -303,7 +312,7 @@ def check_document(
         for r in resources:
             args = ResourceValidationArgs(
                 r.type,
-                engine_props(r.inputs),
+                r.props(),
                 r.urn,
                 r.name,
                 _options(r),
@@ -327,7 +336,7 @@ def _policy_resources(
     result = {
         r.urn: PolicyResource(
             r.type,
-            engine_props(r.inputs),
+            r.props(),
             r.urn,
             r.name,
             _options(r),

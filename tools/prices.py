@@ -13,9 +13,9 @@ import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from gke_gpu.core.data import DATA_DIR, load_yaml
+from gke_gpu.core.data import DATA_DIR, load_data
 
 PRICES_PATH = DATA_DIR / "prices.yaml"
 HOURS_PER_MONTH = 730
@@ -33,8 +33,7 @@ Figure = float | str  # a number of USD, or NA
 # The price table.
 
 
-@dataclass(frozen=True)
-class Price:
+class Price(NamedTuple):
     """One entry of the table: USD per hour, None where unknown."""
 
     on_demand: float | None
@@ -45,8 +44,7 @@ class Price:
         return self.on_demand if column == ON_DEMAND else self.spot
 
 
-@dataclass(frozen=True)
-class PriceTable:
+class PriceTable(NamedTuple):
     source: str
     source_url: str
     captured: str
@@ -89,7 +87,7 @@ def _parse_prices(raw: Mapping[str, Any]) -> PriceTable:
 @functools.cache
 def load_prices(path: Path = PRICES_PATH) -> PriceTable:
     """Load and cache the price table shipped with the program."""
-    return _parse_prices(load_yaml(path))
+    return _parse_prices(load_data(path))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@ other Hyperdisk-only series take hyperdisk-balanced, the older ones Persistent D
 from functools import cache
 
 from ..core.common import cut, listing
-from ..core.data import DATA_DIR, load_yaml
+from ..core.data import DATA_DIR, load_data
 
 BOOT_DISKS_PATH = DATA_DIR / "boot_disks.yaml"
 # Where the table has no row (a series it does not know): what the system pool always had.
@@ -14,7 +14,7 @@ FALLBACK_DISK_TYPE = "pd-balanced"
 @cache
 def series_boot_disks() -> dict[str, tuple[str, ...]]:
     """Machine series -> the boot disk types it takes, the default first."""
-    raw = load_yaml(BOOT_DISKS_PATH)
+    raw = load_data(BOOT_DISKS_PATH)
     return {name: tuple(types) for name, types in raw["series"].items()}
 
 

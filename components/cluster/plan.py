@@ -6,8 +6,7 @@ stack/program_cluster.py declares the plan."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 import pulumi
 
@@ -17,8 +16,7 @@ if TYPE_CHECKING:
     from .args import GkeClusterArgs, Maintenance
 
 
-@dataclass(frozen=True)
-class ClusterFeatures:
+class ClusterFeatures(NamedTuple):
     """What the stack's other sections ask of its cluster (each from its domain's plan)."""
 
     managed_dcgm: bool = False
@@ -35,8 +33,7 @@ class ClusterFeatures:
     bare_metal: bool = False
 
 
-@dataclass(frozen=True)
-class NetworkRefs:
+class NetworkRefs(NamedTuple):
     """Where the cluster's nodes and Pods live: the VPC's and subnet's names and the secondary ranges',
     values of an existing VPC or Outputs of the one the stack creates."""
 
@@ -46,8 +43,7 @@ class NetworkRefs:
     services_range_name: pulumi.Input[str]
 
 
-@dataclass(frozen=True)
-class ClusterPlan:
+class ClusterPlan(NamedTuple):
     """The cluster, where it is and what the other sections ask of it."""
 
     cluster: ClusterConfig

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
-from .data import DATA_DIR, load_yaml
+from .data import DATA_DIR, load_data
 
+# An Accelerator's mappings that its entry leaves out: empty, and read-only like the record.
+_NO_ENTRIES: Mapping[Any, Any] = MappingProxyType({})
 CATALOG_PATH = DATA_DIR / "accelerators.yaml"
 MACHINE_TYPES_PATH = DATA_DIR / "machine_types.yaml"
 
@@ -35,8 +38,7 @@ _N1_CUSTOM_PATTERN = re.compile(r"^(?:n1-)?custom-(\d+)-(\d+)(-ext)?$")
 _N1_CUSTOM_MEMORY_PER_VCPU_GB = (0.9, 6.5)
 
 
-@dataclass(frozen=True)
-class MachineType:
+class MachineType(NamedTuple):
     """A GCE machine type able to carry GPUs of one accelerator type."""
 
     name: str
@@ -62,42 +64,39 @@ class MachineType:
         return "n1" if self.name.startswith("custom-") else self.name.split("-", 1)[0]
 
 
-@dataclass(frozen=True)
-class AttachLimit:
+class AttachLimit(NamedTuple):
     """For accelerators attached to N1 machines: the largest N1 shape a given GPU count allows."""
 
     max_vcpus: int
     max_memory_gb: float
 
 
-@dataclass(frozen=True)
-class NvlinkDomain:
+class NvlinkDomain(NamedTuple):
     """An NVL72 rack's NVLink domain: the workload policy's accelerator topology and the VMs it holds."""
 
     accelerator_topology: str
     vms: int
 
 
-@dataclass(frozen=True)
-class Accelerator:
+class Accelerator(NamedTuple):
     name: str
     display_name: str
     memory_gb: int
     # Fixed-shape accelerators (L4, A100, H100, ...): the machine types that carry them.
-    machine_types: dict[str, MachineType] = field(default_factory=dict)
+    machine_types: Mapping[str, MachineType] = _NO_ENTRIES
     # Attachable accelerators (T4, V100, ...): GPU count -> the N1 shape limits for that count.
-    attach_limits: dict[int, AttachLimit] = field(default_factory=dict)
-    default_machine_types: dict[int, str] = field(default_factory=dict)
+    attach_limits: Mapping[int, AttachLimit] = _NO_ENTRIES
+    default_machine_types: Mapping[int, str] = _NO_ENTRIES
     # MIG partition size -> partitions per GPU. Empty when the GPU has no MIG.
-    mig_partitions: dict[str, int] = field(default_factory=dict)
+    mig_partitions: Mapping[str, int] = _NO_ENTRIES
     # GPU counts a single Autopilot Pod may request; empty when Autopilot does not offer it.
     autopilot_counts: tuple[int, ...] = ()
     # Region -> zones that offer this accelerator (and its machine types).
-    zones: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    zones: Mapping[str, tuple[str, ...]] = _NO_ENTRIES
     # Free-form caveats shown to users (e.g. "1g/2g/4g only as Spot or flex-start").
     notes: tuple[str, ...] = ()
     # GPU count -> the first GKE version that offers it on Autopilot.
-    autopilot_min_versions: dict[int, str] = field(default_factory=dict)
+    autopilot_min_versions: Mapping[int, str] = _NO_ENTRIES
     # MPS clients one GPU serves (16 before Volta, 48 from Volta on).
     mps_max_clients: int = 48
     # Host CPU architecture of the machine types ("arm64" for A4X).
@@ -114,7 +113,7 @@ class Accelerator:
     # True where pools of the GPU get NUMA-aligned kubelet settings unless they say otherwise (G4).
     numa_aligned_default: bool = False
     # Machine types Compute Engine sells with a fraction of one GPU (name -> fraction), refused here.
-    fractional_machine_types: dict[str, str] = field(default_factory=dict)
+    fractional_machine_types: Mapping[str, str] = _NO_ENTRIES
     # GPU memory as the device reports it to CUDA (vLLM's budget is a share of it), where measured or
     # logged, and the data file's source key for it; None elsewhere (the sold figure, memory_gb, stands in).
     device_memory_bytes: int | None = None
@@ -216,14 +215,12 @@ class Accelerator:
         return sorted(self.machine_types, key=_natural_key)
 
 
-@dataclass(frozen=True)
-class Series:
+class Series(NamedTuple):
     name: str
     boot_disk_types: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class Catalog:
+class Catalog(NamedTuple):
     captured: str
     accelerators: dict[str, Accelerator]
     series: dict[str, Series]
@@ -326,11 +323,10 @@ def _parse(raw: dict[str, Any]) -> Catalog:
 @functools.cache
 def load_catalog(path: Path = CATALOG_PATH) -> Catalog:
     """Load and cache the accelerator catalog shipped with the program."""
-    return _parse(load_yaml(path))
+    return _parse(load_data(path))
 
 
-@dataclass(frozen=True)
-class MachineSeries:
+class MachineSeries(NamedTuple):
     """A Compute Engine machine series (``data/machine_types.yaml``) and its predefined machine types."""
 
     name: str
@@ -345,8 +341,7 @@ class MachineSeries:
         return sorted(self.shapes or (), key=_natural_key)
 
 
-@dataclass(frozen=True)
-class MachineTypes:
+class MachineTypes(NamedTuple):
     captured: str
     series: dict[str, MachineSeries]
 
@@ -372,7 +367,7 @@ def _series_shapes(name: str, shapes: dict[str, Any] | None) -> frozenset[str] |
 @functools.cache
 def load_machine_types(path: Path = MACHINE_TYPES_PATH) -> MachineTypes:
     """Load and cache the table of Compute Engine machine series shipped with the program."""
-    raw = load_yaml(path)
+    raw = load_data(path)
     return MachineTypes(
         captured=str(raw["captured"]),
         series={

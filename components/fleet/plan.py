@@ -8,8 +8,7 @@ Kueue v0.19.2 is kubernetes-sigs/kueue@8eab6877 (K@ below).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NamedTuple, NotRequired, TypedDict
 
 from ..core.catalog import Catalog, load_catalog
 from ..workloads.batch_teams import Quota, gpudirect_namespace, pool_quota
@@ -48,8 +47,7 @@ class WorkerAccess(TypedDict):
     endpoint: NotRequired[Any]
 
 
-@dataclass(frozen=True)
-class PoolAdmission:
+class PoolAdmission(NamedTuple):
     """How a worker's pool behind a fleet queue admits a job only when it can run it, and why."""
 
     worker: str
@@ -58,8 +56,7 @@ class PoolAdmission:
     why: str
 
 
-@dataclass(frozen=True)
-class FleetPlan:
+class FleetPlan(NamedTuple):
     """The fleet, resolved: its queues, each worker's admission guarantees, the dispatcher."""
 
     queues: tuple[FleetQueue, ...]

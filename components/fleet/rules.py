@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..cluster.model import ClusterConfig
 from ..core.common import Problems, cut, listing
@@ -56,8 +56,7 @@ class ResolvedWorker:
         return next((t for t in self.batch.teams if t.name == name), None)
 
 
-@dataclass(frozen=True)
-class FleetQueue:
+class FleetQueue(NamedTuple):
     """A team's queue on the manager and the workers it dispatches to, most preferred first."""
 
     team: str

@@ -10,7 +10,9 @@ takes `hugepages-2Mi: 8192Mi`, all 4096 pages of 2 MiB. What the second label sw
 documented on any page read (UNVERIFIED): it is declared because Google's blueprint declares it.
 """
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import NamedTuple
 
 from pulumi_gcp import container
 
@@ -23,9 +25,8 @@ UNIFIED_CNI_LABEL = "cloud.google.com/gke-dpv2-unified-cni"
 UNIFIED_CNI_VALUE = "cni-migration"
 
 
-@dataclass(frozen=True)
-class BareMetalNodeSettings:
-    labels: dict[str, str] = field(default_factory=dict)
+class BareMetalNodeSettings(NamedTuple):
+    labels: Mapping[str, str] = MappingProxyType({})
     linux_node_config: container.NodePoolNodeConfigLinuxNodeConfigArgs | None = None
 
 

@@ -7,8 +7,8 @@ what this plans."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from types import MappingProxyType
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..core import images
 from ..core.image_digests import digests_for
@@ -39,19 +39,18 @@ MANAGED_DCGM_PODS = (
 )
 
 
-@dataclass(frozen=True)
-class ExistingGpuPlan:
+class ExistingGpuPlan(NamedTuple):
     """An existing cluster's GPU nodes: how Pods find them, what the program declares for them (a
     generic cluster's labels and device plugin), and the commands that check them."""
 
     generic: bool
-    node_selector: dict[str, str] = field(default_factory=dict)
-    required_node_labels: list[str] = field(default_factory=list)
+    node_selector: Mapping[str, str] = MappingProxyType({})
+    required_node_labels: Sequence[str] = ()
     runtime_class_name: str | None = None
     time_slicing_replicas: int | None = None
     labels: GpuNodeLabelsArgs | None = None
     plugin: NvidiaDevicePluginArgs | None = None
-    checks: dict[str, str] = field(default_factory=dict)
+    checks: Mapping[str, str] = MappingProxyType({})
 
     @property
     def healthy_log_lines(self) -> list[str]:

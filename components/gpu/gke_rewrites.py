@@ -18,8 +18,7 @@ change, with the provider's own read rules (`PROVIDER_DEFAULTS`, `PROVIDER_FILTE
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ..core.catalog import load_catalog
 from ..core.common import GPU_TAINT_KEY, GPU_TAINT_VALUE
@@ -41,8 +40,7 @@ __all__ = [
 _TFP = "hashicorp/terraform-provider-google-beta@93c65b2d google-beta/services/container/"
 
 
-@dataclass(frozen=True)
-class PoolKind:
+class PoolKind(NamedTuple):
     """Which ways of getting nodes a pool uses: what decides the rewrites that apply to it."""
 
     gpu: bool = True
@@ -70,8 +68,7 @@ class PoolKind:
         )
 
 
-@dataclass(frozen=True)
-class GkeRewrite:
+class GkeRewrite(NamedTuple):
     path: tuple[str, ...]
     """The NodePool input (camelCase), one element per level; a map key is one element."""
     applies: Callable[[PoolKind], bool]

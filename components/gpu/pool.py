@@ -137,7 +137,7 @@ class GpuPool(StackModel):
     driver_version: enum_values(GpuDriverVersion) = "DEFAULT"  # type: ignore[valid-type]
     sharing: SharingConfig | None = None
     mig_partition_size: Annotated[str, Field(max_length=40)] | None = None
-    reservation: ReservationConfig = ReservationConfig()
+    reservation: ReservationConfig = ReservationConfig.model_construct()
     queued_provisioning: bool = False
     # DWS flex-start VMs (capacity for at most 7 days, obtained when available); max_run_duration is
     # how long a node may run, as a duration such as "24h" or "7d" (GKE's default and limit: 7 days).

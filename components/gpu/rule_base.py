@@ -6,15 +6,14 @@ at the top (`gpus_per_node`), so every path and every key named in a message goe
 `key`.
 """
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..core.catalog import Accelerator, Catalog
 from ..core.common import NAMESPACE, KeyNames, Problems, cut, listing
 from ..core.gke_version import below, satisfies
 
 
-@dataclass(frozen=True)
-class PoolPlace:
+class PoolPlace(NamedTuple):
     """Where the pools go: the cluster's region (`region_known` once it is a known Compute Engine
     region: zone rules run only then) and location, its release channel, and its minimum version
     (version gates become checks against it) with the key that sets it (a fleet worker's own cluster

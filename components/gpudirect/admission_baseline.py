@@ -26,7 +26,7 @@ Kubernetes types each list apart, so each expression runs over each list on its 
 admission_common.py expands `variables.containers` and `variables.contexts`).
 """
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..core.k8s import BASELINE_CAPABILITIES
 from .admission_common import cel
@@ -59,8 +59,7 @@ LIFECYCLE_HANDLERS = ("postStart", "preStop")
 REPLACED_CHECKS = ("hostPathVolumes",)
 
 
-@dataclass(frozen=True)
-class BaselineCheck:
+class BaselineCheck(NamedTuple):
     """One check of Pod Security `baseline`: upstream's check ID, and the CEL that admits what it
     admits."""
 

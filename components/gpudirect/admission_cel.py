@@ -36,7 +36,7 @@ aperture devices mounted read-write into the workload container: the LLCM path m
 """
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..core.nodes import ACCELERATOR_LABEL
 from .admission_baseline import baseline_checks
@@ -54,8 +54,7 @@ DEVICE_CONTAINER_KEY = f"{DEVICE_KEY}/container."
 _NRI_FLAVORS = (GpuDirectFlavor.TCPX, GpuDirectFlavor.TCPXO)
 
 
-@dataclass(frozen=True)
-class Sidecar:
+class Sidecar(NamedTuple):
     """The RxDM sidecar of one flavour, as the policy pins it."""
 
     flavor: GpuDirectFlavor

@@ -11,9 +11,8 @@ ForceNew, and a pool's additional networks are too).
 """
 
 import ipaddress
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..core.common import Problems, cut
 
@@ -47,8 +46,7 @@ class GpuDirectNetworking(StrEnum):
     ResourceClaim per Pod on the DeviceClass `mrdma.google.com` (GKE 1.34.1-gke.1829001+)."""
 
 
-@dataclass(frozen=True)
-class ExtraNic:
+class ExtraNic(NamedTuple):
     """One extra NIC of a GPUDirect node: its VPC, its subnet, and the Kubernetes Network Pods use."""
 
     # The Kubernetes Network (and GKENetworkParamSet) name, unique per cluster across flavours.
@@ -70,8 +68,7 @@ class ExtraNic:
     provided_subnet: bool = False
 
 
-@dataclass(frozen=True)
-class FlavorSpec:
+class FlavorSpec(NamedTuple):
     flavor: GpuDirectFlavor
     nics: tuple[ExtraNic, ...]
     # MTU of the flavour's VPCs (cluster-toolkit: 8244 for TCPX/TCPXO, 8896 for its RDMA VPCs).

@@ -7,7 +7,7 @@ Source: GoogleCloudPlatform/container-engine-accelerators at commit
 992db81257553607f1477945f1b3219632991829 (2026-06-11), files named per line.
 """
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..core.image_digests import repository
 from ..core.k8s import GKE_DRIVER_HOST_DIR
@@ -61,8 +61,7 @@ NODE_IMAGES_BY_TAG = {
 # Google's manifests name these images by tag; NVIDIA's manifests for GKE (NVIDIA/aicr) pin the same
 # tags by digest. Each one is the image's by default (a stack's `images.digests` may replace it); an
 # image with none here runs by tag, and the render lists it (stack output `privilegedImagesByTag`).
-@dataclass(frozen=True)
-class PublishedDigest:
+class PublishedDigest(NamedTuple):
     image: str
     digest: str
     source: str

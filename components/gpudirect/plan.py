@@ -8,8 +8,7 @@ them, not by a plan."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, NotRequired, TypedDict, cast
 
 from ..core.image_digests import digests_for
 from ..network.model import NetworkConfig
@@ -42,8 +41,7 @@ class FlavorOutput(TypedDict):
     dranetPod: NotRequired[dict[str, Any]]
 
 
-@dataclass(frozen=True)
-class AdmissionScope:
+class AdmissionScope(NamedTuple):
     """Where the admission policies of the stack's GPU layer admit what (GpuDirectAdmission): the
     namespaces the Pod policy confines, those of them where the device annotations are allowed, each
     GPU Network's namespaces, and the namespaces whose claims may request DRANET's NICs (None: no DRANET
@@ -55,8 +53,7 @@ class AdmissionScope:
     nic_claims: list[str] | None
 
 
-@dataclass(frozen=True)
-class GpuDirectPlan:
+class GpuDirectPlan(NamedTuple):
     """The stack's GPUDirect layer, planned: its pools by flavour, and the args that need no Output."""
 
     flavors: dict[GpuDirectFlavor, list[GpuDirectPool]]

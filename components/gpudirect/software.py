@@ -18,8 +18,7 @@ the facts taken from them):
 
 import ipaddress
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Annotated, Any, NotRequired, TypedDict
+from typing import Annotated, Any, NamedTuple, NotRequired, TypedDict
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -74,16 +73,14 @@ NAMESPACE = "kube-system"
 NODE_TOLERATIONS: tuple[dict[str, str], ...] = ({"operator": "Exists"},)
 
 
-@dataclass(frozen=True)
-class _HostDir:
+class _HostDir(NamedTuple):
     name: str
     host_path: str
     mount_path: str
     type: str | None = None
 
 
-@dataclass(frozen=True)
-class _Installer:
+class _Installer(NamedTuple):
     """One flavour's NCCL plugin installer DaemonSet (and whether the flavour needs the NRI device
     injector, which hands the RxDM sidecar the GPU devices without making it privileged)."""
 

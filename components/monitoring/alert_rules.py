@@ -17,8 +17,7 @@ Labels the queries rely on:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from ..core.images import DCGM_HOSTNAME_LABEL
 
@@ -57,8 +56,9 @@ class AlertThresholds(Protocol):
     def serving_queue_backlog(self) -> int: ...
 
 
-@dataclass(frozen=True, kw_only=True)
-class AlertRule:
+class AlertRule(NamedTuple):
+    """One alert policy's rule (built with keywords)."""
+
     key: str  # suffix of the AlertPolicy resource name
     alert: str  # the Prometheus alert name (Cloud Monitoring's `alertRule`)
     display_name: str

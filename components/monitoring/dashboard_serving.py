@@ -19,8 +19,7 @@ either). MIG partitions report no utilization, so a service on MIG has no GPU li
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 # A service's namespace is `serve-<name>` (serving/model.py `service_namespace`; the batch teams
 # reserve the prefix): the GPU chart keeps the DCGM series of Pods in those namespaces. Duplicated
@@ -36,8 +35,7 @@ WINDOW = "5m"
 FAILED_REASONS = ("abort", "error")
 
 
-@dataclass(frozen=True)
-class ServingChart:
+class ServingChart(NamedTuple):
     key: str  # what tests and docs call the chart
     title: str
     query: str  # PromQL

@@ -32,8 +32,7 @@ dashboard lost with it).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..core.common import GPU_RESOURCE, K8S_NAME, Problems, cut
 from .alert_rules import AlertRule
@@ -141,8 +140,7 @@ def state_config(role: str) -> dict[str, Any]:
     return {"kind": "CustomResourceStateMetrics", "spec": {"resources": resources}}
 
 
-@dataclass(frozen=True)
-class FleetChart:
+class FleetChart(NamedTuple):
     worker: str  # the worker the chart is about; "" for a chart of every worker
     title: str
     query: str  # PromQL

@@ -69,7 +69,7 @@ class MonitoringConfig(StackModel):
     # Monitoring dashboard on a generic cluster.
     dcgm: enum_values(DcgmSource) | None = None  # type: ignore[valid-type]
     dashboard: bool | None = None
-    alerts: AlertsConfig = AlertsConfig()
+    alerts: AlertsConfig = AlertsConfig.model_construct()
     scrape: enum_values(ScrapeMode) | None = None  # type: ignore[valid-type]
     # The namespace of the Prometheus that scrapes the exporter: the only one a NetworkPolicy lets
     # reach the metrics port (default gmp-system on GKE, monitoring on a generic cluster).

@@ -5,8 +5,7 @@ DCGM source, the dashboard, the alerts, the exporter and where it runs) and the 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, NotRequired, TypedDict, cast
 
 from ..core import images
 from ..core.arg_types import DcgmFlavor
@@ -31,8 +30,7 @@ class MonitoringSummary(TypedDict):
     alerts: list[Any]
 
 
-@dataclass(frozen=True)
-class MonitoredCluster:
+class MonitoredCluster(NamedTuple):
     """What GpuMonitoring reads of its cluster besides the monitoring section: where it is, whether it
     serves models (the dashboard's model-server section, the backlog alert), the fleet workers it
     manages (name, GKE cluster name), and the digests that pin the exporter's image."""

@@ -5,8 +5,7 @@ only sometimes sets). Read 2026-12-07; docs/preflight.md has the sources in full
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 # The API names, with what each is called in the console and why a stack needs it.
 API_TITLES: dict[str, str] = {
@@ -67,8 +66,7 @@ def _get(data: Any, *path: str) -> Any:
     return data
 
 
-@dataclass(frozen=True)
-class FeatureApi:
+class FeatureApi(NamedTuple):
     """An API a resource needs only when one of its inputs turns a feature on."""
 
     type: str
@@ -160,8 +158,7 @@ FEATURE_APIS: tuple[FeatureApi, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class ApiNeed:
+class ApiNeed(NamedTuple):
     api: str
     why: tuple[str, ...]
 

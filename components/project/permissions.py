@@ -7,14 +7,12 @@ iann0036/iam-dataset@2073fa52 (2026-08-22) gcp/map.json, which collects those re
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 SOURCE = "iann0036/iam-dataset@2073fa52 gcp/map.json (Google's REST references, per method)"
 
 
-@dataclass(frozen=True)
-class TypePermissions:
+class TypePermissions(NamedTuple):
     up: tuple[str, ...]
     """Create, read, update and delete (the methods insert/create, get, patch/update, delete and the
     operation polls)."""
@@ -116,8 +114,7 @@ KUBERNETES_PERMISSIONS = TypePermissions(
 )
 
 
-@dataclass(frozen=True)
-class FeaturePermissions:
+class FeaturePermissions(NamedTuple):
     """Permissions a resource needs only when one of its inputs turns a feature on."""
 
     type: str

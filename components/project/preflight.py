@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .apis import API_TITLES, ApiNeed, apis_of
 from .permissions import feature_permissions_of, permissions_of
@@ -22,8 +22,7 @@ NETWORK = "gcp:compute/network:Network"
 BUCKET_IAM = "gcp:storage/bucketIAMMember:BucketIAMMember"
 
 
-@dataclass(frozen=True)
-class DeclaredResource:
+class DeclaredResource(NamedTuple):
     type: str
     name: str
     inputs: Mapping[str, Any]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..core.data import DATA_DIR
 
@@ -61,8 +61,7 @@ def bucket_grantable(role: str) -> bool:
     return role.startswith("roles/storage.")
 
 
-@dataclass(frozen=True)
-class Role:
+class Role(NamedTuple):
     name: str
     title: str
     permissions: frozenset[str]
@@ -78,8 +77,7 @@ def predefined_roles() -> dict[str, Role]:
     }
 
 
-@dataclass(frozen=True)
-class RoleGrant:
+class RoleGrant(NamedTuple):
     role: str
     title: str
     permissions: tuple[str, ...]

@@ -11,7 +11,7 @@ them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..core.catalog import Accelerator, load_catalog
 from ..core.common import KeyNames, Problems, cut, listing
@@ -204,8 +204,7 @@ def check_tensor_parallel(
 NODE_SIZES, NODE_GPUS, MOST_GPUS = (1, 2, 4, 8), 8, 64
 
 
-@dataclass(frozen=True)
-class Replica:
+class Replica(NamedTuple):
     """Where a replica runs, as far as the fit rules need it."""
 
     gpus: int

@@ -12,13 +12,12 @@ and set `floors` in the stack file.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 REFERENCE_LEVELS = (1, 4, 16)
 
 
-@dataclass(frozen=True)
-class LoadFloors:
+class LoadFloors(NamedTuple):
     """At the reference load: output tokens a second at least, P99 time to first token and mean time
     per output token at most."""
 

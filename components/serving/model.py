@@ -170,7 +170,7 @@ class ModelServerSettings(StackModel):
         Field(default_factory=list, max_length=20),
     ]
     # A gs:// model: Cloud Storage FUSE (the default) or a Hyperdisk ML volume.
-    weights: WeightsConfig = WeightsConfig()
+    weights: WeightsConfig = WeightsConfig.model_construct()
     # vLLM's --gpu-memory-utilization: the share of each GPU's memory vLLM takes (weights, activations,
     # KV cache); default vLLM's own (GPU_MEMORY_UTILIZATION).
     gpu_memory_utilization: float | None = Field(None, gt=0, le=1)
@@ -192,7 +192,7 @@ class ServingConfig(ModelServerSettings, _ServiceChoice):
 
     model_config = example(name="chat", pool="l4", model="gs://my-bucket/models/qwen2.5-7b", gpusPerReplica=1)
 
-    replicas: ReplicasConfig = ReplicasConfig()
+    replicas: ReplicasConfig = ReplicasConfig.model_construct()
     gateway: bool = False
 
     @property

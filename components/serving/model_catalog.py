@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
-from ..core.data import DATA_DIR, load_yaml
+from ..core.data import DATA_DIR, load_data
 from .model import ModelInfo, ModelServerSettings
 
 # Bytes vLLM holds a weight in, by the dtype the catalogue and `model_info.dtype` name. vLLM's --dtype
@@ -41,8 +41,7 @@ KV_BYTES_UNQUANTIZED, KV_BYTES_LEAST = 2, 1
 AttentionType = Literal["full", "sliding", "chunked", "mla"]
 
 
-@dataclass(frozen=True)
-class Attention:
+class Attention(NamedTuple):
     """The layout of a model's KV cache (serving/kv_cache.py)."""
 
     type: AttentionType = "full"
@@ -165,7 +164,7 @@ def _facts(name: str, entry: dict[str, Any]) -> ModelFacts:
 @functools.cache
 def catalogue() -> dict[str, ModelFacts]:
     """The catalogue by lowercase Hugging Face id (Hugging Face resolves ids case-insensitively)."""
-    entries = load_yaml(DATA_DIR / "models.yaml")["models"]
+    entries = load_data(DATA_DIR / "models.yaml")["models"]
     return {name.lower(): _facts(name, entry) for name, entry in entries.items()}
 
 

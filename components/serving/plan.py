@@ -8,8 +8,7 @@ Imported by stacks that have model servers only (their components' modules come 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from ..gpu.pool import GpuPool
 from ..gpu.scheduling import node_selector, tolerations
@@ -48,8 +47,7 @@ from .sizing import (
 REQUEST = '{{"model": "{name}", "prompt": "The capital of France is", "max_tokens": 16}}'
 
 
-@dataclass(frozen=True)
-class ServicePlan:
+class ServicePlan(NamedTuple):
     """One service as the stack declares it."""
 
     service: ServingConfig

@@ -18,8 +18,7 @@ Sources (docs/serving.md, "Disaggregated prefill and decode", lists them in full
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .model import DECODE, PREFILL, ModelServerSettings
 
@@ -38,8 +37,7 @@ DATA_PARALLEL_RPC_PORT = 5555
 ROLE_LABEL = "llm-d.ai/role"
 
 
-@dataclass(frozen=True)
-class RoleLayout:
+class RoleLayout(NamedTuple):
     """One role of a disaggregated service."""
 
     role: str

@@ -5,8 +5,7 @@ Sources: docs/serving-research.md, "Objects (serving-objects)"."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -33,8 +32,7 @@ def replica_owner_annotations(spec: InferenceServiceSpec) -> dict[str, str]:
     return {} if spec.max_replicas is not None else {"pulumi.com/patchForce": "true"}
 
 
-@dataclass(frozen=True)
-class RolloutPlan:
+class RolloutPlan(NamedTuple):
     max_surge: int
     max_unavailable: int
     outage: bool

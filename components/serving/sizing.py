@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from ..core.catalog import MachineType, load_catalog
 from ..gpu.pool import LOCAL_SSD_GIB, GpuPool
@@ -101,8 +100,7 @@ def container_size(pool: GpuPool, gpus: int) -> dict[str, int]:
 Medium = Literal["memory", "disk"]
 
 
-@dataclass(frozen=True)
-class WeightsCache:
+class WeightsCache(NamedTuple):
     """A Pod's file cache: its volume's size, in memory or on the node's ephemeral storage (the boot
     disk, or the Local SSDs where the pool puts it), and what the render says of it. `size_gib` 0:
     no cache. `problem`: the weights do not fit the largest cache the node can hold (both sizes)."""

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 
 from ..core.common import NAMESPACE, TOP_LEVEL_KEYS, cut
-from ..core.data import DATA_DIR, load_yaml
+from ..core.data import DATA_DIR, load_data
 
 PROVIDER_KEYS_PATH = DATA_DIR / "provider_config_keys.yaml"
 # Namespaces whose keys have an effect on this program.
@@ -25,7 +25,7 @@ _NAMESPACE_SPELLING = re.compile(r"[-_. ]")
 @functools.cache
 def gcp_provider_keys() -> frozenset[str]:
     """The GCP provider's configuration keys (vendored from the pinned pulumi-gcp SDK)."""
-    return frozenset(load_yaml(PROVIDER_KEYS_PATH)["gcp"])
+    return frozenset(load_data(PROVIDER_KEYS_PATH)["gcp"])
 
 
 def _ours(name: str) -> str:

@@ -154,7 +154,7 @@ def _build_existing(settings: Settings) -> dict[str, Any]:
         "devicePluginHealthyLogLines": gpu.healthy_log_lines,
         "monitoring": monitoring_summary(settings.monitoring, monitoring),
         "sampleWorkloads": samples,
-        "checks": gpu.checks,
+        "checks": dict(gpu.checks),
         "privilegedImagesByTag": privileged_images_by_tag(
             settings.gpu_pools,
             settings.monitoring,

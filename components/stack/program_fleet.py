@@ -4,8 +4,7 @@ Each cluster has its own Kubernetes provider (its GkeCluster's)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pulumi
 
@@ -34,8 +33,7 @@ from .program_pools import gpu_layer
 from .settings import FleetWorker, Settings
 
 
-@dataclass(frozen=True)
-class _DeclaredWorker:
+class _DeclaredWorker(NamedTuple):
     """A worker's cluster as declared, before the manager's access to it."""
 
     worker: FleetWorker

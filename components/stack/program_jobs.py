@@ -4,8 +4,7 @@ the all-reduce tests, the DRANET claim templates, the teams' training data, and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import pulumi
 
@@ -40,8 +39,7 @@ if TYPE_CHECKING:
 Commands = dict[str, "dict[str, str] | pulumi.Output[dict[str, str]]"]
 
 
-@dataclass(frozen=True)
-class ClusterJobs:
+class ClusterJobs(NamedTuple):
     """What a cluster runs on its GPU pools, as stack outputs (`sampleWorkloads`, `batchQueues`,
     `trainingData`), and its Kueue component (None without `batch.kueue`)."""
 

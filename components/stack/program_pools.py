@@ -5,8 +5,7 @@ policies, and NVIDIA's DRA driver. A single-cluster stack and each fleet worker 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pulumi
 
@@ -20,8 +19,7 @@ from .declare import declare
 from .settings import Settings
 
 
-@dataclass(frozen=True)
-class GpuLayer:
+class GpuLayer(NamedTuple):
     """A cluster's GPU pools (by name) and what they need on the cluster: GPUDirect's node software
     (with its Networks), the admission policies that confine its privilege, NVIDIA's DRA driver; and
     GPUDirect's plan, which the cluster's jobs and outputs read."""

@@ -5,8 +5,7 @@ only loops and hands each rule the sections it reads; the rules are the domains'
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..cluster.section import check_cluster
 from ..core.catalog import Catalog
@@ -36,8 +35,7 @@ from .settings import Settings
 from .stack_model import StackConfig, dashboard_on
 
 
-@dataclass(frozen=True)
-class Place:
+class Place(NamedTuple):
     """Where a set of sections sits in the stack file and its GCP context: a stack file's own (the
     defaults), or a fleet worker's (`root_loc` `("fleet", "workers", 1)`, its region its own key)."""
 

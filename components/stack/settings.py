@@ -6,7 +6,7 @@ machine type and zones, the DCGM source, a workload's pool): one set of types, n
 """
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..cluster.model import ClusterConfig
 from ..gpu.device_plugin_config import DevicePluginConfig
@@ -45,8 +45,7 @@ class Settings:
     image_digests: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class FleetWorker:
+class FleetWorker(NamedTuple):
     """A fleet worker, resolved: the settings of its cluster (a whole gke-gpu stack, checked by a
     single-cluster stack's rules under its key) and what the fleet's rules read of it."""
 
@@ -58,8 +57,7 @@ class FleetWorker:
         return self.resolved.name
 
 
-@dataclass(frozen=True)
-class FleetSettings:
+class FleetSettings(NamedTuple):
     """The fleet whose manager the stack's cluster is: its workers and the plan between them."""
 
     workers: tuple[FleetWorker, ...]

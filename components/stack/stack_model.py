@@ -29,16 +29,17 @@ class StackConfig(StackModel):
     network: NetworkConfig | None = None
     cluster: ClusterConfig
     gpu_pools: Annotated[list[GpuPool], Field(max_length=MAX_POOLS)] = []
-    monitoring: MonitoringConfig = MonitoringConfig()
+    monitoring: MonitoringConfig = MonitoringConfig.model_construct()
     workloads: Annotated[list[WorkloadConfig], Field(max_length=64)] = []
     device_plugin: DevicePluginConfig | None = None
-    batch: BatchConfig = BatchConfig()
+    # mypy's pydantic plugin reads `teams` (its default_factory inside Annotated) as required here.
+    batch: BatchConfig = BatchConfig.model_construct()  # type: ignore[call-arg]
     serving: Annotated[list[ServingConfig], Field(max_length=MAX_SERVICES)] = []
     gpu_nodes: Annotated[list[Annotated[str, Field(max_length=253)]], Field(max_length=5000)] | None = None
     # A MultiKueue fleet: this stack's cluster is its manager (docs/fleet.md).
     fleet: FleetConfig | None = None
     # Digests of the images run privileged or as root on the nodes (stack/images_section.py).
-    images: ImagesConfig = ImagesConfig()
+    images: ImagesConfig = ImagesConfig.model_construct()
 
     @field_validator("workloads", mode="before")
     @classmethod

@@ -11,8 +11,7 @@ those GPUs, with CPU, memory and storage in proportion (batch_teams.Quota)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, NotRequired, TypedDict, cast
 
 from ..core.catalog import load_catalog
 from ..dra.claims import GPU_DEVICE_CLASS, is_rack
@@ -73,16 +72,14 @@ class TeamDataSummary(TypedDict):
     serviceAccount: str | None
 
 
-@dataclass(frozen=True)
-class BatchPlan:
+class BatchPlan(NamedTuple):
     """Kueue with a queue per GPU pool: GpuBatchQueues' args and the stack output `batchQueues`."""
 
     args: GpuBatchQueuesArgs
     summary: list[PoolQueues]
 
 
-@dataclass(frozen=True)
-class TeamData:
+class TeamData(NamedTuple):
     """A team's training data: TrainingData's args and the team's row of the stack output."""
 
     team: str

@@ -13,8 +13,7 @@ own key names.
 """
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import NotRequired, TypedDict
+from typing import NamedTuple, NotRequired, TypedDict
 
 from ..core.catalog import Catalog, load_catalog
 from ..core.common import GPU_RESOURCE, KeyNames, Problems, cut, network_of
@@ -92,8 +91,7 @@ class TeamShare(TypedDict):
     """The most GPUs it may borrow beyond its share from the cohort's idle quota. Defaults to any."""
 
 
-@dataclass(frozen=True)
-class Quota:
+class Quota(NamedTuple):
     """A queue's quota of each covered resource (GPUs; cores; GiB)."""
 
     gpus: int
@@ -206,8 +204,7 @@ def namespace_problem(namespace: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class ShareEntry:
+class ShareEntry(NamedTuple):
     """One team's share of one pool, with where the user wrote it (for messages)."""
 
     team: str

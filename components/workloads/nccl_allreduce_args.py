@@ -27,9 +27,8 @@ Sources (facts taken, not code):
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated, NotRequired, TypedDict
+from typing import Annotated, NamedTuple, NotRequired, TypedDict
 
 from pydantic import Field
 
@@ -75,8 +74,7 @@ def transport_of(gpudirect: str | None) -> Transport:
 # -- What runs the test, per transport ---------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Runner:
+class Runner(NamedTuple):
     """The image that runs sshd, mpirun and nccl-tests for one transport, and how."""
 
     image: str
@@ -163,8 +161,7 @@ def size_text(size: int) -> str:
 # -- Bus-bandwidth floors --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class BandwidthFloor:
+class BandwidthFloor(NamedTuple):
     """The out-of-place bus bandwidth the test must reach at its largest message, in GB/s."""
 
     gbps: float

@@ -5,7 +5,7 @@ queued provisioning and size, Kueue for the all-reduce, and a service for each l
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..cluster.model import ClusterConfig
 from ..core.common import cut, listing
@@ -27,8 +27,7 @@ AMD64_ONLY_WORKLOADS = {
 NCCL_DEFAULT_NODES = 2
 
 
-@dataclass(frozen=True)
-class Around:
+class Around(NamedTuple):
     """What the workloads' rules read of the other sections."""
 
     cluster: ClusterConfig

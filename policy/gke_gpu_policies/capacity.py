@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from pulumi_policy import PolicyConfigSchema, PolicyResource, ReportViolation, StackValidationArgs
 
@@ -51,8 +50,7 @@ PROD_SPOT_SCHEMA = PolicyConfigSchema(
 )
 
 
-@dataclass(frozen=True)
-class PoolGpus:
+class PoolGpus(NamedTuple):
     """What one GPU node pool can scale to: nodes x GPUs per node, or why that is not known."""
 
     name: str

@@ -10,8 +10,7 @@ that may or may not be a server's, is not judged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .constants import COMPONENT_LABEL, SERVER_COMPONENT
 from .props import UNKNOWN, get, items
@@ -60,8 +59,7 @@ def is_server_image(image: str) -> bool:
     )
 
 
-@dataclass(frozen=True)
-class ServerPod:
+class ServerPod(NamedTuple):
     """One Pod template of a model server."""
 
     subject: str  # `Deployment 'serve-chat-deployment' (serve-chat/chat)`, `..., leader template`
@@ -71,7 +69,7 @@ class ServerPod:
     servers: Any
     # Names of the workload's volumeClaimTemplates (PVCs that take precedence over a volume of the
     # same name), or UNKNOWN.
-    claims: Any = field(default_factory=frozenset)
+    claims: Any = frozenset()
 
 
 def _labelled(*values: Any) -> Any:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from pulumi_policy import (
     EnforcementLevel,
@@ -366,8 +366,7 @@ def _describe(kind: str, volume: Any) -> str:
     return kind
 
 
-@dataclass(frozen=True)
-class _WeightVolume:
+class _WeightVolume(NamedTuple):
     kind: str  # the volume source: csi, persistentVolumeClaim, ...; `volumeClaimTemplates` for a claim
     described: str  # `csi, driver gcsfuse.csi.storage.gke.io`
     volume: Any

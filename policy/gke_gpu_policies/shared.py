@@ -8,8 +8,7 @@ not known yet, never a violation.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .constants import GPU_RESOURCE, GPU_TAINT_EFFECT, GPU_TAINT_KEY
 from .props import UNKNOWN, entries, get, is_unknown, items
@@ -42,8 +41,7 @@ def workload_subject(resource_type: str, name: str, props: Any, where: str = "")
     return f"{kind} {name!r}{place}" + (f", {where}" if where else "")
 
 
-@dataclass(frozen=True)
-class GpuContainer:
+class GpuContainer(NamedTuple):
     """One container's nvidia.com/gpu ask."""
 
     name: str  # how messages name it: `containers[0] 'vllm'`
