@@ -26,7 +26,8 @@ DISK_IMAGE = rf"^projects/{_PROJECT}/global/images/[a-z]([-a-z0-9]{{0,61}}[a-z0-
 GKE_VERSION = r"^1\.(0|[1-9][0-9]?)(\.(0|[1-9][0-9]?)(-gke\.(0|[1-9][0-9]{0,9}))?)?$"
 RFC3339 = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$"
 TIME_OF_DAY = r"^([01][0-9]|2[0-3]):[0-5][0-9]$"
-# A Cloud KMS key: key ring and key IDs are 1-63 letters, digits, '-' and '_'. ASCII classes, not
+# A Cloud KMS key: key ring and key IDs match [a-zA-Z0-9_-]{1,63} (the Cloud KMS v1 API's
+# CreateKeyRingRequest.key_ring_id and CreateCryptoKeyRequest.crypto_key_id). ASCII classes, not
 # `\w`: pydantic's Rust regex reads `\w` as every Unicode word character, which admits IDs KMS refuses
 # and, repeated 63 times, takes ~40 ms to compile on every render.
 _KMS_ID = r"[A-Za-z0-9_-]{1,63}"

@@ -223,9 +223,9 @@ def role_policies(
     - `<name>-kv-transfer`: prefill admits decode on its API and NIXL ports (prefill_ports); with the KV
       cache over TCP, on every port (UCX's TCP transport listens on ports it picks);
     - `<name>-kv-transfer-egress`: decode reaches prefill there;
-    - `<name>-<role>-ranks` for an expert-parallel replica over several nodes: its Pods reach each other
-      on every port (vLLM's data-parallel RPC on 5555, torch.distributed's and Gloo's stores, NCCL's
-      sockets: ports the engine picks)."""
+    - `<name>-<role>-ranks` for an expert-parallel replica over several nodes: the role's Pods (every
+      replica's: it selects by role) reach each other on every port (vLLM's data-parallel RPC on 5555,
+      torch.distributed's and Gloo's stores, NCCL's sockets: ports the engine picks)."""
     disaggregation = spec.disaggregation
     assert disaggregation is not None, "only for a disaggregated service"
     ports = None if disaggregation.kv_transport == "tcp" else _tcp(prefill_ports(layouts))
